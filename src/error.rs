@@ -1,0 +1,138 @@
+//! The library's typed error.
+
+use std::path::PathBuf;
+
+/// Everything that can go wrong in simlsh, with enough context (row, column, value, file) to
+/// find the offending input.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A parameter given to a builder or a function is out of its valid range.
+    #[error("invalid parameter `{name}`: {reason}")]
+    InvalidParameter {
+        /// The parameter's name, as in the builder method.
+        name: &'static str,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// An input value is NaN or infinite.
+    #[error("row {row}, column {col}: value {value} is not finite")]
+    NonFinite {
+        /// Row (vector) number, 0-based.
+        row: usize,
+        /// Column (feature index), 0-based.
+        col: u64,
+        /// The offending value.
+        value: f64,
+    },
+    /// A dense input's width does not match the signer's dimension.
+    #[error("input has {got} columns but the signer was built for dimension {expected}")]
+    DimensionMismatch {
+        /// The signer's dimension.
+        expected: u64,
+        /// The input's number of columns.
+        got: u64,
+    },
+    /// A sparse index lies outside the signer's dimension.
+    #[error("row {row}: feature index {col} is out of range for dimension {dim}")]
+    IndexOutOfRange {
+        /// Row number, 0-based.
+        row: usize,
+        /// The offending feature index.
+        col: u64,
+        /// The signer's dimension.
+        dim: u64,
+    },
+    /// Sparse indices of a row are not strictly increasing (unsorted or duplicated).
+    #[error(
+        "row {row}: sparse indices must be strictly increasing, but index {col} follows {prev} \
+         (use `sparse::sort_and_merge` to sort and merge duplicates)"
+    )]
+    UnsortedIndices {
+        /// Row number, 0-based.
+        row: usize,
+        /// The index found.
+        col: u64,
+        /// The index before it.
+        prev: u64,
+    },
+    /// Two arrays that must have the same length do not.
+    #[error("{what}: lengths differ ({left} vs {right})")]
+    LengthMismatch {
+        /// What was being compared.
+        what: &'static str,
+        /// First length.
+        left: usize,
+        /// Second length.
+        right: usize,
+    },
+    /// Signatures of different widths were mixed.
+    #[error("signature width mismatch: expected {expected} bits, got {got}")]
+    BitsMismatch {
+        /// Width expected.
+        expected: usize,
+        /// Width found.
+        got: usize,
+    },
+    /// A signature has bits set beyond its width f in its last word.
+    #[error("row {row}: bits set beyond the signature width of {bits} bits")]
+    PaddingBits {
+        /// Row number, 0-based.
+        row: usize,
+        /// The signature width.
+        bits: usize,
+    },
+    /// The operation is not supported by this signer or index.
+    #[error("unsupported: {0}")]
+    Unsupported(String),
+    /// An I/O error, with the file it concerns.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The underlying error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A file is not in the expected format (foreign, truncated or corrupt).
+    #[error("{}: {reason}", path.display())]
+    Format {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A file was written by an unsupported format version.
+    #[error("{}: format version {got} is not supported (this build reads version {expected})", path.display())]
+    Version {
+        /// The file.
+        path: PathBuf,
+        /// The version this build reads.
+        expected: u32,
+        /// The version found.
+        got: u32,
+    },
+    /// A file's checksum does not match its contents.
+    #[error("{}: checksum mismatch (stored {stored:#018x}, computed {computed:#018x}): the file is corrupt", path.display())]
+    Checksum {
+        /// The file.
+        path: PathBuf,
+        /// Checksum stored in the file.
+        stored: u64,
+        /// Checksum of the contents.
+        computed: u64,
+    },
+}
+
+/// Short for `std::result::Result<T, simlsh::Error>`.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    /// Shorthand for [`Error::InvalidParameter`].
+    pub fn param(name: &'static str, reason: impl Into<String>) -> Self {
+        Error::InvalidParameter {
+            name,
+            reason: reason.into(),
+        }
+    }
+}

@@ -1,0 +1,6 @@
+//! simlsh: random-hyperplane locality-sensitive hashing ("simhash").
+#![deny(missing_docs)]
+
+pub mod error;
+
+pub use error::{Error, Result};
