@@ -2,5 +2,11 @@
 #![deny(missing_docs)]
 
 pub mod error;
+pub mod hamming;
+pub mod rng;
+pub mod signature;
+pub mod signers;
 
 pub use error::{Error, Result};
+pub use signature::{Signature, SignatureMatrix};
+pub use signers::{Accumulator, HashingTrick, HyperplaneSigner, PooledSigner, Signer, SignerInfo};

@@ -1,0 +1,328 @@
+//! Signers: vectors in, f-bit signatures out.
+//!
+//! Every signer is a linear map followed by a sign: for an input `x` it computes
+//! `V = Σ_i x_i · r_i` (an `f`-vector; `r_i` is the signer's *column* for feature `i`) and sets
+//! bit `j` of the signature to `V[j] > 0`. The signers differ in where `r_i` comes from:
+//!
+//! | signer | `r_i` | memory | cost per nonzero |
+//! |---|---|---|---|
+//! | [`HyperplaneSigner`] Gaussian / super-bit | stored `D × f` floats | `4·D·f` bytes | `f` multiply-adds |
+//! | [`HyperplaneSigner`] Rademacher | stored `D × f` signs | `D·f/8` bytes | `f` adds |
+//! | [`HyperplaneSigner`] very sparse | stored nonzeros, density `1/√D` | `≈ 4·f·√D` bytes | `f/√D` adds |
+//! | [`HashingTrick`] | XXH3 hash of the feature, `±1` | none | `f` adds + `f/64` hash words |
+//! | [`PooledSigner`] | hashed picks from a pool of `m` Gaussians | `4·m` bytes | `f` multiply-adds + `f/2` hash words |
+//!
+//! **Ties.** All signers share one rule: bit `j` is 1 if and only if `V[j] > 0` strictly. So a
+//! zero vector, an empty document, or any `V[j] = 0` (including `−0.0`) gives bit 0, and NaN
+//! never arises because inputs are checked to be finite.
+//!
+//! **Order and reproducibility.** `V` is accumulated in `f32`, one feature at a time in
+//! increasing feature order (for sparse rows, the order given, which must be strictly
+//! increasing), as `V[j] = V[j] + x_i · r_ij` with a separate multiply and add. Every kernel
+//! (scalar, AVX2) performs exactly these operations, and the dense matrix-product path checks
+//! every bit whose value is too close to zero to be certain against this canonical order, so
+//! dense and sparse input of the same vector, streaming and batch signing, any thread count and
+//! any platform all give the same bits.
+
+mod accumulator;
+mod hashing;
+mod hyperplane;
+pub mod kernels;
+mod pooled;
+pub mod sparse;
+
+pub use accumulator::Accumulator;
+pub use hashing::{HashingTrick, HashingTrickBuilder};
+pub use hyperplane::{Distribution, HyperplaneBuilder, HyperplaneSigner};
+pub use pooled::{PooledBuilder, PooledSigner};
+
+use ndarray::ArrayRef2;
+use rayon::prelude::*;
+use sprs::{CsMatViewI, SpIndex};
+
+use crate::error::{Error, Result};
+use crate::signature::{Signature, SignatureMatrix, words_for};
+
+/// Rows signed per parallel task in batch signing.
+pub(crate) const BATCH_ROWS: usize = 256;
+
+/// What a signer is and what it costs: its parameters, the bytes it holds and the work it does
+/// per input nonzero, for memory-versus-hash-cost studies.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SignerInfo {
+    /// Short name: `gaussian`, `rademacher`, `very-sparse`, `super-bit`, `custom`,
+    /// `hashing-trick` or `pooled`.
+    pub kind: &'static str,
+    /// Signature width `f`.
+    pub bits: usize,
+    /// Input dimension `D`, or `None` when unbounded (hashed features).
+    pub dim: Option<u64>,
+    /// The seed.
+    pub seed: u64,
+    /// Bytes of projection data held (matrix, pool, tables).
+    pub bytes: usize,
+    /// Expected floating-point additions into `V` per input nonzero.
+    pub adds_per_nonzero: f64,
+    /// Expected 64-bit hash words computed per input nonzero.
+    pub hash_words_per_nonzero: f64,
+    /// Other parameters, as `(name, value)` pairs.
+    pub params: Vec<(&'static str, String)>,
+}
+
+/// A signer maps vectors to `f`-bit signatures. See the [module docs](self) for the
+/// definition shared by all signers.
+pub trait Signer: Send + Sync {
+    /// Signature width `f`.
+    fn bits(&self) -> usize;
+
+    /// Input dimension `D`, or `None` if any `u64` feature id is accepted.
+    fn dim(&self) -> Option<u64>;
+
+    /// Parameters, memory and cost.
+    fn info(&self) -> SignerInfo;
+
+    /// Adds `weights[i] · r_{ids[i]}` into `acc`, in order of `i`. `acc` has
+    /// `64 · words_for(bits)` lanes (lanes past `f` stay unused). Callers have checked that ids
+    /// are in range and weights finite.
+    fn accumulate(&self, ids: &[u64], weights: &[f32], acc: &mut [f32]);
+
+    /// Like [`accumulate`](Self::accumulate) for string features (tokens). Only signers that
+    /// hash their features support it; the others return [`Error::Unsupported`].
+    fn accumulate_tokens(&self, tokens: &[&str], weights: &[f32], acc: &mut [f32]) -> Result<()> {
+        let _ = (tokens, weights, acc);
+        Err(Error::Unsupported(format!(
+            "the {} signer takes feature indices, not tokens",
+            self.info().kind
+        )))
+    }
+
+    /// Signs one sparse vector given by strictly increasing `ids` and their `weights`.
+    fn sign_sparse(&self, ids: &[u64], weights: &[f32]) -> Result<Signature> {
+        check_sparse_row(0, ids, weights, self.dim())?;
+        let mut acc = self.new_acc();
+        self.accumulate(ids, weights, &mut acc);
+        Ok(Signature::from_words(self.bits(), pack(&acc, self.bits()))
+            .expect("pack keeps padding bits zero"))
+    }
+
+    /// Signs one weighted bag of tokens (the classic text simhash). Repeated tokens add up.
+    fn sign_tokens(&self, tokens: &[&str], weights: &[f32]) -> Result<Signature> {
+        check_weights(0, weights, tokens.len())?;
+        let mut acc = self.new_acc();
+        self.accumulate_tokens(tokens, weights, &mut acc)?;
+        Ok(Signature::from_words(self.bits(), pack(&acc, self.bits()))
+            .expect("pack keeps padding bits zero"))
+    }
+
+    /// Signs one dense vector (column `i` is feature `i`; zeros are skipped).
+    fn sign_dense_row(&self, x: &[f32]) -> Result<Signature> {
+        let m = ndarray::ArrayView2::from_shape((1, x.len()), x).expect("1 × n");
+        let s = self.sign_dense(&m)?;
+        Ok(s.get(0))
+    }
+
+    /// Signs every row of a dense `N × D` matrix, in parallel. The result does not depend on
+    /// the number of threads.
+    fn sign_dense(&self, x: &ArrayRef2<f32>) -> Result<SignatureMatrix> {
+        sign_dense_gather(self, x)
+    }
+
+    /// Signs every row of a sparse CSR matrix, in parallel. Indices within each row must be
+    /// strictly increasing (see [`sparse::sort_and_merge`]). The result does not depend on the
+    /// number of threads.
+    fn sign_csr<I: SpIndex, Iptr: SpIndex>(
+        &self,
+        x: CsMatViewI<'_, f32, I, Iptr>,
+    ) -> Result<SignatureMatrix>
+    where
+        Self: Sized,
+    {
+        if !x.is_csr() {
+            return Err(Error::Unsupported(
+                "sparse input must be CSR (row-major), not CSC".into(),
+            ));
+        }
+        if let Some(d) = self.dim() {
+            if x.cols() as u64 > d {
+                return Err(Error::DimensionMismatch {
+                    expected: d,
+                    got: x.cols() as u64,
+                });
+            }
+        }
+        let bits = self.bits();
+        let w = words_for(bits);
+        let mut out = SignatureMatrix::zeros(x.rows(), bits)?;
+        out.as_mut_slice()
+            .par_chunks_mut(w * BATCH_ROWS)
+            .enumerate()
+            .try_for_each(|(c, chunk)| {
+                let mut acc = self.new_acc();
+                let mut ids = Vec::new();
+                for (r, dst) in chunk.chunks_exact_mut(w).enumerate() {
+                    let row = c * BATCH_ROWS + r;
+                    let v = x.outer_view(row).expect("row in range");
+                    ids.clear();
+                    ids.extend(v.indices().iter().map(|i| i.index() as u64));
+                    check_sparse_row(row, &ids, v.data(), self.dim())?;
+                    acc.fill(0.0);
+                    self.accumulate(&ids, v.data(), &mut acc);
+                    pack_into(&acc, bits, dst);
+                }
+                Ok(())
+            })?;
+        Ok(out)
+    }
+
+    /// A streaming accumulator: add features one at a time or in chunks, read the signature
+    /// at any point.
+    fn accumulator(&self) -> Accumulator<'_, Self>
+    where
+        Self: Sized,
+    {
+        Accumulator::new(self)
+    }
+
+    /// A zeroed accumulation buffer of `64 · words_for(f)` lanes.
+    fn new_acc(&self) -> Vec<f32> {
+        vec![0.0; 64 * words_for(self.bits())]
+    }
+}
+
+/// Signs a dense matrix row by row through [`Signer::accumulate`] (the canonical order),
+/// skipping zero entries. The default [`Signer::sign_dense`].
+pub fn sign_dense_gather<S: Signer + ?Sized>(
+    signer: &S,
+    x: &ArrayRef2<f32>,
+) -> Result<SignatureMatrix> {
+    check_dense(x, signer.dim())?;
+    let bits = signer.bits();
+    let mut out = SignatureMatrix::zeros(x.nrows(), bits)?;
+    let w = words_for(bits);
+    out.as_mut_slice()
+        .par_chunks_mut(w * BATCH_ROWS)
+        .enumerate()
+        .for_each(|(c, chunk)| {
+            let mut acc = signer.new_acc();
+            let (mut ids, mut vals) = (Vec::new(), Vec::new());
+            for (r, dst) in chunk.chunks_exact_mut(w).enumerate() {
+                let row = x.row(c * BATCH_ROWS + r);
+                ids.clear();
+                vals.clear();
+                for (i, &v) in row.iter().enumerate() {
+                    if v != 0.0 {
+                        ids.push(i as u64);
+                        vals.push(v);
+                    }
+                }
+                acc.fill(0.0);
+                signer.accumulate(&ids, &vals, &mut acc);
+                pack_into(&acc, bits, dst);
+            }
+        });
+    Ok(out)
+}
+
+/// Packs the signs of `acc` (`bit j = acc[j] > 0`) into `words_for(bits)` words.
+pub fn pack(acc: &[f32], bits: usize) -> Vec<u64> {
+    let mut out = vec![0; words_for(bits)];
+    pack_into(acc, bits, &mut out);
+    out
+}
+
+/// [`pack`] into an existing buffer.
+pub fn pack_into(acc: &[f32], bits: usize, out: &mut [u64]) {
+    for (k, w) in out.iter_mut().enumerate() {
+        let lanes = &acc[64 * k..(64 * k + 64).min(bits)];
+        let mut x = 0u64;
+        for (j, &v) in lanes.iter().enumerate() {
+            x |= ((v > 0.0) as u64) << j;
+        }
+        *w = x;
+    }
+}
+
+/// Checks one sparse row: equal lengths, strictly increasing ids, ids below `dim`, finite
+/// weights. `row` is used in error messages.
+pub fn check_sparse_row(row: usize, ids: &[u64], weights: &[f32], dim: Option<u64>) -> Result<()> {
+    check_weights_ids(row, ids, weights)?;
+    for k in 1..ids.len() {
+        if ids[k] <= ids[k - 1] {
+            return Err(Error::UnsortedIndices {
+                row,
+                col: ids[k],
+                prev: ids[k - 1],
+            });
+        }
+    }
+    if let (Some(d), Some(&last)) = (dim, ids.last()) {
+        if last >= d {
+            return Err(Error::IndexOutOfRange {
+                row,
+                col: last,
+                dim: d,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Checks lengths and finiteness of a row given as ids and weights (any order).
+pub(crate) fn check_weights_ids(row: usize, ids: &[u64], weights: &[f32]) -> Result<()> {
+    if ids.len() != weights.len() {
+        return Err(Error::LengthMismatch {
+            what: "feature ids vs weights",
+            left: ids.len(),
+            right: weights.len(),
+        });
+    }
+    if let Some(k) = weights.iter().position(|w| !w.is_finite()) {
+        return Err(Error::NonFinite {
+            row,
+            col: ids[k],
+            value: weights[k] as f64,
+        });
+    }
+    Ok(())
+}
+
+/// Checks lengths and finiteness of token weights.
+pub(crate) fn check_weights(row: usize, weights: &[f32], n: usize) -> Result<()> {
+    if n != weights.len() {
+        return Err(Error::LengthMismatch {
+            what: "tokens vs weights",
+            left: n,
+            right: weights.len(),
+        });
+    }
+    if let Some(k) = weights.iter().position(|w| !w.is_finite()) {
+        return Err(Error::NonFinite {
+            row,
+            col: k as u64,
+            value: weights[k] as f64,
+        });
+    }
+    Ok(())
+}
+
+/// Checks a dense matrix: width within `dim`, all values finite.
+pub(crate) fn check_dense(x: &ArrayRef2<f32>, dim: Option<u64>) -> Result<()> {
+    if let Some(d) = dim {
+        if x.ncols() as u64 != d {
+            return Err(Error::DimensionMismatch {
+                expected: d,
+                got: x.ncols() as u64,
+            });
+        }
+    }
+    for (r, row) in x.rows().into_iter().enumerate() {
+        if let Some(c) = row.iter().position(|v| !v.is_finite()) {
+            return Err(Error::NonFinite {
+                row: r,
+                col: c as u64,
+                value: row[c] as f64,
+            });
+        }
+    }
+    Ok(())
+}

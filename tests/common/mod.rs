@@ -1,0 +1,94 @@
+//! Shared helpers for the integration tests: seeded data and the list of all signers.
+#![allow(dead_code)] // each test binary uses a different subset of these helpers
+
+use simlsh::rng::Rng;
+use simlsh::signers::{Distribution, HashingTrick, HyperplaneSigner, PooledSigner};
+use simlsh::{Signer, SignerInfo};
+
+/// A signer of any kind behind one type, for running the same test on all of them.
+pub enum AnySigner {
+    Hyper(HyperplaneSigner),
+    Hash(HashingTrick),
+    Pool(PooledSigner),
+}
+
+impl AnySigner {
+    pub fn get(&self) -> &dyn Signer {
+        match self {
+            AnySigner::Hyper(s) => s,
+            AnySigner::Hash(s) => s,
+            AnySigner::Pool(s) => s,
+        }
+    }
+    pub fn info(&self) -> SignerInfo {
+        self.get().info()
+    }
+}
+
+/// Every signer kind for dimension `dim`, width `bits`, seed `seed`.
+pub fn all_signers(dim: u64, bits: usize, seed: u64) -> Vec<AnySigner> {
+    let h = |d| {
+        AnySigner::Hyper(
+            HyperplaneSigner::builder()
+                .dim(dim)
+                .bits(bits)
+                .seed(seed)
+                .distribution(d)
+                .build()
+                .unwrap(),
+        )
+    };
+    vec![
+        h(Distribution::Gaussian),
+        h(Distribution::Rademacher),
+        h(Distribution::VerySparse { density: None }),
+        h(Distribution::SuperBit { depth: None }),
+        AnySigner::Hash(
+            HashingTrick::builder()
+                .bits(bits)
+                .seed(seed)
+                .build()
+                .unwrap(),
+        ),
+        AnySigner::Pool(
+            PooledSigner::builder()
+                .bits(bits)
+                .seed(seed)
+                .build()
+                .unwrap(),
+        ),
+    ]
+}
+
+/// A random sparse row: `nnz` distinct sorted ids below `dim`, Gaussian weights.
+pub fn sparse_row(rng: &mut Rng, dim: u64, nnz: usize) -> (Vec<u64>, Vec<f32>) {
+    let mut ids: Vec<u64> = (0..nnz).map(|_| rng.below(dim)).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    let w = ids.iter().map(|_| rng.gaussian() as f32).collect();
+    (ids, w)
+}
+
+/// A pair of unit vectors in `dim` dimensions at exactly angle `theta` (radians), with a
+/// uniformly random orientation.
+pub fn pair_at_angle(rng: &mut Rng, dim: usize, theta: f64) -> (Vec<f32>, Vec<f32>) {
+    let unit = |v: &mut Vec<f64>| {
+        let n = v.iter().map(|x| x * x).sum::<f64>().sqrt();
+        v.iter_mut().for_each(|x| *x /= n);
+    };
+    let mut u: Vec<f64> = (0..dim).map(|_| rng.gaussian()).collect();
+    unit(&mut u);
+    let mut w: Vec<f64> = (0..dim).map(|_| rng.gaussian()).collect();
+    let d: f64 = u.iter().zip(&w).map(|(a, b)| a * b).sum();
+    w.iter_mut().zip(&u).for_each(|(x, a)| *x -= d * a);
+    unit(&mut w);
+    let v: Vec<f64> = u
+        .iter()
+        .zip(&w)
+        .map(|(a, b)| theta.cos() * a + theta.sin() * b)
+        .collect();
+    (
+        u.iter().map(|&x| x as f32).collect(),
+        v.iter().map(|&x| x as f32).collect(),
+    )
+}
