@@ -274,7 +274,7 @@ fn tokens_hash_like_features_and_repeat_tokens_add_up() {
     let mut acc = s.new_acc();
     s.accumulate_tokens(&["x", "y"], &[0.25, -0.5], &mut acc)
         .unwrap();
-    for j in 0..256 {
+    for (j, &v) in acc.iter().enumerate().take(256) {
         let expect =
             0.25 * if pos.get(j) { 1.0 } else { -1.0 } - 0.5 * if y.get(j) { 1.0 } else { -1.0 };
         assert_eq!(v, expect);
