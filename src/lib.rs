@@ -6,6 +6,7 @@ pub mod hamming;
 pub mod rng;
 pub mod signature;
 pub mod signers;
+pub mod workloads;
 
 pub use error::{Error, Result};
 pub use signature::{Signature, SignatureMatrix};
