@@ -54,11 +54,10 @@ use rayon::prelude::*;
 use sprs::{CsMatI, CsMatViewI};
 
 use crate::error::{Error, Result};
+use crate::rng::GOLDEN;
 
 /// Multiplier applied to the stream id in [`stream`].
 const STREAM_MUL: u64 = 0xD1B5_4A32_D192_ED03;
-/// The golden-ratio increment applied to the counter in [`stream`].
-const GOLDEN: u64 = 0x9E37_79B9_7F4A_7C15;
 /// Counters reserved for one item in [`flip_mask`]: item `id` owns `id * 1024 ..`.
 const FLIP_BLOCK: u64 = 1024;
 
@@ -68,16 +67,7 @@ pub const WORKLOADS: [&str; 5] = ["w1", "w2", "w3", "w4", "w5"];
 /// Number of row pairs `(2k, 2k + 1)` used by the published W1 / W2 quality check.
 pub const QUALITY_PAIRS: usize = 1_000;
 
-/// The splitmix64 finaliser (64-bit wrapping arithmetic).
-///
-/// `z ^= z >> 30; z *= 0xBF58476D1CE4E5B9; z ^= z >> 27; z *= 0x94D049BB133111EB; z ^= z >> 31`.
-/// It is a bijection on `u64`.
-#[inline]
-pub const fn mix64(z: u64) -> u64 {
-    let z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    let z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
+pub use crate::rng::mix64;
 
 /// The counter-based generator `R(s, i) = mix64(s * 0xD1B54A32D192ED03 + (i + 1) * 0x9E3779B97F4A7C15)`
 /// of stream `s` at counter `i` (64-bit wrapping arithmetic).
