@@ -3,9 +3,10 @@
 use super::kernels::add_signed_rows;
 use super::{Signer, SignerInfo};
 use crate::error::{Error, Result};
-use crate::rng::{expand, hash_bytes, hash_u64, mix64};
+use crate::rng::{expand, hash_bytes, mix64, xxh3_u64, xxh3_u64_flip};
 use crate::signature::words_for;
 use crate::signers::HyperplaneSigner;
+use sprs::SpIndex;
 
 /// Builder for [`HashingTrick`].
 #[derive(Clone, Debug, Default)]
@@ -36,7 +37,7 @@ impl HashingTrickBuilder {
         Ok(HashingTrick {
             bits,
             seed: self.seed,
-            id_seed: mix64(self.seed ^ ID_DOMAIN),
+            id_flip: xxh3_u64_flip(mix64(self.seed ^ ID_DOMAIN)),
             token_seed: mix64(self.seed ^ TOKEN_DOMAIN),
         })
     }
@@ -53,8 +54,9 @@ pub(crate) const TOKEN_DOMAIN: u64 = 0x746f_6b65_6e5f_6665; // "token_fe"
 ///
 /// **Hash.** A feature's key is seeded XXH3-64 of its bytes: the 8 little-endian bytes of an
 /// id, or the UTF-8 bytes of a token (each with its own seed derived from the signer's seed).
-/// Its `f` bits are the first `f` bits of the words `expand(key, 0), expand(key, 1), …`
-/// (SplitMix64 from the key), i.e. `⌈f/64⌉` hash words per feature, not `f` hash calls.
+/// Its `f` bits are the first `f` bits of the words `key, expand(key, 1), expand(key, 2), …`
+/// (the key itself, then SplitMix64 from the key), i.e. `⌈f/64⌉` hash words per feature, not
+/// `f` hash calls.
 ///
 /// **Weights** may be any finite value: negative and fractional weights are added exactly
 /// as `V[j] ± w`.
@@ -71,7 +73,8 @@ pub(crate) const TOKEN_DOMAIN: u64 = 0x746f_6b65_6e5f_6665; // "token_fe"
 pub struct HashingTrick {
     bits: usize,
     seed: u64,
-    id_seed: u64,
+    /// `xxh3_u64_flip` of the id seed `mix64(seed ^ ID_DOMAIN)`.
+    id_flip: u64,
     token_seed: u64,
 }
 
@@ -84,7 +87,7 @@ impl HashingTrick {
     /// The key of feature id `i` (XXH3 of its little-endian bytes).
     #[inline]
     pub fn id_key(&self, i: u64) -> u64 {
-        hash_u64(i, self.id_seed)
+        xxh3_u64(i, self.id_flip)
     }
 
     /// The key of a token.
@@ -97,7 +100,7 @@ impl HashingTrick {
     pub fn column_words(&self, i: u64) -> Vec<u64> {
         let w = words_for(self.bits);
         let key = self.id_key(i);
-        let mut out: Vec<u64> = (0..w as u64).map(|k| expand(key, k)).collect();
+        let mut out: Vec<u64> = (0..w).map(|k| word(key, k)).collect();
         out[w - 1] &= crate::signature::last_word_mask(self.bits);
         out
     }
@@ -109,17 +112,13 @@ impl HashingTrick {
         let words = (0..dim).flat_map(|i| self.column_words(i)).collect();
         HyperplaneSigner::from_sign_words(dim, self.bits, words, self.seed)
     }
+}
 
-    fn add_keys(&self, keys: impl ExactSizeIterator<Item = u64>, weights: &[f32], acc: &mut [f32]) {
-        let w = words_for(self.bits);
-        let mut words = Vec::with_capacity(keys.len() * w);
-        for key in keys {
-            for k in 0..w as u64 {
-                words.push(expand(key, k));
-            }
-        }
-        add_signed_rows(acc, weights, &words);
-    }
+/// Word `k` of the hash stream of a feature with `key`: the key itself, then its SplitMix64
+/// expansion.
+#[inline(always)]
+fn word(key: u64, k: usize) -> u64 {
+    if k == 0 { key } else { expand(key, k as u64) }
 }
 
 /// Features per chunk: bounds the scratch buffer of hash words.
@@ -148,8 +147,23 @@ impl Signer for HashingTrick {
     }
 
     fn accumulate(&self, ids: &[u64], weights: &[f32], acc: &mut [f32]) {
-        for (ids, ws) in ids.chunks(CHUNK).zip(weights.chunks(CHUNK)) {
-            self.add_keys(ids.iter().map(|&i| self.id_key(i)), ws, acc);
+        self.accumulate_indices(ids, weights, acc)
+    }
+
+    fn accumulate_indices<I: SpIndex>(&self, ids: &[I], weights: &[f32], acc: &mut [f32]) {
+        let id = |i: usize| ids[i].index() as u64;
+        if acc.len() == 64 {
+            // One block: hash inside the kernel's loop, nothing buffered.
+            add_signed_rows(acc, weights, |i, _| self.id_key(id(i)));
+            return;
+        }
+        let mut keys = [0u64; CHUNK];
+        for (start, ws) in (0..ids.len()).step_by(CHUNK).zip(weights.chunks(CHUNK)) {
+            let keys = &mut keys[..ws.len()];
+            keys.iter_mut()
+                .enumerate()
+                .for_each(|(k, key)| *key = self.id_key(id(start + k)));
+            add_signed_rows(acc, ws, |i, k| word(keys[i], k));
         }
     }
 
@@ -161,8 +175,13 @@ impl Signer for HashingTrick {
                 right: weights.len(),
             });
         }
+        let mut keys = [0u64; CHUNK];
         for (ts, ws) in tokens.chunks(CHUNK).zip(weights.chunks(CHUNK)) {
-            self.add_keys(ts.iter().map(|t| self.token_key(t)), ws, acc);
+            let keys = &mut keys[..ts.len()];
+            keys.iter_mut()
+                .zip(ts)
+                .for_each(|(k, t)| *k = self.token_key(t));
+            add_signed_rows(acc, ws, |i, k| word(keys[i], k));
         }
         Ok(())
     }

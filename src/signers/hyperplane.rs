@@ -381,11 +381,7 @@ impl Signer for HyperplaneSigner {
             }
             Matrix::Signs(s) => {
                 let nw = words_for(f);
-                let mut rows = Vec::with_capacity(ids.len() * nw);
-                for &i in ids {
-                    rows.extend_from_slice(&s[i as usize * nw..(i as usize + 1) * nw]);
-                }
-                add_signed_rows(acc, weights, &rows);
+                add_signed_rows(acc, weights, |i, k| s[ids[i] as usize * nw + k]);
             }
             Matrix::Sparse { offsets, entries } => {
                 for (&i, &w) in ids.iter().zip(weights) {

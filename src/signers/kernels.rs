@@ -1,147 +1,172 @@
-//! Accumulation kernels shared by the signers: `acc[j] += ±w` driven by bits (hashing trick,
-//! Rademacher matrices) and `acc[j] += w · r[j]` (explicit Gaussian rows).
+//! Accumulation kernels shared by the signers: `acc[j] += ±w` driven by sign bits (hashing
+//! trick, Rademacher matrices), `acc[j] += w · r[j]` (explicit Gaussian rows, pooled values),
+//! and the packing of `acc[j] > 0` into words.
 //!
-//! Every kernel performs exactly the same IEEE-754 operations, in the same order, as its scalar
-//! reference (`acc[j] = acc[j] + t` with `t = ±w` or `t = w * r[j]`, a multiply then an add,
-//! never a fused multiply-add), so signatures are bit-identical whichever kernel runs. The
-//! AVX2 kernels are chosen once at run time with `is_x86_feature_detected!`; the environment
-//! variable `SIMLSH_FORCE_SCALAR=1` forces the scalar ones.
+//! **Exactness.** Every kernel performs exactly the same IEEE-754 operations, in the same order,
+//! as its scalar reference, so signatures are bit-identical whichever kernel runs:
+//! - signed adds compute `acc[j] + (±w)`; the AVX2 kernel computes `fma(±1.0, w, acc[j])`, which
+//!   is the same correctly rounded sum because `±1.0 · w` is exact;
+//! - `axpy` computes `acc[j] + (w · r[j])` with a separate multiply and add (never a fused
+//!   multiply-add, whose single rounding would differ).
+//!
+//! **Dispatch.** The x86-64 kernels need AVX2 and FMA and are chosen once, at the first call, by
+//! `is_x86_feature_detected!`; other CPUs and platforms use the scalar reference, which is always
+//! built. The environment variable `SIMLSH_FORCE_SCALAR=1`, read at that first call, forces the
+//! scalar kernels (to compare, or to rule the SIMD layer out).
+//!
+//! **Register blocking.** [`add_signed_rows`] takes the sign words through a closure
+//! `word(i, k)` (feature `i`, 64-lane block `k`) that is inlined into the kernel, so the
+//! hashing trick computes each feature's hash inside the loop that holds a 64-lane block of
+//! `acc` in eight AVX2 registers: no buffer of hash words is written or read.
 
 use std::sync::OnceLock;
 
-/// `acc[j] += if bit j of word { w } else { -w }` for the 64 lanes of one block: scalar
-/// reference.
-#[inline]
-pub fn add_signed_block_scalar(acc: &mut [f32; 64], word: u64, w: f32) {
-    for (j, a) in acc.iter_mut().enumerate() {
-        let t = if word >> j & 1 == 1 { w } else { -w };
-        *a += t;
+/// Which kernels run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Level {
+    Scalar,
+    #[cfg(target_arch = "x86_64")]
+    Avx2Fma,
+}
+
+fn level() -> Level {
+    static L: OnceLock<Level> = OnceLock::new();
+    *L.get_or_init(|| {
+        if std::env::var_os("SIMLSH_FORCE_SCALAR").is_some_and(|v| v == "1") {
+            return Level::Scalar;
+        }
+        #[cfg(target_arch = "x86_64")]
+        if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
+            return Level::Avx2Fma;
+        }
+        Level::Scalar
+    })
+}
+
+/// Name of the accumulation kernels in use: `"avx2+fma"` or `"scalar"`.
+pub fn kernel_name() -> &'static str {
+    match level() {
+        Level::Scalar => "scalar",
+        #[cfg(target_arch = "x86_64")]
+        Level::Avx2Fma => "avx2+fma",
     }
 }
 
 /// For each 64-lane block `k` of `acc` (`acc.len() == 64 · W`), and for each feature `i` in
-/// order: `acc[64k + j] += ±weights[i]`, `+` where bit `j` of `words[i · W + k]` is set.
-///
-/// The block is held in registers while all features are added, which is what makes the
-/// hashing trick fast; the order of additions into each lane is the feature order, as in the
-/// scalar reference.
-pub fn add_signed_rows(acc: &mut [f32], weights: &[f32], words: &[u64]) {
-    assert_eq!(acc.len() % 64, 0);
-    assert_eq!(words.len(), weights.len() * (acc.len() / 64));
-    (kernels().add_signed_rows)(acc, weights, words)
+/// order: `acc[64k + j] += ±weights[i]`, `+` where bit `j` of `word(i, k)` is set.
+#[inline]
+pub fn add_signed_rows<F: Fn(usize, usize) -> u64>(acc: &mut [f32], weights: &[f32], word: F) {
+    assert_eq!(
+        acc.len() % 64,
+        0,
+        "accumulator length must be a multiple of 64"
+    );
+    match level() {
+        Level::Scalar => add_signed_rows_scalar(acc, weights, word),
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: `level()` returns Avx2Fma only after detecting AVX2 and FMA on this CPU.
+        Level::Avx2Fma => unsafe { x86::add_signed_rows(acc, weights, word) },
+    }
 }
 
 /// Scalar reference of [`add_signed_rows`].
-pub fn add_signed_rows_scalar(acc: &mut [f32], weights: &[f32], words: &[u64]) {
-    let nw = acc.len() / 64;
+pub fn add_signed_rows_scalar<F: Fn(usize, usize) -> u64>(
+    acc: &mut [f32],
+    weights: &[f32],
+    word: F,
+) {
     for (k, block) in acc.chunks_exact_mut(64).enumerate() {
-        let block: &mut [f32; 64] = block.try_into().expect("64 lanes");
         for (i, &w) in weights.iter().enumerate() {
-            add_signed_block_scalar(block, words[i * nw + k], w);
+            let x = word(i, k);
+            for (j, a) in block.iter_mut().enumerate() {
+                let t = if x >> j & 1 == 1 { w } else { -w };
+                *a += t;
+            }
         }
     }
 }
 
-/// `acc[j] += w * row[j]` for `j < row.len()`: scalar reference (multiply, then add).
+/// `acc[j] += w * row[j]` for `j < min(acc.len(), row.len())` (multiply, then add).
 #[inline]
+pub fn axpy(acc: &mut [f32], row: &[f32], w: f32) {
+    match level() {
+        Level::Scalar => axpy_scalar(acc, row, w),
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: `level()` returns Avx2Fma only after detecting AVX2 and FMA on this CPU.
+        Level::Avx2Fma => unsafe { x86::axpy(acc, row, w) },
+    }
+}
+
+/// Scalar reference of [`axpy`].
 pub fn axpy_scalar(acc: &mut [f32], row: &[f32], w: f32) {
     for (a, &r) in acc.iter_mut().zip(row) {
         *a += w * r;
     }
 }
 
-/// `acc[j] += w * row[j]`, dispatched (multiply then add, as the scalar reference).
+/// Packs `acc[j] > 0` for `j < bits` into `out` (`words_for(bits)` words; padding bits zero).
 #[inline]
-pub fn axpy(acc: &mut [f32], row: &[f32], w: f32) {
-    (kernels().axpy)(acc, row, w)
-}
-
-type SignedRows = fn(&mut [f32], &[f32], &[u64]);
-type Axpy = fn(&mut [f32], &[f32], f32);
-
-struct Kernels {
-    name: &'static str,
-    add_signed_rows: SignedRows,
-    axpy: Axpy,
-}
-
-fn kernels() -> &'static Kernels {
-    static K: OnceLock<Kernels> = OnceLock::new();
-    K.get_or_init(|| {
-        let scalar = Kernels {
-            name: "scalar",
-            add_signed_rows: add_signed_rows_scalar,
-            axpy: axpy_scalar,
-        };
-        if std::env::var_os("SIMLSH_FORCE_SCALAR").is_some_and(|v| v == "1") {
-            return scalar;
-        }
+pub fn pack_signs(acc: &[f32], bits: usize, out: &mut [u64]) {
+    assert!(acc.len() >= 64 * out.len() && out.len() * 64 >= bits);
+    match level() {
+        Level::Scalar => pack_signs_scalar(acc, bits, out),
         #[cfg(target_arch = "x86_64")]
-        if std::is_x86_feature_detected!("avx2") {
-            return Kernels {
-                name: "avx2",
-                add_signed_rows: x86::add_signed_rows_avx2_safe,
-                axpy: x86::axpy_avx2_safe,
-            };
-        }
-        scalar
-    })
+        // SAFETY: `level()` returns Avx2Fma only after detecting AVX2 and FMA on this CPU, and
+        // the lengths were checked above.
+        Level::Avx2Fma => unsafe { x86::pack_signs(acc, bits, out) },
+    }
 }
 
-/// Name of the accumulation kernels in use (`"avx2"` or `"scalar"`).
-pub fn kernel_name() -> &'static str {
-    kernels().name
+/// Scalar reference of [`pack_signs`].
+pub fn pack_signs_scalar(acc: &[f32], bits: usize, out: &mut [u64]) {
+    for (k, w) in out.iter_mut().enumerate() {
+        let lanes = &acc[64 * k..(64 * k + 64).min(bits)];
+        *w = lanes
+            .iter()
+            .enumerate()
+            .fold(0u64, |x, (j, &v)| x | ((v > 0.0) as u64) << j);
+    }
 }
 
 #[cfg(target_arch = "x86_64")]
 pub(crate) mod x86 {
-    //! AVX2 kernels. Each is an `unsafe fn` with `#[target_feature(enable = "avx2")]` and a
-    //! safe wrapper that is only installed by the dispatcher after `is_x86_feature_detected!`.
+    //! AVX2 + FMA kernels. Each is an `unsafe fn` with `#[target_feature(enable = "avx2,fma")]`,
+    //! called only by the dispatcher after `is_x86_feature_detected!`.
 
     use std::arch::x86_64::*;
     use std::sync::OnceLock;
 
-    /// `SIGN[b]`: for each of the 8 bits of byte `b`, `0` if the bit is set (add +w) or the
-    /// sign bit `0x8000_0000` if it is clear (add −w), as 8 × u32.
-    fn sign_table() -> &'static [[u32; 8]; 256] {
-        static T: OnceLock<Box<[[u32; 8]; 256]>> = OnceLock::new();
+    /// `PM1[b]`: for each of the 8 bits of byte `b`, `+1.0` if the bit is set, else `−1.0`.
+    fn pm1_table() -> &'static [[f32; 8]; 256] {
+        static T: OnceLock<Box<[[f32; 8]; 256]>> = OnceLock::new();
         T.get_or_init(|| {
-            let mut t = Box::new([[0u32; 8]; 256]);
+            let mut t = Box::new([[0f32; 8]; 256]);
             for (b, row) in t.iter_mut().enumerate() {
                 for (j, v) in row.iter_mut().enumerate() {
-                    *v = if b >> j & 1 == 1 { 0 } else { 0x8000_0000 };
+                    *v = if b >> j & 1 == 1 { 1.0 } else { -1.0 };
                 }
             }
             t
         })
     }
 
-    /// Safe entry installed by the dispatcher.
-    pub fn add_signed_rows_avx2_safe(acc: &mut [f32], weights: &[f32], words: &[u64]) {
-        let table = sign_table();
-        // SAFETY: the dispatcher installs this function only when AVX2 was detected, and
-        // `add_signed_rows` checked the lengths.
-        unsafe { add_signed_rows_avx2(acc, weights, words, table) }
-    }
-
     /// AVX2 version of `add_signed_rows_scalar`: eight 8-lane accumulators stay in registers
-    /// for a whole 64-lane block; for each feature, each byte of its word selects 8 sign
-    /// masks, XORed into the broadcast weight (exactly `±w`) and added.
+    /// for a whole 64-lane block; for each feature, each byte of its word selects 8 values
+    /// `±1.0` from a table and `acc = fma(±1, w, acc)` adds them exactly as `acc + (±w)`.
     ///
     /// # Safety
-    /// The CPU must support AVX2.
-    #[target_feature(enable = "avx2")]
-    pub unsafe fn add_signed_rows_avx2(
+    /// The CPU must support AVX2 and FMA; `acc.len()` must be a multiple of 64.
+    #[target_feature(enable = "avx2,fma")]
+    pub unsafe fn add_signed_rows<F: Fn(usize, usize) -> u64>(
         acc: &mut [f32],
         weights: &[f32],
-        words: &[u64],
-        table: &[[u32; 8]; 256],
+        word: F,
     ) {
-        let nw = acc.len() / 64;
-        assert!(acc.len() % 64 == 0 && words.len() == weights.len() * nw);
+        let table = pm1_table();
         for (k, block) in acc.chunks_exact_mut(64).enumerate() {
             let p = block.as_mut_ptr();
-            // SAFETY: `block` has 64 f32s; each unaligned load/store covers 8 of them.
+            // SAFETY: `block` has 64 f32s; each unaligned load/store covers 8 of them, at
+            // offsets 0, 8, …, 56. Table rows are 8 f32s.
             unsafe {
                 let mut a = [_mm256_setzero_ps(); 8];
                 for (l, v) in a.iter_mut().enumerate() {
@@ -149,11 +174,10 @@ pub(crate) mod x86 {
                 }
                 for (i, &w) in weights.iter().enumerate() {
                     let wv = _mm256_set1_ps(w);
-                    let x = words[i * nw + k];
-                    for (l, v) in a.iter_mut().enumerate() {
-                        let m =
-                            _mm256_loadu_ps(table[(x >> (8 * l)) as usize & 0xff].as_ptr().cast());
-                        *v = _mm256_add_ps(*v, _mm256_xor_ps(wv, m));
+                    let x = word(i, k).to_le_bytes();
+                    for (v, &b) in a.iter_mut().zip(&x) {
+                        let m = _mm256_loadu_ps(table[b as usize].as_ptr());
+                        *v = _mm256_fmadd_ps(m, wv, *v);
                     }
                 }
                 for (l, v) in a.iter().enumerate() {
@@ -163,18 +187,12 @@ pub(crate) mod x86 {
         }
     }
 
-    /// Safe entry installed by the dispatcher.
-    pub fn axpy_avx2_safe(acc: &mut [f32], row: &[f32], w: f32) {
-        // SAFETY: the dispatcher installs this function only when AVX2 was detected.
-        unsafe { axpy_avx2(acc, row, w) }
-    }
-
     /// `acc[j] = acc[j] + w * row[j]` with separate multiply and add (no FMA), 8 lanes at a time.
     ///
     /// # Safety
     /// The CPU must support AVX2.
-    #[target_feature(enable = "avx2")]
-    pub unsafe fn axpy_avx2(acc: &mut [f32], row: &[f32], w: f32) {
+    #[target_feature(enable = "avx2,fma")]
+    pub unsafe fn axpy(acc: &mut [f32], row: &[f32], w: f32) {
         let n = acc.len().min(row.len());
         let (a, r) = (acc.as_mut_ptr(), row.as_ptr());
         let wv = _mm256_set1_ps(w);
@@ -189,6 +207,30 @@ pub(crate) mod x86 {
         }
         super::axpy_scalar(&mut acc[j..n], &row[j..n], w);
     }
+
+    /// Packs `acc[j] > 0` with a compare and a sign-bit mask per 8 lanes.
+    ///
+    /// # Safety
+    /// The CPU must support AVX2; `acc.len() >= 64 · out.len()` and `64 · out.len() >= bits`.
+    #[target_feature(enable = "avx2,fma")]
+    pub unsafe fn pack_signs(acc: &[f32], bits: usize, out: &mut [u64]) {
+        let zero = _mm256_setzero_ps();
+        for (k, w) in out.iter_mut().enumerate() {
+            let mut x = 0u64;
+            for l in 0..8 {
+                // SAFETY: 64k + 8l + 8 <= 64 · out.len() <= acc.len().
+                let v = unsafe { _mm256_loadu_ps(acc.as_ptr().add(64 * k + 8 * l)) };
+                let m = _mm256_movemask_ps(_mm256_cmp_ps::<_CMP_GT_OQ>(v, zero)) as u64;
+                x |= m << (8 * l);
+            }
+            let valid = bits.saturating_sub(64 * k).min(64);
+            *w = if valid == 64 {
+                x
+            } else {
+                x & ((1u64 << valid) - 1)
+            };
+        }
+    }
 }
 
 #[cfg(test)]
@@ -196,26 +238,33 @@ mod tests {
     use super::*;
     use crate::rng::Rng;
 
+    fn bits_of(v: &[f32]) -> Vec<u32> {
+        v.iter().map(|x| x.to_bits()).collect()
+    }
+
     #[test]
-    fn avx2_kernels_equal_scalar_bit_for_bit() {
+    fn simd_kernels_equal_scalar_bit_for_bit() {
         #[cfg(target_arch = "x86_64")]
-        if std::is_x86_feature_detected!("avx2") {
+        if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
             let mut r = Rng::new(3);
             for &words in &[1usize, 2, 3, 4, 7] {
                 for &n in &[0usize, 1, 5, 64, 333] {
                     let keys: Vec<u64> = (0..n).map(|_| r.next_u64()).collect();
                     let weights: Vec<f32> = (0..n).map(|_| (r.gaussian() * 3.0) as f32).collect();
-                    let hw: Vec<u64> = (0..n * words)
-                        .map(|t| crate::rng::expand(keys[t / words], (t % words) as u64))
-                        .collect();
+                    let word = |i: usize, k: usize| crate::rng::expand(keys[i], k as u64);
                     let init: Vec<f32> = (0..64 * words).map(|_| r.gaussian() as f32).collect();
                     let (mut a, mut b) = (init.clone(), init.clone());
-                    add_signed_rows_scalar(&mut a, &weights, &hw);
-                    x86::add_signed_rows_avx2_safe(&mut b, &weights, &hw);
-                    assert_eq!(
-                        a.iter().map(|x| x.to_bits()).collect::<Vec<_>>(),
-                        b.iter().map(|x| x.to_bits()).collect::<Vec<_>>()
-                    );
+                    add_signed_rows_scalar(&mut a, &weights, word);
+                    // SAFETY: features detected above.
+                    unsafe { x86::add_signed_rows(&mut b, &weights, word) };
+                    assert_eq!(bits_of(&a), bits_of(&b));
+                    for bits in [64 * words - 63, 64 * words - 1, 64 * words] {
+                        let (mut pa, mut pb) = (vec![0; words], vec![0; words]);
+                        pack_signs_scalar(&a, bits, &mut pa);
+                        // SAFETY: features detected above; lengths as required.
+                        unsafe { x86::pack_signs(&a, bits, &mut pb) };
+                        assert_eq!(pa, pb);
+                    }
                 }
             }
             for &len in &[0usize, 1, 7, 8, 9, 63, 64, 65, 300] {
@@ -223,12 +272,23 @@ mod tests {
                 let init: Vec<f32> = (0..len).map(|_| r.gaussian() as f32).collect();
                 let (mut a, mut b) = (init.clone(), init);
                 axpy_scalar(&mut a, &row, 0.3711);
-                x86::axpy_avx2_safe(&mut b, &row, 0.3711);
-                assert_eq!(
-                    a.iter().map(|x| x.to_bits()).collect::<Vec<_>>(),
-                    b.iter().map(|x| x.to_bits()).collect::<Vec<_>>()
-                );
+                // SAFETY: features detected above.
+                unsafe { x86::axpy(&mut b, &row, 0.3711) };
+                assert_eq!(bits_of(&a), bits_of(&b));
             }
         }
+    }
+
+    #[test]
+    fn pack_handles_zero_negative_zero_and_padding() {
+        let mut acc = vec![0f32; 128];
+        acc[0] = 1.0;
+        acc[1] = -0.0;
+        acc[2] = f32::MIN_POSITIVE;
+        acc[70] = 3.0;
+        acc[127] = 1.0;
+        let mut out = [0u64; 2];
+        pack_signs(&acc, 100, &mut out);
+        assert_eq!(out, [0b101, 1 << 6]);
     }
 }

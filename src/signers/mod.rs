@@ -86,6 +86,23 @@ pub trait Signer: Send + Sync {
     /// are in range and weights finite.
     fn accumulate(&self, ids: &[u64], weights: &[f32], acc: &mut [f32]);
 
+    /// [`accumulate`](Self::accumulate) for ids of any sparse index type (a CSR row's own
+    /// indices, without conversion). The default converts them to `u64` in chunks; signers
+    /// with a faster path override it. Ids are non-negative and in range (checked by callers).
+    fn accumulate_indices<I: SpIndex>(&self, ids: &[I], weights: &[f32], acc: &mut [f32])
+    where
+        Self: Sized,
+    {
+        let mut buf = [0u64; 256];
+        for (ids, ws) in ids.chunks(buf.len()).zip(weights.chunks(buf.len())) {
+            let buf = &mut buf[..ids.len()];
+            buf.iter_mut()
+                .zip(ids)
+                .for_each(|(b, i)| *b = i.index() as u64);
+            self.accumulate(buf, ws, acc);
+        }
+    }
+
     /// Like [`accumulate`](Self::accumulate) for string features (tokens). Only signers that
     /// hash their features support it; the others return [`Error::Unsupported`].
     fn accumulate_tokens(&self, tokens: &[&str], weights: &[f32], acc: &mut [f32]) -> Result<()> {
@@ -158,15 +175,12 @@ pub trait Signer: Send + Sync {
             .enumerate()
             .try_for_each(|(c, chunk)| {
                 let mut acc = self.new_acc();
-                let mut ids = Vec::new();
                 for (r, dst) in chunk.chunks_exact_mut(w).enumerate() {
                     let row = c * BATCH_ROWS + r;
                     let v = x.outer_view(row).expect("row in range");
-                    ids.clear();
-                    ids.extend(v.indices().iter().map(|i| i.index() as u64));
-                    check_sparse_row(row, &ids, v.data(), self.dim())?;
+                    check_row(row, v.indices(), v.data(), self.dim())?;
                     acc.fill(0.0);
-                    self.accumulate(&ids, v.data(), &mut acc);
+                    self.accumulate_indices(v.indices(), v.data(), &mut acc);
                     pack_into(&acc, bits, dst);
                 }
                 Ok(())
@@ -232,34 +246,61 @@ pub fn pack(acc: &[f32], bits: usize) -> Vec<u64> {
 
 /// [`pack`] into an existing buffer.
 pub fn pack_into(acc: &[f32], bits: usize, out: &mut [u64]) {
-    for (k, w) in out.iter_mut().enumerate() {
-        let lanes = &acc[64 * k..(64 * k + 64).min(bits)];
-        let mut x = 0u64;
-        for (j, &v) in lanes.iter().enumerate() {
-            x |= ((v > 0.0) as u64) << j;
-        }
-        *w = x;
-    }
+    kernels::pack_signs(acc, bits, out)
 }
 
 /// Checks one sparse row: equal lengths, strictly increasing ids, ids below `dim`, finite
 /// weights. `row` is used in error messages.
 pub fn check_sparse_row(row: usize, ids: &[u64], weights: &[f32], dim: Option<u64>) -> Result<()> {
-    check_weights_ids(row, ids, weights)?;
-    for k in 1..ids.len() {
-        if ids[k] <= ids[k - 1] {
-            return Err(Error::UnsortedIndices {
-                row,
-                col: ids[k],
-                prev: ids[k - 1],
-            });
-        }
+    check_row(row, ids, weights, dim)
+}
+
+/// [`check_sparse_row`] for any sparse index type. Branch-free passes first (they vectorise);
+/// the offender is located only on failure.
+fn check_row<I: SpIndex>(row: usize, ids: &[I], weights: &[f32], dim: Option<u64>) -> Result<()> {
+    let col = |k: usize| ids[k].try_index().map_or(u64::MAX, |i| i as u64);
+    if ids.len() != weights.len() {
+        return Err(Error::LengthMismatch {
+            what: "feature ids vs weights",
+            left: ids.len(),
+            right: weights.len(),
+        });
+    }
+    if !weights.iter().fold(true, |ok, w| ok & w.is_finite()) {
+        let k = weights
+            .iter()
+            .position(|w| !w.is_finite())
+            .expect("a non-finite weight");
+        return Err(Error::NonFinite {
+            row,
+            col: col(k),
+            value: weights[k] as f64,
+        });
+    }
+    let tail = &ids[1.min(ids.len())..];
+    if !tail.iter().zip(ids).fold(true, |ok, (b, a)| ok & (a < b)) {
+        let k = ids
+            .windows(2)
+            .position(|p| p[0] >= p[1])
+            .expect("an offending pair")
+            + 1;
+        return Err(Error::UnsortedIndices {
+            row,
+            col: col(k),
+            prev: col(k - 1),
+        });
+    }
+    if ids.first().is_some_and(|&first| first < I::zero()) {
+        return Err(Error::param(
+            "indices",
+            format!("row {row}: negative feature index"),
+        ));
     }
     if let (Some(d), Some(&last)) = (dim, ids.last()) {
-        if last >= d {
+        if last.try_index().is_none_or(|l| l as u64 >= d) {
             return Err(Error::IndexOutOfRange {
                 row,
-                col: last,
+                col: col(ids.len() - 1),
                 dim: d,
             });
         }

@@ -1,0 +1,91 @@
+//! Signing throughput on the fixed workloads of `../shared/peers/README.md`, single thread:
+//! W1 (100,000 sparse rows, D = 2^20, ~197 nonzeros each; throughput in nonzeros) and W2
+//! (100,000 dense rows, d = 384; throughput in rows).
+//!
+//! `cargo bench --bench signing` (filter with e.g. `-- w1/hashing`). Set `SIMLSH_BENCH_ROWS`
+//! to a smaller row count for a quick run.
+
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use simlsh::Signer;
+use simlsh::signers::{Distribution, HashingTrick, HyperplaneSigner, PooledSigner};
+use simlsh::workloads::{W1, W2_DIM, w1, w2};
+use std::hint::black_box;
+
+fn rows() -> usize {
+    std::env::var("SIMLSH_BENCH_ROWS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(100_000)
+}
+
+fn one_thread<R: Send>(f: impl FnOnce() -> R + Send) -> R {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .unwrap()
+        .install(f)
+}
+
+fn bench_w1(c: &mut Criterion) {
+    let w = w1(rows());
+    let csr = w.to_csr().unwrap();
+    let mut g = c.benchmark_group("w1");
+    g.sample_size(10)
+        .throughput(Throughput::Elements(w.nnz() as u64));
+    for f in [64, 256] {
+        let ht = HashingTrick::builder().bits(f).build().unwrap();
+        g.bench_function(format!("hashing-trick/f{f}"), |b| {
+            b.iter(|| one_thread(|| black_box(ht.sign_csr(csr.view()).unwrap())))
+        });
+        let pooled = PooledSigner::builder().bits(f).build().unwrap();
+        g.bench_function(format!("pooled/f{f}"), |b| {
+            b.iter(|| one_thread(|| black_box(pooled.sign_csr(csr.view()).unwrap())))
+        });
+        let rad = HyperplaneSigner::builder()
+            .dim(W1::DIM as u64)
+            .bits(f)
+            .distribution(Distribution::Rademacher)
+            .build()
+            .unwrap();
+        g.bench_function(format!("rademacher/f{f}"), |b| {
+            b.iter(|| one_thread(|| black_box(rad.sign_csr(csr.view()).unwrap())))
+        });
+    }
+    let gauss = HyperplaneSigner::builder()
+        .dim(W1::DIM as u64)
+        .bits(64)
+        .build()
+        .unwrap();
+    g.bench_function("gaussian/f64", |b| {
+        b.iter(|| one_thread(|| black_box(gauss.sign_csr(csr.view()).unwrap())))
+    });
+    g.finish();
+}
+
+fn bench_w2(c: &mut Criterion) {
+    let x = w2(rows());
+    let mut g = c.benchmark_group("w2");
+    g.sample_size(10)
+        .throughput(Throughput::Elements(x.nrows() as u64));
+    for f in [64, 256] {
+        for (name, d) in [
+            ("gaussian", Distribution::Gaussian),
+            ("super-bit", Distribution::SuperBit { depth: None }),
+            ("rademacher", Distribution::Rademacher),
+        ] {
+            let s = HyperplaneSigner::builder()
+                .dim(W2_DIM as u64)
+                .bits(f)
+                .distribution(d)
+                .build()
+                .unwrap();
+            g.bench_function(format!("{name}/f{f}"), |b| {
+                b.iter(|| one_thread(|| black_box(s.sign_dense(&x).unwrap())))
+            });
+        }
+    }
+    g.finish();
+}
+
+criterion_group!(benches, bench_w1, bench_w2);
+criterion_main!(benches);
