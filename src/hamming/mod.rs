@@ -1,11 +1,481 @@
-//! Hamming distance (temporary scalar version; replaced by the dispatched kernels).
+//! Hamming-distance kernels over packed `u64` codes, with run-time SIMD dispatch.
+//!
+//! A code of `words` words is `words` consecutive `u64` (bit `j` of a signature lives in word
+//! `j / 64` at bit `j % 64`); a set of `n` codes is one row-major slice of `n * words` words.
+//! The distance of two codes is the number of differing bits, `sum((a[i] ^ b[i]).count_ones())`.
+//!
+//! # Operations
+//!
+//! * [`distance`]: one pair of codes (fast paths for 1, 2 and 4 words).
+//! * [`distances`]: one query against every code, into a caller's buffer.
+//! * [`scan_radius`]: a batch of queries against every code, reporting every
+//!   `(query, code, distance)` with `distance <= radius` (inclusive) through a callback.
+//! * [`scan_knn`]: a batch of queries against every code, returning the `k` nearest codes of
+//!   each query sorted by `(distance, index)`: ties are broken by the smaller index, so the
+//!   result is exactly that of sorting all `n` codes by `(distance, index)` and keeping `k`.
+//! * [`popcount`]: the number of set bits of a whole slice.
+//!
+//! The batched scans make **one pass over the codes per call**, whatever the number of
+//! queries: the codes are cut into tiles of a few thousand codes (16 KiB, L1-resident) and
+//! every query of the batch is compared against a tile before the next tile is read. A batch
+//! of 64 queries thus reads the codes from memory once instead of 64 times, and the scan is
+//! bound by arithmetic rather than memory bandwidth. Pass as many queries per call as you
+//! have (the per-query state is a few words, plus the k-NN heap).
+//!
+//! # The SIMD layer
+//!
+//! Three kernel sets implement the same operations ([`Kernels`]):
+//!
+//! | name | built for | how the distance of a pair is computed |
+//! |---|---|---|
+//! | `scalar` | every target (baseline) | `u64::count_ones` per word; on baseline x86-64 this is a SWAR bit trick of about a dozen instructions |
+//! | `popcnt` | x86-64 with `POPCNT` | the very same loops compiled with `#[target_feature(enable = "popcnt")]`: one `POPCNT` per word |
+//! | `avx2` | x86-64 with `AVX2` and `POPCNT` | explicit AVX2: four codes per 256-bit vector ("vertical" layout), a `vpshufb` nibble-table popcount, `vpsadbw` to sum the bytes of each code; AVX2 Harley–Seal for long slices |
+//!
+//! The choice is made **once per process**, at the first call, with
+//! `is_x86_feature_detected!`, and cached (a [`std::sync::OnceLock`] holding a reference to a
+//! static table of function pointers). The best set the CPU supports is used: `avx2`, else
+//! `popcnt`, else `scalar`. Compile-time `target_feature` settings play no part: a binary
+//! built for baseline x86-64 still gets hardware popcount and AVX2 where the CPU has them,
+//! which is the point of the dispatch, since the baseline `count_ones` is the slow SWAR trick.
+//! [`kernel_name`] tells which set was chosen. On other architectures only `scalar` exists
+//! (it is always built and is the reference the other sets are tested against).
+//!
+//! Setting the environment variable **`SIMLSH_FORCE_SCALAR`** to any non-empty value other
+//! than `0` (e.g. `SIMLSH_FORCE_SCALAR=1`) before the first call forces the `scalar` set, to
+//! compare results or speed. It is read once, when the choice is made. Every set can also be
+//! called explicitly: [`Kernels::scalar`], [`Kernels::popcnt`] and [`Kernels::avx2`] (the last
+//! two return `None` when the CPU lacks the features), and the [`scalar`] module.
+//!
+//! What the `avx2` set does per operation:
+//!
+//! * 64-bit codes (`words == 1`): the codes are already "vertical" (four consecutive codes
+//!   fill one vector), so each load serves four codes, and [`scan_radius`] compares up to 8
+//!   queries against each loaded vector (register blocking).
+//! * wider codes in [`scan_radius`] and [`scan_knn`]: each tile is first transposed into
+//!   groups of four codes stored word by word, so that word `j` of four codes is one vector.
+//!   Byte counts of all the words of a group are added up before one `vpsadbw`, which yields
+//!   the four distances in one vector. The transposition costs one copy per tile and is
+//!   shared by all the queries of the batch.
+//! * the per-pair test (`distance <= radius`, or `distance < ` the query's current k-th
+//!   distance) is one vector compare per four codes; the rare hits leave the vector loop.
+//! * [`popcount`] and long [`distance`]s (at least 64 words, 512 bytes) use the AVX2
+//!   Harley–Seal carry-save-adder popcount of Muła, Kurz and Lemire (2018); below that,
+//!   `POPCNT` per word is faster, as in libpopcnt.
+//!
+//! [`distance`] on one pair costs one indirect call plus a handful of instructions; for many
+//! pairs use the batched functions.
+//!
+//! # Limits
+//!
+//! Distances are `u32`, so codes are limited to [`MAX_WORDS`] words (2^32 bits); functions
+//! that take `words` check it.
 
-/// Hamming distance.
-pub fn distance(a: &[u64], b: &[u64]) -> u32 {
-    a.iter().zip(b).map(|(x, y)| (x ^ y).count_ones()).sum()
+use std::collections::BinaryHeap;
+use std::fmt;
+use std::sync::OnceLock;
+
+use crate::error::{Error, Result};
+
+pub mod scalar;
+#[cfg(target_arch = "x86_64")]
+mod x86;
+
+#[cfg(test)]
+mod tests;
+
+/// Name of the environment variable that forces the portable `scalar` kernels when set to a
+/// non-empty value other than `0`. Read once, at the first call of a dispatched function.
+pub const FORCE_SCALAR_ENV: &str = "SIMLSH_FORCE_SCALAR";
+
+/// Largest code width, in words, accepted by the functions that take `words`: distances
+/// must fit in a `u32`.
+pub const MAX_WORDS: usize = (u32::MAX / 64) as usize;
+
+/// One result of a k-nearest-neighbour scan: a code's index and its distance to the query.
+///
+/// The derived order is by `dist`, then by `index`, which is the order of [`scan_knn`]'s
+/// results.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Neighbor {
+    /// Hamming distance to the query.
+    pub dist: u32,
+    /// Index of the code (0-based position in the scanned codes).
+    pub index: usize,
 }
 
-/// Popcount.
+/// A query's running k nearest codes: a max-heap of at most `k` [`Neighbor`]s and the
+/// threshold a new distance must beat.
+///
+/// Kernels feed each query the codes in increasing index order. A new code `(d, i)` belongs in
+/// a full top-k iff `(d, i) < worst`, and since `i` is larger than every index seen so far,
+/// iff `d < worst.dist`: the strict test `d < threshold()` is therefore exact, ties included.
+/// While fewer than `k` codes have been seen the threshold is `u64::MAX` (every code enters);
+/// for `k == 0` it is 0 (none does).
+#[derive(Debug)]
+pub(crate) struct TopK {
+    k: usize,
+    heap: BinaryHeap<Neighbor>,
+    thr: u64,
+}
+
+impl TopK {
+    pub(crate) fn new(k: usize) -> Self {
+        TopK {
+            k,
+            heap: BinaryHeap::new(),
+            thr: if k == 0 { 0 } else { u64::MAX },
+        }
+    }
+
+    /// A code at distance `d` can enter iff `u64::from(d) < threshold()`.
+    #[inline(always)]
+    pub(crate) fn threshold(&self) -> u64 {
+        self.thr
+    }
+
+    /// Offers code `index` at distance `dist`; the caller has checked `dist < threshold()`
+    /// and offers codes in increasing index order.
+    #[inline(never)]
+    pub(crate) fn push(&mut self, dist: u32, index: usize) {
+        let nb = Neighbor { dist, index };
+        if self.heap.len() < self.k {
+            self.heap.push(nb);
+        } else if let Some(mut worst) = self.heap.peek_mut() {
+            if nb < *worst {
+                *worst = nb;
+            }
+        }
+        if self.heap.len() == self.k {
+            if let Some(worst) = self.heap.peek() {
+                self.thr = u64::from(worst.dist);
+            }
+        }
+    }
+
+    /// The kept codes sorted by `(dist, index)`.
+    pub(crate) fn into_sorted(self) -> Vec<Neighbor> {
+        self.heap.into_sorted_vec()
+    }
+}
+
+type DistanceFn = unsafe fn(&[u64], &[u64]) -> u32;
+type PopcountFn = unsafe fn(&[u64]) -> u64;
+type DistancesFn = unsafe fn(&[u64], &[u64], usize, &mut [u32]);
+type RadiusFn = unsafe fn(&[u64], &[u64], usize, u32, &mut dyn FnMut(usize, usize, u32));
+type KnnFn = unsafe fn(&[u64], &[u64], usize, &mut [TopK]);
+
+/// One kernel set: a table of functions implementing every operation of this module for one
+/// instruction-set level (see the [module documentation](self)).
+///
+/// A `&'static Kernels` is only handed out by [`Kernels::scalar`], [`Kernels::popcnt`],
+/// [`Kernels::avx2`], [`Kernels::best_available`] and [`Kernels::dispatched`], which check
+/// that the CPU has the features the set was compiled for; its methods are therefore safe to
+/// call. The top-level functions of this module are `Kernels::dispatched()` plus the method.
+pub struct Kernels {
+    name: &'static str,
+    distance: DistanceFn,
+    popcount: PopcountFn,
+    distances: DistancesFn,
+    scan_radius: RadiusFn,
+    scan_knn: KnnFn,
+}
+
+impl fmt::Debug for Kernels {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Kernels").field("name", &self.name).finish()
+    }
+}
+
+static SCALAR: Kernels = Kernels {
+    name: "scalar",
+    distance: scalar::distance_raw,
+    popcount: scalar::popcount_raw,
+    distances: scalar::distances_raw,
+    scan_radius: scalar::scan_radius_raw,
+    scan_knn: scalar::scan_knn_raw,
+};
+
+#[cfg(target_arch = "x86_64")]
+static POPCNT: Kernels = Kernels {
+    name: "popcnt",
+    distance: x86::distance_popcnt,
+    popcount: x86::popcount_popcnt,
+    distances: x86::distances_popcnt,
+    scan_radius: x86::scan_radius_popcnt,
+    scan_knn: x86::scan_knn_popcnt,
+};
+
+#[cfg(target_arch = "x86_64")]
+static AVX2: Kernels = Kernels {
+    name: "avx2",
+    distance: x86::distance_avx2,
+    popcount: x86::popcount_avx2,
+    distances: x86::distances_avx2,
+    scan_radius: x86::scan_radius_avx2,
+    scan_knn: x86::scan_knn_avx2,
+};
+
+static DISPATCHED: OnceLock<&'static Kernels> = OnceLock::new();
+
+fn force_scalar_from_env() -> bool {
+    std::env::var_os(FORCE_SCALAR_ENV).is_some_and(|v| !v.is_empty() && v != "0")
+}
+
+impl Kernels {
+    /// The portable reference set, available everywhere.
+    pub fn scalar() -> &'static Kernels {
+        &SCALAR
+    }
+
+    /// The `popcnt` set (the portable loops compiled with hardware `POPCNT`), or `None` when
+    /// not on x86-64 or the CPU lacks `POPCNT`.
+    pub fn popcnt() -> Option<&'static Kernels> {
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("popcnt") {
+            return Some(&POPCNT);
+        }
+        None
+    }
+
+    /// The `avx2` set, or `None` when not on x86-64 or the CPU lacks `AVX2` or `POPCNT`.
+    pub fn avx2() -> Option<&'static Kernels> {
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx2")
+            && std::arch::is_x86_feature_detected!("popcnt")
+        {
+            return Some(&AVX2);
+        }
+        None
+    }
+
+    /// Every set this CPU can run, slowest first (`scalar` first).
+    pub fn available() -> Vec<&'static Kernels> {
+        let mut v = vec![Kernels::scalar()];
+        v.extend(Kernels::popcnt());
+        v.extend(Kernels::avx2());
+        v
+    }
+
+    /// The fastest set this CPU can run (`avx2`, else `popcnt`, else `scalar`), ignoring
+    /// [`FORCE_SCALAR_ENV`]. Detects features on every call; [`Kernels::dispatched`] caches.
+    pub fn best_available() -> &'static Kernels {
+        Kernels::avx2()
+            .or_else(Kernels::popcnt)
+            .unwrap_or_else(Kernels::scalar)
+    }
+
+    /// The set used by the top-level functions of this module: [`Kernels::best_available`],
+    /// or `scalar` if [`FORCE_SCALAR_ENV`] is set. Chosen at the first call and cached for
+    /// the life of the process.
+    pub fn dispatched() -> &'static Kernels {
+        DISPATCHED.get_or_init(|| {
+            if force_scalar_from_env() {
+                Kernels::scalar()
+            } else {
+                Kernels::best_available()
+            }
+        })
+    }
+
+    /// The set's name: `"scalar"`, `"popcnt"` or `"avx2"`.
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// Hamming distance of two codes of the same length. See [`distance`].
+    #[inline]
+    pub fn distance(&self, a: &[u64], b: &[u64]) -> u32 {
+        debug_assert_eq!(a.len(), b.len(), "hamming::distance: lengths differ");
+        // SAFETY: `self` comes from a constructor that checked the CPU features this set was
+        // compiled for; the kernel accepts slices of any lengths.
+        unsafe { (self.distance)(a, b) }
+    }
+
+    /// Number of set bits in `words`. See [`popcount`].
+    #[inline]
+    pub fn popcount(&self, words: &[u64]) -> u64 {
+        // SAFETY: as in `distance`; any slice is valid.
+        unsafe { (self.popcount)(words) }
+    }
+
+    /// Distance of `query` to every code. See [`distances`].
+    ///
+    /// # Errors
+    /// As [`distances`].
+    pub fn distances(
+        &self,
+        query: &[u64],
+        codes: &[u64],
+        words: usize,
+        out: &mut [u32],
+    ) -> Result<()> {
+        check_distances(query, codes, words, out)?;
+        // SAFETY: features checked at construction (see `distance`); shapes checked above.
+        unsafe { (self.distances)(query, codes, words, out) };
+        Ok(())
+    }
+
+    /// Every `(query, code, distance)` with `distance <= radius`. See [`scan_radius`].
+    ///
+    /// # Errors
+    /// As [`scan_radius`].
+    pub fn scan_radius(
+        &self,
+        queries: &[u64],
+        codes: &[u64],
+        words: usize,
+        radius: u32,
+        mut emit: impl FnMut(usize, usize, u32),
+    ) -> Result<()> {
+        check_scan(queries, codes, words)?;
+        // SAFETY: features checked at construction (see `distance`); shapes checked above.
+        unsafe { (self.scan_radius)(queries, codes, words, radius, &mut emit) };
+        Ok(())
+    }
+
+    /// The `k` nearest codes of every query. See [`scan_knn`].
+    ///
+    /// # Errors
+    /// As [`scan_knn`].
+    pub fn scan_knn(
+        &self,
+        queries: &[u64],
+        codes: &[u64],
+        words: usize,
+        k: usize,
+    ) -> Result<Vec<Vec<Neighbor>>> {
+        check_scan(queries, codes, words)?;
+        let mut heaps: Vec<TopK> = (0..queries.len() / words).map(|_| TopK::new(k)).collect();
+        // SAFETY: features checked at construction (see `distance`); shapes checked above,
+        // one heap per query.
+        unsafe { (self.scan_knn)(queries, codes, words, &mut heaps) };
+        Ok(heaps.into_iter().map(TopK::into_sorted).collect())
+    }
+}
+
+fn check_words(words: usize) -> Result<()> {
+    if words == 0 {
+        return Err(Error::param("words", "a code has at least one word"));
+    }
+    if words > MAX_WORDS {
+        return Err(Error::param(
+            "words",
+            format!("{words} words exceed the limit of {MAX_WORDS} (distances are u32)"),
+        ));
+    }
+    Ok(())
+}
+
+fn check_multiple(name: &'static str, len: usize, words: usize) -> Result<()> {
+    if len % words != 0 {
+        return Err(Error::param(
+            name,
+            format!("length {len} is not a multiple of words = {words}"),
+        ));
+    }
+    Ok(())
+}
+
+fn check_distances(query: &[u64], codes: &[u64], words: usize, out: &[u32]) -> Result<()> {
+    check_words(words)?;
+    if query.len() != words {
+        return Err(Error::LengthMismatch {
+            what: "query length vs words",
+            left: query.len(),
+            right: words,
+        });
+    }
+    check_multiple("codes", codes.len(), words)?;
+    if codes.len() / words != out.len() {
+        return Err(Error::LengthMismatch {
+            what: "number of codes vs out.len()",
+            left: codes.len() / words,
+            right: out.len(),
+        });
+    }
+    Ok(())
+}
+
+fn check_scan(queries: &[u64], codes: &[u64], words: usize) -> Result<()> {
+    check_words(words)?;
+    check_multiple("queries", queries.len(), words)?;
+    check_multiple("codes", codes.len(), words)
+}
+
+/// Name of the kernel set the dispatched functions use: `"avx2"`, `"popcnt"` or `"scalar"`
+/// (see the [module documentation](self) for how it is chosen).
+pub fn kernel_name() -> &'static str {
+    Kernels::dispatched().name()
+}
+
+/// Hamming distance of two codes of the same length (any number of words).
+///
+/// Dispatched; the 1-, 2- and 4-word cases are unrolled, and codes of 64 words or more use
+/// the AVX2 Harley–Seal popcount of the XOR when available. Slices of different lengths are a
+/// caller bug, caught by a `debug_assert`; release builds compare the common prefix.
+#[inline]
+pub fn distance(a: &[u64], b: &[u64]) -> u32 {
+    Kernels::dispatched().distance(a, b)
+}
+
+/// Number of set bits in `words` (e.g. the weight of a signature, or of many at once).
+///
+/// Dispatched: `POPCNT` per word, and the AVX2 Harley–Seal popcount from 64 words (512 bytes)
+/// on, the crossover libpopcnt uses.
+#[inline]
 pub fn popcount(words: &[u64]) -> u64 {
-    words.iter().map(|w| w.count_ones() as u64).sum()
+    Kernels::dispatched().popcount(words)
+}
+
+/// Writes to `out[i]` the distance of `query` (one code of `words` words) to code `i` of
+/// `codes` (`out.len()` codes, row-major).
+///
+/// # Errors
+/// [`Error::InvalidParameter`] if `words` is 0 or above [`MAX_WORDS`], or `codes.len()` is
+/// not a multiple of `words`; [`Error::LengthMismatch`] if `query.len() != words` or
+/// `codes.len() != out.len() * words`.
+pub fn distances(query: &[u64], codes: &[u64], words: usize, out: &mut [u32]) -> Result<()> {
+    Kernels::dispatched().distances(query, codes, words, out)
+}
+
+/// Calls `emit(query_index, code_index, distance)` for exactly every pair of a query of
+/// `queries` and a code of `codes` (both row-major, `words` words each) at distance
+/// `<= radius` (inclusive).
+///
+/// All queries share one pass over the codes (see the [module documentation](self)), so
+/// batching queries is much faster than calling this once per query. The order of the calls
+/// is unspecified (it follows the tiling); sort the pairs if you need an order.
+///
+/// # Errors
+/// [`Error::InvalidParameter`] if `words` is 0 or above [`MAX_WORDS`], or the length of
+/// `queries` or `codes` is not a multiple of `words`. Nothing is emitted then.
+pub fn scan_radius(
+    queries: &[u64],
+    codes: &[u64],
+    words: usize,
+    radius: u32,
+    emit: impl FnMut(usize, usize, u32),
+) -> Result<()> {
+    Kernels::dispatched().scan_radius(queries, codes, words, radius, emit)
+}
+
+/// For every query of `queries`, its `k` nearest codes of `codes` (both row-major, `words`
+/// words each), as [`Neighbor`]s sorted by `(dist, index)`.
+///
+/// Exact: the result of query `q` equals sorting all codes by `(distance, index)` and keeping
+/// the first `min(k, n)`; ties at the k-th distance keep the smaller indices. One pass over
+/// the codes serves all queries (see the [module documentation](self)); each query keeps a
+/// bounded max-heap and a running threshold, so a code costs one compare unless it enters.
+///
+/// # Errors
+/// [`Error::InvalidParameter`] if `words` is 0 or above [`MAX_WORDS`], or the length of
+/// `queries` or `codes` is not a multiple of `words`.
+pub fn scan_knn(
+    queries: &[u64],
+    codes: &[u64],
+    words: usize,
+    k: usize,
+) -> Result<Vec<Vec<Neighbor>>> {
+    Kernels::dispatched().scan_knn(queries, codes, words, k)
 }

@@ -1,0 +1,656 @@
+//! x86-64 kernel sets: `popcnt` and `avx2` (see the table in [`super`]).
+//!
+//! Every entry point is an `unsafe fn` with `#[target_feature(enable = ...)]`: calling it is
+//! sound only on a CPU with those features, which [`super::Kernels`] checks at run time before
+//! handing out the function table. The helpers holding AVX2 intrinsics are `#[inline(always)]`
+//! `unsafe fn`s without target features of their own; they are only called from the AVX2
+//! entry points, into which they are inlined (the `memchr` crate uses the same pattern).
+//!
+//! The `popcnt` set is the portable loops of [`super::scalar`] instantiated inside
+//! `#[target_feature(enable = "popcnt")]` functions, so that `u64::count_ones` becomes one
+//! `POPCNT` instruction.
+
+use core::arch::x86_64::*;
+
+use super::TopK;
+use super::scalar::{
+    TILE_BYTES, by_words, dist_words, distance_body, distances_body, popcount_body, scan_knn_body,
+    scan_radius_body, tile_codes,
+};
+
+// ------------------------------------------------------------------------------------------
+// popcnt set
+
+#[target_feature(enable = "popcnt")]
+pub(crate) unsafe fn distance_popcnt(a: &[u64], b: &[u64]) -> u32 {
+    distance_body(a, b)
+}
+
+#[target_feature(enable = "popcnt")]
+pub(crate) unsafe fn popcount_popcnt(words: &[u64]) -> u64 {
+    popcount_body(words)
+}
+
+#[target_feature(enable = "popcnt")]
+pub(crate) unsafe fn distances_popcnt(query: &[u64], codes: &[u64], words: usize, out: &mut [u32]) {
+    by_words!(words, distances_body(query, codes, words, out))
+}
+
+#[target_feature(enable = "popcnt")]
+pub(crate) unsafe fn scan_radius_popcnt(
+    queries: &[u64],
+    codes: &[u64],
+    words: usize,
+    radius: u32,
+    emit: &mut dyn FnMut(usize, usize, u32),
+) {
+    by_words!(words, scan_radius_body(queries, codes, words, radius, emit))
+}
+
+#[target_feature(enable = "popcnt")]
+pub(crate) unsafe fn scan_knn_popcnt(
+    queries: &[u64],
+    codes: &[u64],
+    words: usize,
+    heaps: &mut [TopK],
+) {
+    by_words!(words, scan_knn_body(queries, codes, words, heaps))
+}
+
+// ------------------------------------------------------------------------------------------
+// AVX2 building blocks
+
+/// Slices of at least this many words use the Harley–Seal popcount (512 bytes, libpopcnt's
+/// crossover); shorter ones use `POPCNT` per word.
+const HARLEY_SEAL_MIN_WORDS: usize = 64;
+
+/// Queries register-blocked against each vector of four 64-bit codes in the one-word radius
+/// scan.
+const RADIUS1_BLOCK: usize = 8;
+
+/// The constants of the nibble-table popcount.
+#[derive(Clone, Copy)]
+struct Nibble {
+    low_mask: __m256i,
+    table: __m256i,
+}
+
+impl Nibble {
+    /// # Safety
+    /// The CPU has AVX2.
+    #[inline(always)]
+    unsafe fn new() -> Self {
+        // SAFETY: the caller guarantees AVX2.
+        unsafe {
+            Nibble {
+                low_mask: _mm256_set1_epi8(0x0f),
+                table: _mm256_setr_epi8(
+                    0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2, 3, 3, 4, 0, 1, 1, 2, 1, 2, 2, 3, 1, 2,
+                    2, 3, 2, 3, 3, 4,
+                ),
+            }
+        }
+    }
+
+    /// Popcount of each byte of `x` (values 0..=8).
+    ///
+    /// # Safety
+    /// The CPU has AVX2.
+    #[inline(always)]
+    unsafe fn bytes(self, x: __m256i) -> __m256i {
+        // SAFETY: the caller guarantees AVX2; register-only operations.
+        unsafe {
+            let lo = _mm256_and_si256(x, self.low_mask);
+            let hi = _mm256_and_si256(_mm256_srli_epi16::<4>(x), self.low_mask);
+            _mm256_add_epi8(
+                _mm256_shuffle_epi8(self.table, lo),
+                _mm256_shuffle_epi8(self.table, hi),
+            )
+        }
+    }
+}
+
+/// Sums each group of 8 bytes of `x` into the corresponding 64-bit lane.
+///
+/// # Safety
+/// The CPU has AVX2.
+#[inline(always)]
+unsafe fn sum_bytes(x: __m256i) -> __m256i {
+    // SAFETY: the caller guarantees AVX2; register-only operation.
+    unsafe { _mm256_sad_epu8(x, _mm256_setzero_si256()) }
+}
+
+/// Loads four words from `p[0..4]`.
+///
+/// # Safety
+/// The CPU has AVX2 and `p.len() >= 4`.
+#[inline(always)]
+unsafe fn load4(p: &[u64]) -> __m256i {
+    debug_assert!(p.len() >= 4);
+    // SAFETY: the caller guarantees AVX2 and four readable words; `loadu` has no alignment
+    // requirement.
+    unsafe { _mm256_loadu_si256(p.as_ptr().cast()) }
+}
+
+/// The four 64-bit lanes of `x`.
+///
+/// # Safety
+/// The CPU has AVX2.
+#[inline(always)]
+unsafe fn lanes(x: __m256i) -> [u64; 4] {
+    let mut out = [0u64; 4];
+    // SAFETY: the caller guarantees AVX2; `out` has room for 32 bytes.
+    unsafe { _mm256_storeu_si256(out.as_mut_ptr().cast(), x) };
+    out
+}
+
+/// Broadcast of a distance threshold for the signed 64-bit compare (distances are far below
+/// `i64::MAX`, so clamping keeps the order).
+///
+/// # Safety
+/// The CPU has AVX2.
+#[inline(always)]
+unsafe fn splat_threshold(thr: u64) -> __m256i {
+    // SAFETY: the caller guarantees AVX2.
+    unsafe { _mm256_set1_epi64x(thr.min(i64::MAX as u64) as i64) }
+}
+
+/// Carry-save adder: `(high, low)` bits of `a + b + c`, bitwise.
+///
+/// # Safety
+/// The CPU has AVX2.
+#[inline(always)]
+unsafe fn csa(a: __m256i, b: __m256i, c: __m256i) -> (__m256i, __m256i) {
+    // SAFETY: the caller guarantees AVX2; register-only operations.
+    unsafe {
+        let u = _mm256_xor_si256(a, b);
+        let high = _mm256_or_si256(_mm256_and_si256(a, b), _mm256_and_si256(u, c));
+        (high, _mm256_xor_si256(u, c))
+    }
+}
+
+/// Total popcount of `nvec` vectors produced by `load(0..nvec)`: the AVX2 Harley–Seal
+/// algorithm (Muła, Kurz, Lemire 2018), 16 vectors per step through a tree of carry-save
+/// adders, so only one in 16 vectors goes through the nibble-table popcount.
+///
+/// # Safety
+/// The CPU has AVX2 and `load(i)` is sound for every `i < nvec`.
+#[inline(always)]
+unsafe fn harley_seal(nvec: usize, load: impl Fn(usize) -> __m256i) -> u64 {
+    // SAFETY: the caller guarantees AVX2 and valid loads for i < nvec; the loop only asks for
+    // indices below nvec.
+    unsafe {
+        let nib = Nibble::new();
+        let zero = _mm256_setzero_si256();
+        let (mut total, mut ones, mut twos, mut fours, mut eights) = (zero, zero, zero, zero, zero);
+        let mut i = 0;
+        while i + 16 <= nvec {
+            let (twos_a, o) = csa(ones, load(i), load(i + 1));
+            let (twos_b, o) = csa(o, load(i + 2), load(i + 3));
+            let (fours_a, t) = csa(twos, twos_a, twos_b);
+            let (twos_a, o) = csa(o, load(i + 4), load(i + 5));
+            let (twos_b, o) = csa(o, load(i + 6), load(i + 7));
+            let (fours_b, t) = csa(t, twos_a, twos_b);
+            let (eights_a, f) = csa(fours, fours_a, fours_b);
+            let (twos_a, o) = csa(o, load(i + 8), load(i + 9));
+            let (twos_b, o) = csa(o, load(i + 10), load(i + 11));
+            let (fours_a, t) = csa(t, twos_a, twos_b);
+            let (twos_a, o) = csa(o, load(i + 12), load(i + 13));
+            let (twos_b, o) = csa(o, load(i + 14), load(i + 15));
+            let (fours_b, t) = csa(t, twos_a, twos_b);
+            let (eights_b, f) = csa(f, fours_a, fours_b);
+            let (sixteens, e) = csa(eights, eights_a, eights_b);
+            total = _mm256_add_epi64(total, sum_bytes(nib.bytes(sixteens)));
+            (ones, twos, fours, eights) = (o, t, f, e);
+            i += 16;
+        }
+        total = _mm256_slli_epi64::<4>(total);
+        total = _mm256_add_epi64(total, _mm256_slli_epi64::<3>(sum_bytes(nib.bytes(eights))));
+        total = _mm256_add_epi64(total, _mm256_slli_epi64::<2>(sum_bytes(nib.bytes(fours))));
+        total = _mm256_add_epi64(total, _mm256_slli_epi64::<1>(sum_bytes(nib.bytes(twos))));
+        total = _mm256_add_epi64(total, sum_bytes(nib.bytes(ones)));
+        while i < nvec {
+            total = _mm256_add_epi64(total, sum_bytes(nib.bytes(load(i))));
+            i += 1;
+        }
+        lanes(total).iter().sum()
+    }
+}
+
+// ------------------------------------------------------------------------------------------
+// avx2 set: distance, popcount, distances
+
+#[target_feature(enable = "avx2,popcnt")]
+pub(crate) unsafe fn distance_avx2(a: &[u64], b: &[u64]) -> u32 {
+    let n = a.len().min(b.len());
+    if n < HARLEY_SEAL_MIN_WORDS {
+        return distance_body(a, b);
+    }
+    let (a, b) = (&a[..n], &b[..n]);
+    let nvec = n / 4;
+    // SAFETY: AVX2 is enabled in this function; for i < nvec, words 4i..4i+4 lie within
+    // both slices of length n >= 4 * nvec.
+    let head = unsafe {
+        harley_seal(nvec, |i| {
+            _mm256_xor_si256(load4(&a[4 * i..]), load4(&b[4 * i..]))
+        })
+    };
+    head as u32 + dist_words(&a[4 * nvec..], &b[4 * nvec..], n - 4 * nvec)
+}
+
+#[target_feature(enable = "avx2,popcnt")]
+pub(crate) unsafe fn popcount_avx2(words: &[u64]) -> u64 {
+    if words.len() < HARLEY_SEAL_MIN_WORDS {
+        return popcount_body(words);
+    }
+    let nvec = words.len() / 4;
+    // SAFETY: AVX2 is enabled in this function; words 4i..4i+4 exist for i < nvec.
+    let head = unsafe { harley_seal(nvec, |i| load4(&words[4 * i..])) };
+    head + popcount_body(&words[4 * nvec..])
+}
+
+#[target_feature(enable = "avx2,popcnt")]
+pub(crate) unsafe fn distances_avx2(query: &[u64], codes: &[u64], words: usize, out: &mut [u32]) {
+    if words != 1 {
+        by_words!(words, distances_body(query, codes, words, out));
+        return;
+    }
+    let q = query[0];
+    let mut groups = codes.chunks_exact(4);
+    let mut outs = out.chunks_exact_mut(4);
+    // SAFETY: AVX2 is enabled in this function; each group has 4 words and each output chunk
+    // has room for 4 u32 (16 bytes).
+    unsafe {
+        let nib = Nibble::new();
+        let qv = _mm256_set1_epi64x(q as i64);
+        let even = _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6);
+        for (g, o) in (&mut groups).zip(&mut outs) {
+            let d = sum_bytes(nib.bytes(_mm256_xor_si256(load4(g), qv)));
+            let packed = _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(d, even));
+            _mm_storeu_si128(o.as_mut_ptr().cast(), packed);
+        }
+    }
+    for (&c, o) in groups.remainder().iter().zip(outs.into_remainder()) {
+        *o = (c ^ q).count_ones();
+    }
+}
+
+// ------------------------------------------------------------------------------------------
+// avx2 set: batched scans
+
+/// Emits every pair of `qs` (queries `q0..`) and `codes` (codes `i0..`, one word each) within
+/// `radius`: the exact re-check after a vector compare reported a hit, and the tail of a tile.
+#[target_feature(enable = "popcnt")]
+#[inline(never)]
+unsafe fn emit_within1(
+    qs: &[u64],
+    q0: usize,
+    codes: &[u64],
+    i0: usize,
+    radius: u32,
+    emit: &mut dyn FnMut(usize, usize, u32),
+) {
+    for (j, &q) in qs.iter().enumerate() {
+        for (l, &c) in codes.iter().enumerate() {
+            let d = (c ^ q).count_ones();
+            if d <= radius {
+                emit(q0 + j, i0 + l, d);
+            }
+        }
+    }
+}
+
+/// First group of four one-word codes at or after group `g` of `groups` where some query of
+/// `qv` is within the radius (`r1` is `radius + 1` in every lane), if any.
+///
+/// The loop has no calls, so the queries and constants stay in registers; hits (rare) are
+/// handled by the caller, which resumes after the returned group.
+///
+/// # Safety
+/// The CPU has AVX2; every group has four words.
+#[inline(always)]
+unsafe fn next_hit1<const Q: usize>(
+    nib: Nibble,
+    groups: &[[u64; 4]],
+    mut g: usize,
+    qv: &[__m256i; Q],
+    r1: __m256i,
+) -> Option<usize> {
+    // SAFETY: the caller guarantees AVX2; `load4` reads the four words of a group.
+    unsafe {
+        while g < groups.len() {
+            let c = load4(&groups[g]);
+            let mut hit = _mm256_setzero_si256();
+            for &q in qv {
+                let d = sum_bytes(nib.bytes(_mm256_xor_si256(c, q)));
+                hit = _mm256_or_si256(hit, _mm256_cmpgt_epi64(r1, d));
+            }
+            if _mm256_testz_si256(hit, hit) == 0 {
+                return Some(g);
+            }
+            g += 1;
+        }
+        None
+    }
+}
+
+/// One-word radius scan of the tile `tile` (codes `t0..`) for the `Q` queries `qs` (queries
+/// `q0..`): each vector of four codes is loaded once and compared with all `Q` queries.
+///
+/// # Safety
+/// The CPU has AVX2 and POPCNT; `qs.len() == Q`.
+#[inline(always)]
+unsafe fn radius1_block<const Q: usize>(
+    qs: &[u64],
+    q0: usize,
+    tile: &[u64],
+    t0: usize,
+    radius: u32,
+    emit: &mut dyn FnMut(usize, usize, u32),
+) {
+    debug_assert_eq!(qs.len(), Q);
+    let (groups, rem) = tile.split_at(tile.len() / 4 * 4);
+    let groups: &[[u64; 4]] = bytemuck::cast_slice(groups);
+    // SAFETY: the caller guarantees AVX2 and POPCNT (for `emit_within1`); every group has 4
+    // words.
+    unsafe {
+        let nib = Nibble::new();
+        let qv: [__m256i; Q] = core::array::from_fn(|j| _mm256_set1_epi64x(qs[j] as i64));
+        let r1 = _mm256_set1_epi64x(i64::from(radius) + 1);
+        let mut g = 0;
+        while let Some(hit) = next_hit1(nib, groups, g, &qv, r1) {
+            emit_within1(qs, q0, &groups[hit], t0 + 4 * hit, radius, emit);
+            g = hit + 1;
+        }
+        emit_within1(qs, q0, rem, t0 + 4 * groups.len(), radius, emit);
+    }
+}
+
+/// One-word radius scan: tiles of [`TILE_BYTES`], queries in register blocks of 8 (then 4,
+/// then 1 for the rest).
+///
+/// # Safety
+/// The CPU has AVX2 and POPCNT.
+#[inline(always)]
+unsafe fn scan_radius1(
+    queries: &[u64],
+    codes: &[u64],
+    radius: u32,
+    emit: &mut dyn FnMut(usize, usize, u32),
+) {
+    let tile = tile_codes(1, TILE_BYTES);
+    for (t, tcodes) in codes.chunks(tile).enumerate() {
+        let t0 = t * tile;
+        let mut q0 = 0;
+        // SAFETY: the caller guarantees AVX2 and POPCNT; each call gets exactly Q queries.
+        unsafe {
+            while q0 + RADIUS1_BLOCK <= queries.len() {
+                let qs = &queries[q0..q0 + RADIUS1_BLOCK];
+                radius1_block::<RADIUS1_BLOCK>(qs, q0, tcodes, t0, radius, emit);
+                q0 += RADIUS1_BLOCK;
+            }
+            if q0 + 4 <= queries.len() {
+                radius1_block::<4>(&queries[q0..q0 + 4], q0, tcodes, t0, radius, emit);
+                q0 += 4;
+            }
+            while q0 < queries.len() {
+                radius1_block::<1>(&queries[q0..q0 + 1], q0, tcodes, t0, radius, emit);
+                q0 += 1;
+            }
+        }
+    }
+}
+
+/// Copies the row-major codes `src` (a multiple of 4 codes of `w` words) into `dst` group by
+/// group: within a group of four codes, word `j` of code `l` goes to `4 * j + l`, so that
+/// word `j` of the four codes is one vector.
+#[inline(always)]
+fn transpose_groups(src: &[u64], w: usize, dst: &mut [u64]) {
+    for (s, d) in src.chunks_exact(4 * w).zip(dst.chunks_exact_mut(4 * w)) {
+        for (l, code) in s.chunks_exact(w).enumerate() {
+            for (j, &x) in code.iter().enumerate() {
+                d[4 * j + l] = x;
+            }
+        }
+    }
+}
+
+/// A query broadcast word by word (`W` words in registers; with `W == 0` the words are
+/// broadcast from memory as needed).
+#[derive(Clone, Copy)]
+struct QueryVec<'a, const W: usize> {
+    words: &'a [u64],
+    splat: [__m256i; W],
+}
+
+impl<'a, const W: usize> QueryVec<'a, W> {
+    /// # Safety
+    /// The CPU has AVX2; `words.len() >= W`.
+    #[inline(always)]
+    unsafe fn new(words: &'a [u64]) -> Self {
+        // SAFETY: the caller guarantees AVX2.
+        let splat = core::array::from_fn(|j| unsafe { _mm256_set1_epi64x(words[j] as i64) });
+        QueryVec { words, splat }
+    }
+
+    /// Word `j` of the query in every lane.
+    ///
+    /// # Safety
+    /// The CPU has AVX2.
+    #[inline(always)]
+    unsafe fn word(&self, j: usize) -> __m256i {
+        if W == 0 {
+            // SAFETY: the caller guarantees AVX2.
+            unsafe { _mm256_set1_epi64x(self.words[j] as i64) }
+        } else {
+            self.splat[j]
+        }
+    }
+}
+
+/// Distances of the query to the four codes of a transposed group `grp` (`4 * w` words):
+/// byte counts of up to 31 words are added as bytes (at most 8 * 31 = 248) before one
+/// `vpsadbw`.
+///
+/// # Safety
+/// The CPU has AVX2; `grp.len() == 4 * w`, `w <= query length`.
+#[inline(always)]
+unsafe fn group_distances<const W: usize>(
+    nib: Nibble,
+    grp: &[u64],
+    q: &QueryVec<'_, W>,
+    w: usize,
+) -> __m256i {
+    // SAFETY: the caller guarantees AVX2; word j of the group is grp[4j..4j+4], in bounds for
+    // j < w.
+    unsafe {
+        let mut acc = _mm256_setzero_si256();
+        let mut j0 = 0;
+        while j0 < w {
+            let j1 = w.min(j0 + 31);
+            let mut bytes = _mm256_setzero_si256();
+            for j in j0..j1 {
+                let x = _mm256_xor_si256(load4(&grp[4 * j..]), q.word(j));
+                bytes = _mm256_add_epi8(bytes, nib.bytes(x));
+            }
+            acc = _mm256_add_epi64(acc, sum_bytes(bytes));
+            j0 = j1;
+        }
+        acc
+    }
+}
+
+/// First group at or after group `g` of the transposed tile `tbuf` (groups of `4 * w` words)
+/// with some distance to the query below `thr` (signed 64-bit compare in every lane), with
+/// the group's four distances.
+///
+/// The loop has no calls, so the query and constants stay in registers; hits are handled by
+/// the caller, which resumes after the returned group.
+///
+/// # Safety
+/// The CPU has AVX2; `tbuf.len()` is a multiple of `4 * w` and the query has `w` words.
+#[inline(always)]
+unsafe fn next_below<const W: usize>(
+    nib: Nibble,
+    tbuf: &[u64],
+    w: usize,
+    mut g: usize,
+    q: &QueryVec<'_, W>,
+    thr: __m256i,
+) -> Option<(usize, [u64; 4])> {
+    let groups = tbuf.len() / (4 * w);
+    // SAFETY: the caller guarantees AVX2; group g < groups is tbuf[4wg..4w(g+1)].
+    unsafe {
+        while g < groups {
+            let d = group_distances(nib, &tbuf[4 * w * g..4 * w * (g + 1)], q, w);
+            let below = _mm256_cmpgt_epi64(thr, d);
+            if _mm256_testz_si256(below, below) == 0 {
+                return Some((g, lanes(d)));
+            }
+            g += 1;
+        }
+        None
+    }
+}
+
+/// Radius scan of codes of `W` words (0: `words`) through transposed tiles.
+///
+/// # Safety
+/// The CPU has AVX2 and POPCNT; shapes as checked by the public functions.
+#[inline(always)]
+unsafe fn scan_radius_t<const W: usize>(
+    queries: &[u64],
+    codes: &[u64],
+    words: usize,
+    radius: u32,
+    emit: &mut dyn FnMut(usize, usize, u32),
+) {
+    let w = if W == 0 { words } else { W };
+    let n = codes.len() / w;
+    let tile = tile_codes(w, TILE_BYTES);
+    let mut buf = vec![0u64; tile.min(n) / 4 * 4 * w];
+    let mut t0 = 0;
+    while t0 < n {
+        let t1 = n.min(t0 + tile);
+        let full = (t1 - t0) / 4 * 4;
+        let src = &codes[t0 * w..t1 * w];
+        let tbuf = &mut buf[..full * w];
+        transpose_groups(&src[..full * w], w, tbuf);
+        let tbuf = &buf[..full * w];
+        for (qi, q) in queries.chunks_exact(w).enumerate() {
+            // SAFETY: the caller guarantees AVX2 and POPCNT; groups have 4 * w words and the
+            // query has w words.
+            unsafe {
+                let nib = Nibble::new();
+                let qv = QueryVec::<W>::new(q);
+                let r1 = _mm256_set1_epi64x(i64::from(radius) + 1);
+                let mut g = 0;
+                while let Some((hit, d)) = next_below(nib, tbuf, w, g, &qv, r1) {
+                    for (l, &dl) in d.iter().enumerate() {
+                        if dl <= u64::from(radius) {
+                            emit(qi, t0 + 4 * hit + l, dl as u32);
+                        }
+                    }
+                    g = hit + 1;
+                }
+            }
+            for i in full..t1 - t0 {
+                let d = dist_words(q, &src[i * w..], w);
+                if d <= radius {
+                    emit(qi, t0 + i, d);
+                }
+            }
+        }
+        t0 = t1;
+    }
+}
+
+#[target_feature(enable = "avx2,popcnt")]
+pub(crate) unsafe fn scan_radius_avx2(
+    queries: &[u64],
+    codes: &[u64],
+    words: usize,
+    radius: u32,
+    emit: &mut dyn FnMut(usize, usize, u32),
+) {
+    // SAFETY: AVX2 and POPCNT are enabled in this function; shapes are the caller's contract.
+    unsafe {
+        if words == 1 {
+            scan_radius1(queries, codes, radius, emit);
+        } else {
+            by_words!(words, scan_radius_t(queries, codes, words, radius, emit));
+        }
+    }
+}
+
+/// k-NN scan of codes of `W` words (0: `words`) through transposed tiles (one-word codes
+/// need no transposition).
+///
+/// # Safety
+/// The CPU has AVX2 and POPCNT; shapes as checked by the public functions, one heap per
+/// query.
+#[inline(always)]
+unsafe fn scan_knn_t<const W: usize>(
+    queries: &[u64],
+    codes: &[u64],
+    words: usize,
+    heaps: &mut [TopK],
+) {
+    let w = if W == 0 { words } else { W };
+    let n = codes.len() / w;
+    let tile = tile_codes(w, TILE_BYTES);
+    let mut buf = if w == 1 {
+        Vec::new()
+    } else {
+        vec![0u64; tile.min(n) / 4 * 4 * w]
+    };
+    let mut t0 = 0;
+    while t0 < n {
+        let t1 = n.min(t0 + tile);
+        let full = (t1 - t0) / 4 * 4;
+        let src = &codes[t0 * w..t1 * w];
+        let tbuf: &[u64] = if w == 1 {
+            &src[..full]
+        } else {
+            transpose_groups(&src[..full * w], w, &mut buf[..full * w]);
+            &buf[..full * w]
+        };
+        for (q, heap) in queries.chunks_exact(w).zip(heaps.iter_mut()) {
+            // SAFETY: the caller guarantees AVX2 and POPCNT; groups have 4 * w words and the
+            // query has w words.
+            unsafe {
+                let nib = Nibble::new();
+                let qv = QueryVec::<W>::new(q);
+                let mut g = 0;
+                while let Some((hit, d)) =
+                    next_below(nib, tbuf, w, g, &qv, splat_threshold(heap.threshold()))
+                {
+                    for (l, &dl) in d.iter().enumerate() {
+                        if dl < heap.threshold() {
+                            heap.push(dl as u32, t0 + 4 * hit + l);
+                        }
+                    }
+                    g = hit + 1;
+                }
+            }
+            for i in full..t1 - t0 {
+                let d = dist_words(q, &src[i * w..], w);
+                if u64::from(d) < heap.threshold() {
+                    heap.push(d, t0 + i);
+                }
+            }
+        }
+        t0 = t1;
+    }
+}
+
+#[target_feature(enable = "avx2,popcnt")]
+pub(crate) unsafe fn scan_knn_avx2(
+    queries: &[u64],
+    codes: &[u64],
+    words: usize,
+    heaps: &mut [TopK],
+) {
+    // SAFETY: AVX2 and POPCNT are enabled in this function; shapes are the caller's contract.
+    unsafe { by_words!(words, scan_knn_t(queries, codes, words, heaps)) }
+}
