@@ -1,0 +1,181 @@
+//! The exact linear scan: every query compared with every stored code by hardware popcount.
+
+use rayon::prelude::*;
+
+use super::{HammingIndex, Hit, Id, check_code, check_queries};
+use crate::error::{Error, Result};
+use crate::hamming;
+use crate::signature::{SignatureMatrix, words_for};
+use crate::storage::Buf;
+
+/// Queries per parallel task in batch searches: they share one pass over the codes.
+const QUERY_BATCH: usize = 64;
+
+/// Exact search by scanning every stored code with the dispatched popcount kernels
+/// ([`crate::hamming`]); a batch of queries shares one pass over the data. The oracle of the
+/// conformance suite, and the fastest choice for wide codes or few queries.
+///
+/// Codes are kept in increasing id order, so the kernels' tie-break by position is the
+/// tie-break by id. Memory: `8 · words_for(f) + 4` bytes per code.
+#[derive(Clone, Debug)]
+pub struct LinearScan {
+    bits: usize,
+    codes: Buf<u64>,
+    ids: Buf<u32>,
+}
+
+impl LinearScan {
+    /// An empty index of `bits`-bit codes.
+    pub fn new(bits: usize) -> Result<Self> {
+        if bits == 0 {
+            return Err(Error::param("bits", "must be at least 1"));
+        }
+        Ok(LinearScan {
+            bits,
+            codes: Buf::default(),
+            ids: Buf::default(),
+        })
+    }
+
+    /// An index of the rows of `sigs`, with ids `0..N`.
+    pub fn build<S: AsRef<[u64]>>(sigs: &SignatureMatrix<S>) -> Result<Self> {
+        let n = u32::try_from(sigs.len())
+            .map_err(|_| Error::param("signatures", "more than 2^32 rows"))?;
+        Ok(LinearScan {
+            bits: sigs.bits(),
+            codes: sigs.as_slice().to_vec().into(),
+            ids: (0..n).collect::<Vec<_>>().into(),
+        })
+    }
+
+    /// An index over arrays from an index file (codes in increasing id order).
+    pub(crate) fn from_parts(bits: usize, codes: Buf<u64>, ids: Buf<u32>) -> Result<Self> {
+        if codes.len() != ids.len() * words_for(bits) || ids.windows(2).any(|p| p[0] >= p[1]) {
+            return Err(Error::param("index data", "codes and ids are inconsistent"));
+        }
+        Ok(LinearScan { bits, codes, ids })
+    }
+
+    /// The stored codes, row-major, in increasing id order.
+    pub fn codes(&self) -> &[u64] {
+        &self.codes
+    }
+
+    /// The stored ids, increasing.
+    pub fn ids(&self) -> &[u32] {
+        &self.ids
+    }
+
+    fn words(&self) -> usize {
+        words_for(self.bits)
+    }
+
+    fn hits(&self, found: impl IntoIterator<Item = (usize, u32)>, out: &mut Vec<Hit>) {
+        out.clear();
+        out.extend(found.into_iter().map(|(i, d)| Hit {
+            distance: d,
+            id: self.ids[i],
+        }));
+        out.sort_unstable();
+    }
+}
+
+impl HammingIndex for LinearScan {
+    fn kind(&self) -> &'static str {
+        "linear"
+    }
+
+    fn bits(&self) -> usize {
+        self.bits
+    }
+
+    fn len(&self) -> usize {
+        self.ids.len()
+    }
+
+    fn bytes(&self) -> usize {
+        self.codes.data_bytes() + self.ids.data_bytes()
+    }
+
+    fn insert(&mut self, id: Id, code: &[u64]) -> Result<()> {
+        check_code(self.bits, code)?;
+        let pos = match self.ids.binary_search(&id) {
+            Ok(_) => return Err(Error::param("id", format!("id {id} is already stored"))),
+            Err(p) => p,
+        };
+        let w = self.words();
+        self.ids.to_mut().insert(pos, id);
+        let codes = self.codes.to_mut();
+        codes.splice(pos * w..pos * w, code.iter().copied());
+        Ok(())
+    }
+
+    fn remove(&mut self, id: Id) -> Result<bool> {
+        let Ok(pos) = self.ids.binary_search(&id) else {
+            return Ok(false);
+        };
+        let w = self.words();
+        self.ids.to_mut().remove(pos);
+        self.codes.to_mut().drain(pos * w..(pos + 1) * w);
+        Ok(true)
+    }
+
+    fn radius_into(&self, query: &[u64], r: u32, out: &mut Vec<Hit>) -> Result<()> {
+        check_code(self.bits, query)?;
+        let mut found = Vec::new();
+        hamming::scan_radius(query, &self.codes, self.words(), r, |_, i, d| {
+            found.push((i, d))
+        })?;
+        self.hits(found, out);
+        Ok(())
+    }
+
+    fn knn_into(&self, query: &[u64], k: usize, out: &mut Vec<Hit>) -> Result<()> {
+        check_code(self.bits, query)?;
+        let res = hamming::scan_knn(query, &self.codes, self.words(), k)?;
+        self.hits(res[0].iter().map(|n| (n.index, n.dist)), out);
+        Ok(())
+    }
+
+    fn radius_batch(&self, queries: &[u64], r: u32) -> Result<Vec<Vec<Hit>>> {
+        let w = check_queries(self.bits, queries)?;
+        let chunks: Vec<Vec<Vec<Hit>>> = queries
+            .par_chunks(w * QUERY_BATCH)
+            .map(|qs| {
+                let mut found: Vec<Vec<(usize, u32)>> = vec![Vec::new(); qs.len() / w];
+                hamming::scan_radius(qs, &self.codes, w, r, |q, i, d| found[q].push((i, d)))?;
+                Ok(found
+                    .into_iter()
+                    .map(|f| {
+                        let mut out = Vec::new();
+                        self.hits(f, &mut out);
+                        out
+                    })
+                    .collect())
+            })
+            .collect::<Result<_>>()?;
+        Ok(chunks.into_iter().flatten().collect())
+    }
+
+    fn knn_batch(&self, queries: &[u64], k: usize) -> Result<Vec<Vec<Hit>>> {
+        let w = check_queries(self.bits, queries)?;
+        let chunks: Vec<Vec<Vec<Hit>>> = queries
+            .par_chunks(w * QUERY_BATCH)
+            .map(|qs| {
+                let res = hamming::scan_knn(qs, &self.codes, w, k)?;
+                Ok(res
+                    .into_iter()
+                    .map(|ns| {
+                        ns.into_iter()
+                            .map(|n| Hit {
+                                distance: n.dist,
+                                id: self.ids[n.index],
+                            })
+                            .collect()
+                    })
+                    .collect())
+            })
+            .collect::<Result<_>>()?;
+        Ok(chunks.into_iter().flatten().collect())
+    }
+}

@@ -1,0 +1,256 @@
+//! The conformance suite: every index against the linear scan oracle, on random, planted and
+//! duplicated data, for widths 1 to 256 bits, radii 0 to f, after inserts and removals.
+
+mod common;
+
+use proptest::prelude::*;
+use simlsh::index::{HammingIndex, Hit, LinearScan};
+use simlsh::rng::Rng;
+use simlsh::signature::{SignatureMatrix, last_word_mask, words_for};
+
+/// An index type under test: how to build it from signatures (ids `0..N`) and empty.
+struct Kind {
+    name: &'static str,
+    build: fn(&SignatureMatrix) -> Box<dyn HammingIndex>,
+    empty: fn(usize) -> Box<dyn HammingIndex>,
+}
+
+fn kinds() -> Vec<Kind> {
+    vec![Kind {
+        name: "linear",
+        build: |s| Box::new(LinearScan::build(s).unwrap()),
+        empty: |b| Box::new(LinearScan::new(b).unwrap()),
+    }]
+}
+
+const WIDTHS: [usize; 6] = [1, 63, 64, 65, 128, 256];
+
+fn random_code(rng: &mut Rng, bits: usize) -> Vec<u64> {
+    let w = words_for(bits);
+    let mut c: Vec<u64> = (0..w).map(|_| rng.next_u64()).collect();
+    c[w - 1] &= last_word_mask(bits);
+    c
+}
+
+fn flip(rng: &mut Rng, code: &[u64], bits: usize, d: usize) -> Vec<u64> {
+    let mut c = code.to_vec();
+    let mut done = std::collections::BTreeSet::new();
+    while done.len() < d.min(bits) {
+        let j = rng.below(bits as u64) as usize;
+        if done.insert(j) {
+            c[j / 64] ^= 1 << (j % 64);
+        }
+    }
+    c
+}
+
+/// Planted data: clusters of near codes (distances 0..=6 from a centre, duplicates included)
+/// among random background codes.
+fn planted(rng: &mut Rng, bits: usize, n: usize) -> SignatureMatrix {
+    let mut m = SignatureMatrix::new(bits).unwrap();
+    while m.len() < n {
+        let centre = random_code(rng, bits);
+        m.push_words(bits, &centre).unwrap();
+        for _ in 0..rng.below(6) {
+            let d = rng.below(7) as usize;
+            let c = flip(rng, &centre, bits, d);
+            m.push_words(bits, &c).unwrap();
+        }
+        m.push_words(bits, &random_code(rng, bits)).unwrap();
+    }
+    m
+}
+
+fn queries(rng: &mut Rng, data: &SignatureMatrix, n: usize) -> Vec<Vec<u64>> {
+    let bits = data.bits();
+    (0..n)
+        .map(|i| match (i % 3, data.len()) {
+            (0, l) if l > 0 => data.row(rng.below(l as u64) as usize).to_vec(),
+            (1, l) if l > 0 => {
+                let d = rng.below(5) as usize;
+                let row = rng.below(l as u64) as usize;
+                flip(rng, data.row(row), bits, d)
+            }
+            _ => random_code(rng, bits),
+        })
+        .collect()
+}
+
+fn radii(bits: usize) -> Vec<u32> {
+    let mut r = vec![0, 1, 3, 8, bits as u32, bits as u32 + 5];
+    r.dedup();
+    r
+}
+
+/// Compares `idx` with `oracle` on `qs`: radius results equal; k-NN equal when exact, else
+/// correct distances in sorted order.
+fn compare(name: &str, idx: &dyn HammingIndex, oracle: &LinearScan, qs: &[Vec<u64>]) {
+    assert_eq!(idx.len(), oracle.len(), "{name}: len");
+    let bits = oracle.bits();
+    let flat: Vec<u64> = qs.concat();
+    for r in radii(bits) {
+        let batch = idx.radius_batch(&flat, r).unwrap();
+        for (q, b) in qs.iter().zip(&batch) {
+            let want = oracle.radius(q, r).unwrap();
+            assert_eq!(&idx.radius(q, r).unwrap(), &want, "{name}: f={bits} r={r}");
+            assert_eq!(b, &want, "{name}: batch f={bits} r={r}");
+        }
+    }
+    for k in [1usize, 3, 10, oracle.len() + 2] {
+        let batch = idx.knn_batch(&flat, k).unwrap();
+        for (q, b) in qs.iter().zip(&batch) {
+            let want = oracle.knn(q, k).unwrap();
+            let got = idx.knn(q, k).unwrap();
+            assert_eq!(&got, b, "{name}: knn batch vs single f={bits} k={k}");
+            if idx.exact_knn() {
+                assert_eq!(got, want, "{name}: knn f={bits} k={k}");
+            } else {
+                assert_eq!(got.len(), want.len(), "{name}: knn length");
+                assert!(got.windows(2).all(|p| p[0] < p[1]), "{name}: sorted");
+                let all = oracle.radius(q, bits as u32).unwrap();
+                for h in &got {
+                    assert!(
+                        all.contains(h),
+                        "{name}: {h:?} is not a stored code at that distance"
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn every_index_matches_the_oracle_on_random_and_planted_data() {
+    let mut rng = Rng::new(1);
+    for &bits in &WIDTHS {
+        for data in [planted(&mut rng, bits, 600), {
+            let mut m = SignatureMatrix::new(bits).unwrap();
+            for _ in 0..400 {
+                m.push_words(bits, &random_code(&mut rng, bits)).unwrap();
+            }
+            m
+        }] {
+            let oracle = LinearScan::build(&data).unwrap();
+            let qs = queries(&mut rng, &data, 30);
+            for kind in kinds() {
+                compare(kind.name, (kind.build)(&data).as_ref(), &oracle, &qs);
+            }
+        }
+    }
+}
+
+#[test]
+fn empty_single_and_duplicate_indexes() {
+    let mut rng = Rng::new(2);
+    for &bits in &WIDTHS {
+        let code = random_code(&mut rng, bits);
+        for kind in kinds() {
+            let empty = (kind.empty)(bits);
+            assert!(empty.is_empty());
+            assert_eq!(empty.radius(&code, bits as u32).unwrap(), vec![]);
+            assert_eq!(empty.knn(&code, 5).unwrap(), vec![]);
+            // One element.
+            let mut one = SignatureMatrix::new(bits).unwrap();
+            one.push_words(bits, &code).unwrap();
+            let idx = (kind.build)(&one);
+            assert_eq!(
+                idx.radius(&code, 0).unwrap(),
+                vec![Hit { distance: 0, id: 0 }]
+            );
+            assert_eq!(idx.knn(&code, 3).unwrap(), vec![Hit { distance: 0, id: 0 }]);
+            // The same code under many ids: all returned, by id.
+            let mut dup = SignatureMatrix::new(bits).unwrap();
+            for _ in 0..40 {
+                dup.push_words(bits, &code).unwrap();
+            }
+            let idx = (kind.build)(&dup);
+            let all: Vec<Hit> = (0..40).map(|id| Hit { distance: 0, id }).collect();
+            assert_eq!(idx.radius(&code, 0).unwrap(), all, "{}", kind.name);
+            if idx.exact_knn() {
+                assert_eq!(
+                    idx.knn(&code, 7).unwrap(),
+                    all[..7].to_vec(),
+                    "{}",
+                    kind.name
+                );
+            }
+            let oracle = LinearScan::build(&dup).unwrap();
+            compare(
+                kind.name,
+                idx.as_ref(),
+                &oracle,
+                &queries(&mut rng, &dup, 6),
+            );
+        }
+    }
+}
+
+#[test]
+fn every_index_stays_exact_through_inserts_and_removals() {
+    let mut rng = Rng::new(3);
+    for &bits in &[64usize, 65, 256] {
+        let data = planted(&mut rng, bits, 500);
+        let half = data.slice_rows(0..250);
+        let half = SignatureMatrix::from_parts(bits, half.as_slice().to_vec()).unwrap();
+        for kind in kinds() {
+            let mut idx = (kind.build)(&half);
+            let mut oracle = LinearScan::build(&half).unwrap();
+            // Inserts after the build, with ids out of order.
+            for i in (250..data.len()).rev() {
+                idx.insert(i as u32, data.row(i)).unwrap();
+                oracle.insert(i as u32, data.row(i)).unwrap();
+            }
+            assert!(
+                idx.insert(3, data.row(3)).is_err(),
+                "{}: duplicate id",
+                kind.name
+            );
+            let qs = queries(&mut rng, &data, 20);
+            compare(kind.name, idx.as_ref(), &oracle, &qs);
+            // Removals, including ids never stored.
+            for i in (0..data.len()).step_by(3) {
+                assert!(idx.remove(i as u32).unwrap());
+                assert!(oracle.remove(i as u32).unwrap());
+            }
+            assert!(!idx.remove(100_000).unwrap());
+            assert!(!idx.remove(0).unwrap());
+            compare(kind.name, idx.as_ref(), &oracle, &qs);
+            // Re-inserting a removed id works.
+            idx.insert(0, data.row(1)).unwrap();
+            oracle.insert(0, data.row(1)).unwrap();
+            compare(kind.name, idx.as_ref(), &oracle, &qs);
+        }
+    }
+}
+
+#[test]
+fn wrong_widths_are_errors_not_panics() {
+    for kind in kinds() {
+        let mut idx = (kind.empty)(65);
+        assert!(idx.insert(0, &[1]).is_err());
+        assert!(
+            idx.insert(0, &[1, 4]).is_err(),
+            "{}: padding bit set",
+            kind.name
+        );
+        assert!(idx.radius(&[1], 3).is_err());
+        assert!(idx.knn(&[1, 2, 3], 3).is_err());
+        assert!(idx.radius_batch(&[1, 2, 3], 3).is_err());
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    #[test]
+    fn random_small_instances(seed in any::<u64>(), n in 0usize..120, bits in prop_oneof![Just(1usize), Just(8), Just(64), Just(100), Just(128)]) {
+        let mut rng = Rng::new(seed);
+        let data = planted(&mut rng, bits, n);
+        let data = SignatureMatrix::from_parts(bits, data.as_slice()[..n * words_for(bits)].to_vec()).unwrap();
+        let oracle = LinearScan::build(&data).unwrap();
+        let qs = queries(&mut rng, &data, 8);
+        for kind in kinds() {
+            compare(kind.name, (kind.build)(&data).as_ref(), &oracle, &qs);
+        }
+    }
+}
