@@ -83,6 +83,12 @@ impl<T: Pod> Deref for Buf<T> {
     }
 }
 
+impl<T: Pod> AsRef<[T]> for Buf<T> {
+    fn as_ref(&self) -> &[T] {
+        self
+    }
+}
+
 impl<T: Pod> Default for Buf<T> {
     fn default() -> Self {
         Buf::Owned(Vec::new())

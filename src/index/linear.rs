@@ -48,8 +48,9 @@ impl LinearScan {
         })
     }
 
-    /// An index over arrays from an index file (codes in increasing id order).
-    pub(crate) fn from_parts(bits: usize, codes: Buf<u64>, ids: Buf<u32>) -> Result<Self> {
+    /// An index over given arrays: `codes` row-major in increasing id order, `ids` increasing
+    /// (as in an index file).
+    pub fn from_parts(bits: usize, codes: Buf<u64>, ids: Buf<u32>) -> Result<Self> {
         if codes.len() != ids.len() * words_for(bits) || ids.windows(2).any(|p| p[0] >= p[1]) {
             return Err(Error::param("index data", "codes and ids are inconsistent"));
         }

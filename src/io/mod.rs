@@ -1,0 +1,9 @@
+//! Files: the versioned binary format of signature matrices and indexes, and atomic writes.
+
+pub mod atomic;
+pub mod format;
+pub mod persist;
+
+pub use atomic::write_atomic;
+pub use format::{FileKind, IndexFile, Writer};
+pub use persist::{SignatureFile, load_index, load_signatures, save_signatures};
