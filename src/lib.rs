@@ -2,5 +2,6 @@
 #![deny(missing_docs)]
 
 pub mod error;
+pub mod estimate;
 
 pub use error::{Error, Result};
