@@ -164,6 +164,11 @@ pub struct RadiusPlan {
 
 impl RadiusPlan {
     /// The row of the chosen radius.
+    ///
+    /// # Panics
+    ///
+    /// If `radius` is not a row of `rows`, which [`Planner::plan`] never produces (only a plan
+    /// assembled by hand can be inconsistent).
     pub fn chosen(&self) -> &PlanRow {
         &self.rows[self.radius as usize]
     }
