@@ -2,6 +2,7 @@
 #![deny(missing_docs)]
 
 pub mod error;
+pub mod estimate;
 pub mod hamming;
 pub mod index;
 pub mod io;
