@@ -12,7 +12,13 @@ fn hex(s: &Signature) -> String {
 }
 
 fn hyper(d: Distribution, bits: usize) -> HyperplaneSigner {
-    HyperplaneSigner::builder().dim(100).bits(bits).seed(42).distribution(d).build().unwrap()
+    HyperplaneSigner::builder()
+        .dim(100)
+        .bits(bits)
+        .seed(42)
+        .distribution(d)
+        .build()
+        .unwrap()
 }
 
 #[test]
@@ -20,10 +26,22 @@ fn golden_signatures_of_every_signer() {
     let signers: Vec<(&str, Box<dyn Signer>)> = vec![
         ("gaussian", Box::new(hyper(Distribution::Gaussian, 130))),
         ("rademacher", Box::new(hyper(Distribution::Rademacher, 130))),
-        ("very-sparse", Box::new(hyper(Distribution::VerySparse { density: Some(0.3) }, 130))),
-        ("super-bit", Box::new(hyper(Distribution::SuperBit { depth: None }, 130))),
-        ("hashing-trick", Box::new(HashingTrick::builder().bits(130).seed(42).build().unwrap())),
-        ("pooled", Box::new(PooledSigner::builder().bits(130).seed(42).build().unwrap())),
+        (
+            "very-sparse",
+            Box::new(hyper(Distribution::VerySparse { density: Some(0.3) }, 130)),
+        ),
+        (
+            "super-bit",
+            Box::new(hyper(Distribution::SuperBit { depth: None }, 130)),
+        ),
+        (
+            "hashing-trick",
+            Box::new(HashingTrick::builder().bits(130).seed(42).build().unwrap()),
+        ),
+        (
+            "pooled",
+            Box::new(PooledSigner::builder().bits(130).seed(42).build().unwrap()),
+        ),
     ];
     let got: Vec<String> = signers
         .iter()

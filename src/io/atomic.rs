@@ -9,14 +9,26 @@ use crate::error::{Error, Result};
 /// Writes a file atomically: `write` fills a temporary file in the same directory, which is
 /// flushed, `fsync`ed and renamed over `path`; the directory is then `fsync`ed (on Unix). If
 /// `write` or any step fails, the temporary file is removed and `path` is untouched.
-pub fn write_atomic(path: &Path, write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> Result<()> {
-    let io = |source| Error::Io { path: path.to_path_buf(), source };
+pub fn write_atomic(
+    path: &Path,
+    write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> Result<()> {
+    let io = |source| Error::Io {
+        path: path.to_path_buf(),
+        source,
+    };
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => PathBuf::from("."),
     };
-    let name = path.file_name().ok_or_else(|| io(std::io::Error::other("not a file path")))?;
-    let tmp = dir.join(format!(".{}.tmp-{}", name.to_string_lossy(), std::process::id()));
+    let name = path
+        .file_name()
+        .ok_or_else(|| io(std::io::Error::other("not a file path")))?;
+    let tmp = dir.join(format!(
+        ".{}.tmp-{}",
+        name.to_string_lossy(),
+        std::process::id()
+    ));
     let result = (|| {
         let file = File::create(&tmp)?;
         let mut w = BufWriter::with_capacity(1 << 20, file);
@@ -50,7 +62,11 @@ mod tests {
         });
         assert!(matches!(err, Err(Error::Io { .. })));
         assert_eq!(fs::read(&p).unwrap(), b"old");
-        assert_eq!(fs::read_dir(&dir).unwrap().count(), 1, "temporary file left behind");
+        assert_eq!(
+            fs::read_dir(&dir).unwrap().count(),
+            1,
+            "temporary file left behind"
+        );
         write_atomic(&p, |w| w.write_all(b"new")).unwrap();
         assert_eq!(fs::read(&p).unwrap(), b"new");
         fs::remove_dir_all(&dir).unwrap();

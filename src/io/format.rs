@@ -176,23 +176,32 @@ pub struct Writer<'a> {
 impl<'a> Writer<'a> {
     /// A file of `kind`.
     pub fn new(kind: FileKind) -> Self {
-        Writer { kind, params: BTreeMap::new(), sections: Vec::new() }
+        Writer {
+            kind,
+            params: BTreeMap::new(),
+            sections: Vec::new(),
+        }
     }
 
     /// Records a parameter (`key` of `[a-z0-9_.]`, `value` without newlines).
     pub fn param(&mut self, key: &str, value: impl ToString) -> &mut Self {
         let value = value.to_string();
         assert!(
-            key.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'.')
+            key.bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'.')
                 && !key.is_empty(),
             "parameter key {key:?}"
         );
-        self.params.insert(key.to_string(), value.replace('\n', " "));
+        self.params
+            .insert(key.to_string(), value.replace('\n', " "));
         self
     }
 
     fn section(&mut self, name: &str, data: Data<'a>) -> &mut Self {
-        assert!(name.len() <= NAME && name.is_ascii() && !name.contains('\0'), "section name {name:?}");
+        assert!(
+            name.len() <= NAME && name.is_ascii() && !name.contains('\0'),
+            "section name {name:?}"
+        );
         self.sections.push((name.to_string(), data));
         self
     }
@@ -245,7 +254,11 @@ impl<'a> Writer<'a> {
         let data_end = layout.last().map_or(table_end, |&(o, s)| o + s);
         let total = data_end + FOOTER;
         write_atomic(path, |w| {
-            let mut h = Hashing { inner: w, hasher: Xxh3::new(), pos: 0 };
+            let mut h = Hashing {
+                inner: w,
+                hasher: Xxh3::new(),
+                pos: 0,
+            };
             let mut header = [0u8; HEADER];
             header[..8].copy_from_slice(MAGIC);
             header[8..12].copy_from_slice(&VERSION.to_le_bytes());
@@ -329,39 +342,69 @@ fn u64_at(b: &[u8], at: usize) -> u64 {
 impl IndexFile {
     /// Opens and verifies `path` (see the [module docs](self) for the checks).
     pub fn open(path: &Path) -> Result<Self> {
-        let fail = |reason: String| Error::Format { path: path.to_path_buf(), reason };
-        let file = std::fs::File::open(path).map_err(|source| Error::Io { path: path.to_path_buf(), source })?;
-        let len = file.metadata().map_err(|source| Error::Io { path: path.to_path_buf(), source })?.len() as usize;
+        let fail = |reason: String| Error::Format {
+            path: path.to_path_buf(),
+            reason,
+        };
+        let file = std::fs::File::open(path).map_err(|source| Error::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let len = file
+            .metadata()
+            .map_err(|source| Error::Io {
+                path: path.to_path_buf(),
+                source,
+            })?
+            .len() as usize;
         if len < HEADER + FOOTER {
-            return Err(fail(format!("{len} bytes is too short for a simlsh file (truncated or foreign)")));
+            return Err(fail(format!(
+                "{len} bytes is too short for a simlsh file (truncated or foreign)"
+            )));
         }
         // SAFETY: the map is read-only; simlsh never writes index files in place (writes go to
         // a temporary file that is renamed), so the mapped bytes only change if another
         // program modifies the file while it is open, which the checksum cannot guard against
         // and is documented as unsupported.
-        let map = unsafe { Mmap::map(&file) }.map_err(|source| Error::Io { path: path.to_path_buf(), source })?;
+        let map = unsafe { Mmap::map(&file) }.map_err(|source| Error::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
         let b = &map[..];
         if &b[..8] != MAGIC {
             return Err(fail("not a simlsh file (bad magic bytes)".into()));
         }
         let version = u32_at(b, 8);
         if version != VERSION {
-            return Err(Error::Version { path: path.to_path_buf(), expected: VERSION, got: version });
+            return Err(Error::Version {
+                path: path.to_path_buf(),
+                expected: VERSION,
+                got: version,
+            });
         }
         let foot = &b[len - FOOTER..];
         if &foot[24..32] != END_MAGIC {
-            return Err(fail("no end marker: the file is truncated or corrupt".into()));
+            return Err(fail(
+                "no end marker: the file is truncated or corrupt".into(),
+            ));
         }
         let recorded = u64_at(foot, 0);
         if recorded != len as u64 {
-            return Err(fail(format!("the file is {len} bytes but records {recorded}: truncated or corrupt")));
+            return Err(fail(format!(
+                "the file is {len} bytes but records {recorded}: truncated or corrupt"
+            )));
         }
         let stored = u64_at(foot, 8);
         let computed = xxhash_rust::xxh3::xxh3_64(&b[..len - FOOTER]);
         if stored != computed {
-            return Err(Error::Checksum { path: path.to_path_buf(), stored, computed });
+            return Err(Error::Checksum {
+                path: path.to_path_buf(),
+                stored,
+                computed,
+            });
         }
-        let kind = FileKind::from_u32(u32_at(b, 12)).ok_or_else(|| fail(format!("unknown kind {}", u32_at(b, 12))))?;
+        let kind = FileKind::from_u32(u32_at(b, 12))
+            .ok_or_else(|| fail(format!("unknown kind {}", u32_at(b, 12))))?;
         let plen = u32_at(b, 16) as usize;
         let nsec = u32_at(b, 20) as usize;
         let data_end = len - FOOTER;
@@ -370,10 +413,13 @@ impl IndexFile {
             .and_then(|p| nsec.checked_mul(ENTRY).and_then(|t| p.checked_add(t)))
             .filter(|&e| e <= data_end)
             .ok_or_else(|| fail("header sizes exceed the file".into()))?;
-        let text = std::str::from_utf8(&b[HEADER..HEADER + plen]).map_err(|_| fail("parameters are not UTF-8".into()))?;
+        let text = std::str::from_utf8(&b[HEADER..HEADER + plen])
+            .map_err(|_| fail("parameters are not UTF-8".into()))?;
         let mut params = BTreeMap::new();
         for line in text.lines() {
-            let (k, v) = line.split_once('=').ok_or_else(|| fail(format!("bad parameter line {line:?}")))?;
+            let (k, v) = line
+                .split_once('=')
+                .ok_or_else(|| fail(format!("bad parameter line {line:?}")))?;
             params.insert(k.to_string(), v.to_string());
         }
         let mut sections = Vec::with_capacity(nsec);
@@ -384,18 +430,34 @@ impl IndexFile {
                 .trim_end_matches('\0')
                 .to_string();
             let code = u32_at(e, 24);
-            let size = elem_size(code).ok_or_else(|| fail(format!("section {name}: unknown element type {code}")))?;
+            let size = elem_size(code)
+                .ok_or_else(|| fail(format!("section {name}: unknown element type {code}")))?;
             let offset = u64_at(e, 32) as usize;
             let n = u64_at(e, 40) as usize;
             let ok = offset % ALIGN == 0
                 && offset >= table
-                && n.checked_mul(size).and_then(|s| s.checked_add(offset)).is_some_and(|end| end <= data_end);
+                && n.checked_mul(size)
+                    .and_then(|s| s.checked_add(offset))
+                    .is_some_and(|end| end <= data_end);
             if !ok {
-                return Err(fail(format!("section {name}: {n} elements at byte {offset} lie outside the data")));
+                return Err(fail(format!(
+                    "section {name}: {n} elements at byte {offset} lie outside the data"
+                )));
             }
-            sections.push(SectionDesc { name, code, offset, len: n });
+            sections.push(SectionDesc {
+                name,
+                code,
+                offset,
+                len: n,
+            });
         }
-        Ok(IndexFile { path: path.to_path_buf(), kind, params, sections, map: Arc::new(map) })
+        Ok(IndexFile {
+            path: path.to_path_buf(),
+            kind,
+            params,
+            sections,
+            map: Arc::new(map),
+        })
     }
 
     /// The file's path.
@@ -423,13 +485,20 @@ impl IndexFile {
 
     /// A format error about this file.
     pub fn error(&self, reason: impl Into<String>) -> Error {
-        Error::Format { path: self.path.clone(), reason: reason.into() }
+        Error::Format {
+            path: self.path.clone(),
+            reason: reason.into(),
+        }
     }
 
     /// Parameter `key`, parsed.
     pub fn param<T: std::str::FromStr>(&self, key: &str) -> Result<T> {
-        let v = self.params.get(key).ok_or_else(|| self.error(format!("missing parameter {key}")))?;
-        v.parse().map_err(|_| self.error(format!("parameter {key}={v:?} is not valid")))
+        let v = self
+            .params
+            .get(key)
+            .ok_or_else(|| self.error(format!("missing parameter {key}")))?;
+        v.parse()
+            .map_err(|_| self.error(format!("parameter {key}={v:?} is not valid")))
     }
 
     /// Parameter `key` if present.
@@ -444,14 +513,21 @@ impl IndexFile {
             .find(|s| s.name == name)
             .ok_or_else(|| self.error(format!("missing section {name}")))?;
         if s.code != T::CODE {
-            return Err(self.error(format!("section {name} has element type {}, expected {}", s.code, T::CODE)));
+            return Err(self.error(format!(
+                "section {name} has element type {}, expected {}",
+                s.code,
+                T::CODE
+            )));
         }
         if cfg!(target_endian = "little") {
             Buf::mapped(Arc::clone(&self.map), s.offset, s.len)
                 .ok_or_else(|| self.error(format!("section {name} is misaligned")))
         } else {
             let bytes = &self.map[s.offset..s.offset + s.len * std::mem::size_of::<T>()];
-            let v: Vec<T> = bytemuck::pod_collect_to_vec::<u8, T>(bytes).into_iter().map(Elem::to_le).collect();
+            let v: Vec<T> = bytemuck::pod_collect_to_vec::<u8, T>(bytes)
+                .into_iter()
+                .map(Elem::to_le)
+                .collect();
             Ok(Buf::Owned(v))
         }
     }

@@ -12,7 +12,9 @@ use crate::storage::Buf;
 
 /// Records a signer's parameters as `signer.*` file parameters.
 pub fn signer_params(w: &mut Writer<'_>, info: &SignerInfo) {
-    w.param("signer.kind", info.kind).param("signer.seed", info.seed).param("signer.bits", info.bits);
+    w.param("signer.kind", info.kind)
+        .param("signer.seed", info.seed)
+        .param("signer.bits", info.bits);
     if let Some(d) = info.dim {
         w.param("signer.dim", d);
     }
@@ -22,7 +24,11 @@ pub fn signer_params(w: &mut Writer<'_>, info: &SignerInfo) {
 }
 
 /// Saves a signature matrix, with the parameters of the signer that made it when known.
-pub fn save_signatures<S: AsRef<[u64]>>(path: &Path, sigs: &SignatureMatrix<S>, signer: Option<&SignerInfo>) -> Result<()> {
+pub fn save_signatures<S: AsRef<[u64]>>(
+    path: &Path,
+    sigs: &SignatureMatrix<S>,
+    signer: Option<&SignerInfo>,
+) -> Result<()> {
     let mut w = Writer::new(FileKind::Signatures);
     w.param("bits", sigs.bits()).param("rows", sigs.len());
     if let Some(info) = signer {
@@ -47,11 +53,15 @@ pub fn load_signatures(path: &Path) -> Result<SignatureFile> {
     f.expect_kind(FileKind::Signatures)?;
     let bits: usize = f.param("bits")?;
     let rows: usize = f.param("rows")?;
-    let matrix = SignatureMatrix::from_parts(bits, f.u64s("codes")?).map_err(|e| f.error(e.to_string()))?;
+    let matrix =
+        SignatureMatrix::from_parts(bits, f.u64s("codes")?).map_err(|e| f.error(e.to_string()))?;
     if matrix.len() != rows {
         return Err(f.error(format!("{} rows stored, {rows} recorded", matrix.len())));
     }
-    Ok(SignatureFile { matrix, params: f.params().clone() })
+    Ok(SignatureFile {
+        matrix,
+        params: f.params().clone(),
+    })
 }
 
 impl LinearScan {

@@ -1,0 +1,112 @@
+//! The collision law of every signer: for two vectors at angle θ, each signature bit is equal
+//! with probability 1 − θ/π (Charikar 2002). Tolerances are binomial intervals, not tuned.
+//!
+//! Pairs at an exact angle θ with a uniformly random orientation are signed, each pair by a
+//! signer with its own seed. For any fixed hyperplane `r`, a uniformly rotated pair collides
+//! on `r` with probability exactly 1 − θ/π (rotation invariance), so for *every* signer (±1,
+//! very sparse, pooled, hashed) the count of equal bits over P pairs × f bits has mean
+//! P·f·(1 − θ/π); bits are independent across pairs (independent seeds), so the count must
+//! fall in the 99.9% binomial interval.
+
+mod common;
+
+use common::{all_signers, pair_at_angle};
+use simlsh::Signer;
+use simlsh::estimate::binomial_interval;
+use simlsh::rng::Rng;
+use simlsh::signers::{Distribution, HyperplaneSigner};
+
+const DIM: usize = 128;
+const BITS: usize = 256;
+const PAIRS: u64 = 160;
+
+#[test]
+fn equal_bits_follow_one_minus_theta_over_pi_for_every_signer() {
+    let mut rng = Rng::new(2026);
+    for deg in [5.0f64, 30.0, 60.0, 90.0] {
+        let theta = deg.to_radians();
+        let p_equal = 1.0 - theta / std::f64::consts::PI;
+        let trials = PAIRS * BITS as u64;
+        let (lo, hi) = binomial_interval(trials, p_equal, 0.999).unwrap();
+        let kinds = all_signers(DIM as u64, BITS, 0)
+            .iter()
+            .map(|s| s.info().kind)
+            .collect::<Vec<_>>();
+        let mut equal = vec![0u64; kinds.len()];
+        for pair in 0..PAIRS {
+            let (u, v) = pair_at_angle(&mut rng, DIM, theta);
+            for (k, s) in all_signers(DIM as u64, BITS, 1000 + pair)
+                .iter()
+                .enumerate()
+            {
+                let a = s.get().sign_dense_row(&u).unwrap();
+                let b = s.get().sign_dense_row(&v).unwrap();
+                equal[k] += BITS as u64 - a.distance(&b).unwrap() as u64;
+            }
+        }
+        for (kind, &e) in kinds.iter().zip(&equal) {
+            eprintln!(
+                "{kind:>14} θ={deg:>2}°: {:.4} equal (expected {p_equal:.4}, 99.9% [{:.4}, {:.4}])",
+                e as f64 / trials as f64,
+                lo as f64 / trials as f64,
+                hi as f64 / trials as f64
+            );
+            assert!(
+                (lo..=hi).contains(&e),
+                "{kind} at {deg}°: {e} equal bits of {trials}, interval [{lo}, {hi}]"
+            );
+        }
+    }
+}
+
+#[test]
+fn super_bit_has_lower_angle_mse_than_gaussian_at_f_equal_d() {
+    // f = D = 64: super-bit orthogonalises all 64 hyperplanes. Paired comparison over pairs
+    // at angles uniform in (0, π/2]; the mean of d = err_gauss² − err_superbit² must be
+    // positive beyond 3.1 standard errors (one-sided 99.9%).
+    let (d, f) = (64usize, 64usize);
+    let mut rng = Rng::new(7);
+    let n = 1500u64;
+    let (mut sum, mut sum2, mut mse_g, mut mse_s) = (0.0, 0.0, 0.0, 0.0);
+    for i in 0..n {
+        let theta = (rng.uniform() * 0.999 + 0.001) * std::f64::consts::FRAC_PI_2;
+        let (u, v) = pair_at_angle(&mut rng, d, theta);
+        let err = |dist: Distribution| {
+            let s = HyperplaneSigner::builder()
+                .dim(d as u64)
+                .bits(f)
+                .seed(i)
+                .distribution(dist)
+                .build()
+                .unwrap();
+            let h = s
+                .sign_dense_row(&u)
+                .unwrap()
+                .distance(&s.sign_dense_row(&v).unwrap())
+                .unwrap();
+            let e = simlsh::estimate::angle(h as u64, f as u64) - theta;
+            e * e
+        };
+        let (g, s) = (
+            err(Distribution::Gaussian),
+            err(Distribution::SuperBit { depth: None }),
+        );
+        mse_g += g;
+        mse_s += s;
+        sum += g - s;
+        sum2 += (g - s) * (g - s);
+    }
+    let nf = n as f64;
+    let mean = sum / nf;
+    let se = ((sum2 / nf - mean * mean) / nf).sqrt();
+    eprintln!(
+        "angle MSE: gaussian {:.5}, super-bit {:.5} ({:.0}% lower), mean diff {mean:.5} ± {se:.5}",
+        mse_g / nf,
+        mse_s / nf,
+        100.0 * (1.0 - mse_s / mse_g)
+    );
+    assert!(
+        mean > 3.1 * se,
+        "super-bit is not significantly better: {mean} ± {se}"
+    );
+}
