@@ -16,3 +16,8 @@ pub use error::{Error, Result};
 pub use index::{HammingIndex, Hit, Id, LinearScan};
 pub use signature::{Signature, SignatureMatrix};
 pub use signers::{Accumulator, HashingTrick, HyperplaneSigner, PooledSigner, Signer, SignerInfo};
+
+/// The README's code examples, compiled and run as doctests.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

@@ -140,15 +140,17 @@ pub(crate) fn check_code(bits: usize, code: &[u64]) -> Result<()> {
     Ok(())
 }
 
-/// The set of stored ids: a bitset indexed by id, with a count.
+/// A set of ids: a bitset indexed by id, with a count (`max id / 8` bytes). Indexes use it
+/// to know which ids are stored and which are removed.
 #[derive(Clone, Debug, Default)]
-pub(crate) struct IdSet {
+pub struct IdSet {
     words: Vec<u64>,
     count: usize,
 }
 
 impl IdSet {
-    pub(crate) fn contains(&self, id: Id) -> bool {
+    /// True if `id` is in the set.
+    pub fn contains(&self, id: Id) -> bool {
         let i = id as usize;
         self.words
             .get(i / 64)
@@ -156,7 +158,7 @@ impl IdSet {
     }
 
     /// Adds `id`; false if it was present.
-    pub(crate) fn insert(&mut self, id: Id) -> bool {
+    pub fn insert(&mut self, id: Id) -> bool {
         let i = id as usize;
         if i / 64 >= self.words.len() {
             self.words.resize(i / 64 + 1, 0);
@@ -171,7 +173,7 @@ impl IdSet {
     }
 
     /// Removes `id`; false if it was absent.
-    pub(crate) fn remove(&mut self, id: Id) -> bool {
+    pub fn remove(&mut self, id: Id) -> bool {
         if !self.contains(id) {
             return false;
         }
@@ -181,11 +183,34 @@ impl IdSet {
         true
     }
 
-    pub(crate) fn len(&self) -> usize {
+    /// Number of ids in the set.
+    pub fn len(&self) -> usize {
         self.count
     }
 
-    pub(crate) fn bytes(&self) -> usize {
+    /// True when the set is empty.
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// Bytes of memory held.
+    pub fn bytes(&self) -> usize {
         self.words.capacity() * 8
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn id_set_tracks_membership_and_count() {
+        let mut s = IdSet::default();
+        assert!(s.is_empty() && !s.contains(5));
+        assert!(s.insert(5) && s.insert(1000) && !s.insert(5));
+        assert_eq!(s.len(), 2);
+        assert!(s.contains(1000) && !s.contains(999));
+        assert!(s.remove(5) && !s.remove(5) && !s.remove(70_000));
+        assert_eq!(s.len(), 1);
     }
 }

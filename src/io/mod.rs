@@ -1,8 +1,10 @@
-//! Files: the versioned binary format of signature matrices and indexes, and atomic writes.
+//! Files: the versioned binary format of signature matrices and indexes, atomic writes, and
+//! input formats.
 
 pub mod atomic;
 pub mod format;
 pub mod persist;
+pub mod vecs;
 
 pub use atomic::write_atomic;
 pub use format::{FileKind, IndexFile, Writer};
