@@ -1,10 +1,11 @@
 //! Random hyperplanes (Charikar 2002): an explicit, seeded `D × f` matrix.
 
-use ndarray::{Array2, ArrayRef2, ArrayView2, s};
+use ndarray::{ArrayRef2, s};
 use rayon::prelude::*;
 
+use super::dense::Projector;
 use super::kernels::{add_signed_rows, axpy};
-use super::{BATCH_ROWS, Signer, SignerInfo, check_dense, pack_into};
+use super::{BATCH_ROWS, Signer, SignerInfo, check_dense};
 use crate::error::{Error, Result};
 use crate::rng::{Rng, expand};
 use crate::signature::{SignatureMatrix, last_word_mask, words_for};
@@ -395,30 +396,16 @@ impl Signer for HyperplaneSigner {
         }
     }
 
-    /// Dense batches go through a matrix product (`ndarray`'s GEMM) in blocks of rows, in
-    /// parallel. A bit whose product value `g` is within the rounding-error bound
-    /// `4·γ_{D+2}·‖x‖·‖r_j‖` of zero (a fraction of about `10⁻⁴` of bits for random data) is
-    /// recomputed in the canonical order, so the result equals the sparse path bit for bit.
+    /// Dense batches go through a register-blocked matrix product fused with the sign test
+    /// (see `signers::dense`), in parallel blocks of rows; bits too close to zero to be certain
+    /// are recomputed in the canonical order, so the result equals the sparse path bit for bit.
     fn sign_dense(&self, x: &ArrayRef2<f32>) -> Result<SignatureMatrix> {
         let Some(m) = self.dense_matrix() else {
             return super::sign_dense_gather(self, x);
         };
         check_dense(x, Some(self.dim))?;
         let (d, f) = (self.dim as usize, self.bits);
-        let r = ArrayView2::from_shape((d, f), &m[..]).expect("d × f");
-        let col_norm: Vec<f64> = (0..f)
-            .map(|j| {
-                r.column(j)
-                    .iter()
-                    .map(|&v| (v as f64) * (v as f64))
-                    .sum::<f64>()
-                    .sqrt()
-            })
-            .collect();
-        let u = f32::EPSILON as f64 / 2.0; // 2^-24, the f32 unit roundoff
-        let n = (d + 2) as f64;
-        let gamma = n * u / (1.0 - n * u);
-        let tiny = n * f32::MIN_POSITIVE as f64;
+        let proj = Projector::new(&m, d, f);
         let w = words_for(f);
         let mut out = SignatureMatrix::zeros(x.nrows(), f)?;
         out.as_mut_slice()
@@ -426,32 +413,13 @@ impl Signer for HyperplaneSigner {
             .enumerate()
             .for_each(|(c, chunk)| {
                 let a = c * BATCH_ROWS;
-                let b = a + chunk.len() / w;
-                let xb = x.slice(s![a..b, ..]);
-                let v: Array2<f32> = xb.dot(&r);
-                let mut acc = vec![0f32; 64 * w];
-                for (k, dst) in chunk.chunks_exact_mut(w).enumerate() {
-                    let xr = xb.row(k);
-                    let xnorm = xr
-                        .iter()
-                        .map(|&t| (t as f64) * (t as f64))
-                        .sum::<f64>()
-                        .sqrt();
-                    acc[..f].copy_from_slice(v.row(k).as_slice().expect("standard layout"));
-                    for j in 0..f {
-                        let g = acc[j];
-                        let bound = 4.0 * gamma * xnorm * col_norm[j] + tiny;
-                        if !(g.is_finite() && (g as f64).abs() > bound) {
-                            let mut e = 0f32;
-                            for (i, &xi) in xr.iter().enumerate() {
-                                if xi != 0.0 {
-                                    e += xi * r[[i, j]];
-                                }
-                            }
-                            acc[j] = e;
-                        }
-                    }
-                    pack_into(&acc, f, dst);
+                let xb = x.slice(s![a..a + chunk.len() / w, ..]);
+                match xb.as_slice() {
+                    Some(rows) => proj.sign_rows(rows, chunk),
+                    None => proj.sign_rows(
+                        xb.as_standard_layout().as_slice().expect("standard layout"),
+                        chunk,
+                    ),
                 }
             });
         Ok(out)

@@ -25,6 +25,7 @@
 //! any platform all give the same bits.
 
 mod accumulator;
+mod dense;
 mod hashing;
 mod hyperplane;
 pub mod kernels;
@@ -356,8 +357,17 @@ pub(crate) fn check_dense(x: &ArrayRef2<f32>, dim: Option<u64>) -> Result<()> {
             });
         }
     }
+    // A branch-free pass per row first (it vectorises); locate the offender only on failure.
     for (r, row) in x.rows().into_iter().enumerate() {
-        if let Some(c) = row.iter().position(|v| !v.is_finite()) {
+        let finite = match row.as_slice() {
+            Some(s) => s.iter().fold(true, |ok, v| ok & v.is_finite()),
+            None => row.iter().all(|v| v.is_finite()),
+        };
+        if !finite {
+            let c = row
+                .iter()
+                .position(|v| !v.is_finite())
+                .expect("a non-finite value");
             return Err(Error::NonFinite {
                 row: r,
                 col: c as u64,
