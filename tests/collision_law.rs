@@ -39,8 +39,8 @@ fn equal_bits_follow_one_minus_theta_over_pi_for_every_signer() {
                 .iter()
                 .enumerate()
             {
-                let a = s.get().sign_dense_row(&u).unwrap();
-                let b = s.get().sign_dense_row(&v).unwrap();
+                let a = s.sign_dense_row(&u).unwrap();
+                let b = s.sign_dense_row(&v).unwrap();
                 equal[k] += BITS as u64 - a.distance(&b).unwrap() as u64;
             }
         }

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{AnySigner, all_signers, sparse_row};
+use common::{all_signers, sparse_row};
 use ndarray::Array2;
 use proptest::prelude::*;
 use simlsh::rng::Rng;
@@ -19,7 +19,7 @@ fn every_width_packs_into_words_with_zero_padding() {
     for &f in &WIDTHS {
         for s in all_signers(50, f, 9) {
             let (ids, w) = sparse_row(&mut rng, 50, 20);
-            let sig = s.get().sign_sparse(&ids, &w).unwrap();
+            let sig = s.sign_sparse(&ids, &w).unwrap();
             assert_eq!(sig.bits(), f);
             assert_eq!(sig.words().len(), f.div_ceil(64));
             // Padding is zero: from_words would reject it otherwise.
@@ -28,15 +28,15 @@ fn every_width_packs_into_words_with_zero_padding() {
             // negating it flips every bit whose projection is nonzero.
             let w2: Vec<f32> = w.iter().map(|x| 2.0 * x).collect();
             assert_eq!(
-                s.get().sign_sparse(&ids, &w2).unwrap(),
+                s.sign_sparse(&ids, &w2).unwrap(),
                 sig,
                 "{:?} f={f}",
                 s.info().kind
             );
             let neg: Vec<f32> = w.iter().map(|x| -x).collect();
-            let sn = s.get().sign_sparse(&ids, &neg).unwrap();
-            let mut acc = s.get().new_acc();
-            s.get().accumulate(&ids, &w, &mut acc);
+            let sn = s.sign_sparse(&ids, &neg).unwrap();
+            let mut acc = s.new_acc();
+            s.accumulate(&ids, &w, &mut acc);
             for (j, &v) in acc.iter().enumerate().take(f) {
                 assert_eq!(sig.get(j), v > 0.0);
                 assert_eq!(sn.get(j), v < 0.0, "negation at bit {j}");
@@ -50,9 +50,9 @@ fn zero_and_empty_vectors_follow_the_tie_rule() {
     for &f in &WIDTHS {
         for s in all_signers(10, f, 2) {
             let zero = Signature::zeros(f).unwrap();
-            assert_eq!(s.get().sign_sparse(&[], &[]).unwrap(), zero);
-            assert_eq!(s.get().sign_sparse(&[3, 7], &[0.0, -0.0]).unwrap(), zero);
-            assert_eq!(s.get().sign_dense_row(&[0.0; 10]).unwrap(), zero);
+            assert_eq!(s.sign_sparse(&[], &[]).unwrap(), zero);
+            assert_eq!(s.sign_sparse(&[3, 7], &[0.0, -0.0]).unwrap(), zero);
+            assert_eq!(s.sign_dense_row(&[0.0; 10]).unwrap(), zero);
         }
     }
     // A vector and its negation: V and −V; bits are V > 0, so no bit is 1 in both.
@@ -115,22 +115,16 @@ fn sparse_and_dense_input_agree_for_every_signer() {
                 indptr.push(indices.len());
             }
             let csr = CsMat::new((n, dim), indptr, indices, data);
-            let a = s.get().sign_dense(&dense).unwrap();
-            let b = match &s {
-                AnySigner::Hyper(h) => h.sign_csr(csr.view()).unwrap(),
-                AnySigner::Hash(h) => h.sign_csr(csr.view()).unwrap(),
-                AnySigner::Pool(h) => h.sign_csr(csr.view()).unwrap(),
-            };
+            let a = s.sign_dense(&dense).unwrap();
+            let b = s.sign_csr(csr.view()).unwrap();
             assert_eq!(a, b, "{} f={f}", s.info().kind);
             for r in 0..n {
                 let row = csr.outer_view(r).unwrap();
                 let ids: Vec<u64> = row.indices().iter().map(|&i| i as u64).collect();
-                assert_eq!(a.get(r), s.get().sign_sparse(&ids, row.data()).unwrap());
+                assert_eq!(a.get(r), s.sign_sparse(&ids, row.data()).unwrap());
                 assert_eq!(
                     a.get(r),
-                    s.get()
-                        .sign_dense_row(dense.row(r).as_slice().unwrap())
-                        .unwrap()
+                    s.sign_dense_row(dense.row(r).as_slice().unwrap()).unwrap()
                 );
             }
         }
@@ -190,12 +184,8 @@ fn batch_signing_is_identical_for_any_thread_count() {
                 .build()
                 .unwrap();
             pool.install(|| {
-                let a = match &s {
-                    AnySigner::Hyper(h) => h.sign_csr(csr.view()).unwrap(),
-                    AnySigner::Hash(h) => h.sign_csr(csr.view()).unwrap(),
-                    AnySigner::Pool(h) => h.sign_csr(csr.view()).unwrap(),
-                };
-                (a, s.get().sign_dense(&dense).unwrap())
+                let a = s.sign_csr(csr.view()).unwrap();
+                (a, s.sign_dense(&dense).unwrap())
             })
         };
         let one = run(1);
@@ -223,8 +213,8 @@ proptest! {
         cuts.push(ids.len());
         cuts.sort_unstable();
         for s in all_signers(5000, f, seed ^ 1) {
-            let batch = s.get().sign_sparse(&ids, &w).unwrap();
-            let mut acc = simlsh::Accumulator::new(s.get());
+            let batch = s.sign_sparse(&ids, &w).unwrap();
+            let mut acc = simlsh::Accumulator::new(&s);
             for c in cuts.windows(2) {
                 if c[1] - c[0] == 1 {
                     acc.add(ids[c[0]], w[c[0]]).unwrap();
@@ -243,8 +233,8 @@ proptest! {
         let (ids, w) = sparse_row(&mut rng, 1000, 100);
         let split = split.min(ids.len());
         for s in all_signers(1000, 96, seed) {
-            let mut a = simlsh::Accumulator::new(s.get());
-            let mut b = simlsh::Accumulator::new(s.get());
+            let mut a = simlsh::Accumulator::new(&s);
+            let mut b = simlsh::Accumulator::new(&s);
             a.add_chunk(&ids[..split], &w[..split]).unwrap();
             b.add_chunk(&ids[split..], &w[split..]).unwrap();
             let expect: Vec<f32> = a.values().iter().zip(b.values()).map(|(x, y)| x + y).collect();

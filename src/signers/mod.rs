@@ -25,6 +25,7 @@
 //! any platform all give the same bits.
 
 mod accumulator;
+mod any;
 mod dense;
 mod hashing;
 mod hyperplane;
@@ -33,6 +34,7 @@ mod pooled;
 pub mod sparse;
 
 pub use accumulator::Accumulator;
+pub use any::AnySigner;
 pub use hashing::{HashingTrick, HashingTrickBuilder};
 pub use hyperplane::{Distribution, HyperplaneBuilder, HyperplaneSigner};
 pub use pooled::{PooledBuilder, PooledSigner};

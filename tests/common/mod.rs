@@ -2,33 +2,13 @@
 #![allow(dead_code)] // each test binary uses a different subset of these helpers
 
 use simlsh::rng::Rng;
+pub use simlsh::signers::AnySigner;
 use simlsh::signers::{Distribution, HashingTrick, HyperplaneSigner, PooledSigner};
-use simlsh::{Signer, SignerInfo};
-
-/// A signer of any kind behind one type, for running the same test on all of them.
-pub enum AnySigner {
-    Hyper(HyperplaneSigner),
-    Hash(HashingTrick),
-    Pool(PooledSigner),
-}
-
-impl AnySigner {
-    pub fn get(&self) -> &dyn Signer {
-        match self {
-            AnySigner::Hyper(s) => s,
-            AnySigner::Hash(s) => s,
-            AnySigner::Pool(s) => s,
-        }
-    }
-    pub fn info(&self) -> SignerInfo {
-        self.get().info()
-    }
-}
 
 /// Every signer kind for dimension `dim`, width `bits`, seed `seed`.
 pub fn all_signers(dim: u64, bits: usize, seed: u64) -> Vec<AnySigner> {
     let h = |d| {
-        AnySigner::Hyper(
+        AnySigner::Hyperplane(
             HyperplaneSigner::builder()
                 .dim(dim)
                 .bits(bits)
@@ -43,14 +23,14 @@ pub fn all_signers(dim: u64, bits: usize, seed: u64) -> Vec<AnySigner> {
         h(Distribution::Rademacher),
         h(Distribution::VerySparse { density: None }),
         h(Distribution::SuperBit { depth: None }),
-        AnySigner::Hash(
+        AnySigner::HashingTrick(
             HashingTrick::builder()
                 .bits(bits)
                 .seed(seed)
                 .build()
                 .unwrap(),
         ),
-        AnySigner::Pool(
+        AnySigner::Pooled(
             PooledSigner::builder()
                 .bits(bits)
                 .seed(seed)
