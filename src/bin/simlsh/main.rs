@@ -1,0 +1,35 @@
+//! The `simlsh` command line: a thin layer over the library, one file per subcommand.
+
+mod cmd;
+mod common;
+
+use clap::{Parser, Subcommand};
+
+/// Random-hyperplane LSH (simhash): signatures, near-duplicates, k-NN and clusters.
+#[derive(Parser)]
+#[command(name = "simlsh", version, about, propagate_version = true)]
+struct Cli {
+    #[command(flatten)]
+    global: common::Global,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    Bench(cmd::bench::Args),
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let result = common::Ctx::new(&cli.global).and_then(|mut ctx| {
+        let r = match cli.command {
+            Command::Bench(a) => cmd::bench::run(a, &mut ctx),
+        };
+        ctx.finish(r)
+    });
+    if let Err(e) = result {
+        eprintln!("simlsh: error: {e:#}");
+        std::process::exit(1);
+    }
+}
