@@ -90,21 +90,15 @@ pub fn ln(x: f64) -> f64 {
         m *= 0.5;
         e += 1;
     }
-    // ln m = 2 atanh(s), s = (m − 1)/(m + 1), |s| < 0.172.
+    // ln m = 2 atanh(s) = 2 (s + s³/3 + s⁵/5 + …), s = (m − 1)/(m + 1), |s| < 0.172: the
+    // terms up to s²³/23 leave a relative error below 1e-19. Horner form, fixed operations.
     let s = (m - 1.0) / (m + 1.0);
     let s2 = s * s;
-    let mut term = s;
-    let mut sum = 0.0;
-    let mut k = 1.0;
-    while k < 60.0 {
-        let add = term / k;
-        sum += add;
-        if add.abs() < 1e-18 * sum.abs().max(1e-300) {
-            break;
-        }
-        term *= s2;
-        k += 2.0;
+    let mut poly = 1.0 / 23.0;
+    for k in (1..=11).rev() {
+        poly = poly * s2 + 1.0 / (2 * k - 1) as f64;
     }
+    let sum = s * poly;
     let e = e as f64;
     e * LN2_HI + (2.0 * sum + e * LN2_LO)
 }

@@ -98,14 +98,25 @@ impl PooledSigner {
     }
 
     /// Writes the column of the feature with `key` (its `f` values) into `col`.
+    #[inline]
     fn column_of_key(&self, key: u64, col: &mut [f32]) {
-        let m = self.pool.len() as u64;
-        for (k, pair) in col.chunks_mut(2).enumerate() {
+        let pool = &self.pool[..];
+        let m = pool.len() as u64;
+        let pick = |u: u64| -> f32 {
+            let i = ((u * m) >> 32) as usize;
+            // SAFETY: u < 2^32, so i = ⌊u·m / 2^32⌋ < m = pool.len() (and u·m < 2^64 since
+            // m ≤ 2^32, checked by the builder).
+            unsafe { *pool.get_unchecked(i) }
+        };
+        let n = col.len();
+        let mut pairs = col.chunks_exact_mut(2);
+        for (k, pair) in (&mut pairs).enumerate() {
             let x = expand(key, k as u64);
-            pair[0] = self.pool[(((x & 0xffff_ffff) * m) >> 32) as usize];
-            if let Some(v) = pair.get_mut(1) {
-                *v = self.pool[(((x >> 32) * m) >> 32) as usize];
-            }
+            pair[0] = pick(x & 0xffff_ffff);
+            pair[1] = pick(x >> 32);
+        }
+        if let [last] = pairs.into_remainder() {
+            *last = pick(expand(key, (n / 2) as u64) & 0xffff_ffff);
         }
     }
 
