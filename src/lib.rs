@@ -4,6 +4,7 @@
 pub mod error;
 pub mod hamming;
 pub mod index;
+pub mod join;
 pub mod rng;
 pub mod signature;
 pub mod signers;
