@@ -77,6 +77,7 @@ pub mod estimate;
 pub mod hamming;
 pub mod index;
 pub mod io;
+pub mod join;
 pub mod rng;
 pub mod signature;
 pub mod signers;

@@ -4,7 +4,7 @@
 mod common;
 
 use proptest::prelude::*;
-use simlsh::index::{HammingIndex, Hit, LinearScan};
+use simlsh::index::{HammingIndex, Hit, LinearScan, PermutedTables, PermutedTablesBuilder};
 use simlsh::rng::Rng;
 use simlsh::signature::{SignatureMatrix, last_word_mask, words_for};
 
@@ -16,11 +16,37 @@ struct Kind {
 }
 
 fn kinds() -> Vec<Kind> {
-    vec![Kind {
-        name: "linear",
-        build: |s| Box::new(LinearScan::build(s).unwrap()),
-        empty: |b| Box::new(LinearScan::new(b).unwrap()),
-    }]
+    vec![
+        Kind {
+            name: "linear",
+            build: |s| Box::new(LinearScan::build(s).unwrap()),
+            empty: |b| Box::new(LinearScan::new(b).unwrap()),
+        },
+        Kind {
+            name: "manku r=3, 4 blocks",
+            build: |s| Box::new(manku(3).blocks(4).build(s).unwrap()),
+            empty: |b| Box::new(manku(3).bits(b).blocks(4).empty().unwrap()),
+        },
+        Kind {
+            name: "manku r=3, levels [4, 4]",
+            build: |s| Box::new(manku(3).levels(&[4, 4]).build(s).unwrap()),
+            empty: |b| Box::new(manku(3).bits(b).levels(&[4, 4]).empty().unwrap()),
+        },
+        Kind {
+            name: "manku r=3, planned",
+            build: |s| Box::new(manku(3).build(s).unwrap()),
+            empty: |b| Box::new(manku(3).bits(b).empty().unwrap()),
+        },
+        Kind {
+            name: "manku r=1, 3 blocks",
+            build: |s| Box::new(manku(1).blocks(3).build(s).unwrap()),
+            empty: |b| Box::new(manku(1).bits(b).blocks(3).empty().unwrap()),
+        },
+    ]
+}
+
+fn manku(radius: u32) -> PermutedTablesBuilder {
+    PermutedTables::builder().radius(radius)
 }
 
 const WIDTHS: [usize; 6] = [1, 63, 64, 65, 128, 256];

@@ -17,8 +17,10 @@
 //!   point.
 
 mod linear;
+pub mod manku;
 
 pub use linear::LinearScan;
+pub use manku::{PermutedTables, PermutedTablesBuilder, Plan};
 
 use rayon::prelude::*;
 

@@ -1,0 +1,1040 @@
+//! Manku's permuted tables (Manku, Jain and Das Sarma, *Detecting near-duplicates for web
+//! crawling*, WWW 2007, section 3.1): exact Hamming radius search by pigeonhole on blocks of
+//! bits, with every table a flat sorted array.
+//!
+//! # How it works
+//!
+//! The `f` signature bits are cut into blocks, and each table is keyed on a combination of
+//! blocks (the design, see the [`design`] module): two codes within
+//! distance `k` (the index's radius) differ in at most `k` blocks, so they agree exactly on
+//! the key of at least one table. Table `t` stores, for every code, its *key word* (the
+//! table's key bits on top, as many other bits as fit below; for `f ≤ 64` a bit permutation
+//! of the whole code) and its id, sorted by key word: two flat arrays. A query computes its
+//! key word for each table, finds by interpolation search (falling back to binary search) the
+//! run of entries sharing its key prefix, and checks each: for `f ≤ 64` the distance of the
+//! key words is the distance of the codes (the Hamming distance is invariant under a common
+//! permutation of the bits), so nothing is un-permuted or looked up; for `f > 64` the key
+//! word's distance is a lower bound, and only candidates passing it are checked on their
+//! full code. A code is reported only by the first table whose key it shares with the query,
+//! so results need no deduplication.
+//!
+//! There is no hash map and no directory: the search interpolates on the sorted keys, which
+//! are uniformly spread for signatures (three or four steps land in the right cache line;
+//! after six, a binary search finishes, so skewed data cost `O(log N)` per probe), and the
+//! probes of all tables of a query are interleaved so that their cache misses overlap.
+//!
+//! # Memory
+//!
+//! `12` bytes per code and table (an 8-byte key word, a 4-byte id) for `f ≤ 64`: the
+//! 4-table design for radius 3 takes exactly 48 bytes per code, plus a few hundred bytes of
+//! layout. For `f > 64` the tables hold the row number of the code instead of its id, and
+//! the codes themselves are stored once (`8 · words + 4` bytes per code, rows in increasing
+//! id order).
+//!
+//! # Queries beyond the design
+//!
+//! Radius queries with `r` up to the built radius `k` probe the tables. Larger radii are
+//! answered exactly by a linear scan (of the first table's key words for `f ≤ 64`, which are
+//! the codes permuted, or of the stored codes). k-NN probes the tables once at radius `k`:
+//! if at least `k` codes lie within it, the `k` nearest are among them and the answer is
+//! exact; otherwise it scans every code. Every answer is exact.
+//!
+//! # Updates
+//!
+//! Inserted codes go to a small unsorted delta, scanned by every query, which is merged into
+//! the sorted tables (a linear merge per table) when it exceeds `max(128, √N)` codes.
+//! Removals mark the id dead (its table entries are skipped) or drop it from the delta; the
+//! tables are compacted when more than `max(64, N / 32)` entries are dead. An id removed and
+//! inserted again lives in the delta until the next merge.
+//!
+//! # Persistence
+//!
+//! An index is defined by its parameters (`bits`, `radius`, `levels`) and its arrays: the
+//! key words and values of all tables (`keys`, `vals`: table `t` is entries
+//! `t · N .. (t + 1) · N`), for `f > 64` the codes and their ids (`codes`, `row_ids`), the
+//! delta (`delta_codes`, `delta_ids`) and the dead ids. The table layout is recomputed from
+//! the parameters.
+
+pub mod design;
+mod layout;
+
+use std::collections::BinaryHeap;
+
+use rayon::prelude::*;
+
+pub(crate) use self::design::join_plan;
+pub use self::design::{MAX_TABLES, Plan, min_tables, plan};
+use self::layout::{Bracket, ROUNDS, sort_pairs};
+pub(crate) use self::layout::{Layout, bucket_pairs};
+use super::{HammingIndex, Hit, Id, IdSet, check_code};
+use crate::error::{Error, Result};
+use crate::hamming;
+use crate::signature::{SignatureMatrix, last_word_mask, words_for};
+use crate::storage::Buf;
+
+/// Tables whose probes are interleaved (the searches of one chunk run step by step together).
+const CHUNK: usize = 8;
+
+/// Codes per block of the exact k-NN scan.
+const SCAN_BLOCK: usize = 256;
+
+/// How the builder picks the design.
+#[derive(Clone, Debug, Default, PartialEq)]
+enum Design {
+    /// The planner, no memory limit.
+    #[default]
+    Auto,
+    /// Explicit levels (blocks per level).
+    Levels(Vec<usize>),
+    /// The planner with at most this many tables.
+    MaxTables(usize),
+    /// The planner within this many bytes.
+    Budget(u64),
+}
+
+/// Builder of [`PermutedTables`]: `PermutedTables::builder().bits(64).radius(3).blocks(4)`.
+///
+/// The design is, by priority of the last setter called: explicit [`blocks`](Self::blocks)
+/// or [`levels`](Self::levels), a [`plan`](Self::plan), at most [`tables`](Self::tables)
+/// tables, a [`memory_budget`](Self::memory_budget), or by default the [`plan`](self::plan())
+/// of least query cost for the data size (`2^20` codes for an empty index).
+#[derive(Clone, Debug, Default)]
+pub struct PermutedTablesBuilder {
+    bits: Option<usize>,
+    radius: Option<u32>,
+    design: Design,
+}
+
+impl PermutedTablesBuilder {
+    /// Signature width `f` (required for [`empty`](Self::empty); checked against the
+    /// signatures in [`build`](Self::build)).
+    pub fn bits(mut self, bits: usize) -> Self {
+        self.bits = Some(bits);
+        self
+    }
+
+    /// Radius `k` the tables answer exactly (default 3). Larger radii are answered by a scan.
+    pub fn radius(mut self, radius: u32) -> Self {
+        self.radius = Some(radius);
+        self
+    }
+
+    /// One level of `r` blocks: `C(r, k)` tables, each keyed on `r - k` blocks (`r > k`).
+    pub fn blocks(mut self, r: usize) -> Self {
+        self.design = Design::Levels(vec![r]);
+        self
+    }
+
+    /// Several levels (see [`Plan::levels`]), e.g. `[4, 4]` for Manku's 16-table design.
+    pub fn levels(mut self, levels: &[usize]) -> Self {
+        self.design = Design::Levels(levels.to_vec());
+        self
+    }
+
+    /// The planner's best design with at most `max_tables` tables for the data size.
+    pub fn tables(mut self, max_tables: usize) -> Self {
+        self.design = Design::MaxTables(max_tables);
+        self
+    }
+
+    /// The planner's best design whose tables fit in `bytes` for the data size.
+    pub fn memory_budget(mut self, bytes: u64) -> Self {
+        self.design = Design::Budget(bytes);
+        self
+    }
+
+    /// The design of `plan` (also sets the width and radius).
+    pub fn plan(mut self, plan: &Plan) -> Self {
+        self.bits = Some(plan.bits);
+        self.radius = Some(plan.radius);
+        self.design = Design::Levels(plan.levels.clone());
+        self
+    }
+
+    fn levels_for(&self, bits: usize, radius: u32, n: u64) -> Result<Vec<usize>> {
+        let levels = match &self.design {
+            Design::Levels(l) => l.clone(),
+            Design::Auto => plan(bits, radius, n, u64::MAX)?.levels,
+            Design::MaxTables(t) => {
+                design::plan_max_tables(bits, radius, n, *t)
+                    .ok_or_else(|| Error::param("tables", "must be at least 1"))?
+                    .levels
+            }
+            Design::Budget(b) => plan(bits, radius, n, *b)?.levels,
+        };
+        design::check_design(bits, radius, &levels)?;
+        Ok(levels)
+    }
+
+    /// An index of the rows of `sigs`, with ids `0..N`; tables are built in parallel.
+    ///
+    /// # Errors
+    /// [`Error::BitsMismatch`] if [`bits`](Self::bits) was set to another width;
+    /// [`Error::InvalidParameter`] for a design that does not hold the radius (`r <= k`), has
+    /// more than [`MAX_TABLES`] tables, or does not fit the budget, or for more than `2^32`
+    /// rows.
+    pub fn build<S: AsRef<[u64]>>(&self, sigs: &SignatureMatrix<S>) -> Result<PermutedTables> {
+        let bits = sigs.bits();
+        if let Some(b) = self.bits.filter(|&b| b != bits) {
+            return Err(Error::BitsMismatch {
+                expected: b,
+                got: bits,
+            });
+        }
+        let n = u32::try_from(sigs.len())
+            .map_err(|_| Error::param("signatures", "more than 2^32 rows"))?;
+        let radius = self.radius.unwrap_or(3);
+        let levels = self.levels_for(bits, radius, u64::from(n).max(1))?;
+        let ids: Vec<u32> = (0..n).collect();
+        Ok(PermutedTables::from_rows(
+            bits,
+            radius,
+            levels,
+            sigs.as_slice(),
+            &ids,
+        ))
+    }
+
+    /// An empty index (the automatic design is planned for `2^20` codes).
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] if [`bits`](Self::bits) is unset or 0, or as
+    /// [`build`](Self::build) for the design.
+    pub fn empty(&self) -> Result<PermutedTables> {
+        let bits = self
+            .bits
+            .filter(|&b| b > 0)
+            .ok_or_else(|| Error::param("bits", "an empty index needs a width of at least 1"))?;
+        let radius = self.radius.unwrap_or(3);
+        let levels = self.levels_for(bits, radius, 1 << 20)?;
+        Ok(PermutedTables::from_rows(bits, radius, levels, &[], &[]))
+    }
+}
+
+/// Which ids the sorted tables hold (dead ones included).
+#[derive(Clone, Debug)]
+enum MainIds {
+    /// Exactly `0..n` (a batch build): no set needed.
+    Range(u64),
+    /// Any ids.
+    Set(IdSet),
+}
+
+impl MainIds {
+    /// The set of `ids`, or `None` if one repeats.
+    fn from_ids(ids: impl Iterator<Item = u32>) -> Option<MainIds> {
+        let mut set = IdSet::default();
+        let mut max = None;
+        for id in ids {
+            if !set.insert(id) {
+                return None;
+            }
+            max = max.max(Some(id));
+        }
+        Some(match max {
+            None => MainIds::Range(0),
+            Some(m) if u64::from(m) + 1 == set.len() as u64 => MainIds::Range(set.len() as u64),
+            Some(_) => MainIds::Set(set),
+        })
+    }
+
+    fn contains(&self, id: Id) -> bool {
+        match self {
+            MainIds::Range(n) => u64::from(id) < *n,
+            MainIds::Set(s) => s.contains(id),
+        }
+    }
+
+    fn bytes(&self) -> usize {
+        match self {
+            MainIds::Range(_) => 0,
+            MainIds::Set(s) => s.bytes(),
+        }
+    }
+}
+
+/// Manku's permuted tables: exact Hamming radius and k-NN search of `f`-bit codes, fast for
+/// radii up to the built radius `k`. See the [module documentation](self).
+///
+/// ```
+/// use simlsh::index::{HammingIndex, PermutedTables};
+/// use simlsh::SignatureMatrix;
+///
+/// let codes = SignatureMatrix::from_parts(64, vec![0b1011u64, 0b1000, u64::MAX]).unwrap();
+/// let idx = PermutedTables::builder().radius(3).blocks(4).build(&codes).unwrap();
+/// let hits = idx.radius(&[0b0011], 2).unwrap();
+/// assert_eq!(hits.iter().map(|h| (h.id, h.distance)).collect::<Vec<_>>(), vec![(0, 1), (1, 2)]);
+/// ```
+#[derive(Clone, Debug)]
+pub struct PermutedTables {
+    bits: usize,
+    radius: u32,
+    levels: Vec<usize>,
+    layout: Layout,
+    /// Entries per table.
+    len_main: usize,
+    keys: Buf<u64>,
+    /// Ids (`f ≤ 64`) or rows (`f > 64`).
+    vals: Buf<u32>,
+    /// `f > 64`: the codes, row-major, rows in increasing id order.
+    codes: Buf<u64>,
+    /// `f > 64`: the id of each row, increasing.
+    row_ids: Buf<u32>,
+    delta_codes: Vec<u64>,
+    delta_ids: Vec<u32>,
+    /// Ids whose table entries are stale.
+    dead: IdSet,
+    main_ids: MainIds,
+}
+
+/// The `k` best hits seen so far, by `(distance, id)`.
+struct TopHits {
+    k: usize,
+    heap: BinaryHeap<Hit>,
+}
+
+impl TopHits {
+    fn new(k: usize) -> Self {
+        TopHits {
+            k,
+            heap: BinaryHeap::with_capacity(k + 1),
+        }
+    }
+
+    /// Whether a hit at distance `d` may enter.
+    #[inline(always)]
+    fn accepts(&self, d: u32) -> bool {
+        self.heap.len() < self.k || self.heap.peek().is_some_and(|w| d <= w.distance)
+    }
+
+    fn offer(&mut self, h: Hit) {
+        if self.heap.len() < self.k {
+            self.heap.push(h);
+        } else if let Some(mut worst) = self.heap.peek_mut() {
+            if h < *worst {
+                *worst = h;
+            }
+        }
+    }
+}
+
+/// Merges two sorted runs of `(key, value)` pairs into `keys` / `vals`.
+fn merge_into(
+    a: impl Iterator<Item = (u64, u32)>,
+    b: &[(u64, u32)],
+    keys: &mut [u64],
+    vals: &mut [u32],
+) {
+    let mut b = b.iter().copied().peekable();
+    let mut i = 0;
+    for x in a {
+        while let Some(&y) = b.peek().filter(|&&y| y < x) {
+            (keys[i], vals[i]) = y;
+            b.next();
+            i += 1;
+        }
+        (keys[i], vals[i]) = x;
+        i += 1;
+    }
+    for y in b {
+        (keys[i], vals[i]) = y;
+        i += 1;
+    }
+    debug_assert_eq!(i, keys.len());
+}
+
+impl PermutedTables {
+    /// A builder (radius 3 and the planned design by default).
+    pub fn builder() -> PermutedTablesBuilder {
+        PermutedTablesBuilder::default()
+    }
+
+    /// Radius `k` the tables were built for (radius queries up to it probe the tables).
+    pub fn built_radius(&self) -> u32 {
+        self.radius
+    }
+
+    /// The design: blocks per level (see [`Plan::levels`]).
+    pub fn levels(&self) -> &[usize] {
+        &self.levels
+    }
+
+    /// Number of tables.
+    pub fn num_tables(&self) -> usize {
+        self.layout.tables.len()
+    }
+
+    /// Effective key length (bits, at most 64) of each table.
+    pub fn key_bits(&self) -> Vec<u32> {
+        self.layout.tables.iter().map(|t| t.key_bits).collect()
+    }
+
+    /// Builds the tables over `rows` (row-major codes) with ids `ids`, in parallel.
+    fn from_rows(bits: usize, radius: u32, levels: Vec<usize>, rows: &[u64], ids: &[u32]) -> Self {
+        let layout = Layout::new(bits, radius, &levels);
+        let w = words_for(bits);
+        let m = ids.len();
+        let nt = layout.tables.len();
+        // Rows are in increasing id order for a build; tables of wide codes index rows.
+        let vals_of: Vec<u32> = if w == 1 {
+            ids.to_vec()
+        } else {
+            (0..m as u32).collect()
+        };
+        let mut keys = vec![0u64; nt * m];
+        let mut vals = vec![0u32; nt * m];
+        if m > 0 {
+            keys.par_chunks_mut(m)
+                .zip(vals.par_chunks_mut(m))
+                .zip(layout.tables.par_iter())
+                .for_each(|((tk, tv), tl)| {
+                    let pairs: Vec<(u64, u32)> = rows
+                        .chunks_exact(w)
+                        .zip(&vals_of)
+                        .map(|(c, &v)| (tl.keyword(c), v))
+                        .collect();
+                    for (i, (k, v)) in sort_pairs(pairs).into_iter().enumerate() {
+                        tk[i] = k;
+                        tv[i] = v;
+                    }
+                });
+        }
+        let (codes, row_ids) = if w == 1 {
+            (Vec::new(), Vec::new())
+        } else {
+            (rows.to_vec(), ids.to_vec())
+        };
+        let main_ids = MainIds::from_ids(ids.iter().copied()).expect("build ids are distinct");
+        PermutedTables {
+            bits,
+            radius,
+            levels,
+            layout,
+            len_main: m,
+            keys: keys.into(),
+            vals: vals.into(),
+            codes: codes.into(),
+            row_ids: row_ids.into(),
+            delta_codes: Vec::new(),
+            delta_ids: Vec::new(),
+            dead: IdSet::default(),
+            main_ids,
+        }
+    }
+
+    /// Rebuilds an index from its parameters and arrays (see the module's "Persistence"),
+    /// checking their shapes, the sort order of every table, that every table holds each
+    /// stored code exactly once, that wide tables' keys match the codes, and that the delta
+    /// and dead ids are consistent. Narrow tables are not checked to hold the *same* code
+    /// under an id in every table.
+    #[allow(clippy::too_many_arguments)]
+    #[cfg_attr(
+        not(test),
+        expect(dead_code, reason = "the entry point of the persistence layer")
+    )]
+    pub(crate) fn from_parts(
+        bits: usize,
+        radius: u32,
+        levels: Vec<usize>,
+        keys: Buf<u64>,
+        vals: Buf<u32>,
+        codes: Buf<u64>,
+        row_ids: Buf<u32>,
+        delta_codes: Vec<u64>,
+        delta_ids: Vec<u32>,
+        dead_ids: &[u32],
+    ) -> Result<Self> {
+        design::check_design(bits, radius, &levels)?;
+        let bad = |what: &str| Error::param("index data", what.to_string());
+        let layout = Layout::new(bits, radius, &levels);
+        let w = words_for(bits);
+        let nt = layout.tables.len();
+        if keys.len() != vals.len() || keys.len() % nt != 0 {
+            return Err(bad("keys and values do not fill the tables"));
+        }
+        let m = keys.len() / nt;
+        if u32::try_from(m).is_err() {
+            return Err(bad("more than 2^32 entries per table"));
+        }
+        let main_ids = if w == 1 {
+            if !codes.is_empty() || !row_ids.is_empty() {
+                return Err(bad("codes of at most 64 bits live in the tables only"));
+            }
+            MainIds::from_ids(vals[..m].iter().copied()).ok_or_else(|| bad("repeated id"))?
+        } else {
+            if codes.len() != m * w || row_ids.len() != m {
+                return Err(bad("codes and row ids do not match the tables"));
+            }
+            if row_ids.windows(2).any(|p| p[0] >= p[1]) {
+                return Err(bad("row ids are not increasing"));
+            }
+            if codes
+                .chunks_exact(w)
+                .any(|c| c[w - 1] & !last_word_mask(bits) != 0)
+            {
+                return Err(bad("padding bits set in a code"));
+            }
+            MainIds::from_ids(row_ids.iter().copied()).ok_or_else(|| bad("repeated id"))?
+        };
+        for (t, tl) in layout.tables.iter().enumerate() {
+            let (tk, tv) = (&keys[t * m..(t + 1) * m], &vals[t * m..(t + 1) * m]);
+            if tk.windows(2).any(|p| p[0] > p[1]) {
+                return Err(bad("a table is not sorted"));
+            }
+            let mut seen = IdSet::default();
+            for (&k, &v) in tk.iter().zip(tv) {
+                let ok = if w == 1 {
+                    main_ids.contains(v) && k & !tl.valid == 0
+                } else {
+                    (v as usize) < m && tl.keyword(&codes[v as usize * w..][..w]) == k
+                };
+                if !ok || !seen.insert(v) {
+                    return Err(bad("a table does not hold every code once"));
+                }
+            }
+        }
+        if delta_codes.len() != delta_ids.len() * w
+            || delta_codes
+                .chunks_exact(w)
+                .any(|c| c[w - 1] & !last_word_mask(bits) != 0)
+        {
+            return Err(bad("bad delta codes"));
+        }
+        let mut dead = IdSet::default();
+        for &id in dead_ids {
+            if !main_ids.contains(id) || !dead.insert(id) {
+                return Err(bad("a dead id is not in the tables"));
+            }
+        }
+        let mut delta_set = IdSet::default();
+        for &id in &delta_ids {
+            if !delta_set.insert(id) || (main_ids.contains(id) && !dead.contains(id)) {
+                return Err(bad("a delta id is stored twice"));
+            }
+        }
+        Ok(PermutedTables {
+            bits,
+            radius,
+            levels,
+            layout,
+            len_main: m,
+            keys,
+            vals,
+            codes,
+            row_ids,
+            delta_codes,
+            delta_ids,
+            dead,
+            main_ids,
+        })
+    }
+
+    /// The arrays of the index, in the order of [`from_parts`](Self::from_parts): key words
+    /// and values of all tables, wide codes and their ids, delta codes and ids, dead ids
+    /// (increasing).
+    #[cfg_attr(
+        not(test),
+        expect(dead_code, reason = "the entry point of the persistence layer")
+    )]
+    #[allow(clippy::type_complexity)]
+    pub(crate) fn parts(&self) -> (&[u64], &[u32], &[u64], &[u32], &[u64], &[u32], Vec<u32>) {
+        let mut dead: Vec<u32> = if self.dead.len() == 0 {
+            Vec::new()
+        } else if self.words() == 1 {
+            self.vals[..self.len_main]
+                .iter()
+                .copied()
+                .filter(|&id| self.dead.contains(id))
+                .collect()
+        } else {
+            self.row_ids
+                .iter()
+                .copied()
+                .filter(|&id| self.dead.contains(id))
+                .collect()
+        };
+        dead.sort_unstable();
+        (
+            &self.keys,
+            &self.vals,
+            &self.codes,
+            &self.row_ids,
+            &self.delta_codes,
+            &self.delta_ids,
+            dead,
+        )
+    }
+
+    fn words(&self) -> usize {
+        self.layout.words()
+    }
+
+    fn table(&self, t: usize) -> (&[u64], &[u32]) {
+        let m = self.len_main;
+        (
+            &self.keys[t * m..(t + 1) * m],
+            &self.vals[t * m..(t + 1) * m],
+        )
+    }
+
+    fn delta_limit(&self) -> usize {
+        self.len_main.isqrt().max(128)
+    }
+
+    fn dead_limit(&self) -> usize {
+        (self.len_main / 32).max(64)
+    }
+
+    #[inline(always)]
+    fn is_dead(&self, id: Id) -> bool {
+        self.dead.len() != 0 && self.dead.contains(id)
+    }
+
+    fn contains(&self, id: Id) -> bool {
+        (self.main_ids.contains(id) && !self.dead.contains(id)) || self.delta_ids.contains(&id)
+    }
+
+    /// Probes every table for codes within `r <= radius` of `q`, appending them to `out`.
+    fn probe(&self, q: &[u64], r: u32, out: &mut Vec<Hit>) {
+        if self.len_main == 0 {
+            return;
+        }
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("popcnt") {
+            // SAFETY: the CPU has POPCNT, checked just above.
+            unsafe { self.probe_popcnt(q, r, out) };
+            return;
+        }
+        self.probe_body(q, r, out);
+    }
+
+    /// [`probe`](Self::probe) compiled with hardware popcount.
+    ///
+    /// # Safety
+    /// The CPU must support POPCNT.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "popcnt")]
+    unsafe fn probe_popcnt(&self, q: &[u64], r: u32, out: &mut Vec<Hit>) {
+        self.probe_body(q, r, out);
+    }
+
+    #[inline(always)]
+    fn probe_body(&self, q: &[u64], r: u32, out: &mut Vec<Hit>) {
+        let m = self.len_main;
+        let w = self.words();
+        let tables = &self.layout.tables;
+        for (c, chunk) in tables.chunks(CHUNK).enumerate() {
+            let mut qk = [0u64; CHUNK];
+            let mut br = [Bracket::default(); CHUNK];
+            for (j, tl) in chunk.iter().enumerate() {
+                qk[j] = if w == 1 {
+                    tl.keyword1(q[0])
+                } else {
+                    tl.keyword(q)
+                };
+                br[j] = Bracket::new(m, qk[j] & tl.prefix);
+            }
+            // Interleaved interpolation steps: the loads of different tables overlap.
+            for _ in 0..ROUNDS {
+                for (j, b) in br.iter_mut().enumerate().take(chunk.len()) {
+                    b.step(self.table(c * CHUNK + j).0);
+                }
+            }
+            for (j, tl) in chunk.iter().enumerate() {
+                let t = c * CHUNK + j;
+                let (tk, tv) = self.table(t);
+                let end = br[j].x | !tl.prefix;
+                let start = br[j].finish(tk);
+                let q_key = qk[j];
+                for (&k, &v) in tk[start..].iter().zip(&tv[start..]) {
+                    if k > end {
+                        break;
+                    }
+                    let x = k ^ q_key;
+                    let lower = x.count_ones();
+                    if lower > r {
+                        continue;
+                    }
+                    if w == 1 {
+                        if !tl.prior_match1(x) && !self.is_dead(v) {
+                            out.push(Hit {
+                                distance: lower,
+                                id: v,
+                            });
+                        }
+                    } else {
+                        let code = &self.codes[v as usize * w..][..w];
+                        let d: u32 = code.iter().zip(q).map(|(a, b)| (a ^ b).count_ones()).sum();
+                        let id = self.row_ids[v as usize];
+                        if d <= r && !self.layout.prior_match(t, code, q) && !self.is_dead(id) {
+                            out.push(Hit { distance: d, id });
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Appends every stored code within `r` of `q` found by a linear scan of the tables' codes.
+    fn scan_radius(&self, q: &[u64], r: u32, out: &mut Vec<Hit>) -> Result<()> {
+        if self.len_main == 0 {
+            return Ok(());
+        }
+        let w = self.words();
+        if w == 1 {
+            let (tk, tv) = self.table(0);
+            let qk = self.layout.tables[0].keyword1(q[0]);
+            hamming::scan_radius(&[qk], tk, 1, r, |_, i, d| {
+                if !self.is_dead(tv[i]) {
+                    out.push(Hit {
+                        distance: d,
+                        id: tv[i],
+                    });
+                }
+            })
+        } else {
+            hamming::scan_radius(q, &self.codes, w, r, |_, i, d| {
+                let id = self.row_ids[i];
+                if !self.is_dead(id) {
+                    out.push(Hit { distance: d, id });
+                }
+            })
+        }
+    }
+
+    /// Appends the delta codes within `r` of `q`.
+    fn delta_radius(&self, q: &[u64], r: u32, out: &mut Vec<Hit>) -> Result<()> {
+        if self.delta_ids.is_empty() {
+            return Ok(());
+        }
+        hamming::scan_radius(q, &self.delta_codes, self.words(), r, |_, i, d| {
+            out.push(Hit {
+                distance: d,
+                id: self.delta_ids[i],
+            })
+        })
+    }
+
+    /// Offers every code of `codes` (with ids `id_of(i)`) to `top`.
+    fn scan_into_top(
+        &self,
+        q: &[u64],
+        codes: &[u64],
+        w: usize,
+        id_of: impl Fn(usize) -> Id,
+        top: &mut TopHits,
+    ) -> Result<()> {
+        let mut dist = [0u32; SCAN_BLOCK];
+        for (b, block) in codes.chunks(SCAN_BLOCK * w).enumerate() {
+            let dist = &mut dist[..block.len() / w];
+            hamming::distances(q, block, w, dist)?;
+            for (i, &d) in dist.iter().enumerate() {
+                if top.accepts(d) {
+                    let id = id_of(b * SCAN_BLOCK + i);
+                    if !self.is_dead(id) {
+                        top.offer(Hit { distance: d, id });
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The exact k nearest by scanning every code.
+    fn scan_knn(&self, q: &[u64], k: usize, out: &mut Vec<Hit>) -> Result<()> {
+        let mut top = TopHits::new(k);
+        let w = self.words();
+        if self.len_main > 0 {
+            if w == 1 {
+                let (tk, tv) = self.table(0);
+                let qk = [self.layout.tables[0].keyword1(q[0])];
+                self.scan_into_top(&qk, tk, 1, |i| tv[i], &mut top)?;
+            } else {
+                self.scan_into_top(q, &self.codes, w, |i| self.row_ids[i], &mut top)?;
+            }
+        }
+        let delta = &self.delta_ids;
+        let mut dtop = TopHits::new(k);
+        self.scan_into_top(q, &self.delta_codes, w, |i| delta[i], &mut dtop)?;
+        out.clear();
+        out.extend(top.heap.into_vec());
+        out.extend(dtop.heap.into_vec());
+        out.sort_unstable();
+        out.truncate(k);
+        Ok(())
+    }
+
+    /// Merges the delta into the tables and drops the dead entries.
+    fn merge(&mut self) {
+        let w = self.words();
+        let m = self.len_main;
+        let nt = self.layout.tables.len();
+        // Delta entries by id.
+        let mut order: Vec<usize> = (0..self.delta_ids.len()).collect();
+        order.sort_unstable_by_key(|&i| self.delta_ids[i]);
+        let live = |id: Id| !self.dead.contains(id);
+        let (old_keys, old_vals) = (&self.keys, &self.vals);
+        let (new_codes, new_row_ids, old_map, delta_vals) = if w == 1 {
+            let vals: Vec<u32> = order.iter().map(|&i| self.delta_ids[i]).collect();
+            (Vec::new(), Vec::new(), Vec::new(), vals)
+        } else {
+            // Merge the rows by id; map old rows and delta entries to new rows.
+            let mut codes = Vec::with_capacity((m + order.len()) * w);
+            let mut ids = Vec::with_capacity(m + order.len());
+            let mut old_map = vec![u32::MAX; m];
+            let mut delta_vals = vec![0u32; order.len()];
+            let (mut a, mut b) = (0, 0);
+            while a < m || b < order.len() {
+                let take_old =
+                    b == order.len() || (a < m && self.row_ids[a] < self.delta_ids[order[b]]);
+                if take_old {
+                    if live(self.row_ids[a]) {
+                        old_map[a] = ids.len() as u32;
+                        ids.push(self.row_ids[a]);
+                        codes.extend_from_slice(&self.codes[a * w..(a + 1) * w]);
+                    }
+                    a += 1;
+                } else {
+                    let i = order[b];
+                    delta_vals[b] = ids.len() as u32;
+                    ids.push(self.delta_ids[i]);
+                    codes.extend_from_slice(&self.delta_codes[i * w..(i + 1) * w]);
+                    b += 1;
+                }
+            }
+            (codes, ids, old_map, delta_vals)
+        };
+        let live_old = if w == 1 {
+            self.vals[..m].iter().filter(|&&id| live(id)).count()
+        } else {
+            new_row_ids.len() - order.len()
+        };
+        let new_m = live_old + order.len();
+        let mut keys = vec![0u64; nt * new_m];
+        let mut vals = vec![0u32; nt * new_m];
+        if new_m > 0 {
+            keys.par_chunks_mut(new_m)
+                .zip(vals.par_chunks_mut(new_m))
+                .zip(self.layout.tables.par_iter())
+                .enumerate()
+                .for_each(|(t, ((tk, tv), tl))| {
+                    let mut add: Vec<(u64, u32)> = order
+                        .iter()
+                        .zip(&delta_vals)
+                        .map(|(&i, &v)| (tl.keyword(&self.delta_codes[i * w..(i + 1) * w]), v))
+                        .collect();
+                    add.sort_unstable();
+                    let old = old_keys[t * m..(t + 1) * m]
+                        .iter()
+                        .zip(&old_vals[t * m..(t + 1) * m]);
+                    if w == 1 {
+                        let it = old.filter(|(_, v)| live(**v)).map(|(&k, &v)| (k, v));
+                        merge_into(it, &add, tk, tv);
+                    } else {
+                        let it = old
+                            .map(|(&k, &v)| (k, old_map[v as usize]))
+                            .filter(|&(_, v)| v != u32::MAX);
+                        merge_into(it, &add, tk, tv);
+                    }
+                });
+        }
+        let main_ids = if w == 1 {
+            MainIds::from_ids(vals[..new_m].iter().copied())
+        } else {
+            MainIds::from_ids(new_row_ids.iter().copied())
+        }
+        .expect("merged ids are distinct");
+        self.len_main = new_m;
+        self.keys = keys.into();
+        self.vals = vals.into();
+        self.codes = new_codes.into();
+        self.row_ids = new_row_ids.into();
+        self.delta_codes.clear();
+        self.delta_ids.clear();
+        self.dead = IdSet::default();
+        self.main_ids = main_ids;
+    }
+}
+
+impl HammingIndex for PermutedTables {
+    fn kind(&self) -> &'static str {
+        "manku"
+    }
+
+    fn bits(&self) -> usize {
+        self.bits
+    }
+
+    fn len(&self) -> usize {
+        self.len_main - self.dead.len() + self.delta_ids.len()
+    }
+
+    fn bytes(&self) -> usize {
+        self.keys.data_bytes()
+            + self.vals.data_bytes()
+            + self.codes.data_bytes()
+            + self.row_ids.data_bytes()
+            + self.delta_codes.capacity() * 8
+            + self.delta_ids.capacity() * 4
+            + self.dead.bytes()
+            + self.main_ids.bytes()
+            + self.layout.bytes()
+    }
+
+    fn insert(&mut self, id: Id, code: &[u64]) -> Result<()> {
+        check_code(self.bits, code)?;
+        if self.contains(id) {
+            return Err(Error::param("id", format!("id {id} is already stored")));
+        }
+        self.delta_codes.extend_from_slice(code);
+        self.delta_ids.push(id);
+        if self.delta_ids.len() > self.delta_limit() {
+            self.merge();
+        }
+        Ok(())
+    }
+
+    fn remove(&mut self, id: Id) -> Result<bool> {
+        if let Some(i) = self.delta_ids.iter().position(|&x| x == id) {
+            let w = self.words();
+            let last = self.delta_ids.len() - 1;
+            self.delta_ids.swap_remove(i);
+            self.delta_codes
+                .copy_within(last * w..(last + 1) * w, i * w);
+            self.delta_codes.truncate(last * w);
+            return Ok(true);
+        }
+        if !self.main_ids.contains(id) || !self.dead.insert(id) {
+            return Ok(false);
+        }
+        if self.dead.len() > self.dead_limit() {
+            self.merge();
+        }
+        Ok(true)
+    }
+
+    fn radius_into(&self, query: &[u64], r: u32, out: &mut Vec<Hit>) -> Result<()> {
+        check_code(self.bits, query)?;
+        out.clear();
+        if r <= self.radius {
+            self.probe(query, r, out);
+        } else {
+            self.scan_radius(query, r, out)?;
+        }
+        self.delta_radius(query, r, out)?;
+        out.sort_unstable();
+        Ok(())
+    }
+
+    fn knn_into(&self, query: &[u64], k: usize, out: &mut Vec<Hit>) -> Result<()> {
+        check_code(self.bits, query)?;
+        out.clear();
+        if k == 0 {
+            return Ok(());
+        }
+        self.probe(query, self.radius, out);
+        self.delta_radius(query, self.radius, out)?;
+        if out.len() >= k {
+            out.sort_unstable();
+            out.truncate(k);
+            return Ok(());
+        }
+        self.scan_knn(query, k, out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rng::Rng;
+
+    fn random_matrix(rng: &mut Rng, bits: usize, n: usize) -> SignatureMatrix {
+        let w = words_for(bits);
+        let mut v: Vec<u64> = (0..n * w).map(|_| rng.next_u64()).collect();
+        for row in v.chunks_exact_mut(w) {
+            row[w - 1] &= last_word_mask(bits);
+        }
+        SignatureMatrix::from_parts(bits, v).unwrap()
+    }
+
+    #[test]
+    fn parts_round_trip_and_reject_corruption() {
+        let mut rng = Rng::new(11);
+        for bits in [64usize, 130] {
+            let sigs = random_matrix(&mut rng, bits, 300);
+            let mut idx = PermutedTables::builder().blocks(4).build(&sigs).unwrap();
+            idx.remove(5).unwrap();
+            idx.insert(1000, sigs.row(7)).unwrap();
+            let levels = idx.levels().to_vec();
+            let (k, v, c, r, dc, di, dead) = idx.parts();
+            let rebuilt = PermutedTables::from_parts(
+                bits,
+                3,
+                levels.clone(),
+                k.to_vec().into(),
+                v.to_vec().into(),
+                c.to_vec().into(),
+                r.to_vec().into(),
+                dc.to_vec(),
+                di.to_vec(),
+                &dead,
+            )
+            .unwrap();
+            assert_eq!(dead, vec![5]);
+            for q in sigs.rows().take(20) {
+                assert_eq!(rebuilt.radius(q, 3).unwrap(), idx.radius(q, 3).unwrap());
+            }
+            // An unsorted table, a missing code, a stale dead id: errors, not panics.
+            let mut bad_keys = k.to_vec();
+            bad_keys.swap(0, 1);
+            let mut short = v.to_vec();
+            short[3] = short[4];
+            for (keys, vals, dead) in [
+                (bad_keys, v.to_vec(), dead.clone()),
+                (k.to_vec(), short, dead.clone()),
+                (k.to_vec(), v.to_vec(), vec![5, 5000]),
+            ] {
+                let res = PermutedTables::from_parts(
+                    bits,
+                    3,
+                    levels.clone(),
+                    keys.into(),
+                    vals.into(),
+                    c.to_vec().into(),
+                    r.to_vec().into(),
+                    dc.to_vec(),
+                    di.to_vec(),
+                    &dead,
+                );
+                assert!(res.is_err());
+            }
+        }
+    }
+
+    #[test]
+    fn merges_keep_every_table_sorted_and_complete() {
+        let mut rng = Rng::new(12);
+        for bits in [64usize, 100] {
+            let sigs = random_matrix(&mut rng, bits, 2000);
+            let mut idx2 = PermutedTables::builder()
+                .bits(bits)
+                .blocks(5)
+                .empty()
+                .unwrap();
+            for (i, row) in sigs.rows().enumerate() {
+                idx2.insert(i as u32 * 3, row).unwrap();
+            }
+            assert!(idx2.len_main > 0, "the delta was merged");
+            assert_eq!(idx2.len(), 2000);
+            for t in 0..idx2.num_tables() {
+                assert!(idx2.table(t).0.windows(2).all(|p| p[0] <= p[1]));
+            }
+            assert!(matches!(idx2.main_ids, MainIds::Set(_)));
+            for i in 0..1500u32 {
+                assert!(idx2.remove(i * 3).unwrap());
+            }
+            assert_eq!(idx2.len(), 500);
+            assert!(idx2.dead.len() <= idx2.dead_limit());
+        }
+    }
+}

@@ -1,0 +1,299 @@
+//! Joins of signatures by Hamming distance: the all-pairs self-join, the join of a batch of
+//! queries with an index, connected components of the pair graph, and the k-NN graph.
+//!
+//! [`self_join`] finds every unordered pair of rows within distance `r` with Manku's
+//! permuted tables (see [`crate::index::manku`]), built for the join alone: for each table,
+//! the rows are grouped by the table's key (a counting sort on the key's top bits) and every
+//! pair inside a group is checked. A pair is reported only by the first table whose key it
+//! shares, so there are no duplicates to remove. The design is planned for the join's cost
+//! (per table, one pass over the rows plus the pairs sharing a key): for 64-bit codes and
+//! `r = 3` on a million rows it is the pigeonhole design of 4 blocks of 16 bits.
+
+mod graph;
+
+pub use graph::{clusters, knn_graph, knn_graph_with};
+
+use rayon::prelude::*;
+
+use crate::error::{Error, Result};
+use crate::hamming;
+use crate::index::manku::{Layout, bucket_pairs, join_plan};
+use crate::index::{HammingIndex, Id};
+use crate::signature::SignatureMatrix;
+
+/// Groups at least this large are checked with the batched scan kernels, in parallel.
+const BIG_GROUP: usize = 256;
+
+/// Rows per parallel task in a big group.
+const GROUP_TILE: usize = 64;
+
+/// An unordered pair of rows within the join radius: `i < j`. Ordered by `(i, j)`, the order
+/// of [`self_join`]'s result.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Pair {
+    /// The smaller row number.
+    pub i: u32,
+    /// The larger row number.
+    pub j: u32,
+    /// Their Hamming distance.
+    pub distance: u32,
+}
+
+/// A query matched with a stored code: ordered by `(query, distance, id)`, the order of
+/// [`join_index`]'s result.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Match {
+    /// Row of the query in the batch.
+    pub query: u32,
+    /// Hamming distance.
+    pub distance: u32,
+    /// Id of the stored code.
+    pub id: Id,
+}
+
+/// Every unordered pair of rows of `sigs` within Hamming distance `r` (inclusive), each
+/// exactly once, as [`Pair`]s sorted by `(i, j)`. Identical rows pair at distance 0.
+///
+/// Exact for any `r` and width; parallel (rayon) over the tables and the key groups, with
+/// the same result for any number of threads. The cost is about `tables · N` plus the pairs
+/// sharing a key; for `r` close to `f / 2` the planner falls back to comparing all pairs
+/// (one table with an empty key), with the batched popcount kernels.
+///
+/// ```
+/// use simlsh::join::{Pair, self_join};
+/// use simlsh::SignatureMatrix;
+///
+/// let sigs = SignatureMatrix::from_parts(64, vec![0b0111u64, 0b0001, 0b0111, u64::MAX]).unwrap();
+/// assert_eq!(self_join(&sigs, 2).unwrap(), vec![
+///     Pair { i: 0, j: 1, distance: 2 },
+///     Pair { i: 0, j: 2, distance: 0 },
+///     Pair { i: 1, j: 2, distance: 2 },
+/// ]);
+/// ```
+///
+/// # Errors
+/// [`Error::InvalidParameter`] for more than `2^32` rows.
+pub fn self_join<S: AsRef<[u64]> + Sync>(sigs: &SignatureMatrix<S>, r: u32) -> Result<Vec<Pair>> {
+    let n = sigs.len();
+    if u32::try_from(n).is_err() {
+        return Err(Error::param("signatures", "more than 2^32 rows"));
+    }
+    if n < 2 {
+        return Ok(Vec::new());
+    }
+    let bits = sigs.bits();
+    let plan = join_plan(bits, r, n as u64).expect("the empty design always qualifies");
+    let layout = Layout::new(bits, r, &plan.levels);
+    let per_table: Vec<Vec<Pair>> = (0..layout.tables.len())
+        .into_par_iter()
+        .map(|t| join_table(sigs.as_slice(), &layout, t, r))
+        .collect();
+    let mut pairs = per_table.concat();
+    pairs.par_sort_unstable();
+    Ok(pairs)
+}
+
+/// The pairs table `t` reports.
+fn join_table(rows: &[u64], layout: &Layout, t: usize, r: u32) -> Vec<Pair> {
+    let tl = &layout.tables[t];
+    let w = layout.words();
+    let n = rows.len() / w;
+    let keyed: Vec<(u64, u32)> = rows
+        .chunks_exact(w)
+        .enumerate()
+        .map(|(i, c)| (tl.keyword(c), i as u32))
+        .collect();
+    let p = tl.key_bits;
+    // Group by the key: a counting sort on its top bits, then (longer keys) a sort per bucket.
+    let (sorted, groups): (Vec<(u64, u32)>, Vec<Range>) = if p == 0 {
+        (keyed, vec![(0, n)])
+    } else {
+        let b = p.min(n.ilog2().clamp(1, 20));
+        let (mut sorted, offsets) = bucket_pairs(&keyed, b);
+        drop(keyed);
+        let mut groups = Vec::new();
+        for win in offsets.windows(2) {
+            let (s, e) = (win[0], win[1]);
+            if e - s < 2 {
+                continue;
+            }
+            if b == p {
+                groups.push((s, e));
+                continue;
+            }
+            let bucket = &mut sorted[s..e];
+            bucket.sort_unstable();
+            let mut g = s;
+            for chunk in bucket.chunk_by(|x, y| (x.0 ^ y.0) & tl.prefix == 0) {
+                if chunk.len() >= 2 {
+                    groups.push((g, g + chunk.len()));
+                }
+                g += chunk.len();
+            }
+        }
+        (sorted, groups)
+    };
+    let ctx = GroupCtx {
+        rows,
+        layout,
+        t,
+        r,
+        w,
+    };
+    let (big, small): (Vec<_>, Vec<_>) = groups.into_iter().partition(|&(s, e)| e - s >= BIG_GROUP);
+    let mut out: Vec<Pair> = small
+        .par_iter()
+        .fold(Vec::new, |mut acc, &(s, e)| {
+            ctx.small_group(&sorted[s..e], &mut acc);
+            acc
+        })
+        .reduce(Vec::new, |mut a, b| {
+            a.extend(b);
+            a
+        });
+    for (s, e) in big {
+        out.extend(ctx.big_group(&sorted[s..e]));
+    }
+    out
+}
+
+/// A range `start..end` of the grouped pairs.
+type Range = (usize, usize);
+
+/// What the pair checks of one table need.
+struct GroupCtx<'a> {
+    rows: &'a [u64],
+    layout: &'a Layout,
+    t: usize,
+    r: u32,
+    w: usize,
+}
+
+impl GroupCtx<'_> {
+    fn row(&self, i: u32) -> &[u64] {
+        &self.rows[i as usize * self.w..][..self.w]
+    }
+
+    /// Checks a pair whose key words XOR to `x`; pushes it if within the radius and this is
+    /// the first table sharing its key.
+    #[inline(always)]
+    fn check(&self, x: u64, a: u32, b: u32, out: &mut Vec<Pair>) {
+        let lower = x.count_ones();
+        if lower > self.r {
+            return;
+        }
+        let distance = if self.w == 1 {
+            if self.layout.tables[self.t].prior_match1(x) {
+                return;
+            }
+            lower
+        } else {
+            let (ca, cb) = (self.row(a), self.row(b));
+            let d: u32 = ca.iter().zip(cb).map(|(p, q)| (p ^ q).count_ones()).sum();
+            if d > self.r || self.layout.prior_match(self.t, ca, cb) {
+                return;
+            }
+            d
+        };
+        out.push(Pair {
+            i: a.min(b),
+            j: a.max(b),
+            distance,
+        });
+    }
+
+    #[inline(always)]
+    fn small_body(&self, g: &[(u64, u32)], out: &mut Vec<Pair>) {
+        for (a, &(ka, ia)) in g.iter().enumerate() {
+            for &(kb, ib) in &g[a + 1..] {
+                self.check(ka ^ kb, ia, ib, out);
+            }
+        }
+    }
+
+    /// [`small_body`](Self::small_body) compiled with hardware popcount.
+    ///
+    /// # Safety
+    /// The CPU must support POPCNT.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "popcnt")]
+    unsafe fn small_popcnt(&self, g: &[(u64, u32)], out: &mut Vec<Pair>) {
+        self.small_body(g, out);
+    }
+
+    /// Every pair of a small group.
+    fn small_group(&self, g: &[(u64, u32)], out: &mut Vec<Pair>) {
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("popcnt") {
+            // SAFETY: the CPU has POPCNT, checked just above.
+            unsafe { self.small_popcnt(g, out) };
+            return;
+        }
+        self.small_body(g, out);
+    }
+
+    /// Every pair of a big group: its codes gathered (key words for one-word codes, which
+    /// have the same distances) and compared tile by tile with the batched scan kernel.
+    fn big_group(&self, g: &[(u64, u32)]) -> Vec<Pair> {
+        let w = self.w;
+        let codes: Vec<u64> = if w == 1 {
+            g.iter().map(|&(k, _)| k).collect()
+        } else {
+            g.iter()
+                .flat_map(|&(_, i)| self.row(i).iter().copied())
+                .collect()
+        };
+        let tiles: Vec<Vec<Pair>> = (0..g.len().div_ceil(GROUP_TILE))
+            .into_par_iter()
+            .map(|tile| {
+                let a0 = tile * GROUP_TILE;
+                let a1 = (a0 + GROUP_TILE).min(g.len());
+                let mut out = Vec::new();
+                let queries = &codes[a0 * w..a1 * w];
+                hamming::scan_radius(queries, &codes[a0 * w..], w, self.r, |qa, cb, _| {
+                    let (a, b) = (a0 + qa, a0 + cb);
+                    if b > a {
+                        self.check(g[a].0 ^ g[b].0, g[a].1, g[b].1, &mut out);
+                    }
+                })
+                .expect("shapes are consistent");
+                out
+            })
+            .collect();
+        tiles.concat()
+    }
+}
+
+/// Every stored code of `index` within distance `r` of each row of `queries`, as
+/// [`Match`]es sorted by `(query, distance, id)`: a batch radius search, in parallel.
+///
+/// # Errors
+/// [`Error::BitsMismatch`] if the widths differ; [`Error::InvalidParameter`] for more than
+/// `2^32` queries; the index's errors.
+pub fn join_index<S: AsRef<[u64]>>(
+    index: &dyn HammingIndex,
+    queries: &SignatureMatrix<S>,
+    r: u32,
+) -> Result<Vec<Match>> {
+    if index.bits() != queries.bits() {
+        return Err(Error::BitsMismatch {
+            expected: index.bits(),
+            got: queries.bits(),
+        });
+    }
+    if u32::try_from(queries.len()).is_err() {
+        return Err(Error::param("queries", "more than 2^32 rows"));
+    }
+    let hits = index.radius_batch(queries.as_slice(), r)?;
+    Ok(hits
+        .into_iter()
+        .enumerate()
+        .flat_map(|(q, hs)| {
+            hs.into_iter().map(move |h| Match {
+                query: q as u32,
+                distance: h.distance,
+                id: h.id,
+            })
+        })
+        .collect())
+}
