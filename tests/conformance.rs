@@ -4,7 +4,7 @@
 mod common;
 
 use proptest::prelude::*;
-use simlsh::index::{HammingIndex, Hit, LinearScan};
+use simlsh::index::{HammingIndex, Hit, LinearScan, MultiIndex, MultiIndexBuilder};
 use simlsh::rng::Rng;
 use simlsh::signature::{SignatureMatrix, last_word_mask, words_for};
 
@@ -15,12 +15,41 @@ struct Kind {
     empty: fn(usize) -> Box<dyn HammingIndex>,
 }
 
+/// Multi-index hashing forced to probe (no scan fallback), with the automatic substrings and
+/// a delta merged every 8 inserts.
+fn mih_probe() -> MultiIndexBuilder {
+    MultiIndex::builder().fallback(false).delta_limit(8)
+}
+
+/// Multi-index hashing with the widest substrings (one per word, up to 64 bits: sparse
+/// tables) and a delta merged every 8 inserts; the cost model sends most searches to the scan.
+fn mih_wide() -> MultiIndexBuilder {
+    MultiIndex::builder().delta_limit(8)
+}
+
 fn kinds() -> Vec<Kind> {
-    vec![Kind {
-        name: "linear",
-        build: |s| Box::new(LinearScan::build(s).unwrap()),
-        empty: |b| Box::new(LinearScan::new(b).unwrap()),
-    }]
+    vec![
+        Kind {
+            name: "linear",
+            build: |s| Box::new(LinearScan::build(s).unwrap()),
+            empty: |b| Box::new(LinearScan::new(b).unwrap()),
+        },
+        Kind {
+            name: "mih",
+            build: |s| Box::new(MultiIndex::build(s).unwrap()),
+            empty: |b| Box::new(MultiIndex::new(b).unwrap()),
+        },
+        Kind {
+            name: "mih-probe",
+            build: |s| Box::new(mih_probe().build(s).unwrap()),
+            empty: |b| Box::new(mih_probe().empty(b).unwrap()),
+        },
+        Kind {
+            name: "mih-wide",
+            build: |s| Box::new(mih_wide().substrings(words_for(s.bits())).build(s).unwrap()),
+            empty: |b| Box::new(mih_wide().substrings(words_for(b)).empty(b).unwrap()),
+        },
+    ]
 }
 
 const WIDTHS: [usize; 6] = [1, 63, 64, 65, 128, 256];

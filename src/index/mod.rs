@@ -17,8 +17,10 @@
 //!   point.
 
 mod linear;
+mod mih;
 
 pub use linear::LinearScan;
+pub use mih::{MultiIndex, MultiIndexBuilder, auto_substrings};
 
 use rayon::prelude::*;
 
