@@ -85,7 +85,7 @@ pub mod storage;
 pub mod workloads;
 
 pub use error::{Error, Result};
-pub use index::{HammingIndex, Hit, Id, LinearScan};
+pub use index::{HammingIndex, Hit, Id, LinearScan, MultiIndex};
 pub use signature::{Signature, SignatureMatrix};
 pub use signers::{Accumulator, HashingTrick, HyperplaneSigner, PooledSigner, Signer, SignerInfo};
 

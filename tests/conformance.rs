@@ -4,7 +4,10 @@
 mod common;
 
 use proptest::prelude::*;
-use simlsh::index::{HammingIndex, Hit, LinearScan, PermutedTables, PermutedTablesBuilder};
+use simlsh::index::{
+    HammingIndex, Hit, LinearScan, MultiIndex, MultiIndexBuilder, PermutedTables,
+    PermutedTablesBuilder,
+};
 use simlsh::rng::Rng;
 use simlsh::signature::{SignatureMatrix, last_word_mask, words_for};
 
@@ -13,6 +16,18 @@ struct Kind {
     name: &'static str,
     build: fn(&SignatureMatrix) -> Box<dyn HammingIndex>,
     empty: fn(usize) -> Box<dyn HammingIndex>,
+}
+
+/// Multi-index hashing forced to probe (no scan fallback), with the automatic substrings and
+/// a delta merged every 8 inserts.
+fn mih_probe() -> MultiIndexBuilder {
+    MultiIndex::builder().fallback(false).delta_limit(8)
+}
+
+/// Multi-index hashing with the widest substrings (one per word, up to 64 bits: sparse
+/// tables) and a delta merged every 8 inserts; the cost model sends most searches to the scan.
+fn mih_wide() -> MultiIndexBuilder {
+    MultiIndex::builder().delta_limit(8)
 }
 
 fn kinds() -> Vec<Kind> {
@@ -41,6 +56,21 @@ fn kinds() -> Vec<Kind> {
             name: "manku r=1, 3 blocks",
             build: |s| Box::new(manku(1).blocks(3).build(s).unwrap()),
             empty: |b| Box::new(manku(1).bits(b).blocks(3).empty().unwrap()),
+        },
+        Kind {
+            name: "mih",
+            build: |s| Box::new(MultiIndex::build(s).unwrap()),
+            empty: |b| Box::new(MultiIndex::new(b).unwrap()),
+        },
+        Kind {
+            name: "mih-probe",
+            build: |s| Box::new(mih_probe().build(s).unwrap()),
+            empty: |b| Box::new(mih_probe().empty(b).unwrap()),
+        },
+        Kind {
+            name: "mih-wide",
+            build: |s| Box::new(mih_wide().substrings(words_for(s.bits())).build(s).unwrap()),
+            empty: |b| Box::new(mih_wide().substrings(words_for(b)).empty(b).unwrap()),
         },
     ]
 }

@@ -18,9 +18,11 @@
 
 mod linear;
 pub mod manku;
+mod mih;
 
 pub use linear::LinearScan;
 pub use manku::{PermutedTables, PermutedTablesBuilder, Plan};
+pub use mih::{MultiIndex, MultiIndexBuilder, auto_substrings};
 
 use rayon::prelude::*;
 
