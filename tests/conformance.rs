@@ -4,7 +4,7 @@
 mod common;
 
 use proptest::prelude::*;
-use simlsh::index::{HammingIndex, Hit, LinearScan};
+use simlsh::index::{HammingIndex, Hit, LinearScan, PermutationIndex};
 use simlsh::rng::Rng;
 use simlsh::signature::{SignatureMatrix, last_word_mask, words_for};
 
@@ -16,11 +16,43 @@ struct Kind {
 }
 
 fn kinds() -> Vec<Kind> {
-    vec![Kind {
-        name: "linear",
-        build: |s| Box::new(LinearScan::build(s).unwrap()),
-        empty: |b| Box::new(LinearScan::new(b).unwrap()),
-    }]
+    vec![
+        Kind {
+            name: "linear",
+            build: |s| Box::new(LinearScan::build(s).unwrap()),
+            empty: |b| Box::new(LinearScan::new(b).unwrap()),
+        },
+        Kind {
+            name: "permutation",
+            build: |s| Box::new(PermutationIndex::build(s).unwrap()),
+            empty: |b| Box::new(PermutationIndex::new(b).unwrap()),
+        },
+        // A narrow beam: windows shorter than k, clipped at the list ends, and automatic
+        // merges of the delta after a few inserts or removals.
+        Kind {
+            name: "permutation-narrow",
+            build: |s| {
+                Box::new(
+                    PermutationIndex::builder()
+                        .permutations(3)
+                        .beam(2)
+                        .seed(9)
+                        .build(s)
+                        .unwrap(),
+                )
+            },
+            empty: |b| {
+                Box::new(
+                    PermutationIndex::builder()
+                        .permutations(3)
+                        .beam(2)
+                        .seed(9)
+                        .empty(b)
+                        .unwrap(),
+                )
+            },
+        },
+    ]
 }
 
 const WIDTHS: [usize; 6] = [1, 63, 64, 65, 128, 256];

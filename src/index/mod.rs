@@ -17,8 +17,13 @@
 //!   point.
 
 mod linear;
+mod permutation;
 
 pub use linear::LinearScan;
+pub use permutation::{
+    DEFAULT_BEAM, DEFAULT_PERMUTATIONS, DEFAULT_SEED, PermutationBuilder, PermutationIndex,
+    recall_at_k,
+};
 
 use rayon::prelude::*;
 
