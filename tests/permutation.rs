@@ -254,6 +254,16 @@ fn a_seed_fixes_the_index_and_results_for_any_thread_count() {
         })
     };
     let one = run(1, 42);
+    let (n, (_, _, _, keys, order)) = (data.len(), &one.0);
+    for (kt, ot) in keys.chunks_exact(n).zip(order.chunks_exact(n)) {
+        assert!(kt.windows(2).all(|p| p[0] <= p[1]), "keys sorted");
+        let mut o = ot.to_vec();
+        o.sort_unstable();
+        assert!(
+            o.iter().enumerate().all(|(i, &s)| s as usize == i),
+            "a permutation"
+        );
+    }
     assert_eq!(run(2, 42), one);
     assert_eq!(run(3, 42), one);
     let other = run(2, 43);

@@ -162,6 +162,76 @@ fn prefix_key(head: &[u32], code: &[u64]) -> u64 {
     key
 }
 
+/// [`prefix_key`] by table lookups, for building: for each byte of the code that holds a
+/// bit of the key, the key bits each of its 256 values sets (for 256-bit codes about 29
+/// lookups instead of 64 single-bit gathers).
+struct KeyTable {
+    /// `(word, shift)` of each byte of the code that holds a key bit, increasing.
+    bytes: Vec<(usize, u32)>,
+    /// Key bits set by each value of each of those bytes.
+    table: Vec<[u64; 256]>,
+}
+
+impl KeyTable {
+    fn new(head: &[u32]) -> Self {
+        let mut pos: Vec<u32> = head.iter().map(|&p| p / 8).collect();
+        pos.sort_unstable();
+        pos.dedup();
+        let mut table = vec![[0u64; 256]; pos.len()];
+        for (j, &p) in head.iter().enumerate() {
+            let t = &mut table[pos.partition_point(|&x| x < p / 8)];
+            for (v, e) in t.iter_mut().enumerate() {
+                *e |= (((v >> (p % 8)) & 1) as u64) << (63 - j);
+            }
+        }
+        let bytes = pos
+            .iter()
+            .map(|&b| ((b / 8) as usize, 8 * (b % 8)))
+            .collect();
+        KeyTable { bytes, table }
+    }
+
+    #[inline]
+    fn key(&self, code: &[u64]) -> u64 {
+        let mut key = 0u64;
+        for (&(w, shift), t) in self.bytes.iter().zip(&self.table) {
+            key |= t[usize::from((code[w] >> shift) as u8)];
+        }
+        key
+    }
+}
+
+/// `(key, slot)` for `keys[slot]`, sorted by `cmp` (which orders by key first): one
+/// counting-sort pass on the top key bits (about 8 entries per bucket), then each bucket
+/// sorted by `cmp` in cache.
+fn bucket_sort(keys: &[u64], cmp: impl Fn((u64, u32), (u64, u32)) -> Ordering) -> Vec<(u64, u32)> {
+    let n = keys.len();
+    let top = (usize::BITS - n.leading_zeros())
+        .saturating_sub(3)
+        .clamp(1, 16);
+    let bucket = |k: u64| (k >> (64 - top)) as usize;
+    let mut start = vec![0usize; (1 << top) + 1];
+    for &k in keys {
+        start[bucket(k) + 1] += 1;
+    }
+    for i in 1..start.len() {
+        start[i] += start[i - 1];
+    }
+    let mut out = vec![(0u64, 0u32); n];
+    let mut next = start.clone();
+    for (s, &k) in keys.iter().enumerate() {
+        let b = bucket(k);
+        out[next[b]] = (k, s as u32);
+        next[b] += 1;
+    }
+    for r in start.windows(2) {
+        if r[1] - r[0] > 1 {
+            out[r[0]..r[1]].sort_unstable_by(|&a, &b| cmp(a, b));
+        }
+    }
+    out
+}
+
 /// Lexicographic comparison of the permuted codes of `a` and `b` from permuted position
 /// `KEY_BITS` on (the part a key does not hold).
 #[inline]
@@ -194,11 +264,15 @@ fn cmp_entry(perm: &[u32], codes: &[u64], w: usize, a: (u64, u32), b: (u64, u32)
         .then(a.1.cmp(&b.1))
 }
 
-/// Per-query scratch: the visited stamps (one per sorted slot) and the candidate list.
+/// Per-query scratch: the visited stamps (one per sorted slot), the query's keys and list
+/// positions, the window slots and the candidate lists.
 #[derive(Debug, Default)]
 struct Scratch {
     stamp: Vec<u32>,
     generation: u32,
+    qkeys: Vec<u64>,
+    pos: Vec<usize>,
+    slots: Vec<u32>,
     main: Vec<Hit>,
     delta: Vec<Hit>,
 }
@@ -214,10 +288,27 @@ impl Scratch {
             self.stamp.fill(0);
             self.generation = 1;
         }
+        self.slots.clear();
         self.main.clear();
         self.delta.clear();
         self.generation
     }
+}
+
+/// Candidates ahead whose stamp and code are prefetched.
+const PREFETCH_AHEAD: usize = 8;
+
+/// Hints the CPU to load the cache line holding `p` (no effect on results).
+#[inline(always)]
+fn prefetch<T>(p: *const T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: PREFETCHT0 is a hint: it never faults and has no architectural effect, whatever
+    // the address; SSE is part of the x86-64 baseline.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p.cast());
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
 }
 
 /// Permutation search (Charikar 2002, §5; Ravichandran, Pantel & Hovy 2005): approximate
@@ -379,13 +470,9 @@ impl PermutationIndex {
                 .enumerate()
                 .for_each(|(t, (kt, ot))| {
                     let perm = &perms[t * bits..(t + 1) * bits];
-                    let head = &perm[..bits.min(KEY_BITS)];
-                    let mut pairs: Vec<(u64, u32)> = codes
-                        .par_chunks_exact(w)
-                        .enumerate()
-                        .map(|(s, c)| (prefix_key(head, c), s as u32))
-                        .collect();
-                    pairs.par_sort_unstable_by(|&a, &b| cmp_entry(perm, &codes, w, a, b));
+                    let table = KeyTable::new(&perm[..bits.min(KEY_BITS)]);
+                    let raw: Vec<u64> = codes.par_chunks_exact(w).map(|c| table.key(c)).collect();
+                    let pairs = bucket_sort(&raw, |a, b| cmp_entry(perm, &codes, w, a, b));
                     for ((k, o), (key, slot)) in kt.iter_mut().zip(ot.iter_mut()).zip(pairs) {
                         *k = key;
                         *o = slot;
@@ -689,19 +776,45 @@ impl PermutationIndex {
         self.n_dead = 0;
     }
 
-    /// Position of `query` in sorted list `t` (the first entry not below it).
-    fn locate(&self, t: usize, query: &[u64]) -> usize {
-        let n = self.n;
-        let perm = &self.perms[t * self.bits..(t + 1) * self.bits];
-        let qk = prefix_key(&perm[..self.bits.min(KEY_BITS)], query);
-        let keys = &self.keys[t * n..(t + 1) * n];
-        let lo = keys.partition_point(|&k| k < qk);
-        if lo == n || keys[lo] != qk || self.bits <= KEY_BITS {
-            return lo;
+    /// Positions of `query` in every sorted list (the first entry not below it), into `pos`.
+    ///
+    /// The `q` binary searches run in lockstep (one step of each per round), so their cache
+    /// misses overlap instead of queueing; ties of the 64-bit key, rare, are then resolved on
+    /// the permuted tails.
+    fn locate_all(&self, query: &[u64], qkeys: &mut Vec<u64>, pos: &mut Vec<usize>) {
+        let (n, bits) = (self.n, self.bits);
+        let head = bits.min(KEY_BITS);
+        qkeys.clear();
+        qkeys.extend(
+            self.perms
+                .chunks_exact(bits)
+                .map(|perm| prefix_key(&perm[..head], query)),
+        );
+        pos.clear();
+        pos.resize(self.q, 0);
+        let mut len = n;
+        while len > 1 {
+            let half = len / 2;
+            for (t, (p, &qk)) in pos.iter_mut().zip(qkeys.iter()).enumerate() {
+                if self.keys[t * n + *p + half] < qk {
+                    *p += half;
+                }
+            }
+            len -= half;
         }
-        let hi = lo + keys[lo..].partition_point(|&k| k == qk);
-        let order = &self.order[t * n + lo..t * n + hi];
-        lo + order.partition_point(|&s| cmp_tail(perm, self.code(s as usize), query).is_lt())
+        for (t, (p, &qk)) in pos.iter_mut().zip(qkeys.iter()).enumerate() {
+            let keys = &self.keys[t * n..(t + 1) * n];
+            let lo = *p + usize::from(keys[*p] < qk);
+            *p = lo;
+            if lo == n || keys[lo] != qk || bits <= KEY_BITS {
+                continue;
+            }
+            let perm = &self.perms[t * bits..(t + 1) * bits];
+            let hi = lo + gallop_equal(&keys[lo..], qk);
+            let order = &self.order[t * n + lo..t * n + hi];
+            *p = lo
+                + order.partition_point(|&s| cmp_tail(perm, self.code(s as usize), query).is_lt());
+        }
     }
 
     /// Takes a scratch from the pool (or a new one).
@@ -727,14 +840,56 @@ impl PermutationIndex {
         let n = self.n;
         let generation = s.begin(n);
         if n > 0 {
+            let Scratch {
+                stamp,
+                qkeys,
+                pos,
+                slots,
+                main,
+                ..
+            } = s;
+            self.locate_all(query, qkeys, pos);
             // Live codes taken per side (each list yields min(2·half, live sorted) codes).
             let half = self.beam.max(k.div_ceil(2)).min(n);
-            let Scratch { stamp, main, .. } = s;
-            let mut visit = |slot: u32| -> bool {
-                let slot = slot as usize;
-                if self.is_dead(slot) {
-                    return false;
+            for (t, &p) in pos.iter().enumerate() {
+                let order = &self.order[t * n..(t + 1) * n];
+                let (mut lo, mut hi) = (p, p);
+                let mut take = |slot: u32| -> bool {
+                    let live = !self.is_dead(slot as usize);
+                    if live {
+                        slots.push(slot);
+                    }
+                    live
+                };
+                let mut up = 0;
+                while up < half && lo > 0 {
+                    lo -= 1;
+                    up += usize::from(take(order[lo]));
                 }
+                let mut down = 0;
+                while down < 2 * half - up && hi < n {
+                    down += usize::from(take(order[hi]));
+                    hi += 1;
+                }
+                while up < 2 * half - down && lo > 0 {
+                    lo -= 1;
+                    up += usize::from(take(order[lo]));
+                }
+            }
+            // Distances, each slot once; the stamp and code of a later candidate are fetched
+            // while this one is compared.
+            let w = self.words();
+            let lines = (w * 8).div_ceil(64).min(8);
+            for (i, &slot) in slots.iter().enumerate() {
+                if let Some(&ahead) = slots.get(i + PREFETCH_AHEAD) {
+                    let ahead = ahead as usize;
+                    prefetch(stamp[ahead..].as_ptr());
+                    let code = self.codes[ahead * w..].as_ptr();
+                    for l in 0..lines {
+                        prefetch(code.wrapping_add(8 * l));
+                    }
+                }
+                let slot = slot as usize;
                 if stamp[slot] != generation {
                     stamp[slot] = generation;
                     // Sorted slots are in id order: (distance, slot) orders as (distance, id).
@@ -742,26 +897,6 @@ impl PermutationIndex {
                         distance: kern.distance(query, self.code(slot)),
                         id: slot as u32,
                     });
-                }
-                true
-            };
-            for t in 0..self.q {
-                let pos = self.locate(t, query);
-                let order = &self.order[t * n..(t + 1) * n];
-                let (mut lo, mut hi) = (pos, pos);
-                let mut up = 0;
-                while up < half && lo > 0 {
-                    lo -= 1;
-                    up += usize::from(visit(order[lo]));
-                }
-                let mut down = 0;
-                while down < 2 * half - up && hi < n {
-                    down += usize::from(visit(order[hi]));
-                    hi += 1;
-                }
-                while up < 2 * half - down && lo > 0 {
-                    lo -= 1;
-                    up += usize::from(visit(order[lo]));
                 }
             }
             select_k(main, k);
@@ -802,6 +937,17 @@ impl PermutationIndex {
         }
         Ok(found)
     }
+}
+
+/// Length of the run of `key` at the start of the sorted `keys`, by galloping: `O(log run)`
+/// probes near the start (ties are usually a handful of near-duplicates).
+fn gallop_equal(keys: &[u64], key: u64) -> usize {
+    let mut end = 1;
+    while end < keys.len() && keys[end] == key {
+        end = (2 * end).min(keys.len());
+    }
+    let start = end / 2;
+    start + keys[start..end].partition_point(|&k| k == key)
 }
 
 /// Keeps the `k` smallest hits of `v`, sorted.
@@ -1049,6 +1195,57 @@ mod tests {
                 }
                 assert_eq!(w, idx.words());
             }
+        }
+    }
+
+    #[test]
+    fn queries_are_located_at_the_lower_bound_of_their_permuted_code() {
+        let mut rng = Rng::new(12);
+        for bits in [7usize, 64, 100, 300] {
+            let w = words_for(bits);
+            let mut m = random_matrix(&mut rng, bits, 150);
+            let mut queries = random_matrix(&mut rng, bits, 10).as_slice().to_vec();
+            // Stored codes and near copies of them (same 64-bit key, different tails), 37
+            // duplicates of one code.
+            for i in 0..60 {
+                let mut c = m.row(i % 20).to_vec();
+                if i % 3 > 0 && bits > 1 {
+                    let j = rng.below(bits as u64) as usize;
+                    c[j / 64] ^= 1 << (j % 64);
+                }
+                queries.extend_from_slice(&c);
+                if i % 2 == 0 {
+                    m.push_words(bits, &c).unwrap();
+                }
+            }
+            for _ in 0..37 {
+                let c = m.row(3).to_vec();
+                m.push_words(bits, &c).unwrap();
+            }
+            let idx = PermutationIndex::builder()
+                .permutations(4)
+                .seed(2)
+                .build(&m)
+                .unwrap();
+            let n = m.len();
+            let (mut qk, mut pos) = (Vec::new(), Vec::new());
+            for query in queries.chunks_exact(w) {
+                idx.locate_all(query, &mut qk, &mut pos);
+                for (t, &p) in pos.iter().enumerate() {
+                    let perm = &idx.perms()[t * bits..(t + 1) * bits];
+                    let permuted = |c: &[u64]| -> Vec<bool> {
+                        perm.iter()
+                            .map(|&p| (c[p as usize / 64] >> (p % 64)) & 1 == 1)
+                            .collect()
+                    };
+                    let pq = permuted(query);
+                    let below = (0..n).filter(|&s| permuted(m.row(s)) < pq).count();
+                    assert_eq!(p, below, "f={bits} t={t}");
+                }
+            }
+            assert_eq!(gallop_equal(&[5, 5, 5, 6], 5), 3);
+            assert_eq!(gallop_equal(&[5; 9], 5), 9);
+            assert_eq!(gallop_equal(&[5], 5), 1);
         }
     }
 
