@@ -296,7 +296,7 @@ impl Scratch {
 }
 
 /// Candidates ahead whose stamp and code are prefetched.
-const PREFETCH_AHEAD: usize = 8;
+const PREFETCH_AHEAD: usize = 12;
 
 /// Hints the CPU to load the cache line holding `p` (no effect on results).
 #[inline(always)]
@@ -792,18 +792,24 @@ impl PermutationIndex {
         );
         pos.clear();
         pos.resize(self.q, 0);
+        let all_keys: &[u64] = &self.keys;
         let mut len = n;
         while len > 1 {
             let half = len / 2;
-            for (t, (p, &qk)) in pos.iter_mut().zip(qkeys.iter()).enumerate() {
-                if self.keys[t * n + *p + half] < qk {
-                    *p += half;
-                }
+            for (keys, (p, &qk)) in all_keys
+                .chunks_exact(n)
+                .zip(pos.iter_mut().zip(qkeys.iter()))
+            {
+                // Branch-free (a mask, not a jump): the outcome is a coin flip, and a
+                // mispredicted branch would also cancel the loads of the other lists.
+                let below = usize::from(keys[*p + half] < qk);
+                *p += half & below.wrapping_neg();
             }
             len -= half;
         }
+        let order: &[u32] = &self.order;
         for (t, (p, &qk)) in pos.iter_mut().zip(qkeys.iter()).enumerate() {
-            let keys = &self.keys[t * n..(t + 1) * n];
+            let keys = &all_keys[t * n..(t + 1) * n];
             let lo = *p + usize::from(keys[*p] < qk);
             *p = lo;
             if lo == n || keys[lo] != qk || bits <= KEY_BITS {
@@ -811,7 +817,7 @@ impl PermutationIndex {
             }
             let perm = &self.perms[t * bits..(t + 1) * bits];
             let hi = lo + gallop_equal(&keys[lo..], qk);
-            let order = &self.order[t * n + lo..t * n + hi];
+            let order = &order[t * n + lo..t * n + hi];
             *p = lo
                 + order.partition_point(|&s| cmp_tail(perm, self.code(s as usize), query).is_lt());
         }
@@ -851,8 +857,14 @@ impl PermutationIndex {
             self.locate_all(query, qkeys, pos);
             // Live codes taken per side (each list yields min(2·half, live sorted) codes).
             let half = self.beam.max(k.div_ceil(2)).min(n);
+            let (all_order, codes): (&[u32], &[u64]) = (&self.order, &self.codes);
+            // The windows' first lines, all lists at once.
             for (t, &p) in pos.iter().enumerate() {
-                let order = &self.order[t * n..(t + 1) * n];
+                prefetch(all_order[t * n + p.saturating_sub(1)..].as_ptr());
+                prefetch(all_order[(t * n + p).min(all_order.len() - 1)..].as_ptr());
+            }
+            for (t, &p) in pos.iter().enumerate() {
+                let order = &all_order[t * n..(t + 1) * n];
                 let (mut lo, mut hi) = (p, p);
                 let mut take = |slot: u32| -> bool {
                     let live = !self.is_dead(slot as usize);
@@ -884,7 +896,7 @@ impl PermutationIndex {
                 if let Some(&ahead) = slots.get(i + PREFETCH_AHEAD) {
                     let ahead = ahead as usize;
                     prefetch(stamp[ahead..].as_ptr());
-                    let code = self.codes[ahead * w..].as_ptr();
+                    let code = codes[ahead * w..].as_ptr();
                     for l in 0..lines {
                         prefetch(code.wrapping_add(8 * l));
                     }
@@ -894,7 +906,7 @@ impl PermutationIndex {
                     stamp[slot] = generation;
                     // Sorted slots are in id order: (distance, slot) orders as (distance, id).
                     main.push(Hit {
-                        distance: kern.distance(query, self.code(slot)),
+                        distance: kern.distance(query, &codes[slot * w..(slot + 1) * w]),
                         id: slot as u32,
                     });
                 }
