@@ -5,8 +5,8 @@ mod common;
 
 use proptest::prelude::*;
 use simlsh::index::{
-    HammingIndex, Hit, LinearScan, MultiIndex, MultiIndexBuilder, PermutedTables,
-    PermutedTablesBuilder,
+    HammingIndex, Hit, LinearScan, MultiIndex, MultiIndexBuilder, PermutationIndex,
+    PermutedTables, PermutedTablesBuilder,
 };
 use simlsh::rng::Rng;
 use simlsh::signature::{SignatureMatrix, last_word_mask, words_for};
@@ -71,6 +71,36 @@ fn kinds() -> Vec<Kind> {
             name: "mih-wide",
             build: |s| Box::new(mih_wide().substrings(words_for(s.bits())).build(s).unwrap()),
             empty: |b| Box::new(mih_wide().substrings(words_for(b)).empty(b).unwrap()),
+        },
+        Kind {
+            name: "permutation",
+            build: |s| Box::new(PermutationIndex::build(s).unwrap()),
+            empty: |b| Box::new(PermutationIndex::new(b).unwrap()),
+        },
+        // A narrow beam: windows shorter than k, clipped at the list ends, and automatic
+        // merges of the delta after a few inserts or removals.
+        Kind {
+            name: "permutation-narrow",
+            build: |s| {
+                Box::new(
+                    PermutationIndex::builder()
+                        .permutations(3)
+                        .beam(2)
+                        .seed(9)
+                        .build(s)
+                        .unwrap(),
+                )
+            },
+            empty: |b| {
+                Box::new(
+                    PermutationIndex::builder()
+                        .permutations(3)
+                        .beam(2)
+                        .seed(9)
+                        .empty(b)
+                        .unwrap(),
+                )
+            },
         },
     ]
 }

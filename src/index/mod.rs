@@ -19,10 +19,15 @@
 mod linear;
 pub mod manku;
 mod mih;
+mod permutation;
 
 pub use linear::LinearScan;
 pub use manku::{PermutedTables, PermutedTablesBuilder, Plan};
 pub use mih::{MultiIndex, MultiIndexBuilder, auto_substrings};
+pub use permutation::{
+    DEFAULT_BEAM, DEFAULT_PERMUTATIONS, DEFAULT_SEED, PermutationBuilder, PermutationIndex,
+    recall_at_k,
+};
 
 use rayon::prelude::*;
 

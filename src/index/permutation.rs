@@ -1,0 +1,1355 @@
+//! Permutation search: approximate k-nearest neighbours for wide signatures by random bit
+//! permutations and sorted lists (see [`PermutationIndex`]).
+
+use std::cmp::Ordering;
+use std::sync::Mutex;
+
+use rayon::prelude::*;
+
+use super::{HammingIndex, Hit, Id, check_code, check_queries};
+use crate::error::{Error, Result};
+use crate::hamming::{self, Kernels};
+use crate::rng::Rng;
+use crate::signature::{SignatureMatrix, last_word_mask, words_for};
+use crate::storage::Buf;
+
+/// Default number of permutations `q`.
+pub const DEFAULT_PERMUTATIONS: usize = 16;
+/// Default beam `B` (codes compared above and below the query in each sorted list).
+pub const DEFAULT_BEAM: usize = 32;
+/// Default seed of the permutations.
+pub const DEFAULT_SEED: u64 = 0;
+
+/// Permuted bits held in a sort key.
+const KEY_BITS: usize = 64;
+/// Queries per parallel task in batch radius searches: they share one pass over the codes.
+const RADIUS_BATCH: usize = 64;
+/// Queries per parallel task in batch k-NN searches: they share one scratch.
+const KNN_BATCH: usize = 16;
+/// Smallest delta-plus-tombstone count that triggers a merge.
+const MIN_MERGE: usize = 64;
+
+/// Builder for [`PermutationIndex`]:
+/// `PermutationIndex::builder().permutations(32).beam(64).seed(7).build(&sigs)`.
+///
+/// Defaults: [`DEFAULT_PERMUTATIONS`] (16) permutations, beam [`DEFAULT_BEAM`] (32), seed
+/// [`DEFAULT_SEED`] (0).
+#[derive(Clone, Debug)]
+pub struct PermutationBuilder {
+    permutations: usize,
+    beam: usize,
+    seed: u64,
+}
+
+impl Default for PermutationBuilder {
+    fn default() -> Self {
+        PermutationBuilder {
+            permutations: DEFAULT_PERMUTATIONS,
+            beam: DEFAULT_BEAM,
+            seed: DEFAULT_SEED,
+        }
+    }
+}
+
+impl PermutationBuilder {
+    /// Number of random bit permutations `q` (≥ 1; default 16). Memory and query time grow
+    /// linearly with `q`.
+    pub fn permutations(mut self, q: usize) -> Self {
+        self.permutations = q;
+        self
+    }
+
+    /// Beam `B` (≥ 1; default 32): stored codes compared above and below the query in each
+    /// sorted list, so a query compares at most `2·q·B` codes. Can be changed after the build
+    /// with [`PermutationIndex::set_beam`].
+    pub fn beam(mut self, b: usize) -> Self {
+        self.beam = b;
+        self
+    }
+
+    /// Seed of the permutations (default 0).
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.seed = seed;
+        self
+    }
+
+    fn validate(&self, bits: usize) -> Result<()> {
+        if bits == 0 {
+            return Err(Error::param("bits", "must be at least 1"));
+        }
+        if u32::try_from(bits).is_err() {
+            return Err(Error::param("bits", "more than 2^32 bits"));
+        }
+        if self.permutations == 0 {
+            return Err(Error::param("permutations", "must be at least 1"));
+        }
+        if self.permutations.checked_mul(bits).is_none() {
+            return Err(Error::param("permutations", "too many for this width"));
+        }
+        if self.beam == 0 {
+            return Err(Error::param("beam", "must be at least 1"));
+        }
+        Ok(())
+    }
+
+    /// An empty index of `bits`-bit codes, to insert into.
+    pub fn empty(&self, bits: usize) -> Result<PermutationIndex> {
+        self.validate(bits)?;
+        let perms = draw_permutations(bits, self.permutations, self.seed);
+        Ok(PermutationIndex::assemble(
+            bits,
+            self.permutations,
+            self.beam,
+            self.seed,
+            perms,
+            Vec::new(),
+            Vec::new(),
+        ))
+    }
+
+    /// An index of the rows of `sigs`, with ids `0..N`. The `q` sorted lists are built in
+    /// parallel (rayon); the result does not depend on the number of threads.
+    pub fn build<S: AsRef<[u64]>>(&self, sigs: &SignatureMatrix<S>) -> Result<PermutationIndex> {
+        let bits = sigs.bits();
+        self.validate(bits)?;
+        let n = u32::try_from(sigs.len())
+            .map_err(|_| Error::param("signatures", "more than 2^32 - 1 rows"))?;
+        if n == u32::MAX {
+            return Err(Error::param("signatures", "more than 2^32 - 1 rows"));
+        }
+        if self.permutations.checked_mul(sigs.len()).is_none() {
+            return Err(Error::param("permutations", "too many for this many codes"));
+        }
+        let perms = draw_permutations(bits, self.permutations, self.seed);
+        Ok(PermutationIndex::assemble(
+            bits,
+            self.permutations,
+            self.beam,
+            self.seed,
+            perms,
+            sigs.as_slice().to_vec(),
+            (0..n).collect(),
+        ))
+    }
+}
+
+/// `q` independent uniform permutations of `0..bits`, row-major, by Fisher–Yates from one
+/// [`Rng`] stream: those for `q` are the first `q` of those for any larger `q`.
+fn draw_permutations(bits: usize, q: usize, seed: u64) -> Vec<u32> {
+    let mut rng = Rng::new(seed);
+    let mut out = Vec::with_capacity(q * bits);
+    for _ in 0..q {
+        let start = out.len();
+        out.extend(0..bits as u32);
+        let p = &mut out[start..];
+        for i in (1..bits).rev() {
+            let j = rng.below(i as u64 + 1) as usize;
+            p.swap(i, j);
+        }
+    }
+    out
+}
+
+/// The first (up to) 64 permuted bits of `code`, permuted position 0 in bit 63: the
+/// big-endian prefix of the permuted code, so `u64` order is lexicographic order.
+#[inline]
+fn prefix_key(head: &[u32], code: &[u64]) -> u64 {
+    let mut key = 0u64;
+    for (j, &p) in head.iter().enumerate() {
+        let bit = (code[(p >> 6) as usize] >> (p & 63)) & 1;
+        key |= bit << (63 - j);
+    }
+    key
+}
+
+/// [`prefix_key`] by table lookups, for building: for each byte of the code that holds a
+/// bit of the key, the key bits each of its 256 values sets (for 256-bit codes about 29
+/// lookups instead of 64 single-bit gathers).
+struct KeyTable {
+    /// `(word, shift)` of each byte of the code that holds a key bit, increasing.
+    bytes: Vec<(usize, u32)>,
+    /// Key bits set by each value of each of those bytes.
+    table: Vec<[u64; 256]>,
+}
+
+impl KeyTable {
+    fn new(head: &[u32]) -> Self {
+        let mut pos: Vec<u32> = head.iter().map(|&p| p / 8).collect();
+        pos.sort_unstable();
+        pos.dedup();
+        let mut table = vec![[0u64; 256]; pos.len()];
+        for (j, &p) in head.iter().enumerate() {
+            let t = &mut table[pos.partition_point(|&x| x < p / 8)];
+            for (v, e) in t.iter_mut().enumerate() {
+                *e |= (((v >> (p % 8)) & 1) as u64) << (63 - j);
+            }
+        }
+        let bytes = pos
+            .iter()
+            .map(|&b| ((b / 8) as usize, 8 * (b % 8)))
+            .collect();
+        KeyTable { bytes, table }
+    }
+
+    #[inline]
+    fn key(&self, code: &[u64]) -> u64 {
+        let mut key = 0u64;
+        for (&(w, shift), t) in self.bytes.iter().zip(&self.table) {
+            key |= t[usize::from((code[w] >> shift) as u8)];
+        }
+        key
+    }
+}
+
+/// `(key, slot)` for `keys[slot]`, sorted by `cmp` (which orders by key first): one
+/// counting-sort pass on the top key bits (about 8 entries per bucket), then each bucket
+/// sorted by `cmp` in cache.
+fn bucket_sort(keys: &[u64], cmp: impl Fn((u64, u32), (u64, u32)) -> Ordering) -> Vec<(u64, u32)> {
+    let n = keys.len();
+    let top = (usize::BITS - n.leading_zeros())
+        .saturating_sub(3)
+        .clamp(1, 16);
+    let bucket = |k: u64| (k >> (64 - top)) as usize;
+    let mut start = vec![0usize; (1 << top) + 1];
+    for &k in keys {
+        start[bucket(k) + 1] += 1;
+    }
+    for i in 1..start.len() {
+        start[i] += start[i - 1];
+    }
+    let mut out = vec![(0u64, 0u32); n];
+    let mut next = start.clone();
+    for (s, &k) in keys.iter().enumerate() {
+        let b = bucket(k);
+        out[next[b]] = (k, s as u32);
+        next[b] += 1;
+    }
+    for r in start.windows(2) {
+        if r[1] - r[0] > 1 {
+            out[r[0]..r[1]].sort_unstable_by(|&a, &b| cmp(a, b));
+        }
+    }
+    out
+}
+
+/// Lexicographic comparison of the permuted codes of `a` and `b` from permuted position
+/// `KEY_BITS` on (the part a key does not hold).
+#[inline]
+fn cmp_tail(perm: &[u32], a: &[u64], b: &[u64]) -> Ordering {
+    if perm.len() <= KEY_BITS || a == b {
+        return Ordering::Equal;
+    }
+    for &p in &perm[KEY_BITS..] {
+        let (w, s) = ((p >> 6) as usize, p & 63);
+        if ((a[w] ^ b[w]) >> s) & 1 != 0 {
+            return ((a[w] >> s) & 1).cmp(&((b[w] >> s) & 1));
+        }
+    }
+    Ordering::Equal
+}
+
+/// The order of every sorted list: by key, then the permuted tail, then slot (slots are in
+/// id order, so this is by id).
+#[inline]
+fn cmp_entry(perm: &[u32], codes: &[u64], w: usize, a: (u64, u32), b: (u64, u32)) -> Ordering {
+    a.0.cmp(&b.0)
+        .then_with(|| {
+            let (sa, sb) = (a.1 as usize, b.1 as usize);
+            cmp_tail(
+                perm,
+                &codes[sa * w..(sa + 1) * w],
+                &codes[sb * w..(sb + 1) * w],
+            )
+        })
+        .then(a.1.cmp(&b.1))
+}
+
+/// Per-query scratch: the visited stamps (one per sorted slot), the query's keys and list
+/// positions, the window slots and the candidate lists.
+#[derive(Debug, Default)]
+struct Scratch {
+    stamp: Vec<u32>,
+    generation: u32,
+    qkeys: Vec<u64>,
+    pos: Vec<usize>,
+    slots: Vec<u32>,
+    main: Vec<Hit>,
+    delta: Vec<Hit>,
+}
+
+impl Scratch {
+    /// Starts a query over `n` sorted slots: a fresh generation, stamps sized.
+    fn begin(&mut self, n: usize) -> u32 {
+        if self.stamp.len() < n {
+            self.stamp.resize(n, 0);
+        }
+        self.generation = self.generation.wrapping_add(1);
+        if self.generation == 0 {
+            self.stamp.fill(0);
+            self.generation = 1;
+        }
+        self.slots.clear();
+        self.main.clear();
+        self.delta.clear();
+        self.generation
+    }
+}
+
+/// Candidates ahead whose stamp and code are prefetched.
+const PREFETCH_AHEAD: usize = 12;
+
+/// Hints the CPU to load the cache line holding `p` (no effect on results).
+#[inline(always)]
+fn prefetch<T>(p: *const T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: PREFETCHT0 is a hint: it never faults and has no architectural effect, whatever
+    // the address; SSE is part of the x86-64 baseline.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p.cast());
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
+
+/// Permutation search (Charikar 2002, §5; Ravichandran, Pantel & Hovy 2005): approximate
+/// k-nearest neighbours for wide signatures (hundreds to thousands of bits).
+///
+/// # Method
+///
+/// `q` random permutations of the `f` bit positions are drawn from the seed. For each
+/// permutation `t` the stored codes are sorted by the lexicographic order of their permuted
+/// bits (permuted position 0, i.e. source bit `perm_t[0]`, is the most significant). Codes at
+/// a small Hamming distance agree on a long common prefix under a random permutation with a
+/// good probability (`P(prefix of length ℓ agrees) = C(f−d, ℓ)/C(f, ℓ) ≤ (1 − d/f)^ℓ`), so
+/// they sit close together in at least one of the `q` sorted lists.
+///
+/// A k-NN query binary-searches its own position in each sorted list and compares itself with
+/// the `B` (the *beam*) stored codes just above and the `B` just below it, by exact Hamming
+/// distance on the full codes; candidates seen in several lists are compared once (a
+/// generation-stamped visited array, reused across queries). The `k` candidates nearest by
+/// `(distance, id)` are returned. This is the fixed-window variant of Ravichandran et al.;
+/// Charikar's walk in order of longest matching prefix is not implemented.
+///
+/// The returned distances are always exact; only the *set* may miss true neighbours, so
+/// [`exact_knn`](HammingIndex::exact_knn) is false. With `B ≥ N` every list is read whole and
+/// the answer equals the exact k-NN. The window is widened to `⌈k/2⌉` per side when `k > 2B`,
+/// and shifted at the ends of a list, so a query always gets `min(k, len)` results. Recall
+/// grows with `q` and `B` (see [`recall_at_k`]): the permutations of a seed for `q` are the
+/// first `q` of those for any larger `q`, and a wider beam reads a superset of the window, so
+/// with the same seed a larger `q` or `B` never lowers recall.
+///
+/// **Radius search is exact** and does not use the sorted lists: permutation search is a k-NN
+/// method, and a radius query is answered by a linear scan of the stored codes with the
+/// dispatched popcount kernels (batches of queries share one pass).
+///
+/// # Memory
+///
+/// The full codes are stored once, row-major, in increasing id order (`8 · words` bytes per
+/// code) with their ids (4 bytes). Each permutation keeps, per code, only a 64-bit key (the
+/// first 64 permuted bits) and the code's slot in the sorted order (4 bytes): full permuted
+/// codes are never materialised; the rare ties of two keys are broken by reading the permuted
+/// bits of the full codes from position 64 on, then by id. Per code: `8 · words + 4 + 12 · q`
+/// bytes (228 for 256-bit codes with `q = 16`), plus `4 · f · q` bytes for the permutations.
+/// Each thread that has run a k-NN query also keeps a 4-byte stamp per code (query scratch,
+/// not counted in [`bytes`](HammingIndex::bytes)).
+///
+/// # Updates
+///
+/// Inserted codes go to an unsorted *delta* that every k-NN query scans in full (so they are
+/// always candidates); removals of sorted codes are tombstones that the list walk skips. When
+/// delta plus tombstones exceed `max(64, 2·q·B, √N)` (about the number of codes a query
+/// compares anyway) they are merged into the sorted arrays in one linear pass per permutation
+/// ([`compact`](PermutationIndex::compact) forces it). A compacted index has exactly the arrays
+/// a fresh build of the same `(id, code)` pairs has.
+///
+/// # Determinism
+///
+/// The permutations depend only on `(seed, f, q)` through [`crate::rng::Rng`] (Fisher–Yates
+/// with `Rng::below`); the sorted orders are total (ties by id); every query is answered on
+/// its own; so arrays and results are identical on every platform and for every thread
+/// count.
+///
+/// # Construction
+///
+/// Build with [`PermutationIndex::builder`]; [`PermutationIndex::build`] and
+/// [`PermutationIndex::new`] use the defaults (`q` = 16, `B` = 32, seed 0).
+///
+/// Internally each code has a *slot*: sorted slots `0..n` hold the codes merged into the
+/// sorted lists, in increasing id order; slots from `n` on are the unsorted delta.
+pub struct PermutationIndex {
+    bits: usize,
+    q: usize,
+    beam: usize,
+    seed: u64,
+    /// `q × bits`: `perms[t·bits + j]` is the source bit at permuted position `j`.
+    perms: Buf<u32>,
+    /// Codes by slot, row-major: `n` sorted slots (increasing id), then the delta.
+    codes: Buf<u64>,
+    /// Id of each slot; strictly increasing over the sorted slots.
+    ids: Buf<u32>,
+    /// `q × n`: the prefix key of the code at each position of each sorted list.
+    keys: Buf<u64>,
+    /// `q × n`: the slot at each position of each sorted list.
+    order: Buf<u32>,
+    /// Number of sorted slots.
+    n: usize,
+    /// Tombstones over the sorted slots (bitset; empty when there are none).
+    dead: Vec<u64>,
+    n_dead: usize,
+    /// Query scratch, reused across queries (one per concurrent query).
+    pool: Mutex<Vec<Scratch>>,
+}
+
+impl Clone for PermutationIndex {
+    fn clone(&self) -> Self {
+        PermutationIndex {
+            bits: self.bits,
+            q: self.q,
+            beam: self.beam,
+            seed: self.seed,
+            perms: self.perms.clone(),
+            codes: self.codes.clone(),
+            ids: self.ids.clone(),
+            keys: self.keys.clone(),
+            order: self.order.clone(),
+            n: self.n,
+            dead: self.dead.clone(),
+            n_dead: self.n_dead,
+            pool: Mutex::new(Vec::new()),
+        }
+    }
+}
+
+impl std::fmt::Debug for PermutationIndex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PermutationIndex")
+            .field("bits", &self.bits)
+            .field("permutations", &self.q)
+            .field("beam", &self.beam)
+            .field("seed", &self.seed)
+            .field("sorted", &self.n)
+            .field("delta", &(self.ids.len() - self.n))
+            .field("tombstones", &self.n_dead)
+            .finish()
+    }
+}
+
+impl PermutationIndex {
+    /// A builder with the defaults.
+    pub fn builder() -> PermutationBuilder {
+        PermutationBuilder::default()
+    }
+
+    /// An empty index of `bits`-bit codes with the default parameters.
+    pub fn new(bits: usize) -> Result<Self> {
+        PermutationBuilder::default().empty(bits)
+    }
+
+    /// An index of the rows of `sigs` (ids `0..N`) with the default parameters.
+    pub fn build<S: AsRef<[u64]>>(sigs: &SignatureMatrix<S>) -> Result<Self> {
+        PermutationBuilder::default().build(sigs)
+    }
+
+    /// Sorts `codes` (slots in increasing id order) into the `q` lists.
+    fn assemble(
+        bits: usize,
+        q: usize,
+        beam: usize,
+        seed: u64,
+        perms: Vec<u32>,
+        codes: Vec<u64>,
+        ids: Vec<u32>,
+    ) -> Self {
+        let n = ids.len();
+        let w = words_for(bits);
+        let mut keys = vec![0u64; q * n];
+        let mut order = vec![0u32; q * n];
+        if n > 0 {
+            keys.par_chunks_mut(n)
+                .zip(order.par_chunks_mut(n))
+                .enumerate()
+                .for_each(|(t, (kt, ot))| {
+                    let perm = &perms[t * bits..(t + 1) * bits];
+                    let table = KeyTable::new(&perm[..bits.min(KEY_BITS)]);
+                    let raw: Vec<u64> = codes.par_chunks_exact(w).map(|c| table.key(c)).collect();
+                    let pairs = bucket_sort(&raw, |a, b| cmp_entry(perm, &codes, w, a, b));
+                    for ((k, o), (key, slot)) in kt.iter_mut().zip(ot.iter_mut()).zip(pairs) {
+                        *k = key;
+                        *o = slot;
+                    }
+                });
+        }
+        PermutationIndex {
+            bits,
+            q,
+            beam,
+            seed,
+            perms: perms.into(),
+            codes: codes.into(),
+            ids: ids.into(),
+            keys: keys.into(),
+            order: order.into(),
+            n,
+            dead: Vec::new(),
+            n_dead: 0,
+            pool: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// An index over arrays from an index file; they must describe a compacted index (no
+    /// delta, no tombstones; see [`compact`](Self::compact)):
+    ///
+    /// - `perms`: `q × bits`, each row a permutation of `0..bits` (`q` ≥ 1 is read from its
+    ///   length);
+    /// - `codes`: `n × words_for(bits)`, row-major, zero padding bits, in increasing id order;
+    /// - `ids`: `n`, strictly increasing;
+    /// - `keys`, `order`: `q × n`; row `t` of `order` a permutation of `0..n` (slots), row `t`
+    ///   of `keys` non-decreasing (the prefix keys of those slots' codes under permutation
+    ///   `t`).
+    ///
+    /// Structure is validated in `O(q·n)`; keys are not recomputed: keys that disagree with
+    /// the codes can lower recall but never give a wrong distance (distances are always
+    /// computed on the codes).
+    #[allow(clippy::too_many_arguments)]
+    #[cfg_attr(
+        not(test),
+        expect(dead_code, reason = "called by the persistence layer, not yet written")
+    )]
+    pub(crate) fn from_parts(
+        bits: usize,
+        beam: usize,
+        seed: u64,
+        perms: Buf<u32>,
+        codes: Buf<u64>,
+        ids: Buf<u32>,
+        keys: Buf<u64>,
+        order: Buf<u32>,
+    ) -> Result<Self> {
+        let bad = |what: &str| Error::param("index data", what.to_string());
+        if bits == 0 || perms.is_empty() || perms.len() % bits != 0 {
+            return Err(bad("permutations do not match the width"));
+        }
+        if beam == 0 {
+            return Err(Error::param("beam", "must be at least 1"));
+        }
+        let q = perms.len() / bits;
+        let mut seen = vec![false; bits];
+        for p in perms.chunks_exact(bits) {
+            seen.fill(false);
+            for &j in p {
+                match seen.get_mut(j as usize) {
+                    Some(s) if !*s => *s = true,
+                    _ => return Err(bad("a permutation is not a permutation of the bits")),
+                }
+            }
+        }
+        let w = words_for(bits);
+        let n = ids.len();
+        if n >= u32::MAX as usize || codes.len() != n * w {
+            return Err(bad("codes and ids are inconsistent"));
+        }
+        if ids.windows(2).any(|p| p[0] >= p[1]) {
+            return Err(bad("ids are not strictly increasing"));
+        }
+        let mask = last_word_mask(bits);
+        if codes.chunks_exact(w).any(|c| c[w - 1] & !mask != 0) {
+            return Err(bad("a code has padding bits set"));
+        }
+        if keys.len() != q * n || order.len() != q * n {
+            return Err(bad("sorted lists have the wrong length"));
+        }
+        if n > 0 {
+            let mut seen = vec![false; n];
+            for (kt, ot) in keys.chunks_exact(n).zip(order.chunks_exact(n)) {
+                if kt.windows(2).any(|p| p[0] > p[1]) {
+                    return Err(bad("keys are not sorted"));
+                }
+                seen.fill(false);
+                for &s in ot {
+                    match seen.get_mut(s as usize) {
+                        Some(x) if !*x => *x = true,
+                        _ => return Err(bad("a sorted list is not a permutation of the slots")),
+                    }
+                }
+            }
+        }
+        Ok(PermutationIndex {
+            bits,
+            q,
+            beam,
+            seed,
+            perms,
+            codes,
+            ids,
+            keys,
+            order,
+            n,
+            dead: Vec::new(),
+            n_dead: 0,
+            pool: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// Number of permutations `q`.
+    pub fn permutations(&self) -> usize {
+        self.q
+    }
+
+    /// The beam `B`.
+    pub fn beam(&self) -> usize {
+        self.beam
+    }
+
+    /// The seed the permutations were drawn from.
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+
+    /// Changes the beam `B` for later queries (no rebuild needed: the beam is a query-time
+    /// parameter).
+    pub fn set_beam(&mut self, beam: usize) -> Result<()> {
+        if beam == 0 {
+            return Err(Error::param("beam", "must be at least 1"));
+        }
+        self.beam = beam;
+        Ok(())
+    }
+
+    /// Merges the delta into the sorted lists and drops tombstones now (otherwise done
+    /// automatically when they grow; see [`PermutationIndex`]). Afterwards the
+    /// arrays equal those of a fresh build of the stored `(id, code)` pairs.
+    pub fn compact(&mut self) {
+        if self.ids.len() > self.n || self.n_dead > 0 {
+            self.merge();
+        }
+    }
+
+    /// True when there is no delta and no tombstone (the arrays are a full description).
+    pub fn is_compact(&self) -> bool {
+        self.ids.len() == self.n && self.n_dead == 0
+    }
+
+    /// The permutations, `q × bits` (`perms[t·bits + j]`: source bit of permuted position `j`).
+    pub fn perms(&self) -> &[u32] {
+        &self.perms
+    }
+
+    /// The codes by slot, row-major (sorted slots in increasing id order, then the delta).
+    pub fn codes(&self) -> &[u64] {
+        &self.codes
+    }
+
+    /// The id of each slot.
+    pub fn ids(&self) -> &[u32] {
+        &self.ids
+    }
+
+    /// The prefix keys of the sorted lists, `q × n`.
+    pub fn keys(&self) -> &[u64] {
+        &self.keys
+    }
+
+    /// The slots of the sorted lists, `q × n`.
+    pub fn order(&self) -> &[u32] {
+        &self.order
+    }
+
+    fn words(&self) -> usize {
+        words_for(self.bits)
+    }
+
+    #[inline]
+    fn code(&self, slot: usize) -> &[u64] {
+        let w = self.words();
+        &self.codes[slot * w..(slot + 1) * w]
+    }
+
+    #[inline]
+    fn is_dead(&self, slot: usize) -> bool {
+        self.n_dead > 0 && (self.dead[slot / 64] >> (slot % 64)) & 1 == 1
+    }
+
+    /// The slot of a stored `id`.
+    fn find(&self, id: Id) -> Option<usize> {
+        if let Ok(s) = self.ids[..self.n].binary_search(&id) {
+            if !self.is_dead(s) {
+                return Some(s);
+            }
+        }
+        self.ids[self.n..]
+            .iter()
+            .position(|&x| x == id)
+            .map(|p| self.n + p)
+    }
+
+    /// Delta plus tombstones beyond which the index is merged.
+    fn merge_threshold(&self) -> usize {
+        let candidates = self.q.saturating_mul(self.beam).saturating_mul(2);
+        MIN_MERGE.max(candidates).max(self.n.isqrt())
+    }
+
+    fn maybe_merge(&mut self) {
+        if self.ids.len() - self.n + self.n_dead > self.merge_threshold() {
+            self.merge();
+        }
+    }
+
+    /// Rebuilds the sorted arrays from the live sorted slots and the delta, in `O(q·n)` plus
+    /// sorting the delta: new slots follow increasing ids, each old list is filtered and
+    /// renumbered (its order is kept) and merged with the sorted delta entries.
+    fn merge(&mut self) {
+        let w = self.words();
+        let (bits, q, n_old) = (self.bits, self.q, self.n);
+        let total = self.ids.len();
+        let mut delta: Vec<usize> = (n_old..total).collect();
+        delta.sort_unstable_by_key(|&s| self.ids[s]);
+        let live = total - self.n_dead;
+        let mut new_slot = vec![u32::MAX; total];
+        let mut ids = Vec::with_capacity(live);
+        let mut codes = Vec::with_capacity(live * w);
+        let (mut i, mut j) = (0, 0);
+        loop {
+            while i < n_old && self.is_dead(i) {
+                i += 1;
+            }
+            let take_main = match (i < n_old, j < delta.len()) {
+                (true, true) => self.ids[i] < self.ids[delta[j]],
+                (true, false) => true,
+                (false, true) => false,
+                (false, false) => break,
+            };
+            let s = if take_main {
+                i += 1;
+                i - 1
+            } else {
+                j += 1;
+                delta[j - 1]
+            };
+            new_slot[s] = ids.len() as u32;
+            ids.push(self.ids[s]);
+            codes.extend_from_slice(self.code(s));
+        }
+        let n = ids.len();
+        let mut keys = vec![0u64; q * n];
+        let mut order = vec![0u32; q * n];
+        if n > 0 {
+            let this = &*self;
+            keys.par_chunks_mut(n)
+                .zip(order.par_chunks_mut(n))
+                .enumerate()
+                .for_each(|(t, (kt, ot))| {
+                    let perm = &this.perms[t * bits..(t + 1) * bits];
+                    let head = &perm[..bits.min(KEY_BITS)];
+                    let cmp = |a: (u64, u32), b: (u64, u32)| cmp_entry(perm, &codes, w, a, b);
+                    let mut add: Vec<(u64, u32)> = delta
+                        .iter()
+                        .map(|&s| (prefix_key(head, this.code(s)), new_slot[s]))
+                        .collect();
+                    add.sort_unstable_by(|&a, &b| cmp(a, b));
+                    let old_keys = &this.keys[t * n_old..(t + 1) * n_old];
+                    let old_order = &this.order[t * n_old..(t + 1) * n_old];
+                    let mut old = old_keys
+                        .iter()
+                        .zip(old_order)
+                        .filter(|&(_, &s)| !this.is_dead(s as usize))
+                        .map(|(&k, &s)| (k, new_slot[s as usize]))
+                        .peekable();
+                    let mut add = add.into_iter().peekable();
+                    for (k, o) in kt.iter_mut().zip(ot.iter_mut()) {
+                        let e = match (old.peek(), add.peek()) {
+                            (Some(&a), Some(&b)) if cmp(a, b) == Ordering::Greater => add.next(),
+                            (Some(_), _) => old.next(),
+                            (None, _) => add.next(),
+                        };
+                        let (key, slot) = e.expect("the merged lists hold exactly n entries");
+                        *k = key;
+                        *o = slot;
+                    }
+                });
+        }
+        self.codes = codes.into();
+        self.ids = ids.into();
+        self.keys = keys.into();
+        self.order = order.into();
+        self.n = n;
+        self.dead = Vec::new();
+        self.n_dead = 0;
+    }
+
+    /// Positions of `query` in every sorted list (the first entry not below it), into `pos`.
+    ///
+    /// The `q` binary searches run in lockstep (one step of each per round), so their cache
+    /// misses overlap instead of queueing; ties of the 64-bit key, rare, are then resolved on
+    /// the permuted tails.
+    fn locate_all(&self, query: &[u64], qkeys: &mut Vec<u64>, pos: &mut Vec<usize>) {
+        let (n, bits) = (self.n, self.bits);
+        let head = bits.min(KEY_BITS);
+        qkeys.clear();
+        qkeys.extend(
+            self.perms
+                .chunks_exact(bits)
+                .map(|perm| prefix_key(&perm[..head], query)),
+        );
+        pos.clear();
+        pos.resize(self.q, 0);
+        let all_keys: &[u64] = &self.keys;
+        let mut len = n;
+        while len > 1 {
+            let half = len / 2;
+            for (keys, (p, &qk)) in all_keys
+                .chunks_exact(n)
+                .zip(pos.iter_mut().zip(qkeys.iter()))
+            {
+                // Branch-free (a mask, not a jump): the outcome is a coin flip, and a
+                // mispredicted branch would also cancel the loads of the other lists.
+                let below = usize::from(keys[*p + half] < qk);
+                *p += half & below.wrapping_neg();
+            }
+            len -= half;
+        }
+        let order: &[u32] = &self.order;
+        for (t, (p, &qk)) in pos.iter_mut().zip(qkeys.iter()).enumerate() {
+            let keys = &all_keys[t * n..(t + 1) * n];
+            let lo = *p + usize::from(keys[*p] < qk);
+            *p = lo;
+            if lo == n || keys[lo] != qk || bits <= KEY_BITS {
+                continue;
+            }
+            let perm = &self.perms[t * bits..(t + 1) * bits];
+            let hi = lo + gallop_equal(&keys[lo..], qk);
+            let order = &order[t * n + lo..t * n + hi];
+            *p = lo
+                + order.partition_point(|&s| cmp_tail(perm, self.code(s as usize), query).is_lt());
+        }
+    }
+
+    /// Takes a scratch from the pool (or a new one).
+    fn take_scratch(&self) -> Scratch {
+        self.pool
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .pop()
+            .unwrap_or_default()
+    }
+
+    fn give_scratch(&self, s: Scratch) {
+        self.pool.lock().unwrap_or_else(|e| e.into_inner()).push(s);
+    }
+
+    /// The k-NN search proper, on a checked query.
+    fn knn_with(&self, query: &[u64], k: usize, s: &mut Scratch, out: &mut Vec<Hit>) {
+        out.clear();
+        if k == 0 || self.is_empty() {
+            return;
+        }
+        let kern = Kernels::dispatched();
+        let n = self.n;
+        let generation = s.begin(n);
+        if n > 0 {
+            let Scratch {
+                stamp,
+                qkeys,
+                pos,
+                slots,
+                main,
+                ..
+            } = s;
+            self.locate_all(query, qkeys, pos);
+            // Live codes taken per side (each list yields min(2·half, live sorted) codes).
+            let half = self.beam.max(k.div_ceil(2)).min(n);
+            let (all_order, codes): (&[u32], &[u64]) = (&self.order, &self.codes);
+            // The windows' first lines, all lists at once.
+            for (t, &p) in pos.iter().enumerate() {
+                prefetch(all_order[t * n + p.saturating_sub(1)..].as_ptr());
+                prefetch(all_order[(t * n + p).min(all_order.len() - 1)..].as_ptr());
+            }
+            for (t, &p) in pos.iter().enumerate() {
+                let order = &all_order[t * n..(t + 1) * n];
+                let (mut lo, mut hi) = (p, p);
+                let mut take = |slot: u32| -> bool {
+                    let live = !self.is_dead(slot as usize);
+                    if live {
+                        slots.push(slot);
+                    }
+                    live
+                };
+                let mut up = 0;
+                while up < half && lo > 0 {
+                    lo -= 1;
+                    up += usize::from(take(order[lo]));
+                }
+                let mut down = 0;
+                while down < 2 * half - up && hi < n {
+                    down += usize::from(take(order[hi]));
+                    hi += 1;
+                }
+                while up < 2 * half - down && lo > 0 {
+                    lo -= 1;
+                    up += usize::from(take(order[lo]));
+                }
+            }
+            // Distances, each slot once; the stamp and code of a later candidate are fetched
+            // while this one is compared.
+            let w = self.words();
+            let lines = (w * 8).div_ceil(64).min(8);
+            for (i, &slot) in slots.iter().enumerate() {
+                if let Some(&ahead) = slots.get(i + PREFETCH_AHEAD) {
+                    let ahead = ahead as usize;
+                    prefetch(stamp[ahead..].as_ptr());
+                    let code = codes[ahead * w..].as_ptr();
+                    for l in 0..lines {
+                        prefetch(code.wrapping_add(8 * l));
+                    }
+                }
+                let slot = slot as usize;
+                if stamp[slot] != generation {
+                    stamp[slot] = generation;
+                    // Sorted slots are in id order: (distance, slot) orders as (distance, id).
+                    main.push(Hit {
+                        distance: kern.distance(query, &codes[slot * w..(slot + 1) * w]),
+                        id: slot as u32,
+                    });
+                }
+            }
+            select_k(main, k);
+            for h in main.iter_mut() {
+                h.id = self.ids[h.id as usize];
+            }
+        }
+        let delta = &mut s.delta;
+        for slot in n..self.ids.len() {
+            delta.push(Hit {
+                distance: kern.distance(query, self.code(slot)),
+                id: self.ids[slot],
+            });
+        }
+        if delta.is_empty() {
+            out.extend_from_slice(&s.main);
+        } else {
+            delta.extend_from_slice(&s.main);
+            select_k(delta, k);
+            out.extend_from_slice(delta);
+        }
+    }
+
+    /// Radius hits of a batch of checked queries, one pass over the codes.
+    fn radius_pass(&self, queries: &[u64], r: u32) -> Result<Vec<Vec<Hit>>> {
+        let w = self.words();
+        let mut found: Vec<Vec<Hit>> = vec![Vec::new(); queries.len() / w];
+        hamming::scan_radius(queries, &self.codes, w, r, |qi, s, d| {
+            if s >= self.n || !self.is_dead(s) {
+                found[qi].push(Hit {
+                    distance: d,
+                    id: self.ids[s],
+                });
+            }
+        })?;
+        for f in &mut found {
+            f.sort_unstable();
+        }
+        Ok(found)
+    }
+}
+
+/// Length of the run of `key` at the start of the sorted `keys`, by galloping: `O(log run)`
+/// probes near the start (ties are usually a handful of near-duplicates).
+fn gallop_equal(keys: &[u64], key: u64) -> usize {
+    let mut end = 1;
+    while end < keys.len() && keys[end] == key {
+        end = (2 * end).min(keys.len());
+    }
+    let start = end / 2;
+    start + keys[start..end].partition_point(|&k| k == key)
+}
+
+/// Keeps the `k` smallest hits of `v`, sorted.
+fn select_k(v: &mut Vec<Hit>, k: usize) {
+    if v.len() > k {
+        v.select_nth_unstable(k - 1);
+        v.truncate(k);
+    }
+    v.sort_unstable();
+}
+
+impl HammingIndex for PermutationIndex {
+    fn kind(&self) -> &'static str {
+        "permutation"
+    }
+
+    fn bits(&self) -> usize {
+        self.bits
+    }
+
+    fn len(&self) -> usize {
+        self.ids.len() - self.n_dead
+    }
+
+    fn bytes(&self) -> usize {
+        self.perms.data_bytes()
+            + self.codes.data_bytes()
+            + self.ids.data_bytes()
+            + self.keys.data_bytes()
+            + self.order.data_bytes()
+            + self.dead.capacity() * 8
+    }
+
+    fn insert(&mut self, id: Id, code: &[u64]) -> Result<()> {
+        check_code(self.bits, code)?;
+        if self.find(id).is_some() {
+            return Err(Error::param("id", format!("id {id} is already stored")));
+        }
+        if self.ids.len() >= u32::MAX as usize - 1 {
+            return Err(Error::param("id", "the index holds 2^32 - 1 codes"));
+        }
+        self.codes.to_mut().extend_from_slice(code);
+        self.ids.to_mut().push(id);
+        self.maybe_merge();
+        Ok(())
+    }
+
+    fn remove(&mut self, id: Id) -> Result<bool> {
+        let Some(slot) = self.find(id) else {
+            return Ok(false);
+        };
+        if slot < self.n {
+            if self.dead.is_empty() {
+                self.dead = vec![0; self.n.div_ceil(64)];
+            }
+            self.dead[slot / 64] |= 1 << (slot % 64);
+            self.n_dead += 1;
+        } else {
+            let w = self.words();
+            let last = self.ids.len() - 1;
+            let codes = self.codes.to_mut();
+            codes.copy_within(last * w..(last + 1) * w, slot * w);
+            codes.truncate(last * w);
+            let ids = self.ids.to_mut();
+            ids.swap_remove(slot);
+        }
+        self.maybe_merge();
+        Ok(true)
+    }
+
+    fn radius_into(&self, query: &[u64], r: u32, out: &mut Vec<Hit>) -> Result<()> {
+        check_code(self.bits, query)?;
+        let mut found = self.radius_pass(query, r)?;
+        *out = found.pop().unwrap_or_default();
+        Ok(())
+    }
+
+    fn knn_into(&self, query: &[u64], k: usize, out: &mut Vec<Hit>) -> Result<()> {
+        check_code(self.bits, query)?;
+        let mut s = self.take_scratch();
+        self.knn_with(query, k, &mut s, out);
+        self.give_scratch(s);
+        Ok(())
+    }
+
+    fn exact_knn(&self) -> bool {
+        false
+    }
+
+    fn radius_batch(&self, queries: &[u64], r: u32) -> Result<Vec<Vec<Hit>>> {
+        let w = check_queries(self.bits, queries)?;
+        for q in queries.chunks_exact(w) {
+            check_code(self.bits, q)?;
+        }
+        let chunks: Vec<Vec<Vec<Hit>>> = queries
+            .par_chunks(w * RADIUS_BATCH)
+            .map(|qs| self.radius_pass(qs, r))
+            .collect::<Result<_>>()?;
+        Ok(chunks.into_iter().flatten().collect())
+    }
+
+    fn knn_batch(&self, queries: &[u64], k: usize) -> Result<Vec<Vec<Hit>>> {
+        let w = check_queries(self.bits, queries)?;
+        for q in queries.chunks_exact(w) {
+            check_code(self.bits, q)?;
+        }
+        let chunks: Vec<Vec<Vec<Hit>>> = queries
+            .par_chunks(w * KNN_BATCH)
+            .map(|qs| {
+                let mut s = self.take_scratch();
+                let res = qs
+                    .chunks_exact(w)
+                    .map(|q| {
+                        let mut out = Vec::new();
+                        self.knn_with(q, k, &mut s, &mut out);
+                        out
+                    })
+                    .collect();
+                self.give_scratch(s);
+                res
+            })
+            .collect();
+        Ok(chunks.into_iter().flatten().collect())
+    }
+}
+
+/// Recall@k of approximate k-NN results against exact ones, over all queries: the fraction
+/// of the exact results matched, where a returned hit counts as correct if its id is among
+/// the exact results *or* its distance is at most the exact `k`-th distance (so a different
+/// id tied at the `k`-th distance is not a miss). At most `exact[i].len()` hits count per
+/// query, each id once.
+///
+/// Queries are paired by position; a query missing from `approx` counts as all missed, extra
+/// entries of `approx` are ignored. Returns 1 when `exact` holds no hit at all.
+pub fn recall_at_k(approx: &[Vec<Hit>], exact: &[Vec<Hit>]) -> f64 {
+    let (mut found, mut total) = (0usize, 0usize);
+    let mut good: Vec<Id> = Vec::new();
+    for (i, ex) in exact.iter().enumerate() {
+        total += ex.len();
+        let Some(kth) = ex.iter().map(|h| h.distance).max() else {
+            continue;
+        };
+        good.clear();
+        if let Some(ap) = approx.get(i) {
+            good.extend(
+                ap.iter()
+                    .filter(|h| h.distance <= kth || ex.iter().any(|e| e.id == h.id))
+                    .map(|h| h.id),
+            );
+        }
+        good.sort_unstable();
+        good.dedup();
+        found += good.len().min(ex.len());
+    }
+    if total == 0 {
+        1.0
+    } else {
+        found as f64 / total as f64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn random_matrix(rng: &mut Rng, bits: usize, n: usize) -> SignatureMatrix {
+        let w = words_for(bits);
+        let mut data: Vec<u64> = (0..n * w).map(|_| rng.next_u64()).collect();
+        for c in data.chunks_exact_mut(w) {
+            c[w - 1] &= last_word_mask(bits);
+        }
+        SignatureMatrix::from_parts(bits, data).unwrap()
+    }
+
+    /// perms, codes, ids, keys, order.
+    type Arrays = (Vec<u32>, Vec<u64>, Vec<u32>, Vec<u64>, Vec<u32>);
+
+    fn parts(idx: &PermutationIndex) -> Arrays {
+        (
+            idx.perms().to_vec(),
+            idx.codes().to_vec(),
+            idx.ids().to_vec(),
+            idx.keys().to_vec(),
+            idx.order().to_vec(),
+        )
+    }
+
+    #[test]
+    fn permutations_are_uniform_fisher_yates_and_nested() {
+        let p = draw_permutations(100, 5, 9);
+        for row in p.chunks_exact(100) {
+            let mut s = row.to_vec();
+            s.sort_unstable();
+            assert_eq!(s, (0..100).collect::<Vec<u32>>());
+        }
+        assert_eq!(&draw_permutations(100, 8, 9)[..500], &p[..]);
+        assert_ne!(draw_permutations(100, 5, 10), p);
+        // Position of bit 0 after the shuffle: uniform over 0..4 (chi-square, 3 dof).
+        let mut counts = [0f64; 4];
+        let trials = 40_000;
+        for row in draw_permutations(4, trials, 1).chunks_exact(4) {
+            counts[row.iter().position(|&x| x == 0).unwrap()] += 1.0;
+        }
+        let e = trials as f64 / 4.0;
+        let chi2: f64 = counts.iter().map(|c| (c - e) * (c - e) / e).sum();
+        assert!(chi2 < 16.27, "chi2 {chi2} (p = 0.001 quantile of chi2(3))"); // 0.1% level
+    }
+
+    #[test]
+    fn sorted_lists_are_the_lexicographic_order_of_permuted_codes() {
+        let mut rng = Rng::new(4);
+        for bits in [5usize, 64, 130, 300] {
+            let mut m = random_matrix(&mut rng, bits, 200);
+            // Near-duplicates sharing the 64-bit prefix, and exact duplicates.
+            let w = words_for(bits);
+            for i in 0..40 {
+                let mut c = m.row(i).to_vec();
+                if bits > 70 && i % 2 == 0 {
+                    let j = bits - 1 - i % 5;
+                    c[j / 64] ^= 1 << (j % 64);
+                }
+                m.push_words(bits, &c).unwrap();
+            }
+            let idx = PermutationIndex::builder()
+                .permutations(3)
+                .seed(5)
+                .build(&m)
+                .unwrap();
+            let n = m.len();
+            for t in 0..3 {
+                let perm = &idx.perms()[t * bits..(t + 1) * bits];
+                let permuted = |s: usize| -> Vec<bool> {
+                    perm.iter()
+                        .map(|&p| (m.row(s)[p as usize / 64] >> (p % 64)) & 1 == 1)
+                        .collect()
+                };
+                let list = &idx.order()[t * n..(t + 1) * n];
+                for (i, p) in list.windows(2).enumerate() {
+                    let (a, b) = (permuted(p[0] as usize), permuted(p[1] as usize));
+                    assert!(a < b || (a == b && p[0] < p[1]), "f={bits} t={t} i={i}");
+                    assert_eq!(
+                        idx.keys()[t * n + i],
+                        prefix_key(&perm[..bits.min(64)], m.row(p[0] as usize))
+                    );
+                }
+                assert_eq!(w, idx.words());
+            }
+        }
+    }
+
+    #[test]
+    fn queries_are_located_at_the_lower_bound_of_their_permuted_code() {
+        let mut rng = Rng::new(12);
+        for bits in [7usize, 64, 100, 300] {
+            let w = words_for(bits);
+            let mut m = random_matrix(&mut rng, bits, 150);
+            let mut queries = random_matrix(&mut rng, bits, 10).as_slice().to_vec();
+            // Stored codes and near copies of them (same 64-bit key, different tails), 37
+            // duplicates of one code.
+            for i in 0..60 {
+                let mut c = m.row(i % 20).to_vec();
+                if i % 3 > 0 && bits > 1 {
+                    let j = rng.below(bits as u64) as usize;
+                    c[j / 64] ^= 1 << (j % 64);
+                }
+                queries.extend_from_slice(&c);
+                if i % 2 == 0 {
+                    m.push_words(bits, &c).unwrap();
+                }
+            }
+            for _ in 0..37 {
+                let c = m.row(3).to_vec();
+                m.push_words(bits, &c).unwrap();
+            }
+            let idx = PermutationIndex::builder()
+                .permutations(4)
+                .seed(2)
+                .build(&m)
+                .unwrap();
+            let n = m.len();
+            let (mut qk, mut pos) = (Vec::new(), Vec::new());
+            for query in queries.chunks_exact(w) {
+                idx.locate_all(query, &mut qk, &mut pos);
+                for (t, &p) in pos.iter().enumerate() {
+                    let perm = &idx.perms()[t * bits..(t + 1) * bits];
+                    let permuted = |c: &[u64]| -> Vec<bool> {
+                        perm.iter()
+                            .map(|&p| (c[p as usize / 64] >> (p % 64)) & 1 == 1)
+                            .collect()
+                    };
+                    let pq = permuted(query);
+                    let below = (0..n).filter(|&s| permuted(m.row(s)) < pq).count();
+                    assert_eq!(p, below, "f={bits} t={t}");
+                }
+            }
+            assert_eq!(gallop_equal(&[5, 5, 5, 6], 5), 3);
+            assert_eq!(gallop_equal(&[5; 9], 5), 9);
+            assert_eq!(gallop_equal(&[5], 5), 1);
+        }
+    }
+
+    #[test]
+    fn from_parts_round_trips_and_rejects_bad_arrays() {
+        let mut rng = Rng::new(6);
+        let m = random_matrix(&mut rng, 100, 300);
+        let idx = PermutationIndex::builder()
+            .permutations(4)
+            .beam(8)
+            .seed(3)
+            .build(&m)
+            .unwrap();
+        assert!(idx.is_compact());
+        let (perms, codes, ids, keys, order) = parts(&idx);
+        let make = |perms: Vec<u32>, codes: Vec<u64>, ids: Vec<u32>, keys: Vec<u64>, order| {
+            PermutationIndex::from_parts(
+                100,
+                8,
+                3,
+                Buf::from(perms),
+                Buf::from(codes),
+                Buf::from(ids),
+                Buf::from(keys),
+                Buf::from(order),
+            )
+        };
+        let back = make(
+            perms.clone(),
+            codes.clone(),
+            ids.clone(),
+            keys.clone(),
+            order.clone(),
+        )
+        .unwrap();
+        let qs = random_matrix(&mut rng, 100, 20);
+        assert_eq!(
+            back.knn_batch(qs.as_slice(), 7).unwrap(),
+            idx.knn_batch(qs.as_slice(), 7).unwrap()
+        );
+        assert_eq!(back.permutations(), 4);
+        let mut p = perms.clone();
+        p[3] = p[4];
+        assert!(make(p, codes.clone(), ids.clone(), keys.clone(), order.clone()).is_err());
+        let mut c = codes.clone();
+        c[1] |= 1 << 63;
+        assert!(make(perms.clone(), c, ids.clone(), keys.clone(), order.clone()).is_err());
+        let mut i = ids.clone();
+        i.swap(0, 1);
+        assert!(make(perms.clone(), codes.clone(), i, keys.clone(), order.clone()).is_err());
+        let mut k = keys.clone();
+        k.swap(0, 299);
+        assert!(make(perms.clone(), codes.clone(), ids.clone(), k, order.clone()).is_err());
+        let mut o = order.clone();
+        o[5] = 300;
+        assert!(make(perms.clone(), codes.clone(), ids.clone(), keys.clone(), o).is_err());
+        assert!(make(perms[..99].to_vec(), codes, ids, keys, order).is_err());
+    }
+
+    #[test]
+    fn recall_counts_ties_at_the_kth_distance() {
+        let h = |distance, id| Hit { distance, id };
+        let exact = vec![vec![h(1, 4), h(2, 7), h(3, 1)], vec![h(0, 2)], vec![]];
+        // Query 0: id 9 at the k-th distance counts (tie), id 5 at 4 does not.
+        let approx = vec![vec![h(1, 4), h(3, 9), h(4, 5)], vec![h(0, 2)], vec![]];
+        assert!((recall_at_k(&approx, &exact) - 3.0 / 4.0).abs() < 1e-12);
+        assert_eq!(recall_at_k(&exact, &exact), 1.0);
+        assert_eq!(recall_at_k(&[], &exact), 0.0);
+        assert_eq!(recall_at_k(&[], &[]), 1.0);
+        // A repeated id counts once.
+        let dup = vec![vec![h(1, 4), h(1, 4), h(1, 4)]];
+        assert!((recall_at_k(&dup, &exact[..1]) - 1.0 / 3.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn merged_delta_and_tombstones_equal_a_fresh_build() {
+        let mut rng = Rng::new(8);
+        let b = PermutationIndex::builder().permutations(3).beam(2).seed(1);
+        let m = random_matrix(&mut rng, 70, 400);
+        let full = b.build(&m).unwrap();
+        let mut idx = b.build(&m.slice_rows(0..100)).unwrap();
+        for i in (100..400).rev() {
+            idx.insert(i as u32, m.row(i)).unwrap();
+        }
+        for i in (0..400).step_by(7) {
+            assert!(idx.remove(i as u32).unwrap());
+        }
+        for i in (0..400).step_by(7) {
+            idx.insert(i as u32, m.row(i)).unwrap();
+        }
+        idx.compact();
+        assert!(idx.is_compact());
+        assert_eq!(parts(&idx), parts(&full));
+    }
+}
