@@ -52,10 +52,14 @@ const HASH_LINE: &str = "hash xxh3-64 seed 0";
 /// one line per entry: the key as 16 hexadecimal digits and `df`, keys strictly increasing,
 /// `1 ≤ df ≤ N`. The `tokenizer` line is [`Tokenizer::config`] of the tokenizer it was fitted
 /// with; a tokenizer that uses the table must have the same configuration.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Idf {
     docs: u64,
     table: Vec<(u64, u32)>,
+    /// `idf` of each entry, computed once (the crate's `ln` is a series, not a table).
+    weights: Vec<f64>,
+    /// `idf` of an unseen token (`df = 0`).
+    unseen: f64,
     config: String,
 }
 
@@ -150,15 +154,29 @@ impl DfCounter {
     /// The fitted table.
     pub fn finish(mut self) -> Idf {
         self.flush();
-        Idf {
-            docs: self.docs,
-            table: self.table,
-            config: self.tokenizer.config(),
-        }
+        Idf::new(self.docs, self.table, self.tokenizer.config())
     }
 }
 
+/// `ln((1 + N) / (1 + df)) + 1`.
+fn smoothed_idf(docs: u64, df: u32) -> f64 {
+    ln((1.0 + docs as f64) / (1.0 + df as f64)) + 1.0
+}
 impl Idf {
+    fn new(docs: u64, table: Vec<(u64, u32)>, config: String) -> Idf {
+        let weights = table
+            .iter()
+            .map(|&(_, df)| smoothed_idf(docs, df))
+            .collect();
+        Idf {
+            docs,
+            table,
+            weights,
+            unseen: smoothed_idf(docs, 0),
+            config,
+        }
+    }
+
     /// Fits document frequencies on `docs`, tokenised by `tokenizer`, in parallel batches.
     /// The result does not depend on the number of threads.
     pub fn fit<I>(tokenizer: &Tokenizer, docs: I) -> Idf
@@ -197,11 +215,7 @@ impl Idf {
         if config.contains('\n') {
             return Err(Error::param("config", "must be one line"));
         }
-        Ok(Idf {
-            docs,
-            table: entries,
-            config,
-        })
+        Ok(Idf::new(docs, entries, config))
     }
 
     /// Number of documents `N` it was fitted on.
@@ -243,8 +257,10 @@ impl Idf {
 
     /// `ln((1 + N) / (1 + df)) + 1` for the token with key `key`.
     pub fn idf_key(&self, key: u64) -> f64 {
-        let df = self.df_key(key) as f64;
-        ln((1.0 + self.docs as f64) / (1.0 + df)) + 1.0
+        match self.table.binary_search_by_key(&key, |e| e.0) {
+            Ok(i) => self.weights[i],
+            Err(_) => self.unseen,
+        }
     }
 
     /// `ln((1 + N) / (1 + df)) + 1` for `token`.
@@ -377,11 +393,7 @@ impl Idf {
                 format!("unexpected end of file: {} of {count} entries", table.len()),
             ));
         }
-        Ok(Idf {
-            docs,
-            table,
-            config,
-        })
+        Ok(Idf::new(docs, table, config))
     }
 }
 

@@ -80,6 +80,9 @@ impl StopWords {
 
     /// True if `token`, lower-cased, is a stop word.
     pub fn contains(&self, token: &str) -> bool {
+        if self.words.is_empty() {
+            return false;
+        }
         let found = |t: &str| self.words.binary_search_by(|w| w.as_str().cmp(t)).is_ok();
         if token.chars().any(char::is_uppercase) {
             found(&token.to_lowercase())
