@@ -441,3 +441,34 @@ fn chinese_poems_duplicates_collide_and_unrelated_poems_are_half_apart() {
     assert!((30.5..=33.0).contains(&mean), "unrelated mean {mean}");
     assert!((3.0..=5.0).contains(&sd), "unrelated sd {sd}");
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(200))]
+
+    /// TF counts every token once; top-K equals a brute-force selection: sort the distinct
+    /// features by (weight descending, first occurrence ascending), keep K, restore order.
+    #[test]
+    fn tf_and_top_k_match_a_brute_force_oracle(
+        words in proptest::collection::vec(0u8..8, 0..40),
+        k in 1usize..10,
+    ) {
+        let doc: Vec<String> = words.iter().map(|w| format!("w{w}")).collect();
+        let text = doc.join(" ");
+        let all = Tokenizer::default().features(&text);
+        proptest::prop_assert_eq!(all.weights.iter().sum::<f32>() as usize, doc.len());
+        let mut firsts: Vec<(usize, &String)> = Vec::new();
+        for (i, w) in doc.iter().enumerate() {
+            if !firsts.iter().any(|(_, x)| *x == w) {
+                firsts.push((i, w));
+            }
+        }
+        let count = |w: &String| doc.iter().filter(|x| *x == w).count() as f32;
+        let mut ranked = firsts.clone();
+        ranked.sort_by(|a, b| count(b.1).total_cmp(&count(a.1)).then(a.0.cmp(&b.0)));
+        ranked.truncate(k);
+        ranked.sort();
+        let want: Vec<String> = ranked.iter().map(|(_, w)| (*w).clone()).collect();
+        let got = tok(Tokenizer::builder().top_k(Some(k))).features(&text);
+        proptest::prop_assert_eq!(got.tokens, want);
+    }
+}
