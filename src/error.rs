@@ -102,6 +102,16 @@ pub enum Error {
         /// What is wrong.
         reason: String,
     },
+    /// A line (or record) of a text input cannot be parsed.
+    #[error("{}:{line}: {reason}", path.display())]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// Line number, 1-based (for CSV, the line where the record starts).
+        line: usize,
+        /// What is wrong, quoting the offending token.
+        reason: String,
+    },
     /// A file was written by an unsupported format version.
     #[error("{}: format version {got} is not supported (this build reads version {expected})", path.display())]
     Version {

@@ -82,6 +82,7 @@ pub mod rng;
 pub mod signature;
 pub mod signers;
 pub mod storage;
+pub mod text;
 pub mod workloads;
 
 pub use error::{Error, Result};

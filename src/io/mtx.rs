@@ -1,0 +1,297 @@
+//! MatrixMarket exchange format (`.mtx`).
+//!
+//! The banner `%%MatrixMarket matrix <format> <field> <symmetry>` (case-insensitive) selects:
+//!
+//! - format `coordinate` (sparse, read as CSR) or `array` (dense, column by column);
+//! - field `real` (or `double`), `integer`, or `pattern` (coordinate only: every entry is 1);
+//!   `complex` is rejected;
+//! - symmetry `general`, `symmetric` or `skew-symmetric` (`hermitian` needs complex values and
+//!   is rejected). A symmetric coordinate file stores one triangle: every off-diagonal entry
+//!   `(i, j, v)` also gives `(j, i, v)` (`(j, i, −v)` when skew), whichever triangle it is in.
+//!   A symmetric array file lists the lower triangle column by column (skew: strictly lower).
+//!
+//! Lines starting with `%` after the banner are comments; blank lines are ignored. The size
+//! line is `rows cols entries` (coordinate) or `rows cols` (array). Coordinate entries are
+//! `i j [value]`, 1-based; duplicates are summed and each row sorted as by
+//! [`sort_and_merge`](crate::signers::sparse::sort_and_merge). Values must be finite as `f32`.
+//!
+//! Errors name the file and line. Under [`OnBadLine::Skip`] a bad coordinate entry is skipped
+//! (and still counts toward the declared number of entries); a bad banner, size line or array
+//! value always fails, as does a file with fewer or more entries than declared.
+
+use std::io::BufReader;
+use std::path::Path;
+
+use ndarray::{Array2, ShapeBuilder};
+
+use super::input::Vectors;
+use super::lines::{BadLines, LineReader, OnBadLine, io_error, parse_error, utf8};
+use super::npy::csr_from_triplets;
+use crate::error::Result;
+
+/// A parsed MatrixMarket file.
+#[derive(Debug)]
+pub struct MatrixMarket {
+    /// A sparse matrix (coordinate format) or a dense one (array format).
+    pub matrix: Vectors,
+    /// Entry lines skipped under [`OnBadLine::Skip`].
+    pub bad: BadLines,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Field {
+    Real,
+    Integer,
+    Pattern,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Symmetry {
+    General,
+    Symmetric,
+    Skew,
+}
+
+fn parse_value(field: Field, tok: Option<&str>) -> std::result::Result<f32, String> {
+    let tok = tok.ok_or("missing value")?;
+    let x = match field {
+        Field::Integer => {
+            tok.parse::<i64>()
+                .map_err(|_| format!("value `{tok}` is not an integer"))? as f64
+        }
+        _ => tok
+            .parse::<f64>()
+            .map_err(|_| format!("value `{tok}` is not a number"))?,
+    };
+    let v = x as f32;
+    if !v.is_finite() {
+        return Err(format!("value {x} is not finite (as float32)"));
+    }
+    Ok(v)
+}
+
+/// Reads a MatrixMarket file: a coordinate file as CSR, an array file as a dense matrix.
+pub fn read_mtx(path: &Path, on_bad: OnBadLine) -> Result<MatrixMarket> {
+    let file = std::fs::File::open(path).map_err(io_error(path))?;
+    let mut reader = LineReader::new(BufReader::with_capacity(1 << 16, file));
+    let perr = |line: usize, reason: String| parse_error(path, line, reason);
+    let eof = |reader: &LineReader<_>, what: &str| {
+        parse_error(
+            path,
+            reader.line() + 1,
+            format!("unexpected end of file: {what}"),
+        )
+    };
+
+    // Banner.
+    let (line, banner) = reader
+        .next_line()
+        .map_err(io_error(path))?
+        .ok_or_else(|| perr(1, "empty file: no %%MatrixMarket banner".into()))?;
+    let banner = utf8(path, line, banner)?.to_ascii_lowercase();
+    let words: Vec<&str> = banner.split_ascii_whitespace().collect();
+    if words.first() != Some(&"%%matrixmarket") {
+        return Err(perr(line, "missing the `%%MatrixMarket` banner".into()));
+    }
+    if words.len() != 5 || words[1] != "matrix" {
+        return Err(perr(
+            line,
+            format!(
+                "banner `{banner}`: expected `%%MatrixMarket matrix <format> <field> <symmetry>`"
+            ),
+        ));
+    }
+    let coordinate = match words[2] {
+        "coordinate" => true,
+        "array" => false,
+        f => return Err(perr(line, format!("unknown format `{f}`"))),
+    };
+    let field = match words[3] {
+        "real" | "double" => Field::Real,
+        "integer" => Field::Integer,
+        "pattern" if coordinate => Field::Pattern,
+        "pattern" => {
+            return Err(perr(
+                line,
+                "`pattern` is only valid in coordinate format".into(),
+            ));
+        }
+        "complex" => return Err(perr(line, "complex matrices are not supported".into())),
+        f => return Err(perr(line, format!("unknown field `{f}`"))),
+    };
+    let symmetry = match words[4] {
+        "general" => Symmetry::General,
+        "symmetric" => Symmetry::Symmetric,
+        "skew-symmetric" => Symmetry::Skew,
+        "hermitian" => {
+            return Err(perr(
+                line,
+                "hermitian matrices (complex) are not supported".into(),
+            ));
+        }
+        s => return Err(perr(line, format!("unknown symmetry `{s}`"))),
+    };
+
+    // Next non-comment, non-blank line, as text.
+    macro_rules! next_data_line {
+        () => {{
+            loop {
+                match reader.next_line().map_err(io_error(path))? {
+                    None => break None,
+                    Some((n, b)) => {
+                        let t = utf8(path, n, b)?.trim();
+                        if !t.is_empty() && !t.starts_with('%') {
+                            break Some((n, t.to_string()));
+                        }
+                    }
+                }
+            }
+        }};
+    }
+
+    let (line, size) = next_data_line!().ok_or_else(|| eof(&reader, "no size line"))?;
+    let nums: Vec<usize> = size
+        .split_ascii_whitespace()
+        .map(|t| t.parse::<usize>())
+        .collect::<std::result::Result<_, _>>()
+        .map_err(|_| {
+            perr(
+                line,
+                format!("size line `{size}` is not non-negative integers"),
+            )
+        })?;
+    let want = if coordinate { 3 } else { 2 };
+    if nums.len() != want {
+        return Err(perr(
+            line,
+            format!(
+                "size line `{size}`: expected {want} numbers ({})",
+                if coordinate {
+                    "rows cols entries"
+                } else {
+                    "rows cols"
+                }
+            ),
+        ));
+    }
+    let (rows, cols) = (nums[0], nums[1]);
+    if symmetry != Symmetry::General && rows != cols {
+        return Err(perr(
+            line,
+            format!("a symmetric matrix must be square, not {rows} × {cols}"),
+        ));
+    }
+    let mut bad = BadLines::default();
+
+    if !coordinate {
+        let mut a = Array2::<f32>::zeros((rows, cols).f());
+        // Positions (i, j) in file order.
+        let mut positions = (0..cols).flat_map(|j| {
+            let from = match symmetry {
+                Symmetry::General => 0,
+                Symmetry::Symmetric => j,
+                Symmetry::Skew => j + 1,
+            };
+            (from..rows).map(move |i| (i, j))
+        });
+        let total = positions.clone().count();
+        let mut read = 0;
+        while let Some((n, t)) = next_data_line!() {
+            let (i, j) = positions.next().ok_or_else(|| {
+                perr(
+                    n,
+                    format!("more values than the {total} of a {rows} × {cols} array"),
+                )
+            })?;
+            let mut toks = t.split_ascii_whitespace();
+            let v = parse_value(field, toks.next()).map_err(|r| perr(n, r))?;
+            if toks.next().is_some() {
+                return Err(perr(n, format!("`{t}`: expected one value per line")));
+            }
+            a[(i, j)] = v;
+            match symmetry {
+                Symmetry::General => {}
+                Symmetry::Symmetric => a[(j, i)] = v,
+                Symmetry::Skew => a[(j, i)] = -v,
+            }
+            read += 1;
+        }
+        if read != total {
+            return Err(eof(&reader, &format!("{read} of {total} values")));
+        }
+        return Ok(MatrixMarket {
+            matrix: Vectors::Dense(a.as_standard_layout().into_owned()),
+            bad,
+        });
+    }
+
+    let nnz = nums[2];
+    if cols > u32::MAX as usize + 1 {
+        return Err(perr(
+            line,
+            format!("{cols} columns do not fit 32-bit column indices"),
+        ));
+    }
+    let cap = nnz.min(1 << 24) * if symmetry == Symmetry::General { 1 } else { 2 };
+    let (mut r, mut c, mut v) = (
+        Vec::with_capacity(cap),
+        Vec::with_capacity(cap),
+        Vec::with_capacity(cap),
+    );
+    let mut seen = 0usize;
+    while let Some((n, t)) = next_data_line!() {
+        if seen == nnz {
+            return Err(perr(n, format!("more entries than the {nnz} declared")));
+        }
+        seen += 1;
+        let entry = (|| {
+            let mut toks = t.split_ascii_whitespace();
+            let mut index = |what: &str, max: usize| -> std::result::Result<usize, String> {
+                let tok = toks.next().ok_or(format!("missing {what} index"))?;
+                match tok.parse::<usize>() {
+                    Ok(x) if (1..=max).contains(&x) => Ok(x - 1),
+                    Ok(x) => Err(format!("{what} index {x} is out of range 1..={max}")),
+                    Err(_) => Err(format!("{what} index `{tok}` is not a positive integer")),
+                }
+            };
+            let i = index("row", rows)?;
+            let j = index("column", cols)?;
+            let x = if field == Field::Pattern {
+                1.0
+            } else {
+                parse_value(field, toks.next())?
+            };
+            if let Some(extra) = toks.next() {
+                return Err(format!("unexpected token `{extra}` after the entry"));
+            }
+            if symmetry == Symmetry::Skew && i == j {
+                return Err(format!(
+                    "diagonal entry ({}, {}) in a skew-symmetric matrix",
+                    i + 1,
+                    j + 1
+                ));
+            }
+            Ok((i, j, x))
+        })();
+        match entry {
+            Ok((i, j, x)) => {
+                r.push(i);
+                c.push(j);
+                v.push(x);
+                if i != j && symmetry != Symmetry::General {
+                    r.push(j);
+                    c.push(i);
+                    v.push(if symmetry == Symmetry::Skew { -x } else { x });
+                }
+            }
+            Err(reason) => bad.handle(on_bad, perr(n, reason))?,
+        }
+    }
+    if seen != nnz {
+        return Err(eof(&reader, &format!("{seen} of {nnz} declared entries")));
+    }
+    Ok(MatrixMarket {
+        matrix: Vectors::Sparse(csr_from_triplets(rows, cols, &r, &c, &v)),
+        bad,
+    })
+}

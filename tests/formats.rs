@@ -1,0 +1,1010 @@
+//! Input formats: round trips and golden parses of small files written here, and typed errors
+//! naming the file and the line, row, member or byte for malformed input.
+
+use std::io::{Cursor, Write};
+use std::path::{Path, PathBuf};
+
+use ndarray::{Array1, Array2, ShapeBuilder, array};
+use ndarray_npy::{NpzWriter, WriteNpyExt};
+use simlsh::io::{
+    BadLines, Csr, IndexBase, InputFormat, OnBadLine, SvmlightOptions, TextOptions, VectorOptions,
+    Vectors, documents, read_documents, read_mtx, read_npy_dense, read_npz_csr,
+    read_signatures_npy, read_svmlight, read_vectors, write_signatures_npy,
+};
+use simlsh::rng::Rng;
+use simlsh::signers::HashingTrick;
+use simlsh::{Error, SignatureMatrix, Signer};
+use zip::CompressionMethod;
+use zip::write::SimpleFileOptions;
+
+fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("simlsh-formats-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d.join(name)
+}
+
+fn write(name: &str, bytes: impl AsRef<[u8]>) -> PathBuf {
+    let p = tmp(name);
+    std::fs::write(&p, bytes).unwrap();
+    p
+}
+
+fn npy_bytes<A: ndarray_npy::WritableElement, D: ndarray::Dimension>(
+    a: &ndarray::Array<A, D>,
+) -> Vec<u8> {
+    let mut v = Vec::new();
+    a.write_npy(&mut v).unwrap();
+    v
+}
+
+/// A version 1.0 `.npy` image with a header written by hand as NumPy does (dict, spaces, a
+/// final newline, total header a multiple of 64 bytes).
+fn npy_raw(descr: &str, shape: &str, data: &[u8]) -> Vec<u8> {
+    let dict = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape}, }}");
+    let mut h = dict.into_bytes();
+    while (10 + h.len() + 1) % 64 != 0 {
+        h.push(b' ');
+    }
+    h.push(b'\n');
+    let mut v = b"\x93NUMPY\x01\x00".to_vec();
+    v.extend((h.len() as u16).to_le_bytes());
+    v.extend(h);
+    v.extend_from_slice(data);
+    v
+}
+
+/// A zip archive of `(name, bytes)` members, stored or deflated.
+fn zip_of(members: &[(&str, Vec<u8>)], compressed: bool) -> Vec<u8> {
+    let mut z = zip::ZipWriter::new(Cursor::new(Vec::new()));
+    let method = if compressed {
+        CompressionMethod::Deflated
+    } else {
+        CompressionMethod::Stored
+    };
+    for (name, bytes) in members {
+        z.start_file(
+            *name,
+            SimpleFileOptions::default().compression_method(method),
+        )
+        .unwrap();
+        z.write_all(bytes).unwrap();
+    }
+    z.finish().unwrap().into_inner()
+}
+
+/// The members of `scipy.sparse.save_npz` for a CSR or CSC matrix, in scipy's order:
+/// `indices` (int32), `indptr` (int32), `format` (`|S3`), `shape` (int64), `data` (float64).
+fn scipy_members(
+    format: &str,
+    shape: (i64, i64),
+    indptr: &[i32],
+    indices: &[i32],
+    data: &[f64],
+) -> Vec<(&'static str, Vec<u8>)> {
+    vec![
+        ("indices.npy", npy_bytes(&Array1::from(indices.to_vec()))),
+        ("indptr.npy", npy_bytes(&Array1::from(indptr.to_vec()))),
+        ("format.npy", npy_raw("|S3", "()", format.as_bytes())),
+        ("shape.npy", npy_bytes(&array![shape.0, shape.1])),
+        ("data.npy", npy_bytes(&Array1::from(data.to_vec()))),
+    ]
+}
+
+fn dense(m: &Csr) -> Array2<f32> {
+    m.to_dense()
+}
+
+fn msg(e: &Error) -> String {
+    e.to_string()
+}
+
+fn assert_parse_error(e: Error, path: &Path, line: usize, needle: &str) {
+    let s = e.to_string();
+    match e {
+        Error::Parse {
+            path: p, line: l, ..
+        } => {
+            assert_eq!(p, path, "{s}");
+            assert_eq!(l, line, "{s}");
+        }
+        other => panic!("expected a parse error at line {line}, got {other:?}"),
+    }
+    assert!(s.contains(needle), "`{s}` lacks `{needle}`");
+    assert!(
+        s.starts_with(&format!("{}:{line}: ", path.display())),
+        "`{s}` does not start with the file and line"
+    );
+}
+
+fn assert_format_error(e: Error, path: &Path, needles: &[&str]) {
+    let s = e.to_string();
+    match &e {
+        Error::Format { path: p, .. } => assert_eq!(p, path, "{s}"),
+        other => panic!("expected a format error, got {other:?}"),
+    }
+    for n in needles {
+        assert!(s.contains(n), "`{s}` lacks `{n}`");
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// .npy
+
+#[test]
+fn npy_dense_round_trips_f32_f64_c_and_fortran_order() {
+    let mut rng = Rng::new(5);
+    let a = Array2::from_shape_fn((7, 5), |_| rng.gaussian() as f32);
+    let p = write("a32.npy", npy_bytes(&a));
+    assert_eq!(read_npy_dense(&p).unwrap(), a);
+
+    // float64 in Fortran order: values rounded to f32, result in C order.
+    let a64 = Array2::from_shape_fn((4, 3).f(), |(i, j)| (i as f64) * 0.1 + j as f64 / 3.0);
+    let bytes = npy_bytes(&a64);
+    assert!(String::from_utf8_lossy(&bytes[..128]).contains("'fortran_order': True"));
+    let p = write("a64f.npy", bytes);
+    let got = read_npy_dense(&p).unwrap();
+    assert!(got.is_standard_layout());
+    assert_eq!(got, a64.mapv(|x| x as f32));
+
+    // Big-endian float32, written by hand.
+    let data: Vec<u8> = [1.5f32, -2.0, 0.25, 8.0]
+        .iter()
+        .flat_map(|x| x.to_be_bytes())
+        .collect();
+    let p = write("be.npy", npy_raw(">f4", "(2, 2)", &data));
+    assert_eq!(
+        read_npy_dense(&p).unwrap(),
+        array![[1.5f32, -2.0], [0.25, 8.0]]
+    );
+
+    // Through the format dispatcher.
+    let p = write("via.npy", npy_bytes(&a));
+    let f = InputFormat::from_path(&p).unwrap();
+    let v = read_vectors(&p, f, &VectorOptions::default()).unwrap();
+    assert!(matches!(v.vectors, Vectors::Dense(ref d) if d == a));
+}
+
+#[test]
+fn npy_errors_name_the_file_and_the_byte_row_or_dtype() {
+    let a = Array2::from_shape_fn((10, 4), |(i, j)| (i * 4 + j) as f32);
+    let full = npy_bytes(&a);
+    let header = full.len() - 160;
+    let p = write("trunc.npy", &full[..full.len() - 6]);
+    assert_format_error(
+        read_npy_dense(&p).unwrap_err(),
+        &p,
+        &[
+            "truncated",
+            &format!("from byte {header}"),
+            &format!("ends at byte {}", full.len() - 6),
+            "6 bytes missing",
+        ],
+    );
+    let p = write("trunc_header.npy", &full[..20]);
+    assert_format_error(read_npy_dense(&p).unwrap_err(), &p, &["header"]);
+    let p = write("extra.npy", [&full[..], b"xx"].concat());
+    assert_format_error(read_npy_dense(&p).unwrap_err(), &p, &["2 unexpected bytes"]);
+
+    let p = write("int.npy", npy_bytes(&array![[1i32, 2], [3, 4]]));
+    assert_format_error(
+        read_npy_dense(&p).unwrap_err(),
+        &p,
+        &["int32", "float32 or float64"],
+    );
+    let p = write("u64.npy", npy_bytes(&array![[1u64, 2]]));
+    assert_format_error(
+        read_npy_dense(&p).unwrap_err(),
+        &p,
+        &["uint64", "signatures"],
+    );
+    let p = write("1d.npy", npy_bytes(&array![1.0f32, 2.0]));
+    assert_format_error(read_npy_dense(&p).unwrap_err(), &p, &["(2,)", "2-D"]);
+
+    let p = write("big.npy", npy_bytes(&array![[1.0f64, 2.0], [3.0, 1e300]]));
+    assert_format_error(
+        read_npy_dense(&p).unwrap_err(),
+        &p,
+        &["row 1, column 1", "not finite"],
+    );
+    let p = write("nan.npy", npy_bytes(&array![[1.0f32, f32::NAN]]));
+    assert_format_error(read_npy_dense(&p).unwrap_err(), &p, &["row 0, column 1"]);
+    let p = write("foreign.npy", b"PK\x03\x04 definitely not numpy");
+    assert_format_error(read_npy_dense(&p).unwrap_err(), &p, &["not a .npy file"]);
+    let p = write("empty.npy", b"");
+    assert_format_error(read_npy_dense(&p).unwrap_err(), &p, &["empty"]);
+    let missing = tmp("does-not-exist.npy");
+    assert!(matches!(read_npy_dense(&missing), Err(Error::Io { path, .. }) if path == missing));
+}
+
+// ---------------------------------------------------------------------------------------
+// Signatures as .npy
+
+fn random_sigs(bits: usize, n: usize, seed: u64) -> SignatureMatrix {
+    let s = HashingTrick::builder()
+        .bits(bits)
+        .seed(seed)
+        .build()
+        .unwrap();
+    let toks: Vec<String> = (0..n).map(|i| format!("doc{i}")).collect();
+    let mut m = SignatureMatrix::new(bits).unwrap();
+    for t in &toks {
+        m.push(&s.sign_tokens(&[t.as_str()], &[1.0]).unwrap())
+            .unwrap();
+    }
+    m
+}
+
+#[test]
+fn signatures_npy_round_trip_memory_mapped_and_numpy_compatible() {
+    for bits in [1, 64, 100, 256] {
+        let m = random_sigs(bits, 37, bits as u64);
+        let p = tmp(&format!("sigs{bits}.npy"));
+        write_signatures_npy(&p, &m).unwrap();
+        let got = read_signatures_npy(&p, Some(bits)).unwrap();
+        assert_eq!(got.bits(), bits);
+        assert_eq!(got.as_slice(), m.as_slice());
+        assert!(
+            got.storage().is_mapped(),
+            "a little-endian C-order file is mapped"
+        );
+        // Any .npy reader sees an N × words uint64 array.
+        let arr: Array2<u64> =
+            ndarray_npy::ReadNpyExt::read_npy(std::fs::File::open(&p).unwrap()).unwrap();
+        assert_eq!(arr, m.to_array2());
+        // Unknown width: 64 · words.
+        let w = read_signatures_npy(&p, None).unwrap();
+        assert_eq!(w.bits(), 64 * m.words_per_row());
+        assert_eq!(w.as_slice(), m.as_slice());
+    }
+    // A 1-D uint64 array is N × 1 (64-bit codes).
+    let codes = array![1u64, u64::MAX, 0];
+    let p = write("codes1d.npy", npy_bytes(&codes));
+    let got = read_signatures_npy(&p, None).unwrap();
+    assert_eq!((got.len(), got.bits()), (3, 64));
+    assert_eq!(got.as_slice(), codes.as_slice().unwrap());
+    // Fortran order is transposed back.
+    let f = Array2::from_shape_vec((2, 3).f(), vec![1u64, 2, 3, 4, 5, 6]).unwrap();
+    let p = write("sigs_f.npy", npy_bytes(&f));
+    let got = read_signatures_npy(&p, Some(192)).unwrap();
+    assert_eq!(got.to_array2(), f);
+}
+
+#[test]
+fn signatures_npy_checks_dtype_width_and_padding() {
+    let p = write("sig_f32.npy", npy_bytes(&array![[1.0f32]]));
+    assert_format_error(
+        read_signatures_npy(&p, None).unwrap_err(),
+        &p,
+        &["float32", "uint64"],
+    );
+    let p = write("sig_i64.npy", npy_bytes(&array![[1i64]]));
+    assert_format_error(read_signatures_npy(&p, None).unwrap_err(), &p, &["int64"]);
+
+    let m = random_sigs(128, 5, 1);
+    let p = tmp("sig128.npy");
+    write_signatures_npy(&p, &m).unwrap();
+    assert_format_error(
+        read_signatures_npy(&p, Some(64)).unwrap_err(),
+        &p,
+        &["f = 64 needs 1 words", "has 2"],
+    );
+    // 128-bit random codes have bits above 100 set: reading them as 100-bit codes fails,
+    // naming the first offending row.
+    let first = m.rows().position(|r| r[1] >> 36 != 0).unwrap();
+    assert_format_error(
+        read_signatures_npy(&p, Some(100)).unwrap_err(),
+        &p,
+        &[
+            &format!("row {first}:"),
+            "beyond the signature width f = 100",
+        ],
+    );
+    let bytes = std::fs::read(&p).unwrap();
+    let p = write("sig_trunc.npy", &bytes[..bytes.len() - 3]);
+    assert_format_error(
+        read_signatures_npy(&p, None).unwrap_err(),
+        &p,
+        &["truncated"],
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// SciPy sparse .npz
+
+/// The matrix of the scipy-layout tests:
+/// ```text
+/// [[0, 2, 0, 1],
+///  [0, 0, 0, 0],
+///  [3, 0, 0, 4]]
+/// ```
+fn golden() -> Array2<f32> {
+    array![[0., 2., 0., 1.], [0., 0., 0., 0.], [3., 0., 0., 4.]]
+}
+
+#[test]
+fn npz_in_scipy_layout_parses_csr_csc_and_coo_stored_or_deflated() {
+    for compressed in [false, true] {
+        let members = scipy_members(
+            "csr",
+            (3, 4),
+            &[0, 2, 2, 4],
+            &[1, 3, 0, 3],
+            &[2., 1., 3., 4.],
+        );
+        let p = write(
+            &format!("csr{compressed}.npz"),
+            zip_of(&members, compressed),
+        );
+        let m = read_npz_csr(&p).unwrap();
+        assert!(m.is_csr());
+        assert_eq!(dense(&m), golden());
+        assert_eq!(m.indptr().raw_storage(), &[0, 2, 2, 4]);
+
+        // CSC of the same matrix: columns 0: (2, 3); 1: (0, 2); 2: -; 3: (0, 1), (2, 4).
+        let members = scipy_members(
+            "csc",
+            (3, 4),
+            &[0, 1, 2, 2, 4],
+            &[2, 0, 0, 2],
+            &[3., 2., 1., 4.],
+        );
+        let p = write(
+            &format!("csc{compressed}.npz"),
+            zip_of(&members, compressed),
+        );
+        assert_eq!(
+            read_npz_csr(&p).unwrap(),
+            read_npz_csr(&tmp(&format!("csr{compressed}.npz"))).unwrap()
+        );
+
+        // COO with a duplicate entry (summed) and unsorted order.
+        let coo = vec![
+            ("row.npy", npy_bytes(&array![2i32, 0, 2, 0, 2])),
+            ("col.npy", npy_bytes(&array![3i32, 1, 0, 3, 3])),
+            ("format.npy", npy_raw("|S3", "()", b"coo")),
+            ("shape.npy", npy_bytes(&array![3i64, 4])),
+            ("data.npy", npy_bytes(&array![1.5f64, 2., 3., 1., 2.5])),
+        ];
+        let p = write(&format!("coo{compressed}.npz"), zip_of(&coo, compressed));
+        assert_eq!(dense(&read_npz_csr(&p).unwrap()), golden());
+    }
+}
+
+#[test]
+fn npz_sorts_rows_sums_duplicates_and_takes_int64_f32_and_str_format() {
+    // Row 0 has indices [3, 1, 3] (unsorted, duplicate 3: 0.5 + 0.5), row 2 [3, 0].
+    let members = vec![
+        ("indices.npy", npy_bytes(&array![3i64, 1, 3, 3, 0])),
+        ("indptr.npy", npy_bytes(&array![0i64, 3, 3, 5])),
+        // A `<U3` format, as a str array would be saved.
+        (
+            "format.npy",
+            npy_raw(
+                "<U3",
+                "()",
+                &"csr"
+                    .chars()
+                    .flat_map(|c| (c as u32).to_le_bytes())
+                    .collect::<Vec<_>>(),
+            ),
+        ),
+        ("shape.npy", npy_bytes(&array![3i64, 4])),
+        ("data.npy", npy_bytes(&array![0.5f32, 2., 0.5, 4., 3.])),
+    ];
+    let p = write("unsorted.npz", zip_of(&members, true));
+    let m = read_npz_csr(&p).unwrap();
+    assert_eq!(dense(&m), golden());
+    assert_eq!(m.indices(), &[1, 3, 0, 3]);
+    assert_eq!(m.data(), &[2., 1., 3., 4.]);
+    // Signing the sparse input equals signing the dense one.
+    let s = HashingTrick::builder().bits(128).seed(2).build().unwrap();
+    assert_eq!(
+        s.sign_csr(m.view()).unwrap(),
+        s.sign_dense(&golden()).unwrap()
+    );
+}
+
+#[test]
+fn npz_written_by_ndarray_npy_without_a_format_is_rejected_naming_members() {
+    let mut w = NpzWriter::new_compressed(Cursor::new(Vec::new()));
+    w.add_array("data", &array![1.0f64]).unwrap();
+    w.add_array("indices", &array![0i32]).unwrap();
+    w.add_array("indptr", &array![0i32, 1]).unwrap();
+    w.add_array("shape", &array![1i64, 1]).unwrap();
+    let p = write("noformat.npz", w.finish().unwrap().into_inner());
+    assert_format_error(
+        read_npz_csr(&p).unwrap_err(),
+        &p,
+        &["no `format` array", "save_npz", "`indptr.npy`"],
+    );
+}
+
+#[test]
+fn npz_structural_errors_name_the_member_and_row() {
+    let bad = |name: &str, members: Vec<(&str, Vec<u8>)>, needles: &[&str]| {
+        let p = write(name, zip_of(&members, false));
+        assert_format_error(read_npz_csr(&p).unwrap_err(), &p, needles);
+    };
+    bad(
+        "nonmono.npz",
+        scipy_members(
+            "csr",
+            (3, 4),
+            &[0, 2, 1, 4],
+            &[1, 3, 0, 3],
+            &[2., 1., 3., 4.],
+        ),
+        &[
+            "`indptr` is not monotone",
+            "indptr[2] = 1 < indptr[1] = 2",
+            "row 1",
+        ],
+    );
+    bad(
+        "ptrlen.npz",
+        scipy_members("csr", (3, 4), &[0, 2, 4], &[1, 3, 0, 3], &[2., 1., 3., 4.]),
+        &["`indptr`", "3 entries, expected 4"],
+    );
+    bad(
+        "ptr0.npz",
+        scipy_members(
+            "csr",
+            (3, 4),
+            &[1, 2, 2, 4],
+            &[1, 3, 0, 3],
+            &[2., 1., 3., 4.],
+        ),
+        &["starts at 1"],
+    );
+    bad(
+        "ptrend.npz",
+        scipy_members(
+            "csr",
+            (3, 4),
+            &[0, 2, 2, 5],
+            &[1, 3, 0, 3],
+            &[2., 1., 3., 4.],
+        ),
+        &["`indices`", "indptr ends at 5"],
+    );
+    bad(
+        "range.npz",
+        scipy_members(
+            "csr",
+            (3, 4),
+            &[0, 2, 2, 4],
+            &[1, 3, 0, 4],
+            &[2., 1., 3., 4.],
+        ),
+        &["row 2", "column index 4 is out of range", "(3, 4)"],
+    );
+    bad(
+        "datalen.npz",
+        scipy_members("csr", (3, 4), &[0, 2, 2, 4], &[1, 3, 0, 3], &[2., 1., 3.]),
+        &["`data`", "3 entries, expected 4"],
+    );
+    bad(
+        "inf.npz",
+        scipy_members(
+            "csr",
+            (3, 4),
+            &[0, 2, 2, 4],
+            &[1, 3, 0, 3],
+            &[2., 1., f64::INFINITY, 4.],
+        ),
+        &["`data`", "row 2, column 0", "not finite"],
+    );
+    bad(
+        "bsr.npz",
+        scipy_members(
+            "bsr",
+            (3, 4),
+            &[0, 2, 2, 4],
+            &[1, 3, 0, 3],
+            &[2., 1., 3., 4.],
+        ),
+        &["`bsr` is not supported", ".tocsr()"],
+    );
+    let mut m = scipy_members(
+        "csr",
+        (3, 4),
+        &[0, 2, 2, 4],
+        &[1, 3, 0, 3],
+        &[2., 1., 3., 4.],
+    );
+    m[0].1 = npy_bytes(&array![1.0f32, 3., 0., 3.]);
+    bad(
+        "idxdtype.npz",
+        m,
+        &["`indices`", "float32", "not an integer type"],
+    );
+    let mut m = scipy_members(
+        "csr",
+        (3, 4),
+        &[0, 2, 2, 4],
+        &[1, 3, 0, 3],
+        &[2., 1., 3., 4.],
+    );
+    let d = m[4].1.clone();
+    m[4].1 = d[..d.len() - 4].to_vec();
+    bad("memtrunc.npz", m, &["member `data`", "truncated"]);
+
+    let full = zip_of(
+        &scipy_members(
+            "csr",
+            (3, 4),
+            &[0, 2, 2, 4],
+            &[1, 3, 0, 3],
+            &[2., 1., 3., 4.],
+        ),
+        true,
+    );
+    let p = write("ziptrunc.npz", &full[..full.len() / 2]);
+    assert_format_error(
+        read_npz_csr(&p).unwrap_err(),
+        &p,
+        &["not an .npz (zip) archive"],
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// SVMlight
+
+#[test]
+fn svmlight_golden_parse_one_based_with_comments_qid_and_unsorted_indices() {
+    let p = write(
+        "golden.svm",
+        "# a comment line\n\
+         1 1:0.5 3:2 # trailing comment\n\
+         -1 qid:3 2:1.5 2:0.5 1:1\n\
+         0\n\
+         \n\
+         +1.5 4:1e-3\n",
+    );
+    let s = read_svmlight(&p, &SvmlightOptions::default()).unwrap();
+    assert!(!s.zero_based);
+    assert_eq!(s.labels, vec![1.0, -1.0, 0.0, 1.5]);
+    assert_eq!(s.lines, vec![2, 3, 4, 6]);
+    assert_eq!(
+        dense(&s.matrix),
+        array![
+            [0.5, 0., 2., 0.],
+            [1., 2., 0., 0.],
+            [0., 0., 0., 0.],
+            [0., 0., 0., 1e-3]
+        ]
+    );
+    // Auto-detection: an index 0 makes the file 0-based.
+    let p = write("zero.svm", "1 0:1 2:2\n2 1:3\n");
+    let s = read_svmlight(&p, &SvmlightOptions::default()).unwrap();
+    assert!(s.zero_based);
+    assert_eq!(dense(&s.matrix), array![[1., 0., 2.], [0., 3., 0.]]);
+    // Forced bases.
+    let one = SvmlightOptions {
+        base: IndexBase::One,
+        ..Default::default()
+    };
+    assert_parse_error(
+        read_svmlight(&p, &one).unwrap_err(),
+        &p,
+        1,
+        "index 0 in a 1-based file",
+    );
+    let p = write("nozero.svm", "1 1:1 3:2\n");
+    let zero = SvmlightOptions {
+        base: IndexBase::Zero,
+        dim: Some(10),
+        ..Default::default()
+    };
+    let s = read_svmlight(&p, &zero).unwrap();
+    assert_eq!(s.matrix.cols(), 10);
+    assert_eq!(s.matrix.indices(), &[1, 3]);
+}
+
+#[test]
+fn svmlight_bad_lines_fail_or_are_skipped_and_counted() {
+    let text = "1 1:1 2:2\n-1 1:1 3:abc\n1 x\n1 2:1\nfoo 1:1\n1 -3:1\n";
+    let p = write("bad.svm", text);
+    let e = read_svmlight(&p, &SvmlightOptions::default()).unwrap_err();
+    assert_parse_error(e, &p, 2, "`3:abc`: value `abc` is not a number");
+    let skip = SvmlightOptions {
+        on_bad: OnBadLine::Skip,
+        ..Default::default()
+    };
+    let s = read_svmlight(&p, &skip).unwrap();
+    assert_eq!(s.lines, vec![1, 4]);
+    assert_eq!(s.bad.count, 4);
+    let lines: Vec<usize> = s
+        .bad
+        .first
+        .iter()
+        .map(|e| match e {
+            Error::Parse { line, .. } => *line,
+            _ => 0,
+        })
+        .collect();
+    assert_eq!(lines, vec![2, 3, 5, 6]);
+    assert!(msg(&s.bad.first[1]).contains("`x` is not `index:value`"));
+    assert!(msg(&s.bad.first[2]).contains("label `foo`"));
+    // Out of range for a given dimension.
+    let p = write("dim.svm", "1 1:1\n1 5:1\n");
+    let opts = SvmlightOptions {
+        dim: Some(4),
+        ..Default::default()
+    };
+    assert_parse_error(
+        read_svmlight(&p, &opts).unwrap_err(),
+        &p,
+        2,
+        "out of range for 4 columns",
+    );
+    let p = write("inf.svm", "1 1:1e39\n");
+    assert_parse_error(
+        read_svmlight(&p, &SvmlightOptions::default()).unwrap_err(),
+        &p,
+        1,
+        "not finite",
+    );
+}
+
+#[test]
+fn svmlight_round_trips_random_sparse_rows() {
+    let mut rng = Rng::new(11);
+    let (n, d) = (60, 300);
+    let mut text = String::new();
+    let mut want = Array2::<f32>::zeros((n, d));
+    for i in 0..n {
+        let mut cols: Vec<usize> = (0..rng.below(12) as usize)
+            .map(|_| rng.below(d as u64) as usize)
+            .collect();
+        cols.sort();
+        cols.dedup();
+        text.push_str(&format!("{}", i % 3));
+        for c in cols {
+            let v = rng.gaussian() as f32;
+            want[(i, c)] = v;
+            text.push_str(&format!(" {}:{v}", c + 1));
+        }
+        text.push('\n');
+    }
+    let p = write("rt.svm", &text);
+    let opts = SvmlightOptions {
+        base: IndexBase::One,
+        dim: Some(d),
+        ..Default::default()
+    };
+    let s = read_svmlight(&p, &opts).unwrap();
+    assert_eq!(dense(&s.matrix), want);
+    let v = read_vectors(
+        &p,
+        "libsvm".parse().unwrap(),
+        &VectorOptions {
+            base: IndexBase::One,
+            dim: Some(d),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(v.labels.unwrap().len(), n);
+    assert!(matches!(v.vectors, Vectors::Sparse(ref m) if dense(m) == want));
+}
+
+// ---------------------------------------------------------------------------------------
+// MatrixMarket
+
+#[test]
+fn mtx_coordinate_and_array_golden_parses() {
+    let p = write(
+        "g.mtx",
+        "%%MatrixMarket matrix coordinate real general\n% comment\n\n3 4 5\n1 2 2.0\n3 4 1.5\n1 4 1\n3 1 3e0\n3 4 2.5\n",
+    );
+    let m = read_mtx(&p, OnBadLine::Fail).unwrap();
+    assert!(matches!(m.matrix, Vectors::Sparse(ref s) if dense(s) == golden()));
+
+    let p = write(
+        "sym.mtx",
+        "%%MatrixMarket matrix coordinate integer symmetric\n3 3 3\n1 1 5\n3 1 -2\n3 2 7\n",
+    );
+    let m = read_mtx(&p, OnBadLine::Fail).unwrap();
+    let want = array![[5., 0., -2.], [0., 0., 7.], [-2., 7., 0.]];
+    assert!(matches!(m.matrix, Vectors::Sparse(ref s) if dense(s) == want));
+
+    let p = write(
+        "skew.mtx",
+        "%%MatrixMarket matrix coordinate real skew-symmetric\n2 2 1\n2 1 3\n",
+    );
+    let m = read_mtx(&p, OnBadLine::Fail).unwrap();
+    assert!(matches!(m.matrix, Vectors::Sparse(ref s) if dense(s) == array![[0., -3.], [3., 0.]]));
+
+    let p = write(
+        "pat.mtx",
+        "%%MATRIXMARKET Matrix Coordinate Pattern General\n2 3 2\n1 3\n2 1\n",
+    );
+    let m = read_mtx(&p, OnBadLine::Fail).unwrap();
+    assert!(
+        matches!(m.matrix, Vectors::Sparse(ref s) if dense(s) == array![[0., 0., 1.], [1., 0., 0.]])
+    );
+
+    // Array: column-major.
+    let p = write(
+        "arr.mtx",
+        "%%MatrixMarket matrix array real general\n2 3\n1\n4\n2\n5\n3\n6\n",
+    );
+    let m = read_mtx(&p, OnBadLine::Fail).unwrap();
+    assert!(matches!(m.matrix, Vectors::Dense(ref a) if a == array![[1., 2., 3.], [4., 5., 6.]]));
+    let p = write(
+        "arrsym.mtx",
+        "%%MatrixMarket matrix array real symmetric\n2 2\n1\n2\n3\n",
+    );
+    let v = read_vectors(
+        &p,
+        InputFormat::from_path(&p).unwrap(),
+        &VectorOptions::default(),
+    )
+    .unwrap();
+    assert!(matches!(v.vectors, Vectors::Dense(ref a) if a == array![[1., 2.], [2., 3.]]));
+}
+
+#[test]
+fn mtx_round_trips_random_sparse_matrices() {
+    let mut rng = Rng::new(4);
+    let (n, d) = (40, 70);
+    let mut want = Array2::<f32>::zeros((n, d));
+    let mut entries = Vec::new();
+    for _ in 0..300 {
+        let (i, j) = (rng.below(n as u64) as usize, rng.below(d as u64) as usize);
+        if want[(i, j)] == 0.0 {
+            let v = rng.gaussian() as f32;
+            want[(i, j)] = v;
+            entries.push(format!("{} {} {v}", i + 1, j + 1));
+        }
+    }
+    let text = format!(
+        "%%MatrixMarket matrix coordinate real general\n{n} {d} {}\n{}\n",
+        entries.len(),
+        entries.join("\n")
+    );
+    let p = write("rt.mtx", text);
+    let m = read_mtx(&p, OnBadLine::Fail).unwrap();
+    assert!(matches!(m.matrix, Vectors::Sparse(ref s) if dense(s) == want));
+}
+
+#[test]
+fn mtx_errors_name_the_line() {
+    let cases: &[(&str, &str, usize, &str)] = &[
+        ("nobanner.mtx", "3 4 1\n1 1 1\n", 1, "banner"),
+        (
+            "complex.mtx",
+            "%%MatrixMarket matrix coordinate complex general\n",
+            1,
+            "complex",
+        ),
+        (
+            "size.mtx",
+            "%%MatrixMarket matrix coordinate real general\n% c\n3 x 1\n",
+            3,
+            "size line",
+        ),
+        (
+            "range.mtx",
+            "%%MatrixMarket matrix coordinate real general\n3 4 2\n1 1 1\n4 1 1\n",
+            4,
+            "row index 4 is out of range 1..=3",
+        ),
+        (
+            "value.mtx",
+            "%%MatrixMarket matrix coordinate real general\n3 4 2\n1 1 1\n2 2 abc\n",
+            4,
+            "value `abc` is not a number",
+        ),
+        (
+            "extra.mtx",
+            "%%MatrixMarket matrix coordinate real general\n3 4 1\n1 1 1\n2 2 2\n",
+            4,
+            "more entries than the 1 declared",
+        ),
+        (
+            "few.mtx",
+            "%%MatrixMarket matrix coordinate real general\n3 4 3\n1 1 1\n2 2 2\n",
+            5,
+            "2 of 3 declared entries",
+        ),
+        (
+            "arrfew.mtx",
+            "%%MatrixMarket matrix array real general\n2 2\n1\n2\n3\n",
+            6,
+            "3 of 4 values",
+        ),
+        (
+            "nonsquare.mtx",
+            "%%MatrixMarket matrix coordinate real symmetric\n2 3 0\n",
+            2,
+            "square",
+        ),
+    ];
+    for &(name, text, line, needle) in cases {
+        let p = write(name, text);
+        assert_parse_error(read_mtx(&p, OnBadLine::Fail).unwrap_err(), &p, line, needle);
+    }
+    // A bad entry can be skipped; it still counts toward the declared number.
+    let p = write(
+        "skip.mtx",
+        "%%MatrixMarket matrix coordinate real general\n2 2 3\n1 1 1\n2 2 oops\n2 1 4\n",
+    );
+    let m = read_mtx(&p, OnBadLine::Skip).unwrap();
+    assert_eq!(m.bad.count, 1);
+    assert!(matches!(m.matrix, Vectors::Sparse(ref s) if dense(s) == array![[1., 0.], [4., 0.]]));
+}
+
+// ---------------------------------------------------------------------------------------
+// .fvecs through the dispatcher
+
+#[test]
+fn bundled_glove_fvecs_reads_through_the_dispatcher() {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("datasets/glove-6B-50d-10k/vectors.fvecs");
+    let f = InputFormat::from_path(&p).unwrap();
+    assert_eq!(f, InputFormat::Fvecs);
+    let v = read_vectors(&p, f, &VectorOptions::default()).unwrap();
+    assert_eq!((v.vectors.rows(), v.vectors.cols()), (10_000, 50));
+    // Text formats are not vectors.
+    assert!(matches!(
+        read_vectors(&p, InputFormat::Csv, &VectorOptions::default()),
+        Err(Error::InvalidParameter { .. })
+    ));
+}
+
+// ---------------------------------------------------------------------------------------
+// Text inputs
+
+fn texts(docs: &[simlsh::io::Document]) -> Vec<(usize, &str)> {
+    docs.iter().map(|d| (d.line, d.text.as_str())).collect()
+}
+
+#[test]
+fn plain_text_is_one_document_per_line() {
+    let p = write("docs.txt", "\u{feff}first line\r\n\nthird  line\nlast");
+    let (docs, bad) = read_documents(&p, InputFormat::Text, &TextOptions::default()).unwrap();
+    assert!(bad.is_empty());
+    assert_eq!(
+        texts(&docs),
+        vec![(1, "first line"), (2, ""), (3, "third  line"), (4, "last")]
+    );
+    let p = write("latin1.txt", b"ok\ncaf\xe9\nok\n");
+    let e = read_documents(&p, InputFormat::Text, &TextOptions::default()).unwrap_err();
+    assert_parse_error(e, &p, 2, "invalid UTF-8");
+}
+
+#[test]
+fn json_lines_take_a_named_field_and_report_bad_lines() {
+    let p = write(
+        "docs.jsonl",
+        "{\"id\": 1, \"body\": \"hello\"}\n\n{\"id\": 2}\n{\"id\": 3, \"body\": 7}\nnot json\n[1]\n{\"body\": \"bye\", \"x\": null}\n",
+    );
+    let opts = TextOptions {
+        field: "body".into(),
+        ..Default::default()
+    };
+    let e = read_documents(&p, InputFormat::JsonLines, &opts).unwrap_err();
+    assert_parse_error(e, &p, 3, "no field `body`");
+    let skip = TextOptions {
+        on_bad: OnBadLine::Skip,
+        ..opts.clone()
+    };
+    let (docs, bad) = read_documents(&p, InputFormat::JsonLines, &skip).unwrap();
+    assert_eq!(texts(&docs), vec![(1, "hello"), (7, "bye")]);
+    assert_eq!(bad.count, 4);
+    let reasons: Vec<String> = bad.first.iter().map(msg).collect();
+    assert!(reasons[0].contains(":3: no field `body`"), "{reasons:?}");
+    assert!(reasons[1].contains(":4: field `body` is a number, not a string"));
+    assert!(
+        reasons[2].contains(":5: not valid JSON (column 2)"),
+        "{reasons:?}"
+    );
+    assert!(reasons[3].contains(":6: not a JSON object but an array"));
+    // The iterator goes on after a bad line.
+    let all: Vec<_> = documents(&p, InputFormat::JsonLines, &opts)
+        .unwrap()
+        .collect();
+    assert_eq!(all.len(), 6);
+    assert_eq!(all.iter().filter(|r| r.is_ok()).count(), 2);
+}
+
+#[test]
+fn csv_takes_a_named_column_with_line_numbers_of_records() {
+    let p = write(
+        "docs.csv",
+        "id,text,extra\n1,plain,x\n2,\"quoted, with comma\nand a newline\",y\n3,\"say \"\"hi\"\"\",z\n",
+    );
+    let (docs, _) = read_documents(&p, InputFormat::Csv, &TextOptions::default()).unwrap();
+    assert_eq!(
+        texts(&docs),
+        vec![
+            (2, "plain"),
+            (3, "quoted, with comma\nand a newline"),
+            (5, "say \"hi\"")
+        ]
+    );
+    let p = write("docs.tsv", "text\tid\nalpha beta\t1\n");
+    let f = InputFormat::from_path(&p).unwrap();
+    let (docs, _) = read_documents(&p, f, &TextOptions::default()).unwrap();
+    assert_eq!(texts(&docs), vec![(2, "alpha beta")]);
+}
+
+#[test]
+fn csv_without_the_column_or_with_ragged_records_is_an_error() {
+    let p = write("nocol.csv", "id,body\n1,hello\n");
+    let e = read_documents(&p, InputFormat::Csv, &TextOptions::default())
+        .err()
+        .unwrap();
+    assert_parse_error(
+        e,
+        &p,
+        1,
+        "no column `text` in the header row (columns: `id`, `body`)",
+    );
+    let p = write("empty.csv", "");
+    let e = read_documents(&p, InputFormat::Csv, &TextOptions::default())
+        .err()
+        .unwrap();
+    assert_parse_error(e, &p, 1, "no header row");
+
+    let p = write(
+        "ragged.csv",
+        b"id,text\n1,a\n2,b,extra\n3,c\n4,d\xff\n5,e\n",
+    );
+    let e = read_documents(&p, InputFormat::Csv, &TextOptions::default()).unwrap_err();
+    assert_parse_error(e, &p, 3, "record has 3 fields, but the header has 2");
+    let skip = TextOptions {
+        on_bad: OnBadLine::Skip,
+        ..Default::default()
+    };
+    let (docs, bad) = read_documents(&p, InputFormat::Csv, &skip).unwrap();
+    assert_eq!(texts(&docs), vec![(2, "a"), (4, "c"), (6, "e")]);
+    assert_eq!(bad.count, 2);
+    assert!(msg(&bad.first[1]).contains(":5: column 2: invalid UTF-8"));
+}
+
+#[test]
+fn bundled_text_datasets_read_completely() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("datasets");
+    let p = root.join("healthtweets-10k/healthtweets-10k.csv");
+    let (docs, bad) = read_documents(
+        &p,
+        InputFormat::from_path(&p).unwrap(),
+        &TextOptions::default(),
+    )
+    .unwrap();
+    assert_eq!((docs.len(), bad.count), (10_000, 0));
+    assert_eq!(docs[0].line, 2);
+    let p = root.join("chinese-poetry-3k/poems.jsonl");
+    let mut it = documents(
+        &p,
+        InputFormat::from_path(&p).unwrap(),
+        &TextOptions::default(),
+    )
+    .unwrap();
+    let mut bad = BadLines::default();
+    let first = it.next_chunk(1000, OnBadLine::Fail, &mut bad).unwrap();
+    let rest = it
+        .next_chunk(usize::MAX, OnBadLine::Fail, &mut bad)
+        .unwrap();
+    assert_eq!((first.len(), rest.len()), (1000, 2500));
+    assert_eq!(rest[0].line, 1001);
+    assert!(first[0].text.starts_with("古洞嵌巖活"));
+}
+
+#[test]
+fn format_names_and_extensions() {
+    assert_eq!(
+        "MTX".parse::<InputFormat>().unwrap(),
+        InputFormat::MatrixMarket
+    );
+    assert_eq!("lines".parse::<InputFormat>().unwrap(), InputFormat::Text);
+    let e = InputFormat::from_path(Path::new("x.parquet")).unwrap_err();
+    assert!(msg(&e).contains("x.parquet") && msg(&e).contains("npy, npz, svmlight"));
+    let e = "parquet".parse::<InputFormat>().unwrap_err();
+    assert!(matches!(e, Error::InvalidParameter { name: "format", .. }));
+    // A vector format is not a text format.
+    let p = write("v.npy", npy_bytes(&array![[1.0f32]]));
+    assert!(documents(&p, InputFormat::Npy, &TextOptions::default()).is_err());
+}

@@ -1,0 +1,474 @@
+//! The text front-end: tokenizers (UAX #29, jieba, mixed, shingles), stop words, weights,
+//! IDF against hand computation and scikit-learn's values, the IDF file, top-K, and corpus
+//! signing (thread-count independence, near duplicates in the bundled Chinese poems).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use simlsh::io::{InputFormat, TextOptions, read_documents};
+use simlsh::signers::{Distribution, HashingTrick, HyperplaneSigner, PooledSigner};
+use simlsh::text::{DfCounter, Idf, Mode, StopWords, Tokenizer, Weighting, idf_key};
+use simlsh::{Error, Signer};
+
+fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("simlsh-text-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d.join(name)
+}
+
+fn tok(b: simlsh::text::TokenizerBuilder) -> Tokenizer {
+    b.build().unwrap()
+}
+
+#[test]
+fn english_words_lowercased_punctuation_and_stop_words_dropped() {
+    let text = "The quick brown fox — jumps over the lazy dog's back, 2 times!";
+    let t = Tokenizer::default();
+    assert_eq!(
+        t.tokens(text),
+        [
+            "the", "quick", "brown", "fox", "jumps", "over", "the", "lazy", "dog's", "back", "2",
+            "times"
+        ]
+    );
+    let t = tok(Tokenizer::builder().stop_words(StopWords::english()));
+    assert_eq!(
+        t.tokens(text),
+        [
+            "quick", "brown", "fox", "jumps", "over", "lazy", "dog's", "back", "2", "times"
+        ]
+    );
+    let t = tok(Tokenizer::builder().lowercase(false).keep_punctuation(true));
+    assert_eq!(
+        t.tokens("Hi, Bob!"),
+        ["Hi", ",", "Bob", "!"],
+        "case kept, punctuation kept, spaces never"
+    );
+    // Stop words match case-insensitively even without lower-casing.
+    let t = tok(Tokenizer::builder()
+        .lowercase(false)
+        .stop_words(StopWords::english()));
+    assert_eq!(t.tokens("The Cat"), ["Cat"]);
+}
+
+#[test]
+fn stop_word_files_are_read_with_comments_and_bad_lines_named() {
+    let p = tmp("stop.txt");
+    std::fs::write(&p, "# my list\n  Foo \n\nbar\n").unwrap();
+    let s = StopWords::from_file(&p).unwrap();
+    assert_eq!(s.words(), ["bar", "foo"]);
+    let t = tok(Tokenizer::builder().stop_words(s.union(&StopWords::english())));
+    assert_eq!(t.tokens("the foo and the baz bar"), ["baz"]);
+    std::fs::write(&p, "ok\ntwo words\n").unwrap();
+    match StopWords::from_file(&p).unwrap_err() {
+        Error::Parse { line, reason, .. } => {
+            assert_eq!(line, 2);
+            assert!(reason.contains("two words"));
+        }
+        e => panic!("{e:?}"),
+    }
+}
+
+#[test]
+fn jieba_segments_chinese_and_auto_mode_mixes_segmenters() {
+    let t = tok(Tokenizer::builder().mode(Mode::Cjk).hmm(false));
+    assert_eq!(
+        t.tokens("我们中出了一个叛徒"),
+        ["我们", "中", "出", "了", "一个", "叛徒"]
+    );
+    // With the HMM (jieba's default), the unknown word 中出 is found.
+    let t = tok(Tokenizer::builder().mode(Mode::Cjk));
+    assert_eq!(
+        t.tokens("我们中出了一个叛徒"),
+        ["我们", "中出", "了", "一个", "叛徒"]
+    );
+    // UAX #29 alone splits Han text into single characters.
+    assert_eq!(
+        Tokenizer::default().tokens("我们中出了"),
+        ["我", "们", "中", "出", "了"]
+    );
+    // Auto: jieba for Han runs, UAX #29 (with its rules for apostrophes and decimals) for the
+    // rest; the full-width punctuation is dropped.
+    let t = tok(Tokenizer::builder().mode(Mode::Auto).hmm(false));
+    assert_eq!(
+        t.tokens("我们中出了一个叛徒！Don't panic: 3.14 apples，今天天气很好"),
+        [
+            "我们",
+            "中",
+            "出",
+            "了",
+            "一个",
+            "叛徒",
+            "don't",
+            "panic",
+            "3.14",
+            "apples",
+            "今天天气",
+            "很",
+            "好"
+        ]
+    );
+}
+
+#[test]
+fn shingles_of_characters_and_words() {
+    let t = tok(Tokenizer::builder().mode(Mode::Chars).ngram(3));
+    assert_eq!(
+        t.tokens("  Hello,\t\tWorld! "),
+        [
+            "hel", "ell", "llo", "lo,", "o, ", ", w", " wo", "wor", "orl", "rld", "ld!"
+        ]
+    );
+    // Grapheme clusters, not code points: é as e + combining accent is one unit.
+    let t = tok(Tokenizer::builder().mode(Mode::Chars).ngram(2));
+    assert_eq!(t.tokens("ce\u{301}!"), ["ce\u{301}", "e\u{301}!"]);
+    // A shingle with no letter or digit is dropped.
+    assert_eq!(t.tokens("a!? b"), ["a!", " b"]);
+    // Shorter than n: one shingle.
+    let t = tok(Tokenizer::builder().mode(Mode::Chars).ngram(5));
+    assert_eq!(t.tokens("abc"), ["abc"]);
+    assert!(t.tokens("  ").is_empty());
+    // Word shingles.
+    let t = tok(Tokenizer::builder().ngram(2));
+    assert_eq!(t.tokens("A b, c!"), ["a b", "b c"]);
+    let t = tok(Tokenizer::builder().mode(Mode::Cjk).hmm(false).ngram(2));
+    assert_eq!(t.tokens("一个叛徒"), ["一个 叛徒"]);
+    assert!(matches!(
+        Tokenizer::builder().ngram(0).build(),
+        Err(Error::InvalidParameter { name: "ngram", .. })
+    ));
+}
+
+#[test]
+fn binary_and_tf_weights_count_distinct_features_in_first_occurrence_order() {
+    let t = Tokenizer::default();
+    let f = t.features("b a a c c c b d");
+    assert_eq!(f.tokens, ["b", "a", "c", "d"]);
+    assert_eq!(f.weights, [2.0, 2.0, 3.0, 1.0]);
+    let t = tok(Tokenizer::builder().weighting(Weighting::Binary));
+    assert_eq!(t.features("b a a c").weights, [1.0; 3]);
+    assert!(t.features(" ,.; ").is_empty());
+}
+
+#[test]
+fn top_k_keeps_the_heaviest_with_ties_broken_by_first_occurrence() {
+    let doc = "b a a c c d";
+    let top = |k| tok(Tokenizer::builder().top_k(Some(k))).features(doc);
+    let f = top(2);
+    assert_eq!(
+        (f.tokens, f.weights),
+        (vec!["a".into(), "c".into()], vec![2.0, 2.0])
+    );
+    let f = top(1);
+    assert_eq!(f.tokens, ["a"], "a and c tie; a occurs first");
+    let f = top(3);
+    assert_eq!(
+        f.tokens,
+        ["b", "a", "c"],
+        "b and d tie; b occurs first; document order kept"
+    );
+    assert_eq!(top(10).tokens, ["b", "a", "c", "d"]);
+    assert!(Tokenizer::builder().top_k(Some(0)).build().is_err());
+}
+
+/// scikit-learn's `TfidfVectorizer` documentation corpus and its `idf_` values
+/// (`smooth_idf=True`): `ln((1 + 4) / (1 + df)) + 1`.
+#[test]
+fn idf_matches_scikit_learn_and_hand_computation() {
+    let corpus = [
+        "This is the first document.",
+        "This document is the second document.",
+        "And this is the third one.",
+        "Is this the first document?",
+    ];
+    let idf = Idf::fit(&Tokenizer::default(), corpus);
+    assert_eq!(idf.docs(), 4);
+    assert_eq!(idf.len(), 9);
+    let sklearn = [
+        ("and", 1.916290731874155),
+        ("document", 1.2231435513142097),
+        ("first", 1.5108256237659907),
+        ("is", 1.0),
+        ("one", 1.916290731874155),
+        ("second", 1.916290731874155),
+        ("the", 1.0),
+        ("third", 1.916290731874155),
+        ("this", 1.0),
+    ];
+    for (w, v) in sklearn {
+        let got = idf.idf(w);
+        assert!(
+            (got - v).abs() <= 4.0 * f64::EPSILON * v,
+            "{w}: {got} vs {v}"
+        );
+    }
+    assert_eq!(idf.df("document"), 3);
+    assert_eq!(idf.df_key(idf_key("first")), 2);
+    // Unseen: df = 0.
+    assert!((idf.idf("zebra") - (5f64.ln() + 1.0)).abs() < 1e-15);
+    // TF-IDF weights: count × idf.
+    let t = tok(Tokenizer::builder().idf(idf.clone()));
+    let f = t.features("document document second");
+    assert_eq!(f.tokens, ["document", "second"]);
+    assert_eq!(
+        f.weights,
+        [
+            (2.0 * 1.2231435513142097f64) as f32,
+            1.916290731874155f64 as f32
+        ]
+    );
+
+    // Hand computation on a small corpus: N = 3, df(a) = 3, df(b) = df(c) = df(d) = 1.
+    let idf = Idf::fit(&Tokenizer::default(), ["a b", "a c", "a a d"]);
+    assert_eq!(
+        idf.entries().len(),
+        4,
+        "one entry per distinct token, repeats counted once"
+    );
+    assert_eq!((idf.df("a"), idf.df("a a")), (3, 0));
+    assert_eq!(idf.idf("a"), 1.0);
+    assert!((idf.idf("b") - (1.0 + 2f64.ln())).abs() < 1e-15);
+    // Entries are sorted by key, keyed by the fixed hash.
+    let mut keys: Vec<u64> = ["a", "b", "c", "d"].iter().map(|t| idf_key(t)).collect();
+    keys.sort();
+    assert_eq!(idf.entries().iter().map(|e| e.0).collect::<Vec<_>>(), keys);
+}
+
+#[test]
+fn idf_counting_is_the_same_one_by_one_in_batches_and_on_any_thread_count() {
+    let docs: Vec<String> = (0..3000)
+        .map(|i| format!("w{} w{} w{} common", i % 7, i % 11, i % 13))
+        .collect();
+    let t = Tokenizer::default();
+    let mut c = DfCounter::new(&t);
+    for d in &docs {
+        c.add(d);
+    }
+    let one = c.finish();
+    assert_eq!(one.df("common"), 3000);
+    assert_eq!(
+        one.df("w3"),
+        (0..3000)
+            .filter(|i| [i % 7, i % 11, i % 13].contains(&3))
+            .count() as u32
+    );
+    for threads in [1, 3] {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
+        assert_eq!(pool.install(|| Idf::fit(&t, &docs)), one);
+    }
+}
+
+#[test]
+fn idf_files_round_trip_and_errors_name_the_line() {
+    let t = tok(Tokenizer::builder()
+        .mode(Mode::Cjk)
+        .stop_words(StopWords::english()));
+    let idf = Idf::fit(&t, ["我们中出了一个叛徒", "今天天气很好", "我们今天"]);
+    let p = tmp("model.idf");
+    idf.save(&p).unwrap();
+    let text = std::fs::read_to_string(&p).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[0], "simlsh-idf 1");
+    assert_eq!(lines[1], "hash xxh3-64 seed 0");
+    assert_eq!(lines[2], format!("tokenizer {}", t.config()));
+    assert_eq!(lines[3], "documents 3");
+    assert_eq!(lines[4], format!("entries {}", idf.len()));
+    let back = Idf::load(&p).unwrap();
+    assert_eq!(back, idf);
+    // Reused on new documents by a tokenizer of the same configuration only.
+    let again = tok(t.to_builder().idf(back.clone()));
+    assert_eq!(again.features("我们").weights, [(back.idf("我们")) as f32]);
+    assert!(matches!(
+        Tokenizer::builder().idf(back).build(),
+        Err(Error::InvalidParameter { name: "idf", .. })
+    ));
+
+    let corrupt = |name: &str, edit: &dyn Fn(&mut Vec<String>)| {
+        let mut l: Vec<String> = lines.iter().map(|s| s.to_string()).collect();
+        edit(&mut l);
+        let p = tmp(name);
+        std::fs::write(&p, l.join("\n") + "\n").unwrap();
+        Idf::load(&p).unwrap_err()
+    };
+    let at = |e: Error| match e {
+        Error::Parse { line, reason, .. } => (line, reason),
+        other => panic!("{other:?}"),
+    };
+    let (line, r) = at(corrupt("magic.idf", &|l| l[0] = "idf 1".into()));
+    assert_eq!(line, 1);
+    assert!(r.contains("not an IDF file"));
+    assert!(matches!(
+        corrupt("version.idf", &|l| l[0] = "simlsh-idf 2".into()),
+        Error::Version {
+            expected: 1,
+            got: 2,
+            ..
+        }
+    ));
+    let (line, r) = at(corrupt("hash.idf", &|l| l[1] = "hash fnv".into()));
+    assert_eq!((line, r.contains("unsupported token hash")), (2, true));
+    let (line, r) = at(corrupt("entry.idf", &|l| l[6] = "xyz 1".into()));
+    assert_eq!((line, r.contains("16 hexadecimal digits")), (7, true));
+    let (line, r) = at(corrupt("df.idf", &|l| {
+        let k = l[5].split(' ').next().unwrap().to_string();
+        l[5] = format!("{k} 4");
+    }));
+    assert_eq!((line, r.contains("df 4 outside 1..=3")), (6, true));
+    let (line, r) = at(corrupt("order.idf", &|l| l.swap(5, 6)));
+    assert_eq!((line, r.contains("increasing")), (7, true));
+    let n = lines.len();
+    let (line, r) = at(corrupt("short.idf", &|l| {
+        l.pop();
+    }));
+    assert_eq!((line, r.contains("unexpected end of file")), (n, true));
+    let (line, r) = at(corrupt("long.idf", &|l| l.push(l[n - 1].clone())));
+    assert_eq!((line, r.contains("more entries")), (n + 1, true));
+}
+
+#[test]
+fn sign_corpus_equals_per_document_signing_on_any_thread_count() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("datasets/healthtweets-10k");
+    let p = root.join("healthtweets-10k.csv");
+    let (docs, _) = read_documents(&p, InputFormat::Csv, &TextOptions::default()).unwrap();
+    let docs: Vec<&str> = docs[..1500].iter().map(|d| d.text.as_str()).collect();
+    let base = tok(Tokenizer::builder().stop_words(StopWords::english()));
+    let t = tok(base
+        .to_builder()
+        .idf(Idf::fit(&base, &docs))
+        .top_k(Some(12)));
+    let hashing = HashingTrick::builder().bits(100).seed(9).build().unwrap();
+    let pooled = PooledSigner::builder().bits(64).seed(9).build().unwrap();
+    let signers: [&dyn Signer; 2] = [&hashing, &pooled];
+    for s in signers {
+        let reference = rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build()
+            .unwrap()
+            .install(|| t.sign_corpus(s, &docs).unwrap());
+        for (i, d) in docs.iter().enumerate().step_by(37) {
+            let f = t.features(d);
+            assert_eq!(
+                reference.get(i),
+                s.sign_tokens(&f.token_refs(), &f.weights).unwrap()
+            );
+            assert_eq!(reference.get(i), t.sign(s, d).unwrap());
+        }
+        for threads in [2, 3, 4] {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            assert_eq!(pool.install(|| t.sign_corpus(s, &docs).unwrap()), reference);
+        }
+    }
+    // A signer that does not hash tokens is refused.
+    let h = HyperplaneSigner::builder()
+        .dim(8)
+        .bits(64)
+        .distribution(Distribution::Gaussian)
+        .build()
+        .unwrap();
+    assert!(matches!(
+        t.sign_corpus(&h, &docs),
+        Err(Error::Unsupported(_))
+    ));
+}
+
+/// The classic Chinese pipeline on the bundled poems (jieba, TF-IDF keywords, 64-bit
+/// simhash): exact duplicates collide, near duplicates are close, unrelated poems sit near
+/// 32 of 64 bits.
+#[test]
+fn chinese_poems_duplicates_collide_and_unrelated_poems_are_half_apart() {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("datasets/chinese-poetry-3k/poems.jsonl");
+    let (docs, _) = read_documents(&p, InputFormat::JsonLines, &TextOptions::default()).unwrap();
+    let docs: Vec<&str> = docs.iter().map(|d| d.text.as_str()).collect();
+    let base = tok(Tokenizer::builder().mode(Mode::Cjk));
+    let t = tok(base
+        .to_builder()
+        .idf(Idf::fit(&base, &docs))
+        .top_k(Some(20)));
+    let signer = HashingTrick::builder().bits(64).seed(7).build().unwrap();
+    let sigs = t.sign_corpus(&signer, &docs).unwrap();
+
+    let first_line = |d: &str| d.split(['，', '。', '\n']).next().unwrap().to_string();
+    let mut by_text: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+    let mut by_first: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+    for (i, d) in docs.iter().enumerate() {
+        by_text.entry(d).or_default().push(i);
+        by_first.entry(first_line(d)).or_default().push(i);
+    }
+    let exact: Vec<&Vec<usize>> = by_text.values().filter(|g| g.len() > 1).collect();
+    assert!(
+        exact.len() >= 150,
+        "the sample has 150 groups of exact duplicates"
+    );
+    for g in &exact {
+        for &j in &g[1..] {
+            assert_eq!(sigs.distance(g[0], j), 0);
+        }
+    }
+    // Near duplicates: same first line, different text.
+    let mut near: Vec<u32> = by_first
+        .values()
+        .filter(|g| g.len() > 1 && docs[g[0]] != docs[g[1]])
+        .map(|g| sigs.distance(g[0], g[1]))
+        .collect();
+    near.sort();
+    assert!(near.len() >= 200);
+    let median = near[near.len() / 2];
+    assert!(median <= 16, "near-duplicate median distance {median}");
+    assert!(near.iter().any(|&d| d <= 3));
+
+    // Unrelated pairs (different first lines): for independent signatures the distance is
+    // Binomial(64, 1/2), mean 32, sd 4; over ~2000 pairs the mean's standard error is ~0.1.
+    // Common characters make unrelated poems slightly similar (cos > 0), pulling the mean a
+    // little below 32; the band allows for that.
+    let (mut sum, mut sq, mut n) = (0f64, 0f64, 0f64);
+    for i in 0..2000usize {
+        let (a, b) = ((i * 7919) % docs.len(), (i * 104_729 + 13) % docs.len());
+        if first_line(docs[a]) != first_line(docs[b]) {
+            let d = sigs.distance(a, b) as f64;
+            sum += d;
+            sq += d * d;
+            n += 1.0;
+        }
+    }
+    let mean = sum / n;
+    let sd = (sq / n - mean * mean).sqrt();
+    assert!((30.5..=33.0).contains(&mean), "unrelated mean {mean}");
+    assert!((3.0..=5.0).contains(&sd), "unrelated sd {sd}");
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(200))]
+
+    /// TF counts every token once; top-K equals a brute-force selection: sort the distinct
+    /// features by (weight descending, first occurrence ascending), keep K, restore order.
+    #[test]
+    fn tf_and_top_k_match_a_brute_force_oracle(
+        words in proptest::collection::vec(0u8..8, 0..40),
+        k in 1usize..10,
+    ) {
+        let doc: Vec<String> = words.iter().map(|w| format!("w{w}")).collect();
+        let text = doc.join(" ");
+        let all = Tokenizer::default().features(&text);
+        proptest::prop_assert_eq!(all.weights.iter().sum::<f32>() as usize, doc.len());
+        let mut firsts: Vec<(usize, &String)> = Vec::new();
+        for (i, w) in doc.iter().enumerate() {
+            if !firsts.iter().any(|(_, x)| *x == w) {
+                firsts.push((i, w));
+            }
+        }
+        let count = |w: &String| doc.iter().filter(|x| *x == w).count() as f32;
+        let mut ranked = firsts.clone();
+        ranked.sort_by(|a, b| count(b.1).total_cmp(&count(a.1)).then(a.0.cmp(&b.0)));
+        ranked.truncate(k);
+        ranked.sort();
+        let want: Vec<String> = ranked.iter().map(|(_, w)| (*w).clone()).collect();
+        let got = tok(Tokenizer::builder().top_k(Some(k))).features(&text);
+        proptest::prop_assert_eq!(got.tokens, want);
+    }
+}
