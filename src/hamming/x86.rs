@@ -2,13 +2,24 @@
 //!
 //! Every entry point is an `unsafe fn` with `#[target_feature(enable = ...)]`: calling it is
 //! sound only on a CPU with those features, which [`super::Kernels`] checks at run time before
-//! handing out the function table. The helpers holding AVX2 intrinsics are `#[inline(always)]`
-//! `unsafe fn`s without target features of their own; they are only called from the AVX2
-//! entry points, into which they are inlined (the `memchr` crate uses the same pattern).
+//! handing out the function table. The smallest helpers holding AVX2 intrinsics are
+//! `#[inline(always)]` `unsafe fn`s without target features of their own, only called from
+//! AVX2 functions, into which they are inlined (the `memchr` crate uses the same pattern).
 //!
 //! The `popcnt` set is the portable loops of [`super::scalar`] instantiated inside
 //! `#[target_feature(enable = "popcnt")]` functions, so that `u64::count_ones` becomes one
 //! `POPCNT` instruction.
+//!
+//! # Structure of the AVX2 scans
+//!
+//! The hot loops ([`next_hit1`], [`next_below`]) are small `#[inline(never)]` functions that
+//! run over a tile and return at the first group of four codes with a candidate (a distance
+//! within the radius, or below the query's k-NN threshold); the caller handles the rare hits
+//! (`emit`, heap insertion) and resumes after that group. Inlined into a loop that also
+//! contains those calls, LLVM reloads the query vectors and the popcount constants from
+//! memory at every group, which measured 5-25% slower. The functions that call them own
+//! nothing that needs dropping: rustc attaches `noinline` to call sites, and a call that may
+//! unwind through a cleanup (an `invoke`) did not get it, so LLVM inlined the loop again.
 
 use core::arch::x86_64::*;
 
@@ -249,32 +260,6 @@ pub(crate) unsafe fn popcount_avx2(words: &[u64]) -> u64 {
     head + popcount_body(&words[4 * nvec..])
 }
 
-#[target_feature(enable = "avx2,popcnt")]
-pub(crate) unsafe fn distances_avx2(query: &[u64], codes: &[u64], words: usize, out: &mut [u32]) {
-    if words != 1 {
-        by_words!(words, distances_body(query, codes, words, out));
-        return;
-    }
-    let q = query[0];
-    let mut groups = codes.chunks_exact(4);
-    let mut outs = out.chunks_exact_mut(4);
-    // SAFETY: AVX2 is enabled in this function; each group has 4 words and each output chunk
-    // has room for 4 u32 (16 bytes).
-    unsafe {
-        let nib = Nibble::new();
-        let qv = _mm256_set1_epi64x(q as i64);
-        let even = _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6);
-        for (g, o) in (&mut groups).zip(&mut outs) {
-            let d = sum_bytes(nib.bytes(_mm256_xor_si256(load4(g), qv)));
-            let packed = _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(d, even));
-            _mm_storeu_si128(o.as_mut_ptr().cast(), packed);
-        }
-    }
-    for (&c, o) in groups.remainder().iter().zip(outs.into_remainder()) {
-        *o = (c ^ q).count_ones();
-    }
-}
-
 // ------------------------------------------------------------------------------------------
 // avx2 set: batched scans
 
@@ -303,12 +288,14 @@ unsafe fn emit_within1(
 /// First group of four one-word codes at or after group `g` of `groups` where some query of
 /// `qv` is within the radius (`r1` is `radius + 1` in every lane), if any.
 ///
-/// The loop has no calls, so the queries and constants stay in registers; hits (rare) are
-/// handled by the caller, which resumes after the returned group.
+/// Not inlined, so that its loop keeps the queries and constants in registers (see the
+/// module documentation); hits are handled by the caller, which resumes after the returned
+/// group.
 ///
 /// # Safety
 /// The CPU has AVX2; every group has four words.
-#[inline(always)]
+#[target_feature(enable = "avx2")]
+#[inline(never)]
 unsafe fn next_hit1<const Q: usize>(
     nib: Nibble,
     groups: &[[u64; 4]],
@@ -339,7 +326,8 @@ unsafe fn next_hit1<const Q: usize>(
 ///
 /// # Safety
 /// The CPU has AVX2 and POPCNT; `qs.len() == Q`.
-#[inline(always)]
+#[target_feature(enable = "avx2,popcnt")]
+#[inline]
 unsafe fn radius1_block<const Q: usize>(
     qs: &[u64],
     q0: usize,
@@ -371,7 +359,8 @@ unsafe fn radius1_block<const Q: usize>(
 ///
 /// # Safety
 /// The CPU has AVX2 and POPCNT.
-#[inline(always)]
+#[target_feature(enable = "avx2,popcnt")]
+#[inline]
 unsafe fn scan_radius1(
     queries: &[u64],
     codes: &[u64],
@@ -484,12 +473,13 @@ unsafe fn group_distances<const W: usize>(
 /// with some distance to the query below `thr` (signed 64-bit compare in every lane), with
 /// the group's four distances.
 ///
-/// The loop has no calls, so the query and constants stay in registers; hits are handled by
-/// the caller, which resumes after the returned group.
+/// Not inlined (see the module documentation); hits are handled by the caller, which
+/// resumes after the returned group.
 ///
 /// # Safety
 /// The CPU has AVX2; `tbuf.len()` is a multiple of `4 * w` and the query has `w` words.
-#[inline(always)]
+#[target_feature(enable = "avx2")]
+#[inline(never)]
 unsafe fn next_below<const W: usize>(
     nib: Nibble,
     tbuf: &[u64],
@@ -517,7 +507,8 @@ unsafe fn next_below<const W: usize>(
 ///
 /// # Safety
 /// The CPU has AVX2 and POPCNT; shapes as checked by the public functions.
-#[inline(always)]
+#[target_feature(enable = "avx2,popcnt")]
+#[inline]
 unsafe fn scan_radius_t<const W: usize>(
     queries: &[u64],
     codes: &[u64],
@@ -534,34 +525,56 @@ unsafe fn scan_radius_t<const W: usize>(
         let t1 = n.min(t0 + tile);
         let full = (t1 - t0) / 4 * 4;
         let src = &codes[t0 * w..t1 * w];
-        let tbuf = &mut buf[..full * w];
-        transpose_groups(&src[..full * w], w, tbuf);
-        let tbuf = &buf[..full * w];
-        for (qi, q) in queries.chunks_exact(w).enumerate() {
-            // SAFETY: the caller guarantees AVX2 and POPCNT; groups have 4 * w words and the
-            // query has w words.
-            unsafe {
-                let nib = Nibble::new();
-                let qv = QueryVec::<W>::new(q);
-                let r1 = _mm256_set1_epi64x(i64::from(radius) + 1);
-                let mut g = 0;
-                while let Some((hit, d)) = next_below(nib, tbuf, w, g, &qv, r1) {
-                    for (l, &dl) in d.iter().enumerate() {
-                        if dl <= u64::from(radius) {
-                            emit(qi, t0 + 4 * hit + l, dl as u32);
-                        }
+        transpose_groups(&src[..full * w], w, &mut buf[..full * w]);
+        // SAFETY: the caller guarantees AVX2 and POPCNT; `buf[..full * w]` holds the first
+        // `full` codes of `src`, transposed.
+        unsafe { radius_tile::<W>(queries, src, &buf[..full * w], t0, w, radius, emit) };
+        t0 = t1;
+    }
+}
+
+/// The radius scan of one tile: codes `t0..` given row-major in `src` and, for the first
+/// `tbuf.len() / w` of them, transposed in `tbuf`. A separate function owning nothing, so
+/// that its calls to [`next_below`] stay calls (see the module documentation).
+///
+/// # Safety
+/// The CPU has AVX2 and POPCNT; `tbuf.len()` is a multiple of `4 * w`, `src` holds at least
+/// `tbuf.len() / w` codes, the queries have `w` words.
+#[target_feature(enable = "avx2,popcnt")]
+#[inline]
+unsafe fn radius_tile<const W: usize>(
+    queries: &[u64],
+    src: &[u64],
+    tbuf: &[u64],
+    t0: usize,
+    w: usize,
+    radius: u32,
+    emit: &mut dyn FnMut(usize, usize, u32),
+) {
+    let full = tbuf.len() / w;
+    for (qi, q) in queries.chunks_exact(w).enumerate() {
+        // SAFETY: the caller guarantees AVX2 and POPCNT; groups have 4 * w words and the
+        // query has w words.
+        unsafe {
+            let nib = Nibble::new();
+            let qv = QueryVec::<W>::new(q);
+            let r1 = _mm256_set1_epi64x(i64::from(radius) + 1);
+            let mut g = 0;
+            while let Some((hit, d)) = next_below(nib, tbuf, w, g, &qv, r1) {
+                for (l, &dl) in d.iter().enumerate() {
+                    if dl <= u64::from(radius) {
+                        emit(qi, t0 + 4 * hit + l, dl as u32);
                     }
-                    g = hit + 1;
                 }
-            }
-            for i in full..t1 - t0 {
-                let d = dist_words(q, &src[i * w..], w);
-                if d <= radius {
-                    emit(qi, t0 + i, d);
-                }
+                g = hit + 1;
             }
         }
-        t0 = t1;
+        for i in full..src.len() / w {
+            let d = dist_words(q, &src[i * w..], w);
+            if d <= radius {
+                emit(qi, t0 + i, d);
+            }
+        }
     }
 }
 
@@ -589,7 +602,8 @@ pub(crate) unsafe fn scan_radius_avx2(
 /// # Safety
 /// The CPU has AVX2 and POPCNT; shapes as checked by the public functions, one heap per
 /// query.
-#[inline(always)]
+#[target_feature(enable = "avx2,popcnt")]
+#[inline]
 unsafe fn scan_knn_t<const W: usize>(
     queries: &[u64],
     codes: &[u64],
@@ -615,32 +629,176 @@ unsafe fn scan_knn_t<const W: usize>(
             transpose_groups(&src[..full * w], w, &mut buf[..full * w]);
             &buf[..full * w]
         };
-        for (q, heap) in queries.chunks_exact(w).zip(heaps.iter_mut()) {
-            // SAFETY: the caller guarantees AVX2 and POPCNT; groups have 4 * w words and the
-            // query has w words.
-            unsafe {
-                let nib = Nibble::new();
-                let qv = QueryVec::<W>::new(q);
-                let mut g = 0;
-                while let Some((hit, d)) =
-                    next_below(nib, tbuf, w, g, &qv, splat_threshold(heap.threshold()))
-                {
-                    for (l, &dl) in d.iter().enumerate() {
-                        if dl < heap.threshold() {
-                            heap.push(dl as u32, t0 + 4 * hit + l);
-                        }
+        // SAFETY: the caller guarantees AVX2 and POPCNT; `tbuf` holds the first `full` codes
+        // of `src`, transposed.
+        unsafe { knn_tile::<W>(queries, src, tbuf, t0, w, heaps) };
+        t0 = t1;
+    }
+}
+
+/// The k-NN scan of one tile: codes `t0..` given row-major in `src` and, for the first
+/// `tbuf.len() / w` of them, transposed in `tbuf`.
+///
+/// A separate function owning nothing, so that its calls to [`next_below`] stay calls (see
+/// the module documentation).
+///
+/// # Safety
+/// The CPU has AVX2 and POPCNT; `tbuf.len()` is a multiple of `4 * w`, `src` holds at least
+/// `tbuf.len() / w` codes, the queries have `w` words, one heap per query.
+#[target_feature(enable = "avx2,popcnt")]
+#[inline]
+unsafe fn knn_tile<const W: usize>(
+    queries: &[u64],
+    src: &[u64],
+    tbuf: &[u64],
+    t0: usize,
+    w: usize,
+    heaps: &mut [TopK],
+) {
+    let full = tbuf.len() / w;
+    for (q, heap) in queries.chunks_exact(w).zip(heaps.iter_mut()) {
+        // SAFETY: the caller guarantees AVX2 and POPCNT; groups have 4 * w words and the
+        // query has w words.
+        unsafe {
+            let nib = Nibble::new();
+            let qv = QueryVec::<W>::new(q);
+            let mut g = 0;
+            while let Some((hit, d)) =
+                next_below(nib, tbuf, w, g, &qv, splat_threshold(heap.threshold()))
+            {
+                for (l, &dl) in d.iter().enumerate() {
+                    if dl < heap.threshold() {
+                        heap.push(dl as u32, t0 + 4 * hit + l);
                     }
-                    g = hit + 1;
                 }
-            }
-            for i in full..t1 - t0 {
-                let d = dist_words(q, &src[i * w..], w);
-                if u64::from(d) < heap.threshold() {
-                    heap.push(d, t0 + i);
-                }
+                g = hit + 1;
             }
         }
-        t0 = t1;
+        for i in full..src.len() / w {
+            let d = dist_words(q, &src[i * w..], w);
+            if u64::from(d) < heap.threshold() {
+                heap.push(d, t0 + i);
+            }
+        }
+    }
+}
+
+/// Packs the four 64-bit lanes of `d` (each below 2^32) into four `u32` at `out[0..4]`.
+///
+/// # Safety
+/// The CPU has AVX2; `out.len() >= 4`.
+#[inline(always)]
+unsafe fn store_u32x4(d: __m256i, out: &mut [u32]) {
+    debug_assert!(out.len() >= 4);
+    // SAFETY: the caller guarantees AVX2 and room for four u32 (16 bytes); `storeu` has no
+    // alignment requirement.
+    unsafe {
+        let even = _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6);
+        let packed = _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(d, even));
+        _mm_storeu_si128(out.as_mut_ptr().cast(), packed);
+    }
+}
+
+/// Distances of one query to one-word codes: four codes per vector.
+///
+/// # Safety
+/// The CPU has AVX2 and POPCNT; `codes.len() == out.len()`.
+#[target_feature(enable = "avx2,popcnt")]
+#[inline]
+unsafe fn distances1(q: u64, codes: &[u64], out: &mut [u32]) {
+    let full = codes.len() / 4 * 4;
+    let (head, tail) = out.split_at_mut(full);
+    // SAFETY: the caller guarantees AVX2; each group has 4 words and each output chunk 4 slots.
+    unsafe {
+        let nib = Nibble::new();
+        let qv = _mm256_set1_epi64x(q as i64);
+        for (grp, o) in codes.chunks_exact(4).zip(head.chunks_exact_mut(4)) {
+            store_u32x4(sum_bytes(nib.bytes(_mm256_xor_si256(load4(grp), qv))), o);
+        }
+    }
+    for (&c, o) in codes[full..].iter().zip(tail) {
+        *o = (c ^ q).count_ones();
+    }
+}
+
+/// Distances of one query to codes whose width `w` is a multiple of 4 (`W`, or `words` when
+/// `W == 0`), code by code ("horizontal"): the byte counts of a code's vectors are added up,
+/// `vpsadbw` leaves four partial sums per code, and two unpacks and two lane permutes turn
+/// the partial sums of four codes into their four distances. No transposition: a single
+/// query would not amortise it.
+///
+/// # Safety
+/// The CPU has AVX2 and POPCNT; `w % 4 == 0`, the query has `w` words, `codes.len() ==
+/// out.len() * w`.
+#[target_feature(enable = "avx2,popcnt")]
+#[inline]
+unsafe fn distances_rows<const W: usize>(
+    query: &[u64],
+    codes: &[u64],
+    words: usize,
+    out: &mut [u32],
+) {
+    let w = if W == 0 { words } else { W };
+    debug_assert_eq!(w % 4, 0);
+    let q = &query[..w];
+    let full = out.len() / 4 * 4;
+    let (head, tail) = out.split_at_mut(full);
+    // SAFETY: the caller guarantees AVX2; every load reads four words inside a code of `w`
+    // words (a multiple of 4) or inside the query; output chunks have four slots.
+    unsafe {
+        let nib = Nibble::new();
+        let code_sums = |row: &[u64]| {
+            let mut acc = _mm256_setzero_si256();
+            let mut j0 = 0;
+            while j0 < w {
+                // At most 31 vectors of byte counts (8 each) per byte before `vpsadbw`.
+                let j1 = w.min(j0 + 4 * 31);
+                let mut bytes = _mm256_setzero_si256();
+                for j in (j0..j1).step_by(4) {
+                    let x = _mm256_xor_si256(load4(&row[j..]), load4(&q[j..]));
+                    bytes = _mm256_add_epi8(bytes, nib.bytes(x));
+                }
+                acc = _mm256_add_epi64(acc, sum_bytes(bytes));
+                j0 = j1;
+            }
+            acc
+        };
+        for (rows, o) in codes.chunks_exact(4 * w).zip(head.chunks_exact_mut(4)) {
+            let s0 = code_sums(&rows[..w]);
+            let s1 = code_sums(&rows[w..2 * w]);
+            let s2 = code_sums(&rows[2 * w..3 * w]);
+            let s3 = code_sums(&rows[3 * w..]);
+            // [s0.0+s0.1, s1.0+s1.1 | s0.2+s0.3, s1.2+s1.3], and the same for codes 2, 3.
+            let t01 =
+                _mm256_add_epi64(_mm256_unpacklo_epi64(s0, s1), _mm256_unpackhi_epi64(s0, s1));
+            let t23 =
+                _mm256_add_epi64(_mm256_unpacklo_epi64(s2, s3), _mm256_unpackhi_epi64(s2, s3));
+            let d = _mm256_add_epi64(
+                _mm256_permute2x128_si256::<0x20>(t01, t23),
+                _mm256_permute2x128_si256::<0x31>(t01, t23),
+            );
+            store_u32x4(d, o);
+        }
+    }
+    for (i, o) in tail.iter_mut().enumerate() {
+        *o = dist_words(q, &codes[(full + i) * w..], w);
+    }
+}
+
+/// AVX2 `distances`: vertical for one-word codes, horizontal for widths that are multiples
+/// of 4 words; other widths use `POPCNT` per word (the loop of the `popcnt` set).
+#[target_feature(enable = "avx2,popcnt")]
+pub(crate) unsafe fn distances_avx2(query: &[u64], codes: &[u64], words: usize, out: &mut [u32]) {
+    // SAFETY: AVX2 and POPCNT are enabled in this function; shapes are the caller's contract,
+    // and the width conditions of each kernel are checked here.
+    unsafe {
+        match words {
+            1 => distances1(query[0], codes, out),
+            4 => distances_rows::<4>(query, codes, words, out),
+            8 => distances_rows::<8>(query, codes, words, out),
+            w if w % 4 == 0 => distances_rows::<0>(query, codes, words, out),
+            _ => by_words!(words, distances_body(query, codes, words, out)),
+        }
     }
 }
 
