@@ -50,18 +50,32 @@
 //! What the `avx2` set does per operation:
 //!
 //! * 64-bit codes (`words == 1`): the codes are already "vertical" (four consecutive codes
-//!   fill one vector), so each load serves four codes, and [`scan_radius`] compares up to 8
+//!   fill one vector), so each load serves four codes; [`scan_radius`] compares up to 8
 //!   queries against each loaded vector (register blocking).
-//! * wider codes in [`scan_radius`] and [`scan_knn`]: each tile is first transposed into
-//!   groups of four codes stored word by word, so that word `j` of four codes is one vector.
-//!   Byte counts of all the words of a group are added up before one `vpsadbw`, which yields
-//!   the four distances in one vector. The transposition costs one copy per tile and is
-//!   shared by all the queries of the batch.
-//! * the per-pair test (`distance <= radius`, or `distance < ` the query's current k-th
-//!   distance) is one vector compare per four codes; the rare hits leave the vector loop.
+//! * wider codes in [`scan_radius`] and [`scan_knn`] with at least 4 queries: each tile is
+//!   first transposed (4x4 blocks of words, in registers) into groups of four codes stored
+//!   word by word, so that word `j` of four codes is one vector. The byte counts of all the
+//!   words of a group are added up before one `vpsadbw`, which yields the four distances in
+//!   one vector. The transposition is shared by all the queries of the batch; with fewer
+//!   than 4 queries it does not pay, and `POPCNT` per word is used instead.
+//! * the per-pair test (`distance <= radius`, or `distance <` the query's current k-th
+//!   distance) is one vector compare per four codes. The loop stops only at a group with a
+//!   candidate, which is rare once a k-NN threshold has settled.
+//! * [`distances`] (one query): vertical for one-word codes; for widths that are multiples of
+//!   4 words, code by code, with the partial sums of four codes combined by two unpacks and
+//!   two lane permutes; `POPCNT` per word otherwise.
 //! * [`popcount`] and long [`distance`]s (at least 64 words, 512 bytes) use the AVX2
 //!   Harley–Seal carry-save-adder popcount of Muła, Kurz and Lemire (2018); below that,
 //!   `POPCNT` per word is faster, as in libpopcnt.
+//!
+//! # Speed
+//!
+//! Measured on one core of a 2.6 GHz AMD Zen 3 (EPYC) with the `avx2` set (the benchmark is
+//! `benches/hamming.rs`): 64-bit radius scans run at about 3.9G comparisons per second with
+//! batches of 8 or more queries, and a single query streams 16M codes from memory at about
+//! 2G codes/s (memory-bound); the 10-NN scan of 256-bit codes runs at about 1.05G
+//! comparisons per second with 64 queries per call, against about 0.65G for the `popcnt` set
+//! and 0.3G for `scalar`.
 //!
 //! [`distance`] on one pair costs one indirect call plus a handful of instructions; for many
 //! pairs use the batched functions.

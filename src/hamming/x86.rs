@@ -32,12 +32,18 @@ use super::scalar::{
 // ------------------------------------------------------------------------------------------
 // popcnt set
 
+/// Also the short-input path of the `avx2` set, hence `#[inline(never)]`: inlined into an
+/// AVX2 function, the loop gets vectorized with `vpshufb`, which is slower than `POPCNT` on
+/// short inputs.
 #[target_feature(enable = "popcnt")]
+#[inline(never)]
 pub(crate) unsafe fn distance_popcnt(a: &[u64], b: &[u64]) -> u32 {
     distance_body(a, b)
 }
 
+/// Also the short-input path of the `avx2` set (see [`distance_popcnt`]).
 #[target_feature(enable = "popcnt")]
+#[inline(never)]
 pub(crate) unsafe fn popcount_popcnt(words: &[u64]) -> u64 {
     popcount_body(words)
 }
@@ -78,6 +84,13 @@ const HARLEY_SEAL_MIN_WORDS: usize = 64;
 /// Queries register-blocked against each vector of four 64-bit codes in the one-word radius
 /// scan.
 const RADIUS1_BLOCK: usize = 8;
+
+/// Batches of fewer queries do not amortise the transposition of the tiles of codes wider
+/// than one word: they use `POPCNT` per word instead (the loops of the `popcnt` set). On Zen
+/// 3, with 256-bit codes, one query ran at 0.4G pairs/s transposed against 0.65G with
+/// `POPCNT`, and the transposed scan overtakes from about 4 queries on (0.75G against 0.65G,
+/// then 0.9G with 8 and 1.05G with 64).
+const TRANSPOSE_MIN_QUERIES: usize = 4;
 
 /// The constants of the nibble-table popcount.
 #[derive(Clone, Copy)]
@@ -231,16 +244,19 @@ unsafe fn harley_seal(nvec: usize, load: impl Fn(usize) -> __m256i) -> u64 {
 // ------------------------------------------------------------------------------------------
 // avx2 set: distance, popcount, distances
 
+/// Harley–Seal distance of two slices of at least [`HARLEY_SEAL_MIN_WORDS`] words, out of
+/// line so that the short path of [`distance_avx2`] stays a leaf without the stack frame of
+/// the carry-save tree.
+///
+/// # Safety
+/// The CPU has AVX2 and POPCNT; `a.len() == b.len()`.
 #[target_feature(enable = "avx2,popcnt")]
-pub(crate) unsafe fn distance_avx2(a: &[u64], b: &[u64]) -> u32 {
-    let n = a.len().min(b.len());
-    if n < HARLEY_SEAL_MIN_WORDS {
-        return distance_body(a, b);
-    }
-    let (a, b) = (&a[..n], &b[..n]);
+#[inline(never)]
+unsafe fn distance_harley_seal(a: &[u64], b: &[u64]) -> u32 {
+    let n = a.len();
     let nvec = n / 4;
-    // SAFETY: AVX2 is enabled in this function; for i < nvec, words 4i..4i+4 lie within
-    // both slices of length n >= 4 * nvec.
+    // SAFETY: the caller guarantees AVX2; for i < nvec, words 4i..4i+4 lie within both
+    // slices of length n >= 4 * nvec.
     let head = unsafe {
         harley_seal(nvec, |i| {
             _mm256_xor_si256(load4(&a[4 * i..]), load4(&b[4 * i..]))
@@ -250,9 +266,25 @@ pub(crate) unsafe fn distance_avx2(a: &[u64], b: &[u64]) -> u32 {
 }
 
 #[target_feature(enable = "avx2,popcnt")]
+pub(crate) unsafe fn distance_avx2(a: &[u64], b: &[u64]) -> u32 {
+    let n = a.len().min(b.len());
+    if n < 8 {
+        // SAFETY: POPCNT is enabled in this function.
+        unsafe { distance_popcnt(a, b) }
+    } else if n < HARLEY_SEAL_MIN_WORDS {
+        // Vectorized by LLVM here (`vpshufb`), which beats `POPCNT` from about 16 words on.
+        distance_body(a, b)
+    } else {
+        // SAFETY: AVX2 and POPCNT are enabled in this function; equal lengths.
+        unsafe { distance_harley_seal(&a[..n], &b[..n]) }
+    }
+}
+
+#[target_feature(enable = "avx2,popcnt")]
 pub(crate) unsafe fn popcount_avx2(words: &[u64]) -> u64 {
     if words.len() < HARLEY_SEAL_MIN_WORDS {
-        return popcount_body(words);
+        // SAFETY: POPCNT is enabled in this function.
+        return unsafe { popcount_popcnt(words) };
     }
     let nvec = words.len() / 4;
     // SAFETY: AVX2 is enabled in this function; words 4i..4i+4 exist for i < nvec.
@@ -393,12 +425,46 @@ unsafe fn scan_radius1(
 /// Copies the row-major codes `src` (a multiple of 4 codes of `w` words) into `dst` group by
 /// group: within a group of four codes, word `j` of code `l` goes to `4 * j + l`, so that
 /// word `j` of the four codes is one vector.
-#[inline(always)]
-fn transpose_groups(src: &[u64], w: usize, dst: &mut [u64]) {
+///
+/// Blocks of 4 words by 4 codes are transposed in registers (two unpacks and two lane
+/// permutes per output vector pair), the last `w % 4` words of each code one by one. A scalar
+/// copy took about 7 cycles per 256-bit code, as much as comparing it with one query.
+///
+/// # Safety
+/// The CPU has AVX2; `dst.len() == src.len()`, a multiple of `4 * w`.
+#[target_feature(enable = "avx2")]
+#[inline]
+unsafe fn transpose_groups(src: &[u64], w: usize, dst: &mut [u64]) {
+    let w4 = w / 4 * 4;
     for (s, d) in src.chunks_exact(4 * w).zip(dst.chunks_exact_mut(4 * w)) {
-        for (l, code) in s.chunks_exact(w).enumerate() {
-            for (j, &x) in code.iter().enumerate() {
-                d[4 * j + l] = x;
+        let (d_blocks, d_rest) = d.split_at_mut(4 * w4);
+        // SAFETY: the caller guarantees AVX2; the loads read words j..j+4 < w4 <= w of each
+        // of the four codes, the stores write 4 words at 4j + 4k + 4 <= 4 * w4.
+        unsafe {
+            for j in (0..w4).step_by(4) {
+                let r0 = load4(&s[j..]);
+                let r1 = load4(&s[w + j..]);
+                let r2 = load4(&s[2 * w + j..]);
+                let r3 = load4(&s[3 * w + j..]);
+                let t0 = _mm256_unpacklo_epi64(r0, r1);
+                let t1 = _mm256_unpackhi_epi64(r0, r1);
+                let t2 = _mm256_unpacklo_epi64(r2, r3);
+                let t3 = _mm256_unpackhi_epi64(r2, r3);
+                let out = &mut d_blocks[4 * j..4 * j + 16];
+                let cols = [
+                    _mm256_permute2x128_si256::<0x20>(t0, t2),
+                    _mm256_permute2x128_si256::<0x20>(t1, t3),
+                    _mm256_permute2x128_si256::<0x31>(t0, t2),
+                    _mm256_permute2x128_si256::<0x31>(t1, t3),
+                ];
+                for (k, c) in cols.into_iter().enumerate() {
+                    _mm256_storeu_si256(out[4 * k..4 * k + 4].as_mut_ptr().cast(), c);
+                }
+            }
+        }
+        for j in w4..w {
+            for l in 0..4 {
+                d_rest[4 * (j - w4) + l] = s[l * w + j];
             }
         }
     }
@@ -525,10 +591,12 @@ unsafe fn scan_radius_t<const W: usize>(
         let t1 = n.min(t0 + tile);
         let full = (t1 - t0) / 4 * 4;
         let src = &codes[t0 * w..t1 * w];
-        transpose_groups(&src[..full * w], w, &mut buf[..full * w]);
-        // SAFETY: the caller guarantees AVX2 and POPCNT; `buf[..full * w]` holds the first
-        // `full` codes of `src`, transposed.
-        unsafe { radius_tile::<W>(queries, src, &buf[..full * w], t0, w, radius, emit) };
+        // SAFETY: the caller guarantees AVX2 and POPCNT; `buf[..full * w]` has the length of
+        // the first `full` codes of `src`, and then holds them transposed.
+        unsafe {
+            transpose_groups(&src[..full * w], w, &mut buf[..full * w]);
+            radius_tile::<W>(queries, src, &buf[..full * w], t0, w, radius, emit);
+        }
         t0 = t1;
     }
 }
@@ -590,6 +658,8 @@ pub(crate) unsafe fn scan_radius_avx2(
     unsafe {
         if words == 1 {
             scan_radius1(queries, codes, radius, emit);
+        } else if queries.len() / words < TRANSPOSE_MIN_QUERIES {
+            by_words!(words, scan_radius_body(queries, codes, words, radius, emit));
         } else {
             by_words!(words, scan_radius_t(queries, codes, words, radius, emit));
         }
@@ -626,7 +696,8 @@ unsafe fn scan_knn_t<const W: usize>(
         let tbuf: &[u64] = if w == 1 {
             &src[..full]
         } else {
-            transpose_groups(&src[..full * w], w, &mut buf[..full * w]);
+            // SAFETY: the caller guarantees AVX2; equal lengths, a multiple of 4 * w.
+            unsafe { transpose_groups(&src[..full * w], w, &mut buf[..full * w]) };
             &buf[..full * w]
         };
         // SAFETY: the caller guarantees AVX2 and POPCNT; `tbuf` holds the first `full` codes
@@ -809,6 +880,10 @@ pub(crate) unsafe fn scan_knn_avx2(
     words: usize,
     heaps: &mut [TopK],
 ) {
+    if words > 1 && queries.len() / words < TRANSPOSE_MIN_QUERIES {
+        by_words!(words, scan_knn_body(queries, codes, words, heaps));
+        return;
+    }
     // SAFETY: AVX2 and POPCNT are enabled in this function; shapes are the caller's contract.
     unsafe { by_words!(words, scan_knn_t(queries, codes, words, heaps)) }
 }
