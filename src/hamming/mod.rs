@@ -16,8 +16,9 @@
 //! * [`popcount`]: the number of set bits of a whole slice.
 //!
 //! The batched scans make **one pass over the codes per call**, whatever the number of
-//! queries: the codes are cut into tiles of a few thousand codes (16 KiB, L1-resident) and
-//! every query of the batch is compared against a tile before the next tile is read. A batch
+//! queries: the codes are cut into tiles of 16 KiB (2,048 64-bit codes, 512 256-bit codes;
+//! L1-resident) and every query of the batch is compared against a tile before the next tile
+//! is read. A batch
 //! of 64 queries thus reads the codes from memory once instead of 64 times, and the scan is
 //! bound by arithmetic rather than memory bandwidth. Pass as many queries per call as you
 //! have (the per-query state is a few words, plus the k-NN heap).
@@ -82,8 +83,8 @@
 //!
 //! # Limits
 //!
-//! Distances are `u32`, so codes are limited to [`MAX_WORDS`] words (2^32 bits); functions
-//! that take `words` check it.
+//! Distances are `u32`, so codes are limited to [`MAX_WORDS`] words (just under 2^32 bits);
+//! functions that take `words` check it.
 
 use std::collections::BinaryHeap;
 use std::fmt;
