@@ -71,12 +71,15 @@
 //!
 //! # Speed
 //!
-//! Measured on one core of a 2.6 GHz AMD Zen 3 (EPYC) with the `avx2` set (the benchmark is
-//! `benches/hamming.rs`): 64-bit radius scans run at about 3.9G comparisons per second with
-//! batches of 8 or more queries, and a single query streams 16M codes from memory at about
-//! 2G codes/s (memory-bound); the 10-NN scan of 256-bit codes runs at about 1.05G
-//! comparisons per second with 64 queries per call, against about 0.65G for the `popcnt` set
-//! and 0.3G for `scalar`.
+//! Measured on one core of a 2.6 GHz AMD Zen 3 (EPYC), in process CPU time (the benchmark is
+//! `benches/hamming.rs`), `avx2` / `popcnt` / `scalar` sets:
+//!
+//! * 64-bit codes, radius 3, batches of 8 or 64 queries: 3.9G / 2.4G / 0.63G comparisons
+//!   per second, from cache (1M codes) or memory (16M codes) alike;
+//! * 64-bit codes, one query: 3.5G / 1.7G / 0.54G codes per second from cache, 2.7G / 1.7G /
+//!   0.57G from memory;
+//! * 256-bit codes, 10 nearest neighbours, 1M codes and 64 or 1,000 queries: 1.1G / 0.66G /
+//!   0.36G comparisons per second.
 //!
 //! [`distance`] on one pair costs one indirect call plus a handful of instructions; for many
 //! pairs use the batched functions.
