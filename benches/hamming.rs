@@ -5,6 +5,8 @@
 //! divided by `q`.
 //!
 //! Run briefly with `cargo bench --bench hamming -- --warm-up-time 1 --measurement-time 3`.
+//! Criterion measures wall time: on a shared machine compare kernels within one run (ratios),
+//! or measure process CPU time instead.
 
 use std::hint::black_box;
 

@@ -16,8 +16,9 @@
 //! * [`popcount`]: the number of set bits of a whole slice.
 //!
 //! The batched scans make **one pass over the codes per call**, whatever the number of
-//! queries: the codes are cut into tiles of a few thousand codes (16 KiB, L1-resident) and
-//! every query of the batch is compared against a tile before the next tile is read. A batch
+//! queries: the codes are cut into tiles of 16 KiB (2,048 64-bit codes, 512 256-bit codes;
+//! L1-resident) and every query of the batch is compared against a tile before the next tile
+//! is read. A batch
 //! of 64 queries thus reads the codes from memory once instead of 64 times, and the scan is
 //! bound by arithmetic rather than memory bandwidth. Pass as many queries per call as you
 //! have (the per-query state is a few words, plus the k-NN heap).
@@ -50,26 +51,43 @@
 //! What the `avx2` set does per operation:
 //!
 //! * 64-bit codes (`words == 1`): the codes are already "vertical" (four consecutive codes
-//!   fill one vector), so each load serves four codes, and [`scan_radius`] compares up to 8
+//!   fill one vector), so each load serves four codes; [`scan_radius`] compares up to 8
 //!   queries against each loaded vector (register blocking).
-//! * wider codes in [`scan_radius`] and [`scan_knn`]: each tile is first transposed into
-//!   groups of four codes stored word by word, so that word `j` of four codes is one vector.
-//!   Byte counts of all the words of a group are added up before one `vpsadbw`, which yields
-//!   the four distances in one vector. The transposition costs one copy per tile and is
-//!   shared by all the queries of the batch.
-//! * the per-pair test (`distance <= radius`, or `distance < ` the query's current k-th
-//!   distance) is one vector compare per four codes; the rare hits leave the vector loop.
+//! * wider codes in [`scan_radius`] and [`scan_knn`] with at least 4 queries: each tile is
+//!   first transposed (4x4 blocks of words, in registers) into groups of four codes stored
+//!   word by word, so that word `j` of four codes is one vector. The byte counts of all the
+//!   words of a group are added up before one `vpsadbw`, which yields the four distances in
+//!   one vector. The transposition is shared by all the queries of the batch; with fewer
+//!   than 4 queries it does not pay, and `POPCNT` per word is used instead.
+//! * the per-pair test (`distance <= radius`, or `distance <` the query's current k-th
+//!   distance) is one vector compare per four codes. The loop stops only at a group with a
+//!   candidate, which is rare once a k-NN threshold has settled.
+//! * [`distances`] (one query): vertical for one-word codes; for widths that are multiples of
+//!   4 words, code by code, with the partial sums of four codes combined by two unpacks and
+//!   two lane permutes; `POPCNT` per word otherwise.
 //! * [`popcount`] and long [`distance`]s (at least 64 words, 512 bytes) use the AVX2
 //!   Harley–Seal carry-save-adder popcount of Muła, Kurz and Lemire (2018); below that,
 //!   `POPCNT` per word is faster, as in libpopcnt.
+//!
+//! # Speed
+//!
+//! Measured on one core of a 2.6 GHz AMD Zen 3 (EPYC), in process CPU time (the benchmark is
+//! `benches/hamming.rs`), `avx2` / `popcnt` / `scalar` sets:
+//!
+//! * 64-bit codes, radius 3, batches of 8 or 64 queries: 3.9G / 2.4G / 0.63G comparisons
+//!   per second, from cache (1M codes) or memory (16M codes) alike;
+//! * 64-bit codes, one query: 3.5G / 1.7G / 0.54G codes per second from cache, 2.7G / 1.7G /
+//!   0.57G from memory;
+//! * 256-bit codes, 10 nearest neighbours, 1M codes and 64 or 1,000 queries: 1.1G / 0.66G /
+//!   0.36G comparisons per second.
 //!
 //! [`distance`] on one pair costs one indirect call plus a handful of instructions; for many
 //! pairs use the batched functions.
 //!
 //! # Limits
 //!
-//! Distances are `u32`, so codes are limited to [`MAX_WORDS`] words (2^32 bits); functions
-//! that take `words` check it.
+//! Distances are `u32`, so codes are limited to [`MAX_WORDS`] words (just under 2^32 bits);
+//! functions that take `words` check it.
 
 use std::collections::BinaryHeap;
 use std::fmt;

@@ -194,7 +194,9 @@ fn popcount_matches_bitwise_for_every_kernel() {
 fn distances_match_bitwise_for_every_kernel() {
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(3);
     for kern in Kernels::available() {
-        for &w in &WIDTHS {
+        // 132 words: more than the 124 words whose byte counts the horizontal AVX2 kernel
+        // adds up before one `vpsadbw`.
+        for &w in WIDTHS.iter().chain(&[132]) {
             for n in code_counts(w) {
                 let q = random_words(&mut rng, w);
                 let codes = planted_codes(&mut rng, &q, n, w);
@@ -282,7 +284,8 @@ fn scan_knn_breaks_ties_by_smaller_index() {
             let p = rng.random_range(0..5);
             codes.extend_from_slice(&pool[p * w..(p + 1) * w]);
         }
-        let queries = [&pool[..w], &random_words(&mut rng, w)[..]].concat();
+        // Six queries: enough for the transposed AVX2 path (see `TRANSPOSE_MIN_QUERIES`).
+        let queries = [&pool[..w], &random_words(&mut rng, 5 * w)[..]].concat();
         for k in [1, 7, 10, 100] {
             let expected = brute_knn(&queries, &codes, w, k);
             // The first query is in the pool: its k nearest are all at distance 0 when there

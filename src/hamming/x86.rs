@@ -2,13 +2,24 @@
 //!
 //! Every entry point is an `unsafe fn` with `#[target_feature(enable = ...)]`: calling it is
 //! sound only on a CPU with those features, which [`super::Kernels`] checks at run time before
-//! handing out the function table. The helpers holding AVX2 intrinsics are `#[inline(always)]`
-//! `unsafe fn`s without target features of their own; they are only called from the AVX2
-//! entry points, into which they are inlined (the `memchr` crate uses the same pattern).
+//! handing out the function table. The smallest helpers holding AVX2 intrinsics are
+//! `#[inline(always)]` `unsafe fn`s without target features of their own, only called from
+//! AVX2 functions, into which they are inlined (the `memchr` crate uses the same pattern).
 //!
 //! The `popcnt` set is the portable loops of [`super::scalar`] instantiated inside
 //! `#[target_feature(enable = "popcnt")]` functions, so that `u64::count_ones` becomes one
 //! `POPCNT` instruction.
+//!
+//! # Structure of the AVX2 scans
+//!
+//! The hot loops ([`next_hit1`], [`next_below`]) are small `#[inline(never)]` functions that
+//! run over a tile and return at the first group of four codes with a candidate (a distance
+//! within the radius, or below the query's k-NN threshold); the caller handles the rare hits
+//! (`emit`, heap insertion) and resumes after that group. Inlined into a loop that also
+//! contains those calls, LLVM reloads the query vectors and the popcount constants from
+//! memory at every group, which measured 5-25% slower. The functions that call them own
+//! nothing that needs dropping: rustc attaches `noinline` to call sites, and a call that may
+//! unwind through a cleanup (an `invoke`) did not get it, so LLVM inlined the loop again.
 
 use core::arch::x86_64::*;
 
@@ -21,12 +32,18 @@ use super::scalar::{
 // ------------------------------------------------------------------------------------------
 // popcnt set
 
+/// Also the short-input path of the `avx2` set, hence `#[inline(never)]`: inlined into an
+/// AVX2 function, the loop gets vectorized with `vpshufb`, which is slower than `POPCNT` on
+/// short inputs.
 #[target_feature(enable = "popcnt")]
+#[inline(never)]
 pub(crate) unsafe fn distance_popcnt(a: &[u64], b: &[u64]) -> u32 {
     distance_body(a, b)
 }
 
+/// Also the short-input path of the `avx2` set (see [`distance_popcnt`]).
 #[target_feature(enable = "popcnt")]
+#[inline(never)]
 pub(crate) unsafe fn popcount_popcnt(words: &[u64]) -> u64 {
     popcount_body(words)
 }
@@ -67,6 +84,13 @@ const HARLEY_SEAL_MIN_WORDS: usize = 64;
 /// Queries register-blocked against each vector of four 64-bit codes in the one-word radius
 /// scan.
 const RADIUS1_BLOCK: usize = 8;
+
+/// Batches of fewer queries do not amortise the transposition of the tiles of codes wider
+/// than one word: they use `POPCNT` per word instead (the loops of the `popcnt` set). On Zen
+/// 3, with 256-bit codes, one query ran at 0.4G pairs/s transposed against 0.65G with
+/// `POPCNT`, and the transposed scan overtakes from about 4 queries on (0.75G against 0.65G,
+/// then 0.9G with 8 and 1.05G with 64).
+const TRANSPOSE_MIN_QUERIES: usize = 4;
 
 /// The constants of the nibble-table popcount.
 #[derive(Clone, Copy)]
@@ -220,16 +244,19 @@ unsafe fn harley_seal(nvec: usize, load: impl Fn(usize) -> __m256i) -> u64 {
 // ------------------------------------------------------------------------------------------
 // avx2 set: distance, popcount, distances
 
+/// Harley–Seal distance of two slices of at least [`HARLEY_SEAL_MIN_WORDS`] words, out of
+/// line so that the short path of [`distance_avx2`] stays a leaf without the stack frame of
+/// the carry-save tree.
+///
+/// # Safety
+/// The CPU has AVX2 and POPCNT; `a.len() == b.len()`.
 #[target_feature(enable = "avx2,popcnt")]
-pub(crate) unsafe fn distance_avx2(a: &[u64], b: &[u64]) -> u32 {
-    let n = a.len().min(b.len());
-    if n < HARLEY_SEAL_MIN_WORDS {
-        return distance_body(a, b);
-    }
-    let (a, b) = (&a[..n], &b[..n]);
+#[inline(never)]
+unsafe fn distance_harley_seal(a: &[u64], b: &[u64]) -> u32 {
+    let n = a.len();
     let nvec = n / 4;
-    // SAFETY: AVX2 is enabled in this function; for i < nvec, words 4i..4i+4 lie within
-    // both slices of length n >= 4 * nvec.
+    // SAFETY: the caller guarantees AVX2; for i < nvec, words 4i..4i+4 lie within both
+    // slices of length n >= 4 * nvec.
     let head = unsafe {
         harley_seal(nvec, |i| {
             _mm256_xor_si256(load4(&a[4 * i..]), load4(&b[4 * i..]))
@@ -239,40 +266,30 @@ pub(crate) unsafe fn distance_avx2(a: &[u64], b: &[u64]) -> u32 {
 }
 
 #[target_feature(enable = "avx2,popcnt")]
+pub(crate) unsafe fn distance_avx2(a: &[u64], b: &[u64]) -> u32 {
+    let n = a.len().min(b.len());
+    if n < 8 {
+        // SAFETY: POPCNT is enabled in this function.
+        unsafe { distance_popcnt(a, b) }
+    } else if n < HARLEY_SEAL_MIN_WORDS {
+        // Vectorized by LLVM here (`vpshufb`), which beats `POPCNT` from about 16 words on.
+        distance_body(a, b)
+    } else {
+        // SAFETY: AVX2 and POPCNT are enabled in this function; equal lengths.
+        unsafe { distance_harley_seal(&a[..n], &b[..n]) }
+    }
+}
+
+#[target_feature(enable = "avx2,popcnt")]
 pub(crate) unsafe fn popcount_avx2(words: &[u64]) -> u64 {
     if words.len() < HARLEY_SEAL_MIN_WORDS {
-        return popcount_body(words);
+        // SAFETY: POPCNT is enabled in this function.
+        return unsafe { popcount_popcnt(words) };
     }
     let nvec = words.len() / 4;
     // SAFETY: AVX2 is enabled in this function; words 4i..4i+4 exist for i < nvec.
     let head = unsafe { harley_seal(nvec, |i| load4(&words[4 * i..])) };
     head + popcount_body(&words[4 * nvec..])
-}
-
-#[target_feature(enable = "avx2,popcnt")]
-pub(crate) unsafe fn distances_avx2(query: &[u64], codes: &[u64], words: usize, out: &mut [u32]) {
-    if words != 1 {
-        by_words!(words, distances_body(query, codes, words, out));
-        return;
-    }
-    let q = query[0];
-    let mut groups = codes.chunks_exact(4);
-    let mut outs = out.chunks_exact_mut(4);
-    // SAFETY: AVX2 is enabled in this function; each group has 4 words and each output chunk
-    // has room for 4 u32 (16 bytes).
-    unsafe {
-        let nib = Nibble::new();
-        let qv = _mm256_set1_epi64x(q as i64);
-        let even = _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6);
-        for (g, o) in (&mut groups).zip(&mut outs) {
-            let d = sum_bytes(nib.bytes(_mm256_xor_si256(load4(g), qv)));
-            let packed = _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(d, even));
-            _mm_storeu_si128(o.as_mut_ptr().cast(), packed);
-        }
-    }
-    for (&c, o) in groups.remainder().iter().zip(outs.into_remainder()) {
-        *o = (c ^ q).count_ones();
-    }
 }
 
 // ------------------------------------------------------------------------------------------
@@ -303,12 +320,14 @@ unsafe fn emit_within1(
 /// First group of four one-word codes at or after group `g` of `groups` where some query of
 /// `qv` is within the radius (`r1` is `radius + 1` in every lane), if any.
 ///
-/// The loop has no calls, so the queries and constants stay in registers; hits (rare) are
-/// handled by the caller, which resumes after the returned group.
+/// Not inlined, so that its loop keeps the queries and constants in registers (see the
+/// module documentation); hits are handled by the caller, which resumes after the returned
+/// group.
 ///
 /// # Safety
 /// The CPU has AVX2; every group has four words.
-#[inline(always)]
+#[target_feature(enable = "avx2")]
+#[inline(never)]
 unsafe fn next_hit1<const Q: usize>(
     nib: Nibble,
     groups: &[[u64; 4]],
@@ -339,7 +358,8 @@ unsafe fn next_hit1<const Q: usize>(
 ///
 /// # Safety
 /// The CPU has AVX2 and POPCNT; `qs.len() == Q`.
-#[inline(always)]
+#[target_feature(enable = "avx2,popcnt")]
+#[inline]
 unsafe fn radius1_block<const Q: usize>(
     qs: &[u64],
     q0: usize,
@@ -371,7 +391,8 @@ unsafe fn radius1_block<const Q: usize>(
 ///
 /// # Safety
 /// The CPU has AVX2 and POPCNT.
-#[inline(always)]
+#[target_feature(enable = "avx2,popcnt")]
+#[inline]
 unsafe fn scan_radius1(
     queries: &[u64],
     codes: &[u64],
@@ -404,12 +425,46 @@ unsafe fn scan_radius1(
 /// Copies the row-major codes `src` (a multiple of 4 codes of `w` words) into `dst` group by
 /// group: within a group of four codes, word `j` of code `l` goes to `4 * j + l`, so that
 /// word `j` of the four codes is one vector.
-#[inline(always)]
-fn transpose_groups(src: &[u64], w: usize, dst: &mut [u64]) {
+///
+/// Blocks of 4 words by 4 codes are transposed in registers (two unpacks and two lane
+/// permutes per output vector pair), the last `w % 4` words of each code one by one. A scalar
+/// copy took about 7 cycles per 256-bit code, as much as comparing it with one query.
+///
+/// # Safety
+/// The CPU has AVX2; `dst.len() == src.len()`, a multiple of `4 * w`.
+#[target_feature(enable = "avx2")]
+#[inline]
+unsafe fn transpose_groups(src: &[u64], w: usize, dst: &mut [u64]) {
+    let w4 = w / 4 * 4;
     for (s, d) in src.chunks_exact(4 * w).zip(dst.chunks_exact_mut(4 * w)) {
-        for (l, code) in s.chunks_exact(w).enumerate() {
-            for (j, &x) in code.iter().enumerate() {
-                d[4 * j + l] = x;
+        let (d_blocks, d_rest) = d.split_at_mut(4 * w4);
+        // SAFETY: the caller guarantees AVX2; the loads read words j..j+4 < w4 <= w of each
+        // of the four codes, the stores write 4 words at 4j + 4k + 4 <= 4 * w4.
+        unsafe {
+            for j in (0..w4).step_by(4) {
+                let r0 = load4(&s[j..]);
+                let r1 = load4(&s[w + j..]);
+                let r2 = load4(&s[2 * w + j..]);
+                let r3 = load4(&s[3 * w + j..]);
+                let t0 = _mm256_unpacklo_epi64(r0, r1);
+                let t1 = _mm256_unpackhi_epi64(r0, r1);
+                let t2 = _mm256_unpacklo_epi64(r2, r3);
+                let t3 = _mm256_unpackhi_epi64(r2, r3);
+                let out = &mut d_blocks[4 * j..4 * j + 16];
+                let cols = [
+                    _mm256_permute2x128_si256::<0x20>(t0, t2),
+                    _mm256_permute2x128_si256::<0x20>(t1, t3),
+                    _mm256_permute2x128_si256::<0x31>(t0, t2),
+                    _mm256_permute2x128_si256::<0x31>(t1, t3),
+                ];
+                for (k, c) in cols.into_iter().enumerate() {
+                    _mm256_storeu_si256(out[4 * k..4 * k + 4].as_mut_ptr().cast(), c);
+                }
+            }
+        }
+        for j in w4..w {
+            for l in 0..4 {
+                d_rest[4 * (j - w4) + l] = s[l * w + j];
             }
         }
     }
@@ -484,12 +539,13 @@ unsafe fn group_distances<const W: usize>(
 /// with some distance to the query below `thr` (signed 64-bit compare in every lane), with
 /// the group's four distances.
 ///
-/// The loop has no calls, so the query and constants stay in registers; hits are handled by
-/// the caller, which resumes after the returned group.
+/// Not inlined (see the module documentation); hits are handled by the caller, which
+/// resumes after the returned group.
 ///
 /// # Safety
 /// The CPU has AVX2; `tbuf.len()` is a multiple of `4 * w` and the query has `w` words.
-#[inline(always)]
+#[target_feature(enable = "avx2")]
+#[inline(never)]
 unsafe fn next_below<const W: usize>(
     nib: Nibble,
     tbuf: &[u64],
@@ -517,7 +573,8 @@ unsafe fn next_below<const W: usize>(
 ///
 /// # Safety
 /// The CPU has AVX2 and POPCNT; shapes as checked by the public functions.
-#[inline(always)]
+#[target_feature(enable = "avx2,popcnt")]
+#[inline]
 unsafe fn scan_radius_t<const W: usize>(
     queries: &[u64],
     codes: &[u64],
@@ -534,34 +591,58 @@ unsafe fn scan_radius_t<const W: usize>(
         let t1 = n.min(t0 + tile);
         let full = (t1 - t0) / 4 * 4;
         let src = &codes[t0 * w..t1 * w];
-        let tbuf = &mut buf[..full * w];
-        transpose_groups(&src[..full * w], w, tbuf);
-        let tbuf = &buf[..full * w];
-        for (qi, q) in queries.chunks_exact(w).enumerate() {
-            // SAFETY: the caller guarantees AVX2 and POPCNT; groups have 4 * w words and the
-            // query has w words.
-            unsafe {
-                let nib = Nibble::new();
-                let qv = QueryVec::<W>::new(q);
-                let r1 = _mm256_set1_epi64x(i64::from(radius) + 1);
-                let mut g = 0;
-                while let Some((hit, d)) = next_below(nib, tbuf, w, g, &qv, r1) {
-                    for (l, &dl) in d.iter().enumerate() {
-                        if dl <= u64::from(radius) {
-                            emit(qi, t0 + 4 * hit + l, dl as u32);
-                        }
-                    }
-                    g = hit + 1;
-                }
-            }
-            for i in full..t1 - t0 {
-                let d = dist_words(q, &src[i * w..], w);
-                if d <= radius {
-                    emit(qi, t0 + i, d);
-                }
-            }
+        // SAFETY: the caller guarantees AVX2 and POPCNT; `buf[..full * w]` has the length of
+        // the first `full` codes of `src`, and then holds them transposed.
+        unsafe {
+            transpose_groups(&src[..full * w], w, &mut buf[..full * w]);
+            radius_tile::<W>(queries, src, &buf[..full * w], t0, w, radius, emit);
         }
         t0 = t1;
+    }
+}
+
+/// The radius scan of one tile: codes `t0..` given row-major in `src` and, for the first
+/// `tbuf.len() / w` of them, transposed in `tbuf`. A separate function owning nothing, so
+/// that its calls to [`next_below`] stay calls (see the module documentation).
+///
+/// # Safety
+/// The CPU has AVX2 and POPCNT; `tbuf.len()` is a multiple of `4 * w`, `src` holds at least
+/// `tbuf.len() / w` codes, the queries have `w` words.
+#[target_feature(enable = "avx2,popcnt")]
+#[inline]
+unsafe fn radius_tile<const W: usize>(
+    queries: &[u64],
+    src: &[u64],
+    tbuf: &[u64],
+    t0: usize,
+    w: usize,
+    radius: u32,
+    emit: &mut dyn FnMut(usize, usize, u32),
+) {
+    let full = tbuf.len() / w;
+    for (qi, q) in queries.chunks_exact(w).enumerate() {
+        // SAFETY: the caller guarantees AVX2 and POPCNT; groups have 4 * w words and the
+        // query has w words.
+        unsafe {
+            let nib = Nibble::new();
+            let qv = QueryVec::<W>::new(q);
+            let r1 = _mm256_set1_epi64x(i64::from(radius) + 1);
+            let mut g = 0;
+            while let Some((hit, d)) = next_below(nib, tbuf, w, g, &qv, r1) {
+                for (l, &dl) in d.iter().enumerate() {
+                    if dl <= u64::from(radius) {
+                        emit(qi, t0 + 4 * hit + l, dl as u32);
+                    }
+                }
+                g = hit + 1;
+            }
+        }
+        for i in full..src.len() / w {
+            let d = dist_words(q, &src[i * w..], w);
+            if d <= radius {
+                emit(qi, t0 + i, d);
+            }
+        }
     }
 }
 
@@ -577,6 +658,8 @@ pub(crate) unsafe fn scan_radius_avx2(
     unsafe {
         if words == 1 {
             scan_radius1(queries, codes, radius, emit);
+        } else if queries.len() / words < TRANSPOSE_MIN_QUERIES {
+            by_words!(words, scan_radius_body(queries, codes, words, radius, emit));
         } else {
             by_words!(words, scan_radius_t(queries, codes, words, radius, emit));
         }
@@ -589,7 +672,8 @@ pub(crate) unsafe fn scan_radius_avx2(
 /// # Safety
 /// The CPU has AVX2 and POPCNT; shapes as checked by the public functions, one heap per
 /// query.
-#[inline(always)]
+#[target_feature(enable = "avx2,popcnt")]
+#[inline]
 unsafe fn scan_knn_t<const W: usize>(
     queries: &[u64],
     codes: &[u64],
@@ -612,35 +696,180 @@ unsafe fn scan_knn_t<const W: usize>(
         let tbuf: &[u64] = if w == 1 {
             &src[..full]
         } else {
-            transpose_groups(&src[..full * w], w, &mut buf[..full * w]);
+            // SAFETY: the caller guarantees AVX2; equal lengths, a multiple of 4 * w.
+            unsafe { transpose_groups(&src[..full * w], w, &mut buf[..full * w]) };
             &buf[..full * w]
         };
-        for (q, heap) in queries.chunks_exact(w).zip(heaps.iter_mut()) {
-            // SAFETY: the caller guarantees AVX2 and POPCNT; groups have 4 * w words and the
-            // query has w words.
-            unsafe {
-                let nib = Nibble::new();
-                let qv = QueryVec::<W>::new(q);
-                let mut g = 0;
-                while let Some((hit, d)) =
-                    next_below(nib, tbuf, w, g, &qv, splat_threshold(heap.threshold()))
-                {
-                    for (l, &dl) in d.iter().enumerate() {
-                        if dl < heap.threshold() {
-                            heap.push(dl as u32, t0 + 4 * hit + l);
-                        }
+        // SAFETY: the caller guarantees AVX2 and POPCNT; `tbuf` holds the first `full` codes
+        // of `src`, transposed.
+        unsafe { knn_tile::<W>(queries, src, tbuf, t0, w, heaps) };
+        t0 = t1;
+    }
+}
+
+/// The k-NN scan of one tile: codes `t0..` given row-major in `src` and, for the first
+/// `tbuf.len() / w` of them, transposed in `tbuf`.
+///
+/// A separate function owning nothing, so that its calls to [`next_below`] stay calls (see
+/// the module documentation).
+///
+/// # Safety
+/// The CPU has AVX2 and POPCNT; `tbuf.len()` is a multiple of `4 * w`, `src` holds at least
+/// `tbuf.len() / w` codes, the queries have `w` words, one heap per query.
+#[target_feature(enable = "avx2,popcnt")]
+#[inline]
+unsafe fn knn_tile<const W: usize>(
+    queries: &[u64],
+    src: &[u64],
+    tbuf: &[u64],
+    t0: usize,
+    w: usize,
+    heaps: &mut [TopK],
+) {
+    let full = tbuf.len() / w;
+    for (q, heap) in queries.chunks_exact(w).zip(heaps.iter_mut()) {
+        // SAFETY: the caller guarantees AVX2 and POPCNT; groups have 4 * w words and the
+        // query has w words.
+        unsafe {
+            let nib = Nibble::new();
+            let qv = QueryVec::<W>::new(q);
+            let mut g = 0;
+            while let Some((hit, d)) =
+                next_below(nib, tbuf, w, g, &qv, splat_threshold(heap.threshold()))
+            {
+                for (l, &dl) in d.iter().enumerate() {
+                    if dl < heap.threshold() {
+                        heap.push(dl as u32, t0 + 4 * hit + l);
                     }
-                    g = hit + 1;
                 }
-            }
-            for i in full..t1 - t0 {
-                let d = dist_words(q, &src[i * w..], w);
-                if u64::from(d) < heap.threshold() {
-                    heap.push(d, t0 + i);
-                }
+                g = hit + 1;
             }
         }
-        t0 = t1;
+        for i in full..src.len() / w {
+            let d = dist_words(q, &src[i * w..], w);
+            if u64::from(d) < heap.threshold() {
+                heap.push(d, t0 + i);
+            }
+        }
+    }
+}
+
+/// Packs the four 64-bit lanes of `d` (each below 2^32) into four `u32` at `out[0..4]`.
+///
+/// # Safety
+/// The CPU has AVX2; `out.len() >= 4`.
+#[inline(always)]
+unsafe fn store_u32x4(d: __m256i, out: &mut [u32]) {
+    debug_assert!(out.len() >= 4);
+    // SAFETY: the caller guarantees AVX2 and room for four u32 (16 bytes); `storeu` has no
+    // alignment requirement.
+    unsafe {
+        let even = _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6);
+        let packed = _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(d, even));
+        _mm_storeu_si128(out.as_mut_ptr().cast(), packed);
+    }
+}
+
+/// Distances of one query to one-word codes: four codes per vector.
+///
+/// # Safety
+/// The CPU has AVX2 and POPCNT; `codes.len() == out.len()`.
+#[target_feature(enable = "avx2,popcnt")]
+#[inline]
+unsafe fn distances1(q: u64, codes: &[u64], out: &mut [u32]) {
+    let full = codes.len() / 4 * 4;
+    let (head, tail) = out.split_at_mut(full);
+    // SAFETY: the caller guarantees AVX2; each group has 4 words and each output chunk 4 slots.
+    unsafe {
+        let nib = Nibble::new();
+        let qv = _mm256_set1_epi64x(q as i64);
+        for (grp, o) in codes.chunks_exact(4).zip(head.chunks_exact_mut(4)) {
+            store_u32x4(sum_bytes(nib.bytes(_mm256_xor_si256(load4(grp), qv))), o);
+        }
+    }
+    for (&c, o) in codes[full..].iter().zip(tail) {
+        *o = (c ^ q).count_ones();
+    }
+}
+
+/// Distances of one query to codes whose width `w` is a multiple of 4 (`W`, or `words` when
+/// `W == 0`), code by code ("horizontal"): the byte counts of a code's vectors are added up,
+/// `vpsadbw` leaves four partial sums per code, and two unpacks and two lane permutes turn
+/// the partial sums of four codes into their four distances. No transposition: a single
+/// query would not amortise it.
+///
+/// # Safety
+/// The CPU has AVX2 and POPCNT; `w % 4 == 0`, the query has `w` words, `codes.len() ==
+/// out.len() * w`.
+#[target_feature(enable = "avx2,popcnt")]
+#[inline]
+unsafe fn distances_rows<const W: usize>(
+    query: &[u64],
+    codes: &[u64],
+    words: usize,
+    out: &mut [u32],
+) {
+    let w = if W == 0 { words } else { W };
+    debug_assert_eq!(w % 4, 0);
+    let q = &query[..w];
+    let full = out.len() / 4 * 4;
+    let (head, tail) = out.split_at_mut(full);
+    // SAFETY: the caller guarantees AVX2; every load reads four words inside a code of `w`
+    // words (a multiple of 4) or inside the query; output chunks have four slots.
+    unsafe {
+        let nib = Nibble::new();
+        let code_sums = |row: &[u64]| {
+            let mut acc = _mm256_setzero_si256();
+            let mut j0 = 0;
+            while j0 < w {
+                // At most 31 vectors of byte counts (8 each) per byte before `vpsadbw`.
+                let j1 = w.min(j0 + 4 * 31);
+                let mut bytes = _mm256_setzero_si256();
+                for j in (j0..j1).step_by(4) {
+                    let x = _mm256_xor_si256(load4(&row[j..]), load4(&q[j..]));
+                    bytes = _mm256_add_epi8(bytes, nib.bytes(x));
+                }
+                acc = _mm256_add_epi64(acc, sum_bytes(bytes));
+                j0 = j1;
+            }
+            acc
+        };
+        for (rows, o) in codes.chunks_exact(4 * w).zip(head.chunks_exact_mut(4)) {
+            let s0 = code_sums(&rows[..w]);
+            let s1 = code_sums(&rows[w..2 * w]);
+            let s2 = code_sums(&rows[2 * w..3 * w]);
+            let s3 = code_sums(&rows[3 * w..]);
+            // [s0.0+s0.1, s1.0+s1.1 | s0.2+s0.3, s1.2+s1.3], and the same for codes 2, 3.
+            let t01 =
+                _mm256_add_epi64(_mm256_unpacklo_epi64(s0, s1), _mm256_unpackhi_epi64(s0, s1));
+            let t23 =
+                _mm256_add_epi64(_mm256_unpacklo_epi64(s2, s3), _mm256_unpackhi_epi64(s2, s3));
+            let d = _mm256_add_epi64(
+                _mm256_permute2x128_si256::<0x20>(t01, t23),
+                _mm256_permute2x128_si256::<0x31>(t01, t23),
+            );
+            store_u32x4(d, o);
+        }
+    }
+    for (i, o) in tail.iter_mut().enumerate() {
+        *o = dist_words(q, &codes[(full + i) * w..], w);
+    }
+}
+
+/// AVX2 `distances`: vertical for one-word codes, horizontal for widths that are multiples
+/// of 4 words; other widths use `POPCNT` per word (the loop of the `popcnt` set).
+#[target_feature(enable = "avx2,popcnt")]
+pub(crate) unsafe fn distances_avx2(query: &[u64], codes: &[u64], words: usize, out: &mut [u32]) {
+    // SAFETY: AVX2 and POPCNT are enabled in this function; shapes are the caller's contract,
+    // and the width conditions of each kernel are checked here.
+    unsafe {
+        match words {
+            1 => distances1(query[0], codes, out),
+            4 => distances_rows::<4>(query, codes, words, out),
+            8 => distances_rows::<8>(query, codes, words, out),
+            w if w % 4 == 0 => distances_rows::<0>(query, codes, words, out),
+            _ => by_words!(words, distances_body(query, codes, words, out)),
+        }
     }
 }
 
@@ -651,6 +880,10 @@ pub(crate) unsafe fn scan_knn_avx2(
     words: usize,
     heaps: &mut [TopK],
 ) {
+    if words > 1 && queries.len() / words < TRANSPOSE_MIN_QUERIES {
+        by_words!(words, scan_knn_body(queries, codes, words, heaps));
+        return;
+    }
     // SAFETY: AVX2 and POPCNT are enabled in this function; shapes are the caller's contract.
     unsafe { by_words!(words, scan_knn_t(queries, codes, words, heaps)) }
 }
