@@ -3,9 +3,11 @@
 
 use std::collections::VecDeque;
 
-use simlsh::index::manku::{MAX_TABLES, min_tables, plan};
+use simlsh::index::manku::{MAX_TABLES, Plan, min_tables, plan};
 use simlsh::index::{HammingIndex, Hit, LinearScan, PermutedTables};
-use simlsh::join::{Match, Pair, clusters, join_index, knn_graph, knn_graph_with, self_join};
+use simlsh::join::{
+    Match, Pair, clusters, join_index, knn_graph, knn_graph_with, self_join, self_join_plan,
+};
 use simlsh::rng::Rng;
 use simlsh::signature::{SignatureMatrix, last_word_mask, words_for};
 use simlsh::workloads::{W3, w4};
@@ -39,7 +41,7 @@ fn recurrence_reproduces_the_papers_designs() {
 #[test]
 fn planner_reproduces_the_papers_tables_for_8b_fingerprints() {
     let n: u64 = 1 << 34;
-    let table_bytes = n * 12;
+    let bytes_of = |levels: &[usize]| Plan::for_levels(64, 3, n, levels).unwrap().bytes;
     // No memory limit: 20 tables, 6 blocks of 11, 11, 11, 11, 10, 10 bits, 3 per key.
     let p = plan(64, 3, n, u64::MAX).unwrap();
     assert_eq!((p.tables, p.levels.clone()), (20, vec![6]));
@@ -48,16 +50,17 @@ fn planner_reproduces_the_papers_tables_for_8b_fingerprints() {
     // 4 tables of 33 bits, 12 of 32, 4 of 31: 4 * 2 + 12 * 4 + 4 * 8 = 88 <= 160.
     assert_eq!(p.candidates_per_query, 88.0);
     assert_eq!(p.candidates_per_probe, 4.4);
-    assert_eq!(p.bytes, 20 * table_bytes);
+    // Directories of 2^24 prefixes: 5-byte keys and 4-byte ids.
+    assert_eq!(p.bytes, 20 * (n * 9 + ((1 << 24) + 1) * 4) + 8);
     // Room for 16 tables: 4 blocks of 16 then 4 of 12, one of each per key: 28 bits.
-    let p = plan(64, 3, n, 16 * table_bytes).unwrap();
+    let p = plan(64, 3, n, bytes_of(&[4, 4])).unwrap();
     assert_eq!((p.tables, p.levels.clone()), (16, vec![4, 4]));
     assert_eq!((p.key_bits_min, p.key_bits_max), (28, 28));
     assert_eq!(p.max_candidates_per_probe, 64.0);
     assert_eq!(p.candidates_per_query, 1024.0);
     // Room for 10 (up to 15): 5 blocks of 13, 13, 13, 13, 12, 2 per key: 25 or 26 bits.
-    for budget in [10, 15] {
-        let p = plan(64, 3, n, budget * table_bytes).unwrap();
+    for budget in [bytes_of(&[5]), bytes_of(&[5]) * 3 / 2] {
+        let p = plan(64, 3, n, budget).unwrap();
         assert_eq!((p.tables, p.levels.clone()), (10, vec![5]));
         assert_eq!((p.key_bits_min, p.key_bits_max), (25, 26));
         assert_eq!(p.max_candidates_per_probe, 512.0);
@@ -65,14 +68,13 @@ fn planner_reproduces_the_papers_tables_for_8b_fingerprints() {
         assert_eq!(p.candidates_per_query, 3584.0);
     }
     // Room for 4: 4 blocks of 16 bits, one per key.
-    let p = plan(64, 3, n, 4 * table_bytes).unwrap();
+    let p = plan(64, 3, n, bytes_of(&[4])).unwrap();
     assert_eq!((p.tables, p.levels.clone()), (4, vec![4]));
     assert_eq!(p.key_bits_min, 16);
     assert_eq!(p.max_candidates_per_probe, f64::from(1 << 18));
     assert_eq!(p.candidates_per_query, f64::from(1 << 20));
-    assert_eq!(p.bytes, 4 * table_bytes);
     // Not even one table fits.
-    assert!(plan(64, 3, n, table_bytes - 1).is_err());
+    assert!(plan(64, 3, n, n * 8).is_err());
 }
 
 #[test]
@@ -82,12 +84,16 @@ fn planner_picks_four_tables_for_a_million_codes() {
         (p.tables, p.levels.clone(), p.key_bits_min),
         (4, vec![4], 16)
     );
-    assert_eq!(p.bytes, 48_000_000);
+    // Directories of 2^16 prefixes, 6-byte keys, 4-byte ids: 41 bytes per code.
+    assert_eq!(p.bytes, 4 * (1_000_000 * 10 + 65537 * 4) + 8);
     assert!((p.candidates_per_probe - 1e6 / 65536.0).abs() < 1e-9);
     // Wide codes store them once more: 4 words + a 4-byte id per code.
     let p = plan(256, 3, 1_000_000, u64::MAX).unwrap();
     assert!(p.key_bits_min == 64 && p.tables == 4, "{p:?}");
-    assert_eq!(p.bytes, 4 * 12 * 1_000_000 + 36 * 1_000_000);
+    assert_eq!(
+        p.bytes,
+        4 * (1_000_000 * 10 + 65537 * 4) + 8 + 36 * 1_000_000
+    );
     // Radius 0: one table keyed on everything.
     let p = plan(64, 0, 1_000_000, u64::MAX).unwrap();
     assert_eq!(
@@ -119,7 +125,7 @@ fn builder_rejects_designs_that_break_the_pigeonhole() {
 // -------------------------------------------------------------------------- the index
 
 #[test]
-fn four_tables_take_48_bytes_per_code_and_find_the_w3_truth() {
+fn four_tables_take_at_most_48_bytes_per_code_and_find_the_w3_truth() {
     let w = W3::generate(50_000, 2_000).unwrap();
     let sigs = SignatureMatrix::from_parts(64, w.index.clone()).unwrap();
     let idx = PermutedTables::builder()
@@ -128,11 +134,12 @@ fn four_tables_take_48_bytes_per_code_and_find_the_w3_truth() {
         .build(&sigs)
         .unwrap();
     assert_eq!(idx.num_tables(), 4);
+    // Directory bits min(16, log2(50,000) - 3) = 12: 7-byte keys, 4-byte ids, 2^12 + 1
+    // offsets per table, 8 bytes of padding, and a small layout.
     let bytes = idx.bytes();
-    assert!(
-        (48 * 50_000..48 * 50_000 + 2048).contains(&bytes),
-        "{bytes}"
-    );
+    let data = 4 * (50_000 * (7 + 4) + 4097 * 4) + 8;
+    assert!((data..data + 2048).contains(&bytes), "{bytes}");
+    assert!(bytes <= 48 * 50_000);
     let oracle = LinearScan::build(&sigs).unwrap();
     let all = idx.radius_batch(&w.queries, 3).unwrap();
     for (j, hits) in all.iter().enumerate() {
@@ -144,6 +151,41 @@ fn four_tables_take_48_bytes_per_code_and_find_the_w3_truth() {
             }));
         }
         assert_eq!(hits, &oracle.radius(&w.queries[j..j + 1], 3).unwrap());
+    }
+}
+
+#[test]
+fn many_candidates_per_probe_are_all_reported() {
+    let mut rng = Rng::new(25);
+    for bits in [64usize, 128, 200] {
+        // 500 copies of one code and 300 near it: hundreds of candidates per probe.
+        let sigs = planted(&mut rng, bits, 1500, 500);
+        let same = sigs.row(0).to_vec();
+        let mut m = SignatureMatrix::new(bits).unwrap();
+        for row in sigs.rows() {
+            m.push_words(bits, row).unwrap();
+        }
+        for i in 0..300 {
+            let d = i % 4;
+            m.push_words(bits, &flip(&mut rng, &same, bits, d)).unwrap();
+        }
+        let oracle = LinearScan::build(&m).unwrap();
+        for levels in [vec![4], vec![5], vec![4, 4]] {
+            let idx = PermutedTables::builder().levels(&levels).build(&m).unwrap();
+            let near = [same.clone(), flip(&mut rng, &same, bits, 2)];
+            for q in &near {
+                for r in [0u32, 2, 3] {
+                    let want = oracle.radius(q, r).unwrap();
+                    assert!(want.len() >= 500 || r < 2);
+                    assert_eq!(idx.radius(q, r).unwrap(), want, "f={bits} {levels:?} r={r}");
+                }
+                assert_eq!(idx.knn(q, 600).unwrap(), oracle.knn(q, 600).unwrap());
+            }
+            let flat: Vec<u64> = near.concat();
+            let batch = idx.radius_batch(&flat, 3).unwrap();
+            assert_eq!(batch[0], oracle.radius(&near[0], 3).unwrap());
+            assert_eq!(batch[1], oracle.radius(&near[1], 3).unwrap());
+        }
     }
 }
 
@@ -228,6 +270,25 @@ fn self_join_equals_brute_force() {
     assert_eq!(self_join(&sigs, 30).unwrap(), brute_pairs(&sigs, 30));
     let one = SignatureMatrix::from_parts(64, vec![5u64]).unwrap();
     assert!(self_join(&one, 3).unwrap().is_empty());
+}
+
+#[test]
+fn self_join_plans_pigeonhole_blocks() {
+    // W4: 4 blocks of 16 bits; more blocks only add grouping passes.
+    let p = self_join_plan(64, 3, 1_000_000).unwrap();
+    assert_eq!(
+        (p.levels.clone(), p.key_bits_min, p.key_bits_max),
+        (vec![4], 16, 16)
+    );
+    // Radius 0: one table keyed on everything; near f / 2: compare all pairs.
+    assert_eq!(self_join_plan(64, 0, 1000).unwrap().levels, vec![1]);
+    assert_eq!(
+        self_join_plan(64, 30, 400).unwrap().levels,
+        Vec::<usize>::new()
+    );
+    // Wide codes: keys of at most 64 bits.
+    assert_eq!(self_join_plan(256, 3, 1_000_000).unwrap().key_bits_max, 64);
+    assert!(self_join_plan(0, 3, 10).is_err());
 }
 
 #[test]

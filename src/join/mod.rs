@@ -17,7 +17,7 @@ use rayon::prelude::*;
 
 use crate::error::{Error, Result};
 use crate::hamming;
-use crate::index::manku::{Layout, bucket_pairs, join_plan};
+use crate::index::manku::{Layout, Plan, counting_sort, join_plan};
 use crate::index::{HammingIndex, Id};
 use crate::signature::SignatureMatrix;
 
@@ -82,7 +82,7 @@ pub fn self_join<S: AsRef<[u64]> + Sync>(sigs: &SignatureMatrix<S>, r: u32) -> R
         return Ok(Vec::new());
     }
     let bits = sigs.bits();
-    let plan = join_plan(bits, r, n as u64).expect("the empty design always qualifies");
+    let plan = self_join_plan(bits, r, n)?;
     let layout = Layout::new(bits, r, &plan.levels);
     let per_table: Vec<Vec<Pair>> = (0..layout.tables.len())
         .into_par_iter()
@@ -93,45 +93,40 @@ pub fn self_join<S: AsRef<[u64]> + Sync>(sigs: &SignatureMatrix<S>, r: u32) -> R
     Ok(pairs)
 }
 
+/// The design [`self_join`] uses for `n` rows of `bits` bits at radius `r`: among the
+/// planner's designs (see [`crate::index::manku::design`]), the one of least
+/// [`Plan::join_cost`] (per table, 8 units per row for the grouping, plus the expected pairs
+/// sharing a key). For 64-bit codes at radius 3 and a million rows: 4 blocks of 16 bits,
+/// each table keyed on one block.
+///
+/// ```
+/// let p = simlsh::join::self_join_plan(64, 3, 1_000_000).unwrap();
+/// assert_eq!((p.levels, p.tables, p.key_bits_min), (vec![4], 4, 16));
+/// ```
+///
+/// # Errors
+/// [`Error::InvalidParameter`] if `bits` is 0.
+pub fn self_join_plan(bits: usize, r: u32, n: usize) -> Result<Plan> {
+    join_plan(bits, r, n as u64).ok_or_else(|| Error::param("bits", "must be at least 1"))
+}
+
 /// The pairs table `t` reports.
+///
+/// The rows are grouped by the table's key: a counting sort on the top `b ≤ 8` bits of their
+/// key words, computed straight from the rows (one pass to count, one to scatter), then each
+/// of the `2^b` runs, small enough to stay in cache, is sorted on the next key bits (up to
+/// `log2 N` bits in all) and, for longer keys, sorted and cut into equal keys. The runs are
+/// processed in parallel.
 fn join_table(rows: &[u64], layout: &Layout, t: usize, r: u32) -> Vec<Pair> {
     let tl = &layout.tables[t];
     let w = layout.words();
     let n = rows.len() / w;
-    let keyed: Vec<(u64, u32)> = rows
-        .chunks_exact(w)
-        .enumerate()
-        .map(|(i, c)| (tl.keyword(c), i as u32))
-        .collect();
-    let p = tl.key_bits;
-    // Group by the key: a counting sort on its top bits, then (longer keys) a sort per bucket.
-    let (sorted, groups): (Vec<(u64, u32)>, Vec<Range>) = if p == 0 {
-        (keyed, vec![(0, n)])
-    } else {
-        let b = p.min(n.ilog2().clamp(1, 20));
-        let (mut sorted, offsets) = bucket_pairs(&keyed, b);
-        drop(keyed);
-        let mut groups = Vec::new();
-        for win in offsets.windows(2) {
-            let (s, e) = (win[0], win[1]);
-            if e - s < 2 {
-                continue;
-            }
-            if b == p {
-                groups.push((s, e));
-                continue;
-            }
-            let bucket = &mut sorted[s..e];
-            bucket.sort_unstable();
-            let mut g = s;
-            for chunk in bucket.chunk_by(|x, y| (x.0 ^ y.0) & tl.prefix == 0) {
-                if chunk.len() >= 2 {
-                    groups.push((g, g + chunk.len()));
-                }
-                g += chunk.len();
-            }
+    let key_of = |i: usize| {
+        if w == 1 {
+            tl.keyword1(rows[i])
+        } else {
+            tl.keyword(&rows[i * w..(i + 1) * w])
         }
-        (sorted, groups)
     };
     let ctx = GroupCtx {
         rows,
@@ -140,25 +135,64 @@ fn join_table(rows: &[u64], layout: &Layout, t: usize, r: u32) -> Vec<Pair> {
         r,
         w,
     };
-    let (big, small): (Vec<_>, Vec<_>) = groups.into_iter().partition(|&(s, e)| e - s >= BIG_GROUP);
-    let mut out: Vec<Pair> = small
-        .par_iter()
-        .fold(Vec::new, |mut acc, &(s, e)| {
-            ctx.small_group(&sorted[s..e], &mut acc);
-            acc
-        })
-        .reduce(Vec::new, |mut a, b| {
-            a.extend(b);
-            a
-        });
-    for (s, e) in big {
-        out.extend(ctx.big_group(&sorted[s..e]));
+    let p = tl.key_bits;
+    let mut out = Vec::new();
+    if p == 0 {
+        let all: Vec<(u64, u32)> = (0..n).map(|i| (key_of(i), i as u32)).collect();
+        ctx.group(&all, &mut out);
+        return out;
     }
+    let b = p.min(n.ilog2().clamp(1, 20));
+    let b1 = b.min(8);
+    let b2 = b - b1;
+    let shift1 = 64 - b1;
+    let keys: Vec<u64> = (0..n).map(key_of).collect();
+    let mut top = vec![0usize; (1 << b1) + 1];
+    for &k in &keys {
+        top[(k >> shift1) as usize + 1] += 1;
+    }
+    for i in 1..top.len() {
+        top[i] += top[i - 1];
+    }
+    let mut next = top[..1 << b1].to_vec();
+    let mut scattered = vec![(0u64, 0u32); n];
+    for (i, &k) in keys.iter().enumerate() {
+        let slot = &mut next[(k >> shift1) as usize];
+        scattered[*slot] = (k, i as u32);
+        *slot += 1;
+    }
+    drop(keys);
+    let per_run: Vec<Vec<Pair>> = (0..1usize << b1)
+        .into_par_iter()
+        .map_init(
+            || (Vec::new(), Vec::new()),
+            |(scratch, offsets): &mut (Vec<(u64, u32)>, Vec<usize>), h| {
+                let run = &scattered[top[h]..top[h + 1]];
+                let mut out = Vec::new();
+                if run.len() < 2 {
+                    return out;
+                }
+                scratch.clear();
+                if b2 == 0 {
+                    scratch.extend_from_slice(run);
+                    ctx.bucket(scratch, p > b, &mut out);
+                    return out;
+                }
+                scratch.resize(run.len(), (0, 0));
+                offsets.resize((1 << b2) + 1, 0);
+                counting_sort(run, 64 - b, (1 << b2) - 1, scratch, offsets);
+                for win in offsets.windows(2) {
+                    if win[1] - win[0] >= 2 {
+                        ctx.bucket(&mut scratch[win[0]..win[1]], p > b, &mut out);
+                    }
+                }
+                out
+            },
+        )
+        .collect();
+    out.extend(per_run.into_iter().flatten());
     out
 }
-
-/// A range `start..end` of the grouped pairs.
-type Range = (usize, usize);
 
 /// What the pair checks of one table need.
 struct GroupCtx<'a> {
@@ -230,6 +264,31 @@ impl GroupCtx<'_> {
             return;
         }
         self.small_body(g, out);
+    }
+
+    /// The pairs of a bucket of entries sharing the top key bits: one group, or, when the key
+    /// is longer (`split`), the bucket sorted and cut into runs of equal keys.
+    fn bucket(&self, entries: &mut [(u64, u32)], split: bool, out: &mut Vec<Pair>) {
+        if !split {
+            self.group(entries, out);
+            return;
+        }
+        entries.sort_unstable();
+        let prefix = self.layout.tables[self.t].prefix;
+        for g in entries.chunk_by(|x, y| (x.0 ^ y.0) & prefix == 0) {
+            if g.len() >= 2 {
+                self.group(g, out);
+            }
+        }
+    }
+
+    /// Every pair of a group of entries sharing the key.
+    fn group(&self, g: &[(u64, u32)], out: &mut Vec<Pair>) {
+        if g.len() >= BIG_GROUP {
+            out.extend(self.big_group(g));
+        } else {
+            self.small_group(g, out);
+        }
     }
 
     /// Every pair of a big group: its codes gathered (key words for one-word codes, which

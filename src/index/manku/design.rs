@@ -39,10 +39,11 @@
 //! [`MAX_TABLES`] tables, and the recurrence's design for every `p_min` up to 64; it keeps
 //! those within the memory budget and picks the cheapest by the cost model
 //! `tables · 64 + expected candidates per query` (in units of one candidate check: a probe
-//! is an interpolation search, a few cache misses, worth about 64 sequential candidate
+//! is a directory lookup and a few cache misses, worth about 64 sequential candidate
 //! checks). For `f = 64, k = 3` this gives 4 tables at `N = 2^20` and 20 tables at
 //! `N = 2^34`, as in the paper; a smaller budget gives 16, 10 or 4 tables.
 
+use super::store::dir_bits;
 use crate::error::{Error, Result};
 use crate::signature::words_for;
 
@@ -52,11 +53,9 @@ pub const MAX_TABLES: usize = 4096;
 /// Deepest design (number of levels) the recurrence explores.
 const MAX_LEVELS: usize = 6;
 
-/// Cost of one probe (an interpolation search) in candidate checks; see the module docs.
+/// Cost of one probe (a directory lookup, a few cache misses) in candidate checks; see the
+/// module docs.
 const PROBE_COST: f64 = 64.0;
-
-/// Bytes of one table entry: an 8-byte key and a 4-byte id or row number.
-const ENTRY_BYTES: u64 = 12;
 
 /// Cost of putting one code into one table of a self-join (key extraction and a counting
 /// sort scatter), in pair checks.
@@ -87,8 +86,10 @@ pub struct Plan {
     pub max_candidates_per_probe: f64,
     /// Expected candidates of one query: the sum over the tables.
     pub candidates_per_query: f64,
-    /// Bytes of the index: `12` per code and table (8-byte key, 4-byte id), plus
-    /// `8 · words + 4` per code for the codes and their ids when `f > 64`.
+    /// Bytes of the index's arrays: per table, a truncated key (`ceil((64 − b) / 8)` bytes,
+    /// `b` the directory bits) and a 4-byte id per code plus `2^b + 1` 4-byte offsets (see
+    /// [`PermutedTables`](super::PermutedTables)); plus `8 · words + 4` bytes per code for
+    /// the codes and their ids when `f > 64`.
     pub bytes: u64,
 }
 
@@ -110,6 +111,15 @@ impl Plan {
         let per_query: f64 = per_probe.iter().sum();
         let w = words_for(bits) as u64;
         let extra = if w > 1 { n * (8 * w + 4) } else { 0 };
+        let table_bytes: u64 = eff
+            .iter()
+            .map(|&p| {
+                let b = dir_bits(p, usize::try_from(n).unwrap_or(usize::MAX));
+                let kb = (64 - u64::from(b)).div_ceil(8);
+                n.saturating_mul(kb + 4)
+                    .saturating_add(((1u64 << b) + 1) * 4)
+            })
+            .fold(0u64, u64::saturating_add);
         Ok(Plan {
             bits,
             radius,
@@ -121,10 +131,7 @@ impl Plan {
             candidates_per_probe: per_query / tables as f64,
             max_candidates_per_probe: per_probe.iter().copied().fold(0.0, f64::max),
             candidates_per_query: per_query,
-            bytes: (tables as u64)
-                .saturating_mul(n)
-                .saturating_mul(ENTRY_BYTES)
-                .saturating_add(extra),
+            bytes: table_bytes.saturating_add(8).saturating_add(extra),
         })
     }
 

@@ -1,5 +1,5 @@
-//! The bit layout of every table (how a code becomes a table's 64-bit sort key), the counting
-//! sort that builds the sorted arrays, and the interpolation search that probes them.
+//! The bit layout of every table (how a code becomes a table's 64-bit sort key), and the
+//! counting sort that builds the sorted arrays.
 //!
 //! # Key words
 //!
@@ -198,99 +198,79 @@ pub(crate) fn sort_pairs(pairs: Vec<(u64, u32)>) -> Vec<(u64, u32)> {
 
 /// Counting sort of `pairs` on the top `b` bits of the key (`1 ≤ b ≤ 24`), stable: the
 /// pairs and the bucket offsets (`2^b + 1` of them).
+///
+/// Beyond 11 bits the sort runs in two passes (most significant digit first): the top 8
+/// bits scatter the pairs into 256 runs, then each run, small enough for the cache, is
+/// sorted on the remaining bits. One pass into `2^16` buckets would write to a random cache
+/// line and page for nearly every pair.
 pub(crate) fn bucket_pairs(pairs: &[(u64, u32)], b: u32) -> (Vec<(u64, u32)>, Vec<usize>) {
     debug_assert!((1..=24).contains(&b));
-    let shift = 64 - b;
+    let mut out = vec![(0u64, 0u32); pairs.len()];
     let mut offsets = vec![0usize; (1 << b) + 1];
-    for &(k, _) in pairs {
-        offsets[(k >> shift) as usize + 1] += 1;
+    if b <= 11 {
+        counting_sort(pairs, 64 - b, (1 << b) - 1, &mut out, &mut offsets);
+        return (out, offsets);
+    }
+    let mut top = vec![0usize; 257];
+    counting_sort(pairs, 56, 255, &mut out, &mut top);
+    let rest = b - 8;
+    let mut tmp = vec![(0u64, 0u32); pairs.len()];
+    let mut sub = vec![0usize; (1 << rest) + 1];
+    for h in 0..256 {
+        let (s, e) = (top[h], top[h + 1]);
+        counting_sort(
+            &out[s..e],
+            64 - b,
+            (1 << rest) - 1,
+            &mut tmp[s..e],
+            &mut sub,
+        );
+        for (j, &o) in sub[..1 << rest].iter().enumerate() {
+            offsets[(h << rest) + j] = s + o;
+        }
+    }
+    offsets[1 << b] = pairs.len();
+    (tmp, offsets)
+}
+
+/// Stable counting sort of `src` into `dst` on the digit `(key >> shift) & mask`; `offsets`
+/// (`mask + 2` entries) receives the start of each digit's run, then the length.
+pub(crate) fn counting_sort(
+    src: &[(u64, u32)],
+    shift: u32,
+    mask: u64,
+    dst: &mut [(u64, u32)],
+    offsets: &mut [usize],
+) {
+    offsets.fill(0);
+    for &(k, _) in src {
+        offsets[((k >> shift) & mask) as usize + 1] += 1;
     }
     for i in 1..offsets.len() {
         offsets[i] += offsets[i - 1];
     }
-    let mut next = offsets.clone();
-    let mut out = vec![(0u64, 0u32); pairs.len()];
-    for &(k, v) in pairs {
-        let slot = &mut next[(k >> shift) as usize];
-        out[*slot] = (k, v);
+    let mut next = offsets[..offsets.len() - 1].to_vec();
+    for &(k, v) in src {
+        let slot = &mut next[((k >> shift) & mask) as usize];
+        dst[*slot] = (k, v);
         *slot += 1;
     }
-    (out, offsets)
 }
 
-/// Rounds of interpolation before the binary search.
-const INTERPOLATION_ROUNDS: usize = 6;
-
-/// An interpolation search for the first key `>= x` in a sorted array, step by step so that
-/// the searches of several tables can be interleaved (their memory accesses then overlap).
-///
-/// Invariant: the answer lies in `lo..=hi`; `klo ≤ x` is the key before `lo` (0 if none) and
-/// `khi ≥ x` the key at `hi` (`u64::MAX` if none). Each step probes the position where `x`
-/// falls by linear interpolation between `klo` and `khi`, and moves one end there. On
-/// uniform keys, as permuted signatures are, the error shrinks from `√n` to about
-/// `n^(1/4)`, ..., so three or four steps land in the right cache line; at most
-/// [`INTERPOLATION_ROUNDS`] steps are taken, then a binary search finishes, so skewed keys
-/// cost `O(log n)` at worst.
-#[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct Bracket {
-    lo: usize,
-    hi: usize,
-    klo: u64,
-    khi: u64,
-    /// The key searched for.
-    pub(crate) x: u64,
+/// Hints the CPU to fetch the cache line holding `x` (no effect on other architectures).
+#[inline(always)]
+pub(crate) fn prefetch<T>(x: &T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch is only a hint: it never faults and does not change memory; the
+    // pointer comes from a reference, so it is valid anyway.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
+            (x as *const T).cast::<i8>(),
+        );
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = x;
 }
-
-impl Bracket {
-    /// A search for `x` in `len` sorted keys.
-    #[inline(always)]
-    pub(crate) fn new(len: usize, x: u64) -> Self {
-        Bracket {
-            lo: 0,
-            hi: len,
-            klo: 0,
-            khi: u64::MAX,
-            x,
-        }
-    }
-
-    /// One interpolation step (nothing once the range is 8 keys or fewer).
-    #[inline(always)]
-    pub(crate) fn step(&mut self, keys: &[u64]) {
-        let n = self.hi - self.lo;
-        if n <= 8 {
-            return;
-        }
-        let frac = (self.x - self.klo) as f64 / ((self.khi - self.klo) as f64 + 1.0);
-        let off = ((frac * n as f64) as usize).min(n - 1);
-        let pos = self.lo + off;
-        let k = keys[pos];
-        if k < self.x {
-            self.lo = pos + 1;
-            self.klo = k;
-        } else {
-            self.hi = pos;
-            self.khi = k;
-        }
-    }
-
-    /// Runs all the interpolation rounds.
-    #[cfg(test)]
-    pub(crate) fn interpolate(&mut self, keys: &[u64]) {
-        for _ in 0..INTERPOLATION_ROUNDS {
-            self.step(keys);
-        }
-    }
-
-    /// The index of the first key `>= x` (binary search of what is left).
-    #[inline(always)]
-    pub(crate) fn finish(&self, keys: &[u64]) -> usize {
-        self.lo + keys[self.lo..self.hi].partition_point(|&k| k < self.x)
-    }
-}
-
-/// Rounds to run when interleaving several searches.
-pub(crate) const ROUNDS: usize = INTERPOLATION_ROUNDS;
 
 #[cfg(test)]
 mod tests {
@@ -298,25 +278,32 @@ mod tests {
     use crate::rng::Rng;
 
     #[test]
-    fn interpolation_search_is_a_lower_bound() {
-        let mut rng = Rng::new(7);
-        for n in [0usize, 1, 5, 9, 100, 5000] {
-            for skew in [0u32, 40, 60] {
-                let mut keys: Vec<u64> = (0..n).map(|_| rng.next_u64() >> skew).collect();
-                let dups: Vec<u64> = keys.iter().take(n / 3).copied().collect();
-                keys.extend(dups);
-                keys.sort_unstable();
-                let probes = keys
-                    .iter()
-                    .copied()
-                    .chain((0..50).map(|_| rng.next_u64() >> skew))
-                    .chain([0, u64::MAX]);
-                for x in probes {
-                    let mut b = Bracket::new(keys.len(), x);
-                    b.interpolate(&keys);
-                    assert_eq!(b.finish(&keys), keys.partition_point(|&k| k < x));
-                }
+    fn bucketing_sorts_on_the_top_bits() {
+        let mut rng = Rng::new(6);
+        for (n, b) in [
+            (0usize, 4u32),
+            (1000, 4),
+            (5000, 11),
+            (5000, 12),
+            (20000, 16),
+            (3000, 24),
+        ] {
+            let pairs: Vec<(u64, u32)> = (0..n as u32)
+                .map(|i| (rng.next_u64() >> (i % 2), i))
+                .collect();
+            let (out, offsets) = bucket_pairs(&pairs, b);
+            let mut want = pairs.clone();
+            want.sort_by_key(|&(k, _)| k >> (64 - b)); // stable
+            assert_eq!(out, want);
+            assert_eq!(offsets.len(), (1 << b) + 1);
+            for (bucket, w) in offsets.windows(2).enumerate() {
+                assert!(
+                    out[w[0]..w[1]]
+                        .iter()
+                        .all(|&(k, _)| (k >> (64 - b)) as usize == bucket)
+                );
             }
+            assert_eq!(offsets[1 << b], n);
         }
     }
 
