@@ -469,8 +469,11 @@ impl MultiIndexBuilder {
 ///
 /// Per stored code: `8·words` (code) + 4 (id) + `4·m` (table rows), plus the directories
 /// (`4·(2^w + 1)` bytes per dense table, `4·(2^p + 1)` + `8·N` per sparse table), one bit of
-/// tombstone, and the delta. Queries use a scratch of `N` bytes (visited stamps) per thread,
-/// reused across queries and not counted in [`HammingIndex::bytes`].
+/// tombstone, and the delta. Queries use a scratch of `N` bytes per thread, reused across
+/// queries and not counted in [`HammingIndex::bytes`]: the visited stamps, one byte per row
+/// holding the generation of the last query that saw it (each query takes the next
+/// generation, so nothing is cleared between queries; the array is zeroed once every 255
+/// queries, when the generation wraps).
 pub struct MultiIndex {
     bits: usize,
     words: usize,
