@@ -1,96 +1,6 @@
 //! Multi-index hashing (Norouzi, Punjani & Fleet, CVPR 2012 / TPAMI 2014): exact radius and
-//! k-NN search by probing `m` substring tables.
-//!
-//! # Structure
-//!
-//! An `f`-bit code is cut into `m` substrings of consecutive bits: the first `f mod m` have
-//! `⌈f/m⌉` bits, the others `⌊f/m⌋` (substring `t` starts where substring `t - 1` ends, bit 0
-//! first). By default `m = round(f / log2 N)` (clamped to `[⌈f/64⌉, f]`, so that a substring
-//! fits in a `u64`), computed from `N` at every (re)build; [`MultiIndexBuilder::substrings`]
-//! fixes it. With this choice a substring has about `log2 N` bits, so a bucket holds about one
-//! code.
-//!
-//! The full codes are stored once (`codes`, `N × words`, in increasing id order, with `ids`
-//! beside them); each substring `t` has one table listing the rows `0..N` sorted by the value
-//! of that substring. A table is either
-//!
-//! * **dense**: CSR-style offsets `dir` over every substring value (`2^w + 1` entries), bucket
-//!   `v` being `rows[dir[v]..dir[v + 1]]`; used when the substring has `w ≤ 22` bits and
-//!   `w ≤ ⌈log2 max(N, 1024)⌉ + 2`, i.e. when the directory holds at most ~8 entries per
-//!   code;
-//! * **sparse**: the rows sorted by `(substring value, row)` with their values in `keys`, and
-//!   a directory over the top `p = min(⌈log2 N⌉, 22)` bits of the value narrowing the binary
-//!   search for an exact value to a bucket of about one entry.
-//!
-//! No hash map is involved: every array is flat (a [`Buf`], so that an index file can be
-//! memory-mapped).
-//!
-//! # Exact radius search: which substrings to probe, and how far
-//!
-//! Write the query radius as `r = m·r' + a` with `0 ≤ a < m`. The index probes substrings
-//! `0..=a` within radius `r'` and substrings `a+1..m` within radius `r' − 1` (not at all when
-//! `r' = 0`), the finer rule of the paper. It is exact: if a stored code at distance `d ≤ r`
-//! were missed, its substring distances `d_t` would satisfy `d_t ≥ r' + 1` for the first
-//! `a + 1` substrings and `d_t ≥ r'` for the others, so `d = Σ d_t ≥ (a+1)(r'+1) + (m−a−1)r'
-//! = m·r' + a + 1 = r + 1`, a contradiction. It is also tight: lowering any substring's radius
-//! by one loses the code whose substring distances are that substring's (lowered) radius + 1
-//! there and radius + 1 everywhere else, at distance exactly `r`. Compared with the plain
-//! pigeonhole rule (every substring within `⌊r/m⌋ = r'`), it saves the whole radius-`r'`
-//! shell of `m − a − 1` substrings, the most expensive shell of each.
-//!
-//! A probe of substring `t` within radius `ρ` enumerates every value at Hamming distance
-//! `0..=ρ` from the query's substring (Gosper's hack over the bit masks of each weight),
-//! looks up its bucket, skips rows already seen for this query (a generation-stamped visited
-//! array in per-query scratch, no hash set), and verifies each new row with the full-code
-//! Hamming distance. Removed rows (tombstones) are skipped.
-//!
-//! # Exact k-NN: growing the radius
-//!
-//! As in the paper's k-NN algorithm, the index probes shells of increasing radius
-//! `s = 0, 1, 2, …`, substring by substring: step `(s, t)` probes substring `t` at exactly
-//! radius `s`. After step `(s, t)`, substrings `0..=t` have been searched within `s` and the
-//! others within `s − 1`, which by the argument above certifies every stored code at
-//! distance `≤ s·m + t`. A top-`k` of `(distance, id)` is kept; the search stops as soon as
-//! the `k`-th best distance is `≤ s·m + t`. At that point every code at a distance `≤` the
-//! `k`-th distance has been verified, so the top-`k` is exact *including the tie-break by
-//! smaller id at the `k`-th distance*. It also stops when every live code has been seen.
-//!
-//! # Falling back to a scan
-//!
-//! Probing costs grow like `C(w, s)` per shell, so for large radii a linear scan of the codes
-//! is cheaper. The index keeps a cost model (estimated nanoseconds): a probe costs a directory
-//! lookup plus the expected `N / 2^w` candidates of a bucket, each a random access and a
-//! distance; a scan costs a few tenths of a nanosecond per code word.
-//!
-//! * Radius search compares the cost of the whole probe plan with a scan of the stored codes
-//!   and scans when that is cheaper (always for `r ≥ f`); the answer is the same.
-//! * k-NN checks before each step: once the top-`k` is full with `k`-th distance `D`, the
-//!   remaining cost is that of the plan certifying `D` minus what was already probed; before
-//!   that, the next shell's cost plus what was spent. When this exceeds a scan, the remaining
-//!   codes are scanned (rows already verified are skipped), which is exact for any `k`.
-//!   Batch k-NN defers such queries and scans them together, many queries per pass over the
-//!   codes (the tiled kernels of [`crate::hamming`]).
-//!
-//! [`MultiIndexBuilder::fallback`]`(false)` disables the switch (always probe), for tests and
-//! measurements.
-//!
-//! # Updates
-//!
-//! Inserts go to a small **delta** (codes sorted by id, scanned linearly by every query) that
-//! is merged into the tables when it exceeds the delta limit: `max(256, 8·√N)` codes by
-//! default ([`MultiIndexBuilder::delta_limit`]), e.g. 8,000 codes for `N = 10^6`, so that the
-//! delta scan stays a small fraction of a query while a merge (which rebuilds the tables,
-//! `O(m·N)`) happens once per that many inserts. Removals mark the row dead in a bitset
-//! (tombstone); the index is compacted (tombstones dropped, delta merged, `m` recomputed when
-//! automatic) when the dead rows exceed `max(delta limit, N/8)`. [`MultiIndex::compact`] does
-//! it on demand.
-//!
-//! # Memory
-//!
-//! Per stored code: `8·words` (code) + 4 (id) + `4·m` (table rows), plus the directories
-//! (`4·(2^w + 1)` bytes per dense table, `4·(2^p + 1)` + `8·N` per sparse table), one bit of
-//! tombstone, and the delta. Queries use a scratch of `N` bytes (visited stamps) per thread,
-//! reused across queries and not counted in [`HammingIndex::bytes`].
+//! k-NN search by probing `m` substring tables. The algorithm, the probing rule and its proof,
+//! the cost model and the layout are documented on [`MultiIndex`].
 
 use std::collections::BinaryHeap;
 use std::sync::{Mutex, OnceLock};
@@ -115,7 +25,7 @@ const PROBE_BATCH: usize = 16;
 /// Codes per chunk of the single-query k-NN scan (distances go through a buffer).
 const SCAN_CHUNK: usize = 2048;
 
-/// Cost model, in estimated nanoseconds per operation (see the module documentation),
+/// Cost model, in estimated nanoseconds per operation (see the documentation of [`MultiIndex`]),
 /// calibrated on 10^6 codes whose tables do not fit in cache (W5: probing 256-bit codes costs
 /// about 20 ns per probe and per candidate, the batched scan 1 ns per code). A probe of a
 /// dense table: one directory lookup, a cache miss overlapped with the other probes of its
@@ -277,13 +187,13 @@ fn binomial(n: u32, k: u32) -> f64 {
 }
 
 /// Number of shells (radii `0..shells`) substring `t` is probed at for radius `r`: the rule
-/// of the module documentation, `r' + 1` for `t ≤ a` and `r'` for the others.
+/// documented on [`MultiIndex`], `r' + 1` for `t ≤ a` and `r'` for the others.
 fn shells_for(r: u64, m: usize, t: usize) -> u64 {
     let (rp, a) = (r / m as u64, (r % m as u64) as usize);
     if t <= a { rp + 1 } else { rp }
 }
 
-/// Estimated costs of probing (see the module documentation).
+/// Estimated costs of probing (see the documentation of [`MultiIndex`]).
 #[derive(Clone, Debug, Default)]
 struct Costs {
     /// `cum[t][j]`: cost of probing substring `t` at radii `0..=j`.
@@ -453,13 +363,117 @@ impl MultiIndexBuilder {
     }
 }
 
-/// Exact Hamming search by multi-index hashing: `m` substring tables probed within the radius
-/// the pigeonhole principle requires, candidates verified on the full codes (see the
-/// [module documentation](self) for the algorithm, the probing rule and the scan fallback).
+/// Exact Hamming search by multi-index hashing (Norouzi, Punjani & Fleet, CVPR 2012 / TPAMI
+/// 2014): `m` substring tables probed within the radius the pigeonhole principle requires,
+/// candidates verified on the full codes. Exact radius and k-NN search (ties at the `k`-th
+/// distance broken by the smaller id), dynamic inserts and removals, parallel batch build and
+/// batch queries.
 ///
-/// Exact radius and k-NN search (ties at the `k`-th distance broken by the smaller id),
-/// dynamic inserts (a linearly scanned delta, merged when it grows) and removals (tombstones,
-/// compacted), parallel batch build and batch queries.
+/// # Structure
+///
+/// An `f`-bit code is cut into `m` substrings of consecutive bits: the first `f mod m` have
+/// `⌈f/m⌉` bits, the others `⌊f/m⌋` (substring `t` starts where substring `t - 1` ends, bit 0
+/// first). By default `m = round(f / log2 N)` (clamped to `[⌈f/64⌉, f]`, so that a substring
+/// fits in a `u64`), computed from `N` at every (re)build; [`MultiIndexBuilder::substrings`]
+/// fixes it. With this choice a substring has about `log2 N` bits, so a bucket holds about one
+/// code.
+///
+/// The full codes are stored once (`codes`, `N × words`, in increasing id order, with `ids`
+/// beside them); each substring `t` has one table listing the rows `0..N` sorted by the value
+/// of that substring. A table is either
+///
+/// * **dense**: CSR-style offsets `dir` over every substring value (`2^w + 1` entries), bucket
+///   `v` being `rows[dir[v]..dir[v + 1]]`; used when the substring has `w ≤ 22` bits and
+///   `w ≤ ⌈log2 max(N, 1024)⌉ + 2`, i.e. when the directory holds at most ~8 entries per
+///   code;
+/// * **sparse**: the rows sorted by `(substring value, row)` with their values in `keys`, and
+///   a directory over the top `p = min(⌈log2 N⌉, 22)` bits of the value narrowing the binary
+///   search for an exact value to a bucket of about one entry.
+///
+/// No hash map is involved: every array is flat (a [`Buf`], so that an index file can be
+/// memory-mapped).
+///
+/// # Exact radius search: which substrings to probe, and how far
+///
+/// Write the query radius as `r = m·r' + a` with `0 ≤ a < m`. The index probes substrings
+/// `0..=a` within radius `r'` and substrings `a+1..m` within radius `r' − 1` (not at all when
+/// `r' = 0`), the finer rule of the paper. It is exact: if a stored code at distance `d ≤ r`
+/// were missed, its substring distances `d_t` would satisfy `d_t ≥ r' + 1` for the first
+/// `a + 1` substrings and `d_t ≥ r'` for the others, so `d = Σ d_t ≥ (a+1)(r'+1) + (m−a−1)r'
+/// = m·r' + a + 1 = r + 1`, a contradiction. It is also tight: with probe radii `ρ_t`
+/// (`Σ_t (ρ_t + 1) = r + 1`), probing substring `t` only within `ρ_t − 1` would miss the code
+/// whose substring distances are `ρ_t` at `t` and `ρ_u + 1` at every other `u`, at distance
+/// exactly `r`. Compared with the plain pigeonhole rule (every substring within
+/// `⌊r/m⌋ = r'`), it saves the radius-`r'` shell, the most expensive one, of `m − a − 1`
+/// substrings.
+///
+/// A probe of substring `t` within radius `ρ` enumerates every value at Hamming distance
+/// `0..=ρ` from the query's substring (Gosper's hack over the bit masks of each weight),
+/// looks up its bucket, skips rows already seen for this query (a generation-stamped visited
+/// array in per-query scratch, no hash set), and verifies each new row with the full-code
+/// Hamming distance. Removed rows (tombstones) are skipped.
+///
+/// # The probing pipeline
+///
+/// A probe is a chain of dependent cache misses (directory slot, then bucket rows, then the
+/// candidates' codes), so probes go through a four-stage pipeline in blocks of 64: prefetch
+/// the directory slots; read the bucket ranges (binary search of sparse tables' keys) and
+/// prefetch the first rows; read the candidate rows and prefetch their stamps and codes;
+/// verify. The misses of a block overlap instead of being paid one after the other. Batch
+/// radius searches push the probes of 16 consecutive queries through the same pipeline;
+/// since the visited stamps belong to one query, duplicates are removed there from the sorted
+/// hits instead (a code is then verified once per substring that reaches it).
+///
+/// # Exact k-NN: growing the radius
+///
+/// As in the paper's k-NN algorithm, the index probes shells of increasing radius
+/// `s = 0, 1, 2, …`, substring by substring: step `(s, t)` probes substring `t` at exactly
+/// radius `s`. After step `(s, t)`, substrings `0..=t` have been searched within `s` and the
+/// others within `s − 1`, which by the argument above certifies every stored code at
+/// distance `≤ s·m + t`. A top-`k` of `(distance, id)` is kept; the search stops as soon as
+/// the `k`-th best distance is `≤ s·m + t`. At that point every code at a distance `≤` the
+/// `k`-th distance has been verified, so the top-`k` is exact *including the tie-break by
+/// smaller id at the `k`-th distance*. It also stops when every live code has been seen.
+///
+/// # Falling back to a scan
+///
+/// Probing costs grow like `C(w, s)` per shell, so for large radii a linear scan of the codes
+/// is cheaper. The index keeps a cost model (estimated nanoseconds): a probe costs a directory
+/// lookup plus the expected `N / 2^w` candidates of a bucket, each a random access and a
+/// distance; a scan costs a few tenths of a nanosecond per code word.
+///
+/// * Radius search compares the cost of the whole probe plan with a scan of the stored codes
+///   and scans when that is cheaper (always for `r ≥ f`); the answer is the same.
+/// * k-NN checks before each step: once the top-`k` is full with `k`-th distance `D`, the
+///   remaining cost is that of the plan certifying `D` minus what was already probed; before
+///   that, the next shell's cost plus what was spent. When this exceeds a scan, the remaining
+///   codes are scanned (rows already verified are skipped), which is exact for any `k`.
+///   Batch k-NN defers such queries and scans them together, many queries per pass over the
+///   codes (the tiled kernels of [`crate::hamming`]).
+///
+/// [`MultiIndexBuilder::fallback`]`(false)` disables the switch (always probe), for tests and
+/// measurements.
+///
+/// # Updates
+///
+/// Inserts go to a small **delta** (codes sorted by id, scanned linearly by every query) that
+/// is merged into the tables when it exceeds the delta limit: `max(256, 8·√N)` codes by
+/// default ([`MultiIndexBuilder::delta_limit`]), e.g. 8,000 codes for `N = 10^6`, so that the
+/// delta scan stays a small fraction of a query while a merge (which rebuilds the tables,
+/// `O(m·N)`) happens once per that many inserts. Removals mark the row dead in a bitset
+/// (tombstone); the index is compacted (tombstones dropped, delta merged, `m` recomputed when
+/// automatic) when the dead rows exceed `max(delta limit, N/8)`. [`MultiIndex::compact`] does
+/// it on demand.
+///
+/// # Memory
+///
+/// Per stored code: `8·words` (code) + 4 (id) + `4·m` (table rows), plus the directories
+/// (`4·(2^w + 1)` bytes per dense table, `4·(2^p + 1)` + `8·N` per sparse table), one bit of
+/// tombstone, and the delta. Queries use a scratch of `N` bytes per thread, reused across
+/// queries and not counted in [`HammingIndex::bytes`]: the visited stamps, one byte per row
+/// holding the generation of the last query that saw it (each query takes the next
+/// generation, so nothing is cleared between queries; the array is zeroed once every 255
+/// queries, when the generation wraps).
 pub struct MultiIndex {
     bits: usize,
     words: usize,
@@ -917,7 +931,7 @@ fn radius_body<const W: usize>(
     p.flush::<W>(v, &mut visit);
 }
 
-/// k-NN probe by growing radius (see the module documentation); `heap` may already hold
+/// k-NN probe by growing radius (see the documentation of [`MultiIndex`]); `heap` may already hold
 /// delta codes.
 #[inline(always)]
 fn knn_body<const W: usize>(
@@ -1342,7 +1356,9 @@ impl MultiIndex {
     /// Fills `sc.heap` with the delta's codes (top-k).
     fn delta_knn(&self, q: &[u64], k: usize, sc: &mut Scratch) -> Result<()> {
         let nd = self.delta_ids.len();
-        sc.dists.resize(nd.max(SCAN_CHUNK), 0);
+        if sc.dists.len() < nd {
+            sc.dists.resize(nd, 0);
+        }
         hamming::distances(q, &self.delta_codes, self.words, &mut sc.dists[..nd])?;
         let mut thr = threshold(&sc.heap, k);
         for (&d, &id) in sc.dists[..nd].iter().zip(&self.delta_ids) {
@@ -1361,6 +1377,9 @@ impl MultiIndex {
         let view = self.view();
         let w = self.words;
         let n = view.n;
+        if sc.dists.len() < SCAN_CHUNK {
+            sc.dists.resize(SCAN_CHUNK, 0);
+        }
         let mut thr = threshold(&sc.heap, k);
         let mut start = 0;
         while start < n {
