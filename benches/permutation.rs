@@ -116,7 +116,7 @@ fn w5_knn10(c: &mut Criterion) {
             t
         })
         .collect();
-    let configs = [(8, 16), (16, 32), (32, 64), (32, 256), (64, 128)];
+    let configs = [(8, 16), (16, 32), (32, 64), (32, 256), (64, 128), (64, 512)];
     run(c, "w5_knn10", &data, &w.queries, &truth, &configs);
 }
 
