@@ -12,7 +12,7 @@
 //! farther than twice that from zero has the same sign in both; every other value (a fraction
 //! of about `10⁻³` of bits for random data) is recomputed in the canonical order. So the bits
 //! are exactly those of [`Signer::sign_sparse`](super::Signer::sign_sparse), whichever kernel
-//! runs. The bound is doubled again to cover its own rounding in `f32`.
+//! runs. A 10% margin on the bound covers its own rounding in `f32`.
 
 use std::sync::OnceLock;
 
@@ -33,7 +33,8 @@ pub(crate) struct Projector<'a> {
     panels: Vec<f32>,
     /// Norms of the columns `r_j`, padded to a multiple of 16.
     col_norm: Vec<f32>,
-    /// `8·γ_{D+2}` (twice the bound of both computations, doubled for its own rounding).
+    /// `2.2·γ_{D+2}`: the two computations differ by at most `2·γ_{D+2}·‖x‖·‖r_j‖`; the 10%
+    /// margin covers the rounding of the bound itself (relative `O(γ_D)`).
     scale: f32,
     /// An absolute floor for values near underflow.
     tiny: f32,
@@ -67,7 +68,7 @@ impl<'a> Projector<'a> {
             f,
             panels,
             col_norm,
-            scale: (8.0 * gamma) as f32,
+            scale: (2.2 * gamma) as f32,
             tiny: (n * f32::MIN_POSITIVE as f64 * 4.0) as f32,
         }
     }
