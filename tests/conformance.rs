@@ -5,8 +5,8 @@ mod common;
 
 use proptest::prelude::*;
 use simlsh::index::{
-    HammingIndex, Hit, LinearScan, MultiIndex, MultiIndexBuilder, PermutationIndex,
-    PermutedTables, PermutedTablesBuilder,
+    HammingIndex, Hit, LinearScan, MultiIndex, MultiIndexBuilder, PermutationIndex, PermutedTables,
+    PermutedTablesBuilder,
 };
 use simlsh::rng::Rng;
 use simlsh::signature::{SignatureMatrix, last_word_mask, words_for};
@@ -339,4 +339,42 @@ proptest! {
             compare(kind.name, (kind.build)(&data).as_ref(), &oracle, &qs);
         }
     }
+}
+
+#[test]
+fn every_index_stays_exact_after_save_and_load() {
+    let mut rng = Rng::new(5);
+    let dir = std::env::temp_dir().join(format!("simlsh-conformance-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for &bits in &[64usize, 65, 256] {
+        let data = planted(&mut rng, bits, 400);
+        let half =
+            SignatureMatrix::from_parts(bits, data.slice_rows(0..300).as_slice().to_vec()).unwrap();
+        let qs = queries(&mut rng, &data, 15);
+        for (k, kind) in kinds().into_iter().enumerate() {
+            let mut idx = (kind.build)(&half);
+            let mut oracle = LinearScan::build(&half).unwrap();
+            // Pending inserts and removals are saved too.
+            for i in 300..data.len() {
+                idx.insert(i as u32, data.row(i)).unwrap();
+                oracle.insert(i as u32, data.row(i)).unwrap();
+            }
+            for i in (0..data.len()).step_by(7) {
+                idx.remove(i as u32).unwrap();
+                oracle.remove(i as u32).unwrap();
+            }
+            let path = dir.join(format!("idx-{bits}-{k}.simlsh"));
+            idx.save(&path).unwrap();
+            let mut loaded = simlsh::io::load_index(&path).unwrap();
+            assert_eq!(loaded.kind(), idx.kind());
+            compare(kind.name, loaded.as_ref(), &oracle, &qs);
+            // A loaded index keeps changing correctly.
+            loaded.insert(7, data.row(8)).unwrap();
+            oracle.insert(7, data.row(8)).unwrap();
+            loaded.remove(1).unwrap();
+            oracle.remove(1).unwrap();
+            compare(kind.name, loaded.as_ref(), &oracle, &qs);
+        }
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
 }

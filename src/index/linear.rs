@@ -82,6 +82,10 @@ impl LinearScan {
 }
 
 impl HammingIndex for LinearScan {
+    fn save(&self, path: &std::path::Path) -> Result<()> {
+        LinearScan::save(self, path)
+    }
+
     fn kind(&self) -> &'static str {
         "linear"
     }

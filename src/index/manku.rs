@@ -465,10 +465,6 @@ impl PermutedTables {
     /// and that the delta and dead ids are consistent. Narrow tables are not checked to hold
     /// the *same* code under an id in every table.
     #[allow(clippy::too_many_arguments)]
-    #[cfg_attr(
-        not(test),
-        expect(dead_code, reason = "the entry point of the persistence layer")
-    )]
     pub(crate) fn from_parts(
         bits: usize,
         radius: u32,
@@ -559,10 +555,6 @@ impl PermutedTables {
     /// The arrays of the index, in the order of [`from_parts`](Self::from_parts):
     /// directories, truncated keys and values of all tables, wide codes and their ids, delta
     /// codes and ids, dead ids (increasing).
-    #[cfg_attr(
-        not(test),
-        expect(dead_code, reason = "the entry point of the persistence layer")
-    )]
     #[allow(clippy::type_complexity)]
     pub(crate) fn parts(
         &self,
@@ -614,7 +606,7 @@ impl PermutedTables {
 
     #[inline(always)]
     fn is_dead(&self, id: Id) -> bool {
-        self.dead.len() != 0 && self.dead.contains(id)
+        !self.dead.is_empty() && self.dead.contains(id)
     }
 
     fn contains(&self, id: Id) -> bool {
@@ -858,13 +850,16 @@ impl PermutedTables {
         })
     }
 
-    /// Offers every code of `codes` (ids `id_of(i)`) to `top`.
+    /// Offers every code of `codes` (ids `id_of(i)`) to `top`, skipping dead ids when
+    /// `tables` (the delta holds only live entries, among them ids re-inserted after their
+    /// table entry was marked dead).
     fn offer_all(
         &self,
         q: &[u64],
         codes: &[u64],
         w: usize,
         id_of: impl Fn(usize) -> Id,
+        tables: bool,
         top: &mut TopHits,
     ) -> Result<()> {
         let mut dist = [0u32; SCAN_BLOCK];
@@ -874,7 +869,7 @@ impl PermutedTables {
             for (i, &d) in dist.iter().enumerate() {
                 if top.accepts(d) {
                     let id = id_of(b * SCAN_BLOCK + i);
-                    if !self.is_dead(id) {
+                    if !(tables && self.is_dead(id)) {
                         top.offer(Hit { distance: d, id });
                     }
                 }
@@ -892,15 +887,15 @@ impl PermutedTables {
                 let vals = self.store.vals();
                 let qk = [self.layout.tables[0].keyword1(q[0])];
                 self.for_each_key_block(|first, keys| {
-                    self.offer_all(&qk, keys, 1, |i| vals[first + i], &mut top)
+                    self.offer_all(&qk, keys, 1, |i| vals[first + i], true, &mut top)
                 })?;
             } else {
-                self.offer_all(q, &self.codes, w, |i| self.row_ids[i], &mut top)?;
+                self.offer_all(q, &self.codes, w, |i| self.row_ids[i], true, &mut top)?;
             }
         }
         let delta = &self.delta_ids;
         let mut dtop = TopHits::new(k);
-        self.offer_all(q, &self.delta_codes, w, |i| delta[i], &mut dtop)?;
+        self.offer_all(q, &self.delta_codes, w, |i| delta[i], false, &mut dtop)?;
         out.clear();
         out.extend(top.heap.into_vec());
         out.extend(dtop.heap.into_vec());
@@ -991,6 +986,10 @@ impl PermutedTables {
 }
 
 impl HammingIndex for PermutedTables {
+    fn save(&self, path: &std::path::Path) -> Result<()> {
+        PermutedTables::save(self, path)
+    }
+
     fn kind(&self) -> &'static str {
         "manku"
     }

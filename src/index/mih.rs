@@ -1513,10 +1513,6 @@ impl MultiIndex {
     ///
     /// # Errors
     /// [`Error::InvalidParameter`] describing the first violated invariant.
-    #[cfg_attr(
-        not(test),
-        expect(dead_code, reason = "entry point of the persistence layer")
-    )]
     pub(crate) fn from_parts(parts: MultiIndexParts) -> Result<Self> {
         let bad = |what: &str| Error::param("index data", what.to_string());
         let bits = parts.bits;
@@ -1613,10 +1609,6 @@ impl MultiIndex {
 
     /// The arrays and parameters defining the index (see [`MultiIndexParts`]), sharing mapped
     /// arrays and copying owned ones.
-    #[cfg_attr(
-        not(test),
-        expect(dead_code, reason = "entry point of the persistence layer")
-    )]
     pub(crate) fn to_parts(&self) -> MultiIndexParts {
         MultiIndexParts {
             bits: self.bits,
@@ -1643,6 +1635,10 @@ impl MultiIndex {
 }
 
 impl HammingIndex for MultiIndex {
+    fn save(&self, path: &std::path::Path) -> Result<()> {
+        MultiIndex::save(self, path)
+    }
+
     fn kind(&self) -> &'static str {
         "mih"
     }

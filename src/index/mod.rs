@@ -18,7 +18,7 @@
 
 mod linear;
 pub mod manku;
-mod mih;
+pub(crate) mod mih;
 mod permutation;
 
 pub use linear::LinearScan;
@@ -80,6 +80,10 @@ pub trait HammingIndex: Send + Sync {
     /// Replaces `out` with the `k` nearest stored signatures, sorted by `(distance, id)`, ties
     /// at the `k`-th distance broken by the smaller id.
     fn knn_into(&self, query: &[u64], k: usize, out: &mut Vec<Hit>) -> Result<()>;
+
+    /// Saves the index to `path` in the [file format](crate::io::format), atomically; load it
+    /// back with [`crate::io::load_index`] (or the type's own `load`), memory-mapped.
+    fn save(&self, path: &std::path::Path) -> Result<()>;
 
     /// True when [`knn_into`](Self::knn_into) is exact (false for permutation search).
     fn exact_knn(&self) -> bool {

@@ -540,10 +540,6 @@ impl PermutationIndex {
     /// the codes can lower recall but never give a wrong distance (distances are always
     /// computed on the codes).
     #[allow(clippy::too_many_arguments)]
-    #[cfg_attr(
-        not(test),
-        expect(dead_code, reason = "called by the persistence layer, not yet written")
-    )]
     pub(crate) fn from_parts(
         bits: usize,
         beam: usize,
@@ -1043,6 +1039,10 @@ fn select_k(v: &mut Vec<Hit>, k: usize) {
 }
 
 impl HammingIndex for PermutationIndex {
+    fn save(&self, path: &std::path::Path) -> Result<()> {
+        PermutationIndex::save(self, path)
+    }
+
     fn kind(&self) -> &'static str {
         "permutation"
     }
