@@ -181,7 +181,9 @@ pub trait Signer: Send + Sync {
                 for (r, dst) in chunk.chunks_exact_mut(w).enumerate() {
                     let row = c * BATCH_ROWS + r;
                     let v = x.outer_view(row).expect("row in range");
-                    check_row(row, v.indices(), v.data(), self.dim())?;
+                    // sprs guarantees strictly increasing indices below `x.cols()`, and the
+                    // width was checked against the dimension above: only values remain.
+                    check_finite(row, v.indices(), v.data())?;
                     acc.fill(0.0);
                     self.accumulate_indices(v.indices(), v.data(), &mut acc);
                     pack_into(&acc, bits, dst);
@@ -256,6 +258,19 @@ pub fn pack_into(acc: &[f32], bits: usize, out: &mut [u64]) {
 /// weights. `row` is used in error messages.
 pub fn check_sparse_row(row: usize, ids: &[u64], weights: &[f32], dim: Option<u64>) -> Result<()> {
     check_row(row, ids, weights, dim)
+}
+
+/// Checks that a row's weights are finite (branch-free pass first).
+fn check_finite<I: SpIndex>(row: usize, ids: &[I], weights: &[f32]) -> Result<()> {
+    if weights.iter().fold(true, |ok, w| ok & w.is_finite()) {
+        return Ok(());
+    }
+    let k = weights.iter().position(|w| !w.is_finite()).expect("a non-finite weight");
+    Err(Error::NonFinite {
+        row,
+        col: ids[k].index() as u64,
+        value: weights[k] as f64,
+    })
 }
 
 /// [`check_sparse_row`] for any sparse index type. Branch-free passes first (they vectorise);
