@@ -5,7 +5,9 @@
 
 fn main() -> anyhow::Result<()> {
     let mut args = std::env::args().skip(1);
-    let dir = args.next().ok_or_else(|| anyhow::anyhow!("usage: write_workloads DIR [w1,w2,w3,w4,w5]"))?;
+    let dir = args
+        .next()
+        .ok_or_else(|| anyhow::anyhow!("usage: write_workloads DIR [w1,w2,w3,w4,w5]"))?;
     let which = args.next().unwrap_or_else(|| "w1,w2,w3,w4,w5".into());
     let which: Vec<&str> = which.split(',').collect();
     simlsh::workloads::write_raw(std::path::Path::new(&dir), &which)?;

@@ -265,7 +265,10 @@ fn check_finite<I: SpIndex>(row: usize, ids: &[I], weights: &[f32]) -> Result<()
     if weights.iter().fold(true, |ok, w| ok & w.is_finite()) {
         return Ok(());
     }
-    let k = weights.iter().position(|w| !w.is_finite()).expect("a non-finite weight");
+    let k = weights
+        .iter()
+        .position(|w| !w.is_finite())
+        .expect("a non-finite weight");
     Err(Error::NonFinite {
         row,
         col: ids[k].index() as u64,
