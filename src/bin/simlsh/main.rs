@@ -18,6 +18,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     Bench(cmd::bench::Args),
+    Dedup(cmd::dedup::Args),
 }
 
 fn main() {
@@ -25,6 +26,7 @@ fn main() {
     let result = common::Ctx::new(&cli.global).and_then(|mut ctx| {
         let r = match cli.command {
             Command::Bench(a) => cmd::bench::run(a, &mut ctx),
+            Command::Dedup(a) => cmd::dedup::run(a, &mut ctx),
         };
         ctx.finish(r)
     });

@@ -1,0 +1,174 @@
+//! The `simlsh` binary end to end: outputs checked against the library's results, bad input
+//! reported with file and line, outputs written atomically and never over the input.
+
+use std::process::Command;
+
+use simlsh::text::{Idf, Mode, Tokenizer};
+use simlsh::{HashingTrick, join};
+
+fn simlsh() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_simlsh"))
+}
+
+fn tmp(name: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("simlsh-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d.join(name)
+}
+
+#[test]
+fn dedup_on_the_bundled_poems_matches_the_library() {
+    let input = "datasets/chinese-poetry-3k/poems.jsonl";
+    let pairs_file = tmp("pairs.tsv");
+    let stats = tmp("stats.json");
+    let out = simlsh()
+        .args(["dedup", input, "--mode", "cjk", "--pairs"])
+        .arg(&pairs_file)
+        .arg("--stats")
+        .arg(&stats)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let summary = String::from_utf8(out.stdout).unwrap();
+    // The same pipeline through the library.
+    let texts: Vec<String> = std::fs::read_to_string(input)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["text"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    let plain = Tokenizer::builder().mode(Mode::Cjk).build().unwrap();
+    let idf = Idf::fit(&plain, texts.iter());
+    let tok = Tokenizer::builder()
+        .mode(Mode::Cjk)
+        .idf(idf)
+        .build()
+        .unwrap();
+    let signer = HashingTrick::builder().bits(64).seed(0).build().unwrap();
+    let sigs = tok.sign_corpus(&signer, &texts).unwrap();
+    let pairs = join::self_join(&sigs, 3).unwrap();
+    assert!(
+        summary.starts_with(&format!("documents {}  pairs {}", texts.len(), pairs.len())),
+        "{summary}"
+    );
+    let lines: Vec<String> = std::fs::read_to_string(&pairs_file)
+        .unwrap()
+        .lines()
+        .skip(1)
+        .map(String::from)
+        .collect();
+    assert_eq!(lines.len(), pairs.len());
+    for (l, p) in lines.iter().zip(&pairs) {
+        // JSON Lines: document i is on line i + 1.
+        assert!(
+            l.starts_with(&format!("{}\t{}\t{}\t", p.i + 1, p.j + 1, p.distance)),
+            "{l} vs {p:?}"
+        );
+    }
+    let stats: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
+    assert_eq!(stats["values"]["pairs"], pairs.len());
+    assert!(stats["phases_seconds"]["sign"].as_f64().unwrap() >= 0.0);
+}
+
+#[test]
+fn bad_input_is_reported_with_file_and_line_and_leaves_outputs_intact() {
+    let input = tmp("bad.jsonl");
+    std::fs::write(
+        &input,
+        "{\"text\": \"one\"}\n{\"text\": 2}\n{\"text\": \"three\"}\n",
+    )
+    .unwrap();
+    let output = tmp("unique.txt");
+    std::fs::write(&output, "previous output\n").unwrap();
+    let out = simlsh()
+        .args(["dedup"])
+        .arg(&input)
+        .arg("--output")
+        .arg(&output)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("bad.jsonl") && err.contains(":2"), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(&output).unwrap(),
+        "previous output\n"
+    );
+    // --skip-bad carries on and counts the line.
+    let out = simlsh()
+        .args(["dedup", "--skip-bad"])
+        .arg(&input)
+        .arg("--output")
+        .arg(&output)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("skipped 1"));
+    assert_eq!(std::fs::read_to_string(&output).unwrap(), "one\nthree\n");
+    // The output may not overwrite the input.
+    let out = simlsh()
+        .args(["dedup", "--skip-bad"])
+        .arg(&input)
+        .arg("--output")
+        .arg(&input)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(std::fs::read_to_string(&input).unwrap().contains("three"));
+    // A missing file names the file.
+    let out = simlsh()
+        .args(["dedup", "no-such-file.txt"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no-such-file.txt"));
+}
+
+#[test]
+fn bench_writes_a_table_a_plot_and_stats() {
+    let plot = tmp("plot.svg");
+    let out = simlsh()
+        .args([
+            "bench",
+            "--dims",
+            "256",
+            "--widths",
+            "64",
+            "--nnz",
+            "8",
+            "--rows",
+            "200",
+            "--signers",
+            "hashing-trick,rademacher",
+            "-q",
+            "--plot",
+        ])
+        .arg(&plot)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let table = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(table.lines().count(), 4, "{table}");
+    assert!(
+        table.contains("| hashing-trick | 256 | 64 | 8 | 0 B |"),
+        "{table}"
+    );
+    assert!(std::fs::read_to_string(&plot).unwrap().starts_with("<svg"));
+}
