@@ -108,7 +108,21 @@ pub fn run(a: Args, ctx: &mut Ctx) -> Result<()> {
     };
     let tokenizer = b.build()?;
     let signer = a.signer.build(a.signer.signer, None, ctx.bits, ctx.seed)?;
-    let sigs = ctx.phase("sign", |_| Ok(tokenizer.sign_corpus(&signer, &texts)?))?;
+    let sigs = ctx.phase("sign", |ctx| {
+        // In chunks, for the progress bar; rows are signed independently, so the result is
+        // the same as one call.
+        let pb = ctx.progress(texts.len() as u64, "signing");
+        let mut sigs = simlsh::SignatureMatrix::new(signer.bits())?;
+        for chunk in texts.chunks(20_000) {
+            let part = tokenizer.sign_corpus(&signer, chunk)?;
+            for row in part.rows() {
+                sigs.push_words(part.bits(), row)?;
+            }
+            pb.inc(chunk.len() as u64);
+        }
+        pb.finish_and_clear();
+        Ok(sigs)
+    })?;
     let radius = match (a.radius, a.cosine) {
         (Some(r), _) => r,
         (None, Some(c)) => simlsh::estimate::max_hamming_for_cosine(c, ctx.bits as u64)? as u32,
