@@ -172,3 +172,83 @@ fn bench_writes_a_table_a_plot_and_stats() {
     );
     assert!(std::fs::read_to_string(&plot).unwrap().starts_with("<svg"));
 }
+
+#[test]
+fn dedup_takes_vectors_and_signature_codes() {
+    use simlsh::io::npy::write_signatures_npy;
+    use simlsh::rng::Rng;
+    // Codes: planted duplicates among random codes; the pairs equal the library's join.
+    let mut rng = Rng::new(3);
+    let mut m = simlsh::SignatureMatrix::new(64).unwrap();
+    for i in 0..2000u64 {
+        let c = if i % 10 == 9 {
+            m.row((i - 1) as usize)[0] ^ (1 << (i % 64))
+        } else {
+            rng.next_u64()
+        };
+        m.push_words(64, &[c]).unwrap();
+    }
+    let codes = tmp("codes.npy");
+    write_signatures_npy(&codes, &m).unwrap();
+    let pairs_file = tmp("code-pairs.tsv");
+    let out = simlsh()
+        .args(["dedup"])
+        .arg(&codes)
+        .arg("--pairs")
+        .arg(&pairs_file)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let pairs = join::self_join(&m, 3).unwrap();
+    assert_eq!(pairs.len(), 200);
+    let lines: Vec<String> = std::fs::read_to_string(&pairs_file)
+        .unwrap()
+        .lines()
+        .skip(1)
+        .map(String::from)
+        .collect();
+    let want: Vec<String> = pairs
+        .iter()
+        .map(|p| format!("{}\t{}\t{}", p.i, p.j, p.distance))
+        .collect();
+    assert_eq!(
+        lines
+            .iter()
+            .map(|l| l.rsplitn(2, '\t').nth(1).unwrap().to_string())
+            .collect::<Vec<_>>(),
+        want
+    );
+    // Vectors: the bundled GloVe rows plus an exact copy of row 5 at the end.
+    let src = std::fs::read("datasets/glove-6B-50d-10k/vectors.fvecs").unwrap();
+    let row = 4 + 50 * 4;
+    let mut v = src[..row * 300].to_vec();
+    v.extend_from_slice(&src[row * 5..row * 6]);
+    let fvecs = tmp("vectors.fvecs");
+    std::fs::write(&fvecs, &v).unwrap();
+    let out = simlsh()
+        .args([
+            "dedup",
+            "--signer",
+            "super-bit",
+            "--bits",
+            "256",
+            "--radius",
+            "0",
+        ])
+        .arg(&fvecs)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stdout)
+            .starts_with("documents 301  pairs 1  clusters 1  removed 1")
+    );
+}

@@ -4,11 +4,12 @@ use std::path::PathBuf;
 
 use anyhow::{Result, bail};
 use clap::{Parser, ValueEnum};
-use simlsh::Signer;
 use simlsh::io::documents::{TextOptions, read_documents};
-use simlsh::io::input::InputFormat;
+use simlsh::io::input::{InputFormat, VectorOptions, read_vectors};
 use simlsh::io::lines::OnBadLine;
+use simlsh::io::npy::read_signatures_npy;
 use simlsh::text::{Idf, Mode, Tokenizer};
+use simlsh::{SignatureMatrix, Signer};
 
 use crate::common::{Ctx, SignerArgs, write_file};
 
@@ -16,13 +17,15 @@ const EXAMPLE: &str = "Examples:
   simlsh dedup datasets/healthtweets-10k/healthtweets-10k.csv --radius 3 --pairs pairs.tsv --output unique.txt
   simlsh dedup datasets/chinese-poetry-3k/poems.jsonl --mode cjk --cosine 0.95 --clusters clusters.tsv";
 
-/// Finds near-duplicate documents: signs each document (weighted tokens, hashing trick),
-/// joins all pairs within a Hamming radius, groups them into clusters, and writes the
-/// deduplicated documents (the first member of each cluster kept).
+/// Finds near-duplicates: signs each document (weighted tokens, hashing trick) or vector (any
+/// signer), or takes a `.npy` of `uint64` codes as they are; joins all pairs within a Hamming
+/// radius, groups them into clusters, and writes the deduplicated output (the first member of
+/// each cluster kept: its text for documents, its row number for vectors and codes).
 #[derive(Parser, Debug)]
 #[command(after_help = EXAMPLE)]
 pub struct Args {
-    /// Input documents: text (one per line), JSON Lines or CSV/TSV (see --field).
+    /// Input: documents (text, one per line; JSON Lines; CSV/TSV, see --field), vectors (.npy,
+    /// .npz, .svm, .mtx, .fvecs) or signatures (.npy of uint64).
     input: PathBuf,
     /// Input format (default: from the extension).
     #[arg(long)]
@@ -72,18 +75,106 @@ enum WeightingArg {
     Tfidf,
 }
 
+/// What was read: signatures, each row's name in the outputs (its line, or its row number),
+/// and the texts of text input (for the deduplicated output).
+struct Input {
+    sigs: SignatureMatrix,
+    names: Vec<usize>,
+    texts: Option<Vec<String>>,
+    signer: String,
+}
+
 pub fn run(a: Args, ctx: &mut Ctx) -> Result<()> {
     let format = match a.format {
         Some(f) => f,
         None => InputFormat::from_path(&a.input)?,
     };
+    let on_bad = if a.skip_bad {
+        OnBadLine::Skip
+    } else {
+        OnBadLine::Fail
+    };
+    let input = if format.is_text() {
+        read_text(&a, format, on_bad, ctx)?
+    } else {
+        read_vectors_or_codes(&a, format, on_bad, ctx)?
+    };
+    let Input {
+        sigs,
+        names,
+        texts,
+        signer,
+    } = input;
+    let radius = match (a.radius, a.cosine) {
+        (Some(r), _) => r,
+        (None, Some(c)) => simlsh::estimate::max_hamming_for_cosine(c, ctx.bits as u64)? as u32,
+        (None, None) => 3,
+    };
+    let pairs = ctx.phase("join", |_| Ok(simlsh::join::self_join(&sigs, radius)?))?;
+    let n = sigs.len();
+    let labels = simlsh::join::clusters(n, &pairs)?;
+    let bits = sigs.bits() as u64;
+    let unit = if texts.is_some() { "line" } else { "row" };
+    if let Some(p) = &a.pairs {
+        write_file(p, |w| {
+            writeln!(w, "{unit}_a\t{unit}_b\tdistance\tcosine")?;
+            for pr in &pairs {
+                let c = simlsh::estimate::cosine(pr.distance as u64, bits);
+                let (x, y) = (names[pr.i as usize], names[pr.j as usize]);
+                writeln!(w, "{x}\t{y}\t{}\t{c:.4}", pr.distance)?;
+            }
+            Ok(())
+        })?;
+    }
+    if let Some(p) = &a.clusters {
+        write_file(p, |w| {
+            writeln!(w, "{unit}\tcluster")?;
+            for (&name, &l) in names.iter().zip(&labels) {
+                writeln!(w, "{name}\t{}", names[l as usize])?;
+            }
+            Ok(())
+        })?;
+    }
+    let keep: Vec<usize> = (0..n).filter(|&i| labels[i] as usize == i).collect();
+    if let Some(p) = &a.output {
+        if same_file(p, &a.input) {
+            bail!("--output {} would overwrite the input", p.display());
+        }
+        // Text input: the kept documents' text; vectors or codes: the kept rows' numbers.
+        write_file(p, |w| {
+            for &i in &keep {
+                match &texts {
+                    Some(t) => writeln!(w, "{}", t[i].replace('\n', " "))?,
+                    None => writeln!(w, "{}", names[i])?,
+                }
+            }
+            Ok(())
+        })?;
+    }
+    let in_clusters = {
+        let mut sizes = std::collections::BTreeMap::<u32, usize>::new();
+        labels
+            .iter()
+            .for_each(|&l| *sizes.entry(l).or_default() += 1);
+        sizes.values().filter(|&&s| s > 1).count()
+    };
+    let removed = n - keep.len();
+    ctx.record("documents", n);
+    ctx.record("pairs", pairs.len());
+    ctx.record("clusters", in_clusters);
+    ctx.record("removed", removed);
+    ctx.record("radius", radius);
+    println!(
+        "documents {n}  pairs {}  clusters {in_clusters}  removed {removed}  (f = {bits}, radius {radius}, signer {signer})",
+        pairs.len()
+    );
+    Ok(())
+}
+
+fn read_text(a: &Args, format: InputFormat, on_bad: OnBadLine, ctx: &mut Ctx) -> Result<Input> {
     let opts = TextOptions {
         field: a.field.clone(),
-        on_bad: if a.skip_bad {
-            OnBadLine::Skip
-        } else {
-            OnBadLine::Fail
-        },
+        on_bad,
     };
     let (docs, bad) = ctx.phase("read", |_| Ok(read_documents(&a.input, format, &opts)?))?;
     if bad.count > 0 {
@@ -112,7 +203,7 @@ pub fn run(a: Args, ctx: &mut Ctx) -> Result<()> {
         // In chunks, for the progress bar; rows are signed independently, so the result is
         // the same as one call.
         let pb = ctx.progress(texts.len() as u64, "signing");
-        let mut sigs = simlsh::SignatureMatrix::new(signer.bits())?;
+        let mut sigs = SignatureMatrix::new(signer.bits())?;
         for chunk in texts.chunks(20_000) {
             let part = tokenizer.sign_corpus(&signer, chunk)?;
             for row in part.rows() {
@@ -123,75 +214,61 @@ pub fn run(a: Args, ctx: &mut Ctx) -> Result<()> {
         pb.finish_and_clear();
         Ok(sigs)
     })?;
-    let radius = match (a.radius, a.cosine) {
-        (Some(r), _) => r,
-        (None, Some(c)) => simlsh::estimate::max_hamming_for_cosine(c, ctx.bits as u64)? as u32,
-        (None, None) => 3,
-    };
-    let pairs = ctx.phase("join", |_| Ok(simlsh::join::self_join(&sigs, radius)?))?;
-    let labels = simlsh::join::clusters(docs.len(), &pairs)?;
-    let bits = signer.bits() as u64;
-    if let Some(p) = &a.pairs {
-        write_file(p, |w| {
-            writeln!(w, "line_a\tline_b\tdistance\tcosine")?;
-            for pr in &pairs {
-                let c = simlsh::estimate::cosine(pr.distance as u64, bits);
-                writeln!(
-                    w,
-                    "{}\t{}\t{}\t{c:.4}",
-                    docs[pr.i as usize].line, docs[pr.j as usize].line, pr.distance
-                )?;
-            }
-            Ok(())
-        })?;
-    }
-    if let Some(p) = &a.clusters {
-        write_file(p, |w| {
-            writeln!(w, "line\tcluster")?;
-            for (d, &l) in docs.iter().zip(&labels) {
-                writeln!(w, "{}\t{}", d.line, docs[l as usize].line)?;
-            }
-            Ok(())
-        })?;
-    }
-    let keep: Vec<usize> = (0..docs.len())
-        .filter(|&i| labels[i] as usize == i)
-        .collect();
-    if let Some(p) = &a.output {
-        if same_file(p, &a.input) {
-            bail!("--output {} would overwrite the input", p.display());
+    Ok(Input {
+        sigs,
+        names: docs.iter().map(|d| d.line).collect(),
+        texts: Some(docs.into_iter().map(|d| d.text).collect()),
+        signer: signer.info().kind.to_string(),
+    })
+}
+
+/// Vectors (signed with the chosen signer) or a `.npy` of `uint64` codes (used as they are).
+fn read_vectors_or_codes(
+    a: &Args,
+    format: InputFormat,
+    on_bad: OnBadLine,
+    ctx: &mut Ctx,
+) -> Result<Input> {
+    if format == InputFormat::Npy {
+        if let Ok(codes) = read_signatures_npy(&a.input, None) {
+            let sigs = SignatureMatrix::from_parts(codes.bits(), codes.as_slice().to_vec())?;
+            let names = (0..sigs.len()).collect();
+            return Ok(Input {
+                sigs,
+                names,
+                texts: None,
+                signer: "none (codes given)".into(),
+            });
         }
-        write_file(p, |w| {
-            for &i in &keep {
-                writeln!(w, "{}", docs[i].text.replace('\n', " "))?;
-            }
-            Ok(())
-        })?;
     }
-    let in_clusters = {
-        let mut sizes = std::collections::BTreeMap::<u32, usize>::new();
-        labels
-            .iter()
-            .for_each(|&l| *sizes.entry(l).or_default() += 1);
-        sizes.values().filter(|&&s| s > 1).count()
+    let opts = VectorOptions {
+        on_bad,
+        ..VectorOptions::default()
     };
-    let removed = docs.len() - keep.len();
-    ctx.record("documents", docs.len());
-    ctx.record("pairs", pairs.len());
-    ctx.record("clusters", in_clusters);
-    ctx.record("removed", removed);
-    ctx.record("radius", radius);
-    println!(
-        "documents {}  pairs {}  clusters {}  removed {}  (f = {}, radius {}, signer {})",
-        docs.len(),
-        pairs.len(),
-        in_clusters,
-        removed,
-        bits,
-        radius,
-        signer.info().kind
-    );
-    Ok(())
+    let v = ctx.phase("read", |_| Ok(read_vectors(&a.input, format, &opts)?))?;
+    if v.bad.count > 0 {
+        ctx.say(format!(
+            "skipped {} malformed lines; first: {}",
+            v.bad.count, v.bad.first[0]
+        ));
+    }
+    let signer = a.signer.build(
+        a.signer.signer,
+        Some(v.vectors.cols() as u64),
+        ctx.bits,
+        ctx.seed,
+    )?;
+    let sigs = ctx.phase("sign", |_| Ok(v.vectors.sign(&signer)?))?;
+    let names = match &v.lines {
+        Some(lines) => lines.clone(),
+        None => (0..sigs.len()).collect(),
+    };
+    Ok(Input {
+        sigs,
+        names,
+        texts: None,
+        signer: signer.info().kind.to_string(),
+    })
 }
 
 fn same_file(a: &std::path::Path, b: &std::path::Path) -> bool {
