@@ -218,7 +218,7 @@ fn dedup_takes_vectors_and_signature_codes() {
     assert_eq!(
         lines
             .iter()
-            .map(|l| l.rsplitn(2, '\t').nth(1).unwrap().to_string())
+            .map(|l| l.rsplit_once('\t').unwrap().0.to_string())
             .collect::<Vec<_>>(),
         want
     );
