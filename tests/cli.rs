@@ -252,3 +252,33 @@ fn dedup_takes_vectors_and_signature_codes() {
             .starts_with("documents 301  pairs 1  clusters 1  removed 1")
     );
 }
+
+#[test]
+fn idf_is_saved_and_reused_and_a_mismatched_tokenizer_is_refused() {
+    let input = "datasets/healthtweets-10k/healthtweets-10k.csv";
+    let idf = tmp("tweets.idf");
+    let run = |extra: &[&str]| {
+        let out = simlsh()
+            .args(["dedup", input, "--stop-words", "english"])
+            .args(extra)
+            .output()
+            .unwrap();
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).to_string(),
+            String::from_utf8_lossy(&out.stderr).to_string(),
+        )
+    };
+    let (ok, fitted, err) = run(&["--save-idf", idf.to_str().unwrap()]);
+    assert!(ok, "{err}");
+    let (ok, reused, err) = run(&["--idf", idf.to_str().unwrap()]);
+    assert!(ok, "{err}");
+    assert_eq!(fitted, reused);
+    let out = simlsh()
+        .args(["dedup", input, "--idf"])
+        .arg(&idf)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("fitted with tokenizer"));
+}

@@ -8,7 +8,7 @@ use simlsh::io::documents::{TextOptions, read_documents};
 use simlsh::io::input::{InputFormat, VectorOptions, read_vectors};
 use simlsh::io::lines::OnBadLine;
 use simlsh::io::npy::read_signatures_npy;
-use simlsh::text::{Idf, Mode, Tokenizer};
+use simlsh::text::{Idf, Mode, StopWords, Tokenizer};
 use simlsh::{SignatureMatrix, Signer};
 
 use crate::common::{Ctx, SignerArgs, write_file};
@@ -42,6 +42,15 @@ pub struct Args {
     /// Feature weights.
     #[arg(long, value_enum, default_value = "tfidf")]
     weighting: WeightingArg,
+    /// Stop words: `english` (a built-in list) or a file of words, one per line.
+    #[arg(long)]
+    stop_words: Option<String>,
+    /// Use this saved IDF table instead of fitting one on the input (TF-IDF only).
+    #[arg(long, conflicts_with = "save_idf")]
+    idf: Option<PathBuf>,
+    /// Save the IDF table fitted on the input, to reuse on other documents with --idf.
+    #[arg(long)]
+    save_idf: Option<PathBuf>,
     /// Keep only the K heaviest features of each document (the keyword step).
     #[arg(long)]
     top_k: Option<usize>,
@@ -184,16 +193,31 @@ fn read_text(a: &Args, format: InputFormat, on_bad: OnBadLine, ctx: &mut Ctx) ->
         ));
     }
     let texts: Vec<&str> = docs.iter().map(|d| d.text.as_str()).collect();
+    let stop = match a.stop_words.as_deref() {
+        None => StopWords::none(),
+        Some("english") => StopWords::english(),
+        Some(file) => StopWords::from_file(std::path::Path::new(file))?,
+    };
     let mut b = Tokenizer::builder()
         .mode(a.mode)
         .ngram(a.ngram)
+        .stop_words(stop)
         .top_k(a.top_k);
     b = match a.weighting {
         WeightingArg::Binary => b.weighting(simlsh::text::Weighting::Binary),
         WeightingArg::Tf => b.weighting(simlsh::text::Weighting::Tf),
         WeightingArg::Tfidf => {
-            let plain = b.clone().build()?;
-            let idf = ctx.phase("idf", |_| Ok(Idf::fit(&plain, texts.iter())))?;
+            let idf = match &a.idf {
+                Some(p) => Idf::load(p)?,
+                None => {
+                    let plain = b.clone().build()?;
+                    let idf = ctx.phase("idf", |_| Ok(Idf::fit(&plain, texts.iter())))?;
+                    if let Some(p) = &a.save_idf {
+                        idf.save(p)?;
+                    }
+                    idf
+                }
+            };
             b.idf(idf)
         }
     };
