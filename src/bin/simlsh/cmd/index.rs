@@ -181,8 +181,8 @@ pub fn run(a: Args, ctx: &mut Ctx) -> Result<()> {
 }
 
 /// Reads signatures from a `.npy` (recognised by its magic) or a simlsh signature file.
-/// `bits` is the width wanted (`None`: 64 × words for `.npy`, the recorded one otherwise);
-/// `strict` says whether a mismatch with a simlsh file's width is an error.
+/// `bits` is the width wanted (`None`: 64 × words for `.npy`, the recorded one otherwise); a
+/// simlsh file of another width is an error.
 fn read_sigs(path: &Path, bits: Option<usize>) -> Result<SignatureMatrix<Buf<u64>>> {
     let mut magic = [0u8; 6];
     let n = std::fs::File::open(path)
