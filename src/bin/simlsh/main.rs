@@ -19,6 +19,7 @@ struct Cli {
 enum Command {
     Bench(cmd::bench::Args),
     Dedup(cmd::dedup::Args),
+    Index(cmd::index::Args),
 }
 
 fn main() {
@@ -27,6 +28,7 @@ fn main() {
         let r = match cli.command {
             Command::Bench(a) => cmd::bench::run(a, &mut ctx),
             Command::Dedup(a) => cmd::dedup::run(a, &mut ctx),
+            Command::Index(a) => cmd::index::run(a, &mut ctx),
         };
         ctx.finish(r)
     });

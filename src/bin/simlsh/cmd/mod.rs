@@ -2,3 +2,4 @@
 
 pub mod bench;
 pub mod dedup;
+pub mod index;

@@ -1,0 +1,452 @@
+//! `simlsh index`: build, change, query and describe Hamming indexes stored on disk.
+//!
+//! Every write goes through [`HammingIndex::save`], which writes a temporary file
+//! `.NAME.tmp-PID` beside the index, syncs it and renames it over the index: a run killed at
+//! any moment leaves either the old index or the new one, both loadable. A killed run can
+//! leave its temporary file behind; the next `add` or `remove` on the same index deletes the
+//! temporary files of processes that no longer run.
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use clap::{Parser, Subcommand, ValueEnum};
+use simlsh::HammingIndex;
+use simlsh::estimate;
+use simlsh::index::{MultiIndex, PermutationIndex, PermutedTables};
+use simlsh::io::{IndexFile, load_index, load_signatures, read_signatures_npy};
+use simlsh::signature::SignatureMatrix;
+use simlsh::storage::Buf;
+use simlsh::{Hit, LinearScan};
+
+use crate::common::{Ctx, human_bytes, write_file};
+
+const EXAMPLE: &str = "Examples:
+  simlsh index build codes.npy codes.idx --kind manku --radius 3
+  simlsh index query codes.idx queries.npy --radius 3 --out hits.tsv
+  simlsh index add codes.idx more.npy --first-id 1000000
+  simlsh index remove codes.idx --ids 4,8,15
+  simlsh index info codes.idx";
+
+/// Build, change, query and describe Hamming indexes stored on disk.
+#[derive(Parser, Debug)]
+#[command(after_help = EXAMPLE)]
+pub struct Args {
+    #[command(subcommand)]
+    action: Action,
+}
+
+#[derive(Subcommand, Debug)]
+enum Action {
+    Build(BuildArgs),
+    Add(AddArgs),
+    Remove(RemoveArgs),
+    Query(QueryArgs),
+    Info(InfoArgs),
+}
+
+/// Which index to build.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    /// Brute force by popcount (exact, no extra memory).
+    Linear,
+    /// Permuted tables (Manku et al. 2007), exact up to --radius.
+    Manku,
+    /// Multi-index hashing (Norouzi et al.), exact at any radius.
+    Mih,
+    /// Sorted random bit permutations (Charikar 2002): approximate k-NN.
+    Permutation,
+}
+
+const BUILD_EXAMPLE: &str = "Example:
+  simlsh index build codes.npy codes.idx --kind manku --radius 3
+  simlsh index build codes.npy codes.idx --kind permutation --permutations 16 --beam 32 --seed 7
+SIGS is a .npy array of uint64 (N x words; the width is --bits, default 64 x words) or a
+simlsh signature file. Codes get ids 0..N.";
+
+/// Builds an index of a signature file (ids 0..N) and saves it atomically.
+#[derive(Parser, Debug)]
+#[command(after_help = BUILD_EXAMPLE)]
+struct BuildArgs {
+    /// Signatures: `.npy` of uint64 codes or a simlsh signature file.
+    sigs: PathBuf,
+    /// The index file to write.
+    out: PathBuf,
+    /// The index kind.
+    #[arg(long, value_enum)]
+    kind: Kind,
+    /// Radius the permuted tables answer exactly (manku).
+    #[arg(long, default_value_t = 3)]
+    radius: u32,
+    /// Number of random bit permutations q (permutation).
+    #[arg(long, default_value_t = simlsh::index::DEFAULT_PERMUTATIONS)]
+    permutations: usize,
+    /// Beam B: codes compared on each side of the query in each sorted list (permutation).
+    #[arg(long, default_value_t = simlsh::index::DEFAULT_BEAM)]
+    beam: usize,
+}
+
+const ADD_EXAMPLE: &str = "Example:
+  simlsh index add codes.idx more.npy --first-id 1000000
+The codes of SIGS get ids FIRST_ID, FIRST_ID+1, ... The index is replaced atomically.";
+
+/// Inserts codes into an index file, replacing it atomically.
+#[derive(Parser, Debug)]
+#[command(after_help = ADD_EXAMPLE)]
+struct AddArgs {
+    /// The index file (changed in place, atomically).
+    index: PathBuf,
+    /// Signatures to insert: `.npy` of uint64 codes or a simlsh signature file.
+    sigs: PathBuf,
+    /// Id of the first inserted code; the others follow consecutively.
+    #[arg(long)]
+    first_id: u32,
+}
+
+const REMOVE_EXAMPLE: &str = "Example:
+  simlsh index remove codes.idx --ids 4,8,15
+  simlsh index remove codes.idx --ids-file stale.txt
+An ids file holds ids separated by whitespace or commas. The index is replaced atomically.";
+
+/// Removes ids from an index file, replacing it atomically.
+#[derive(Parser, Debug)]
+#[command(after_help = REMOVE_EXAMPLE)]
+struct RemoveArgs {
+    /// The index file (changed in place, atomically).
+    index: PathBuf,
+    /// Ids to remove, comma separated.
+    #[arg(long, value_delimiter = ',', required_unless_present = "ids_file")]
+    ids: Vec<u32>,
+    /// A file of ids to remove (whitespace or comma separated).
+    #[arg(long, conflicts_with = "ids")]
+    ids_file: Option<PathBuf>,
+}
+
+/// Output format of `query`.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum Format {
+    /// `query\thit\tdistance\tcosine` with a header line.
+    Tsv,
+    /// One JSON object per hit: `{"query", "hit", "distance", "cosine"}`.
+    Jsonl,
+}
+
+const QUERY_EXAMPLE: &str = "Example:
+  simlsh index query codes.idx queries.npy --radius 3 --out hits.tsv
+  simlsh index query codes.idx queries.npy --k 10 --format jsonl
+QUERIES is a .npy of uint64 codes or a simlsh signature file, of the index's width. Query i is
+row i; the cosine column is the estimate cos(pi h / f) of the Hamming distance h.";
+
+/// Radius or k-NN search of every query (in parallel), as TSV or JSON Lines.
+#[derive(Parser, Debug)]
+#[command(after_help = QUERY_EXAMPLE)]
+struct QueryArgs {
+    /// The index file.
+    index: PathBuf,
+    /// Query codes: `.npy` of uint64 codes or a simlsh signature file.
+    queries: PathBuf,
+    /// Every stored code within this Hamming distance.
+    #[arg(long, required_unless_present = "k", conflicts_with = "k")]
+    radius: Option<u32>,
+    /// The k nearest stored codes.
+    #[arg(long)]
+    k: Option<usize>,
+    /// Write the results here (atomically) instead of stdout.
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "tsv")]
+    format: Format,
+}
+
+const INFO_EXAMPLE: &str = "Example:
+  simlsh index info codes.idx";
+
+/// Describes an index file: kind, width, count, memory and the recorded parameters.
+#[derive(Parser, Debug)]
+#[command(after_help = INFO_EXAMPLE)]
+struct InfoArgs {
+    /// The index file.
+    index: PathBuf,
+}
+
+pub fn run(a: Args, ctx: &mut Ctx) -> Result<()> {
+    match a.action {
+        Action::Build(b) => build(b, ctx),
+        Action::Add(b) => add(b, ctx),
+        Action::Remove(b) => remove(b, ctx),
+        Action::Query(b) => query(b, ctx),
+        Action::Info(b) => info(b),
+    }
+}
+
+/// Reads signatures from a `.npy` (recognised by its magic) or a simlsh signature file.
+/// `bits` is the width wanted (`None`: 64 × words for `.npy`, the recorded one otherwise); a
+/// simlsh file of another width is an error.
+fn read_sigs(path: &Path, bits: Option<usize>) -> Result<SignatureMatrix<Buf<u64>>> {
+    let mut magic = [0u8; 6];
+    let n = std::fs::File::open(path)
+        .and_then(|mut f| f.read(&mut magic))
+        .with_context(|| format!("reading {}", path.display()))?;
+    let m = if n == 6 && &magic == b"\x93NUMPY" {
+        let m = read_signatures_npy(path, None)
+            .with_context(|| format!("reading signatures from {}", path.display()))?;
+        match bits {
+            Some(b) if b != m.bits() => {
+                let words = m.words_per_row();
+                if b.div_ceil(64) != words {
+                    bail!(
+                        "{}: {words} words per code, but a {b}-bit code has {}",
+                        path.display(),
+                        b.div_ceil(64)
+                    );
+                }
+                read_signatures_npy(path, Some(b))
+                    .with_context(|| format!("reading signatures from {}", path.display()))?
+            }
+            _ => m,
+        }
+    } else {
+        let m = load_signatures(path)
+            .with_context(|| format!("reading signatures from {}", path.display()))?
+            .matrix;
+        if let Some(b) = bits.filter(|&b| b != m.bits()) {
+            bail!(
+                "{}: holds {}-bit signatures, {b} bits expected",
+                path.display(),
+                m.bits()
+            );
+        }
+        m
+    };
+    Ok(m)
+}
+
+fn open_index(path: &Path) -> Result<Box<dyn HammingIndex>> {
+    load_index(path).with_context(|| format!("loading index {}", path.display()))
+}
+
+/// Saves `idx` over `path` atomically, first deleting temporary files left beside it by
+/// killed runs (`.NAME.tmp-PID` of a process that no longer runs).
+fn save_index(idx: &dyn HammingIndex, path: &Path) -> Result<()> {
+    clean_stale_temporaries(path);
+    idx.save(path)
+        .with_context(|| format!("writing index {}", path.display()))
+}
+
+fn clean_stale_temporaries(path: &Path) {
+    let proc = Path::new("/proc");
+    if !proc.join("self").exists() {
+        // No way to tell a dead writer from a live one: leave the files.
+        return;
+    }
+    let Some(name) = path.file_name().map(|n| n.to_string_lossy().into_owned()) else {
+        return;
+    };
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let prefix = format!(".{name}.tmp-");
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let file = e.file_name().to_string_lossy().into_owned();
+        let Some(pid) = file.strip_prefix(&prefix) else {
+            continue;
+        };
+        if pid.parse::<u32>().is_ok()
+            && pid != std::process::id().to_string()
+            && !proc.join(pid).exists()
+        {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
+}
+
+fn build(a: BuildArgs, ctx: &mut Ctx) -> Result<()> {
+    let bits = (ctx.bits != 64).then_some(ctx.bits);
+    let sigs = ctx.phase("read", |_| read_sigs(&a.sigs, bits))?;
+    let seed = ctx.seed;
+    let idx: Box<dyn HammingIndex> = ctx
+        .phase("build", |_| {
+            Ok(match a.kind {
+                Kind::Linear => Box::new(LinearScan::build(&sigs)?) as Box<dyn HammingIndex>,
+                Kind::Manku => Box::new(PermutedTables::builder().radius(a.radius).build(&sigs)?),
+                Kind::Mih => Box::new(MultiIndex::build(&sigs)?),
+                Kind::Permutation => Box::new(
+                    PermutationIndex::builder()
+                        .permutations(a.permutations)
+                        .beam(a.beam)
+                        .seed(seed)
+                        .build(&sigs)?,
+                ),
+            })
+        })
+        .with_context(|| format!("building a {:?} index of {}", a.kind, a.sigs.display()))?;
+    ctx.phase("save", |_| save_index(idx.as_ref(), &a.out))?;
+    ctx.record("codes", idx.len());
+    ctx.record("index_bytes", idx.bytes());
+    ctx.say(format!(
+        "{} index of {} {}-bit codes, {} in memory, written to {}",
+        idx.kind(),
+        idx.len(),
+        idx.bits(),
+        human_bytes(idx.bytes()),
+        a.out.display()
+    ));
+    Ok(())
+}
+
+fn add(a: AddArgs, ctx: &mut Ctx) -> Result<()> {
+    let mut idx = ctx.phase("load", |_| open_index(&a.index))?;
+    let sigs = ctx.phase("read", |_| read_sigs(&a.sigs, Some(idx.bits())))?;
+    let n = sigs.len();
+    if n > 0
+        && u32::try_from(n - 1)
+            .ok()
+            .and_then(|m| a.first_id.checked_add(m))
+            .is_none()
+    {
+        bail!(
+            "--first-id {} + {n} codes exceeds the largest id {}",
+            a.first_id,
+            u32::MAX
+        );
+    }
+    ctx.phase("insert", |_| {
+        for i in 0..n {
+            let id = a.first_id + i as u32;
+            idx.insert(id, sigs.row(i))
+                .with_context(|| format!("inserting row {i} of {} as id {id}", a.sigs.display()))?;
+        }
+        Ok(())
+    })?;
+    ctx.phase("save", |_| save_index(idx.as_ref(), &a.index))?;
+    ctx.record("added", n);
+    ctx.record("codes", idx.len());
+    ctx.say(format!(
+        "added {n} codes to {} ({} codes now)",
+        a.index.display(),
+        idx.len()
+    ));
+    Ok(())
+}
+
+fn parse_ids(path: &Path) -> Result<Vec<u32>> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    text.split(|c: char| c.is_whitespace() || c == ',')
+        .filter(|t| !t.is_empty())
+        .map(|t| {
+            t.parse::<u32>()
+                .with_context(|| format!("{}: `{t}` is not an id", path.display()))
+        })
+        .collect()
+}
+
+fn remove(a: RemoveArgs, ctx: &mut Ctx) -> Result<()> {
+    let ids = match &a.ids_file {
+        Some(p) => parse_ids(p)?,
+        None => a.ids.clone(),
+    };
+    let mut idx = ctx.phase("load", |_| open_index(&a.index))?;
+    let mut removed = 0usize;
+    ctx.phase("remove", |_| {
+        for &id in &ids {
+            if idx.remove(id)? {
+                removed += 1;
+            }
+        }
+        Ok(())
+    })?;
+    ctx.phase("save", |_| save_index(idx.as_ref(), &a.index))?;
+    ctx.record("removed", removed);
+    ctx.record("codes", idx.len());
+    ctx.say(format!(
+        "removed {removed} of {} ids from {} ({} not stored; {} codes now)",
+        ids.len(),
+        a.index.display(),
+        ids.len() - removed,
+        idx.len()
+    ));
+    Ok(())
+}
+
+fn write_hits(
+    w: &mut dyn Write,
+    results: &[Vec<Hit>],
+    f: u64,
+    format: Format,
+) -> std::io::Result<()> {
+    if format == Format::Tsv {
+        writeln!(w, "query\thit\tdistance\tcosine")?;
+    }
+    for (q, hits) in results.iter().enumerate() {
+        for h in hits {
+            let c = estimate::cosine(u64::from(h.distance), f);
+            match format {
+                Format::Tsv => writeln!(w, "{q}\t{}\t{}\t{c:.6}", h.id, h.distance)?,
+                Format::Jsonl => writeln!(
+                    w,
+                    "{}",
+                    serde_json::json!({"query": q, "hit": h.id, "distance": h.distance, "cosine": c})
+                )?,
+            }
+        }
+    }
+    Ok(())
+}
+
+fn query(a: QueryArgs, ctx: &mut Ctx) -> Result<()> {
+    let idx = ctx.phase("load", |_| open_index(&a.index))?;
+    let queries = ctx.phase("read", |_| read_sigs(&a.queries, Some(idx.bits())))?;
+    let results = ctx.phase("search", |_| {
+        Ok(match (a.radius, a.k) {
+            (Some(r), _) => idx.radius_batch(queries.as_slice(), r)?,
+            (None, Some(k)) => idx.knn_batch(queries.as_slice(), k)?,
+            (None, None) => bail!("give --radius or --k"),
+        })
+    })?;
+    let f = idx.bits() as u64;
+    let hits: usize = results.iter().map(Vec::len).sum();
+    ctx.phase("write", |_| match &a.out {
+        Some(p) => write_file(p, |w| write_hits(w, &results, f, a.format)),
+        None => {
+            let stdout = std::io::stdout();
+            let mut w = std::io::BufWriter::new(stdout.lock());
+            write_hits(&mut w, &results, f, a.format)
+                .and_then(|()| w.flush())
+                .context("writing to stdout")
+        }
+    })?;
+    ctx.record("queries", queries.len());
+    ctx.record("hits", hits);
+    if a.out.is_some() {
+        ctx.say(format!("{} queries, {hits} hits", queries.len()));
+    }
+    Ok(())
+}
+
+fn info(a: InfoArgs) -> Result<()> {
+    let idx = open_index(&a.index)?;
+    let file = IndexFile::open(&a.index)
+        .with_context(|| format!("reading index {}", a.index.display()))?;
+    let per_code = if idx.is_empty() {
+        0.0
+    } else {
+        idx.bytes() as f64 / idx.len() as f64
+    };
+    let mut out = String::new();
+    out.push_str(&format!("kind\t{}\n", idx.kind()));
+    out.push_str(&format!("bits\t{}\n", idx.bits()));
+    out.push_str(&format!("len\t{}\n", idx.len()));
+    out.push_str(&format!("bytes\t{}\n", idx.bytes()));
+    out.push_str(&format!("bytes_per_code\t{per_code:.2}\n"));
+    for (k, v) in file.params() {
+        out.push_str(&format!("param.{k}\t{v}\n"));
+    }
+    print!("{out}");
+    Ok(())
+}
