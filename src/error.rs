@@ -90,8 +90,7 @@ pub enum Error {
     Io {
         /// The file.
         path: PathBuf,
-        /// The underlying error.
-        #[source]
+        /// The underlying error (shown in the message, so not also chained as a source).
         source: std::io::Error,
     },
     /// A file is not in the expected format (foreign, truncated or corrupt).
