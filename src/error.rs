@@ -90,7 +90,8 @@ pub enum Error {
     Io {
         /// The file.
         path: PathBuf,
-        /// The underlying error (shown in the message, so not also chained as a source).
+        /// The underlying error.
+        #[source]
         source: std::io::Error,
     },
     /// A file is not in the expected format (foreign, truncated or corrupt).

@@ -33,7 +33,18 @@ fn main() {
         ctx.finish(r)
     });
     if let Err(e) = result {
-        eprintln!("simlsh: error: {e:#}");
+        // The chain of causes, each once: library errors already show their own cause.
+        let mut msg = String::new();
+        for cause in e.chain() {
+            let c = cause.to_string();
+            if !msg.contains(&c) {
+                if !msg.is_empty() {
+                    msg.push_str(": ");
+                }
+                msg.push_str(&c);
+            }
+        }
+        eprintln!("simlsh: error: {msg}");
         std::process::exit(1);
     }
 }
