@@ -19,6 +19,10 @@ struct Cli {
 enum Command {
     Bench(cmd::bench::Args),
     Dedup(cmd::dedup::Args),
+    Sign(cmd::sign::Args),
+    Knn(cmd::knn::Args),
+    Cluster(cmd::cluster::Args),
+    Eval(cmd::eval::Args),
 }
 
 fn main() {
@@ -27,6 +31,10 @@ fn main() {
         let r = match cli.command {
             Command::Bench(a) => cmd::bench::run(a, &mut ctx),
             Command::Dedup(a) => cmd::dedup::run(a, &mut ctx),
+            Command::Sign(a) => cmd::sign::run(a, &mut ctx),
+            Command::Knn(a) => cmd::knn::run(a, &mut ctx),
+            Command::Cluster(a) => cmd::cluster::run(a, &mut ctx),
+            Command::Eval(a) => cmd::eval::run(a, &mut ctx),
         };
         ctx.finish(r)
     });

@@ -1,4 +1,8 @@
 //! One module per subcommand.
 
 pub mod bench;
+pub mod cluster;
 pub mod dedup;
+pub mod eval;
+pub mod knn;
+pub mod sign;
