@@ -9,7 +9,7 @@ use clap::Parser;
 use simlsh::estimate;
 use simlsh::join::{clusters, self_join};
 
-use super::sign::{InputArgs, codes_or_sign};
+use super::sign::{InputArgs, codes_or_sign, to_stdout};
 use crate::common::{Ctx, SignerArgs, write_file};
 
 const EXAMPLE: &str = "Examples:
@@ -75,7 +75,7 @@ pub fn run(a: Args, ctx: &mut Ctx) -> Result<()> {
             println!("{summary}");
         }
         None => {
-            body(&mut std::io::stdout().lock())?;
+            to_stdout(body)?;
             ctx.say(summary);
         }
     }

@@ -9,7 +9,7 @@ use simlsh::estimate;
 use simlsh::index::{HammingIndex, LinearScan, MultiIndex, PermutationIndex};
 use simlsh::join::knn_graph_with;
 
-use super::sign::{InputArgs, codes_or_sign};
+use super::sign::{InputArgs, codes_or_sign, to_stdout};
 use crate::common::{Ctx, SignerArgs, write_file};
 
 const EXAMPLE: &str = "Examples:
@@ -72,7 +72,7 @@ pub fn run(a: Args, ctx: &mut Ctx) -> Result<()> {
     };
     match &a.out {
         Some(p) => write_file(p, body)?,
-        None => body(&mut std::io::stdout().lock())?,
+        None => to_stdout(body)?,
     }
     ctx.record("points", sigs.len());
     ctx.record("k", a.k);

@@ -205,3 +205,12 @@ pub fn run(a: Args, ctx: &mut Ctx) -> Result<()> {
     ));
     Ok(())
 }
+
+/// Writes `body` to standard output (buffered); a closed pipe (`| head`) is not an error.
+pub fn to_stdout(body: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()>) -> Result<()> {
+    let mut w = std::io::BufWriter::new(std::io::stdout().lock());
+    match body(&mut w).and_then(|()| std::io::Write::flush(&mut w)) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        r => Ok(r.context("writing to standard output")?),
+    }
+}
