@@ -20,6 +20,10 @@ enum Command {
     Bench(cmd::bench::Args),
     Dedup(cmd::dedup::Args),
     Index(cmd::index::Args),
+    Sign(cmd::sign::Args),
+    Knn(cmd::knn::Args),
+    Cluster(cmd::cluster::Args),
+    Eval(cmd::eval::Args),
 }
 
 fn main() {
@@ -29,6 +33,10 @@ fn main() {
             Command::Bench(a) => cmd::bench::run(a, &mut ctx),
             Command::Dedup(a) => cmd::dedup::run(a, &mut ctx),
             Command::Index(a) => cmd::index::run(a, &mut ctx),
+            Command::Sign(a) => cmd::sign::run(a, &mut ctx),
+            Command::Knn(a) => cmd::knn::run(a, &mut ctx),
+            Command::Cluster(a) => cmd::cluster::run(a, &mut ctx),
+            Command::Eval(a) => cmd::eval::run(a, &mut ctx),
         };
         ctx.finish(r)
     });

@@ -1,5 +1,9 @@
 //! One module per subcommand.
 
 pub mod bench;
+pub mod cluster;
 pub mod dedup;
+pub mod eval;
 pub mod index;
+pub mod knn;
+pub mod sign;

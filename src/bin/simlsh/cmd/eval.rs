@@ -1,0 +1,240 @@
+//! `simlsh eval`: how well a signer's signatures estimate cosines and find neighbours, on
+//! dense vectors.
+
+use std::path::PathBuf;
+
+use anyhow::{Result, bail};
+use clap::Parser;
+use ndarray::Array2;
+use plotters::prelude::*;
+use rand::{RngExt, SeedableRng};
+use rand_xoshiro::Xoshiro256PlusPlus;
+use rayon::prelude::*;
+use simlsh::estimate;
+use simlsh::index::{HammingIndex, LinearScan};
+use simlsh::io::input::{VectorOptions, Vectors, read_vectors};
+
+use super::sign::format_of;
+use crate::common::{Ctx, SignerArgs, write_file};
+
+const EXAMPLE: &str = "Examples:
+  simlsh eval datasets/glove-6B-50d-10k/vectors.fvecs --signer gaussian --bits 256 --pairs 20000 --plot eval.svg
+  simlsh eval vectors.npy --signer super-bit --k 10 --queries 500";
+
+/// Evaluates the chosen signer on dense vectors: the mean absolute error of the estimated
+/// cosine against the exact cosine on random pairs (overall and by angle), and recall@k of
+/// the k-NN on signatures against the exact cosine top-k of the first --queries points
+/// (brute force over the whole input, each point's own row excluded).
+#[derive(Parser, Debug)]
+#[command(after_help = EXAMPLE)]
+pub struct Args {
+    /// Dense input vectors (npy, fvecs, ivecs, bvecs, dense mtx).
+    input: PathBuf,
+    /// Input format (default: from the extension).
+    #[arg(long)]
+    format: Option<simlsh::io::InputFormat>,
+    /// Random pairs sampled (with --seed) for the cosine error.
+    #[arg(long, default_value_t = 10_000)]
+    pairs: usize,
+    /// Neighbours for recall@k.
+    #[arg(long, default_value_t = 10)]
+    k: usize,
+    /// Queries for recall@k: the first this many points.
+    #[arg(long, default_value_t = 1000)]
+    queries: usize,
+    /// Write an SVG plot of estimated against exact cosine.
+    #[arg(long)]
+    plot: Option<PathBuf>,
+    #[command(flatten)]
+    signer: SignerArgs,
+}
+
+/// Exact cosine of rows `i` and `j` (0 when either is zero), in f64.
+pub fn cosine(x: &Array2<f32>, i: usize, j: usize) -> f64 {
+    let (a, b) = (x.row(i), x.row(j));
+    let (mut dot, mut na, mut nb) = (0f64, 0f64, 0f64);
+    for (&p, &q) in a.iter().zip(b.iter()) {
+        let (p, q) = (p as f64, q as f64);
+        dot += p * q;
+        na += p * p;
+        nb += q * q;
+    }
+    if na == 0.0 || nb == 0.0 {
+        0.0
+    } else {
+        dot / (na.sqrt() * nb.sqrt())
+    }
+}
+
+/// Upper edges (degrees) of the angle buckets; the last bucket is everything above 90°.
+const BUCKETS: [f64; 6] = [15.0, 30.0, 45.0, 60.0, 75.0, 90.0];
+
+fn bucket_name(b: usize) -> String {
+    if b < BUCKETS.len() {
+        let lo = if b == 0 { 0.0 } else { BUCKETS[b - 1] };
+        format!("{lo:.0}-{:.0}°", BUCKETS[b])
+    } else {
+        ">90°".to_string()
+    }
+}
+
+pub fn run(a: Args, ctx: &mut Ctx) -> Result<()> {
+    if a.k == 0 {
+        bail!("--k must be at least 1");
+    }
+    if a.pairs == 0 {
+        bail!("--pairs must be at least 1");
+    }
+    let format = format_of(&a.input, a.format)?;
+    if format.is_text() {
+        bail!("{}: eval needs dense vectors, not text", a.input.display());
+    }
+    let input = ctx.phase("read", |_| {
+        Ok(read_vectors(&a.input, format, &VectorOptions::default())?)
+    })?;
+    let Vectors::Dense(x) = input.vectors else {
+        bail!(
+            "{}: eval needs dense vectors (npy, fvecs, ivecs, bvecs, dense mtx), not sparse",
+            a.input.display()
+        );
+    };
+    let n = x.nrows();
+    if n < 2 {
+        bail!(
+            "{}: eval needs at least 2 vectors, found {n}",
+            a.input.display()
+        );
+    }
+    let signer = a
+        .signer
+        .build(a.signer.signer, Some(x.ncols() as u64), ctx.bits, ctx.seed)?;
+    let sigs = ctx.phase("sign", |_| Ok(simlsh::Signer::sign_dense(&signer, &x)?))?;
+    let bits = sigs.bits() as u64;
+
+    // Random pairs (i != j), seeded.
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(ctx.seed);
+    let pairs: Vec<(usize, usize)> = (0..a.pairs)
+        .map(|_| {
+            let i = rng.random_range(0..n);
+            let j = (i + rng.random_range(1..n)) % n;
+            (i, j)
+        })
+        .collect();
+    let points: Vec<(f64, f64)> = pairs
+        .par_iter()
+        .map(|&(i, j)| {
+            let exact = cosine(&x, i, j);
+            let est = estimate::cosine(sigs.distance(i, j) as u64, bits);
+            (exact, est)
+        })
+        .collect();
+    let mut sum = [0f64; BUCKETS.len() + 1];
+    let mut cnt = [0usize; BUCKETS.len() + 1];
+    for &(exact, est) in &points {
+        let deg = exact.clamp(-1.0, 1.0).acos().to_degrees();
+        let b = BUCKETS
+            .iter()
+            .position(|&e| deg <= e)
+            .unwrap_or(BUCKETS.len());
+        sum[b] += (est - exact).abs();
+        cnt[b] += 1;
+    }
+    let mae = sum.iter().sum::<f64>() / points.len() as f64;
+
+    // Recall@k on the first queries, against the exact cosine top-k.
+    let q = a.queries.min(n);
+    let k = a.k.min(n - 1);
+    let recall = ctx.phase("recall", |_| recall_at_k(&x, &sigs, q, k))?;
+
+    println!("| angle | pairs | mean abs cosine error |");
+    println!("|---|---|---|");
+    for b in 0..sum.len() {
+        let m = if cnt[b] > 0 {
+            format!("{:.4}", sum[b] / cnt[b] as f64)
+        } else {
+            "-".into()
+        };
+        println!("| {} | {} | {m} |", bucket_name(b), cnt[b]);
+    }
+    println!("| all | {} | {mae:.4} |", points.len());
+    println!(
+        "recall@{k} {recall:.6}  ({q} queries, f = {bits}, signer {})",
+        simlsh::Signer::info(&signer).kind
+    );
+    ctx.record("mae_cosine", mae);
+    ctx.record("recall", recall);
+    ctx.record("pairs", points.len());
+    ctx.record("queries", q);
+    if let Some(p) = &a.plot {
+        plot(p, &points)?;
+    }
+    Ok(())
+}
+
+/// Mean over the first `q` rows of |signature k-NN ∩ exact cosine top-k| / k, each row's own
+/// index excluded; the signature k-NN ties broken by the smaller row, the exact top-k by
+/// descending cosine then the smaller row.
+fn recall_at_k(x: &Array2<f32>, sigs: &simlsh::SignatureMatrix, q: usize, k: usize) -> Result<f64> {
+    if k == 0 || q == 0 {
+        return Ok(0.0);
+    }
+    let n = x.nrows();
+    let index = LinearScan::build(sigs)?;
+    let w = sigs.words_per_row();
+    let found = index.knn_batch(&sigs.as_slice()[..q * w], k + 1)?;
+    let hits: Vec<f64> = found
+        .into_par_iter()
+        .enumerate()
+        .map(|(i, hits)| {
+            let approx: Vec<u32> = hits
+                .iter()
+                .map(|h| h.id)
+                .filter(|&id| id as usize != i)
+                .take(k)
+                .collect();
+            let mut exact: Vec<(f64, usize)> = (0..n)
+                .filter(|&j| j != i)
+                .map(|j| (cosine(x, i, j), j))
+                .collect();
+            exact.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+            let top: std::collections::HashSet<usize> = exact[..k].iter().map(|e| e.1).collect();
+            approx
+                .iter()
+                .filter(|&&id| top.contains(&(id as usize)))
+                .count() as f64
+                / k as f64
+        })
+        .collect();
+    Ok(hits.iter().sum::<f64>() / q as f64)
+}
+
+/// Estimated against exact cosine, one dot per pair, with the diagonal.
+fn plot(path: &std::path::Path, points: &[(f64, f64)]) -> Result<()> {
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (700, 700)).into_drawing_area();
+        root.fill(&WHITE)?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(
+                "Estimated against exact cosine (one dot per pair)",
+                ("sans-serif", 20),
+            )
+            .margin(15)
+            .x_label_area_size(45)
+            .y_label_area_size(55)
+            .build_cartesian_2d(-1f64..1f64, -1f64..1f64)?;
+        chart
+            .configure_mesh()
+            .x_desc("exact cosine")
+            .y_desc("estimated cosine (from the Hamming distance)")
+            .draw()?;
+        chart.draw_series(
+            points
+                .iter()
+                .map(|&p| Circle::new(p, 1, BLUE.mix(0.3).filled())),
+        )?;
+        chart.draw_series(LineSeries::new([(-1.0, -1.0), (1.0, 1.0)], RED))?;
+        root.present()?;
+    }
+    write_file(path, |w| w.write_all(svg.as_bytes()))
+}

@@ -1,0 +1,87 @@
+//! `simlsh knn`: the k-nearest-neighbour graph of signatures.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use anyhow::{Result, bail};
+use clap::{Parser, ValueEnum};
+use simlsh::estimate;
+use simlsh::index::{HammingIndex, LinearScan, MultiIndex, PermutationIndex};
+use simlsh::join::knn_graph_with;
+
+use super::sign::{InputArgs, codes_or_sign, to_stdout};
+use crate::common::{Ctx, SignerArgs, write_file};
+
+const EXAMPLE: &str = "Examples:
+  simlsh knn datasets/glove-6B-50d-10k/vectors.fvecs --k 10 --signer gaussian --bits 128 --out knn.tsv
+  simlsh knn glove.npy --k 5 --method mih --bits 128";
+
+/// For each point, its k nearest other points by Hamming distance of the signatures (ties
+/// broken by the smaller row), as TSV `row, neighbor, distance, cosine` (the cosine estimated
+/// from the distance). INPUT is vectors or documents (signed with --signer), or stored codes:
+/// a `.npy` of uint64 words (width --bits when it fits) or a `.simlsh` signature file.
+#[derive(Parser, Debug)]
+#[command(after_help = EXAMPLE)]
+pub struct Args {
+    #[command(flatten)]
+    input: InputArgs,
+    /// Neighbours per point.
+    #[arg(long)]
+    k: usize,
+    /// Search: exact scan, multi-index hashing (exact), or permutation search (approximate).
+    #[arg(long, value_enum, default_value = "exact")]
+    method: Method,
+    /// Write the graph here (default: standard output).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    #[command(flatten)]
+    signer: SignerArgs,
+}
+
+/// k-NN search method.
+#[derive(ValueEnum, Clone, Copy, Debug)]
+enum Method {
+    Exact,
+    Mih,
+    Permutation,
+}
+
+pub fn run(a: Args, ctx: &mut Ctx) -> Result<()> {
+    if a.k == 0 {
+        bail!("--k must be at least 1");
+    }
+    let (sigs, _) = codes_or_sign(&a.input, &a.signer, ctx)?;
+    let index: Box<dyn HammingIndex> = ctx.phase("index", |_| {
+        Ok(match a.method {
+            Method::Exact => Box::new(LinearScan::build(&sigs)?) as Box<dyn HammingIndex>,
+            Method::Mih => Box::new(MultiIndex::build(&sigs)?),
+            Method::Permutation => Box::new(PermutationIndex::build(&sigs)?),
+        })
+    })?;
+    let graph = ctx.phase("knn", |_| Ok(knn_graph_with(index.as_ref(), &sigs, a.k)?))?;
+    let bits = sigs.bits() as u64;
+    let body = |w: &mut dyn Write| -> std::io::Result<()> {
+        writeln!(w, "row\tneighbor\tdistance\tcosine")?;
+        for (i, hits) in graph.iter().enumerate() {
+            for h in hits {
+                let c = estimate::cosine(h.distance as u64, bits);
+                writeln!(w, "{i}\t{}\t{}\t{c:.4}", h.id, h.distance)?;
+            }
+        }
+        Ok(())
+    };
+    match &a.out {
+        Some(p) => write_file(p, body)?,
+        None => to_stdout(body)?,
+    }
+    ctx.record("points", sigs.len());
+    ctx.record("k", a.k);
+    ctx.say(format!(
+        "points {}  k {}  (f = {}, method {})",
+        sigs.len(),
+        a.k,
+        bits,
+        index.kind()
+    ));
+    Ok(())
+}

@@ -1,0 +1,216 @@
+//! `simlsh sign`: signatures of vectors or documents, written as `.npy` or a signature file.
+//! Also the input stage shared by `knn` and `cluster` (vectors, text or stored codes).
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use clap::{Args as ClapArgs, Parser, ValueEnum};
+use simlsh::io::documents::{TextOptions, read_documents};
+use simlsh::io::input::{InputFormat, VectorOptions, read_vectors};
+use simlsh::io::lines::OnBadLine;
+use simlsh::signers::{AnySigner, Signer, SignerInfo};
+use simlsh::text::{Idf, Mode, Tokenizer, Weighting};
+use simlsh::{SignatureMatrix, io};
+
+use crate::common::{Ctx, SignerArgs};
+
+const EXAMPLE: &str = "Examples:
+  simlsh sign datasets/glove-6B-50d-10k/vectors.fvecs glove.npy --signer gaussian --bits 256
+  simlsh sign datasets/glove-6B-50d-10k/vectors.fvecs glove.simlsh --signer super-bit
+  simlsh sign datasets/healthtweets-10k/healthtweets-10k.csv tweets.npy --ngram 2 --top-k 20";
+
+/// Signs every vector (npy, npz, svmlight, mtx, fvecs/ivecs/bvecs) or document (text, jsonl,
+/// csv, tsv) of INPUT and writes the signatures: a `.npy` array of uint64 words (N × words),
+/// or a simlsh signature file (recording the signer) when OUT ends in `.simlsh`.
+#[derive(Parser, Debug)]
+#[command(after_help = EXAMPLE)]
+pub struct Args {
+    #[command(flatten)]
+    input: InputArgs,
+    /// Output: `.npy` (uint64 words) or `.simlsh` (signature file).
+    out: PathBuf,
+    #[command(flatten)]
+    signer: SignerArgs,
+}
+
+/// The input options shared by the subcommands that sign.
+#[derive(ClapArgs, Debug, Clone)]
+pub struct InputArgs {
+    /// Input vectors or documents.
+    pub input: PathBuf,
+    /// Input format (default: from the extension).
+    #[arg(long)]
+    pub format: Option<InputFormat>,
+    #[command(flatten)]
+    pub text: TextArgs,
+}
+
+/// Tokenizer options, for text inputs (as in `simlsh dedup`).
+#[derive(ClapArgs, Debug, Clone)]
+pub struct TextArgs {
+    /// Text input: JSON field or CSV column holding the text.
+    #[arg(long, default_value = "text")]
+    pub field: String,
+    /// Text input: tokenizer: words (UAX #29), cjk (jieba), auto (jieba for Han runs), chars.
+    #[arg(long, default_value = "auto")]
+    pub mode: Mode,
+    /// Text input: shingles of n units (words or characters).
+    #[arg(long, default_value_t = 1)]
+    pub ngram: usize,
+    /// Text input: feature weights.
+    #[arg(long, value_enum, default_value = "tfidf")]
+    pub weighting: WeightingArg,
+    /// Text input: keep only the K heaviest features of each document.
+    #[arg(long)]
+    pub top_k: Option<usize>,
+}
+
+/// Feature weights.
+#[derive(ValueEnum, Clone, Copy, Debug)]
+pub enum WeightingArg {
+    Binary,
+    Tf,
+    Tfidf,
+}
+
+/// Format of `path`: `explicit`, else from the extension.
+pub fn format_of(path: &Path, explicit: Option<InputFormat>) -> Result<InputFormat> {
+    Ok(match explicit {
+        Some(f) => f,
+        None => InputFormat::from_path(path)?,
+    })
+}
+
+/// Reads the input and signs it with the signer of `s` (built for the input's dimension).
+pub fn sign_input(
+    a: &InputArgs,
+    s: &SignerArgs,
+    ctx: &mut Ctx,
+) -> Result<(SignatureMatrix, AnySigner)> {
+    let format = format_of(&a.input, a.format)?;
+    if format.is_text() {
+        return sign_text(a, s, format, ctx);
+    }
+    let v = ctx.phase("read", |_| {
+        Ok(read_vectors(&a.input, format, &VectorOptions::default())?)
+    })?;
+    let signer = s.build(s.signer, Some(v.vectors.cols() as u64), ctx.bits, ctx.seed)?;
+    let sigs = ctx
+        .phase("sign", |_| Ok(v.vectors.sign(&signer)?))
+        .with_context(|| format!("signing {}", a.input.display()))?;
+    ctx.record("rows", sigs.len());
+    ctx.record("dim", v.vectors.cols());
+    Ok((sigs, signer))
+}
+
+fn sign_text(
+    a: &InputArgs,
+    s: &SignerArgs,
+    format: InputFormat,
+    ctx: &mut Ctx,
+) -> Result<(SignatureMatrix, AnySigner)> {
+    let opts = TextOptions {
+        field: a.text.field.clone(),
+        on_bad: OnBadLine::Fail,
+    };
+    let (docs, _) = ctx.phase("read", |_| Ok(read_documents(&a.input, format, &opts)?))?;
+    let texts: Vec<&str> = docs.iter().map(|d| d.text.as_str()).collect();
+    let t = &a.text;
+    let b = Tokenizer::builder()
+        .mode(t.mode)
+        .ngram(t.ngram)
+        .top_k(t.top_k);
+    let b = match t.weighting {
+        WeightingArg::Binary => b.weighting(Weighting::Binary),
+        WeightingArg::Tf => b.weighting(Weighting::Tf),
+        WeightingArg::Tfidf => {
+            let plain = b.clone().build()?;
+            let idf = ctx.phase("idf", |_| Ok(Idf::fit(&plain, texts.iter())))?;
+            b.idf(idf)
+        }
+    };
+    let tokenizer = b.build()?;
+    let signer = s.build(s.signer, None, ctx.bits, ctx.seed)?;
+    let sigs = ctx.phase("sign", |_| Ok(tokenizer.sign_corpus(&signer, &texts)?))?;
+    ctx.record("rows", sigs.len());
+    Ok((sigs, signer))
+}
+
+/// Signatures stored in `path` (`.npy` of uint64 words or a `.simlsh` signature file), or
+/// `None` when `path` holds something else. A `.npy` is taken as codes when its dtype is
+/// uint64; its width is `--bits` when that fits its words, else 64 per word.
+pub fn stored_codes(path: &Path, bits: usize) -> Result<Option<SignatureMatrix>> {
+    let ext = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .map(str::to_ascii_lowercase);
+    match ext.as_deref() {
+        Some("simlsh") => {
+            let f = io::load_signatures(path)?;
+            Ok(Some(SignatureMatrix::from_parts(
+                f.matrix.bits(),
+                f.matrix.as_slice().to_vec(),
+            )?))
+        }
+        Some("npy") => {
+            let Ok(m) = io::read_signatures_npy(path, None) else {
+                return Ok(None);
+            };
+            let w = m.words_per_row();
+            let f = if bits.div_ceil(64) == w { bits } else { 64 * w };
+            let m = io::read_signatures_npy(path, Some(f))?;
+            Ok(Some(SignatureMatrix::from_parts(f, m.as_slice().to_vec())?))
+        }
+        _ => Ok(None),
+    }
+}
+
+/// Signatures of the input: stored codes as they are, else vectors or documents signed.
+pub fn codes_or_sign(
+    a: &InputArgs,
+    s: &SignerArgs,
+    ctx: &mut Ctx,
+) -> Result<(SignatureMatrix, Option<SignerInfo>)> {
+    if a.format.is_none() {
+        if let Some(m) = stored_codes(&a.input, ctx.bits)? {
+            ctx.record("rows", m.len());
+            return Ok((m, None));
+        }
+    }
+    let (m, signer) = sign_input(a, s, ctx)?;
+    Ok((m, Some(signer.info())))
+}
+
+pub fn run(a: Args, ctx: &mut Ctx) -> Result<()> {
+    let (sigs, signer) = sign_input(&a.input, &a.signer, ctx)?;
+    let simlsh_file = a
+        .out
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("simlsh"));
+    ctx.phase("write", |_| {
+        if simlsh_file {
+            io::save_signatures(&a.out, &sigs, Some(&signer.info()))
+        } else {
+            io::write_signatures_npy(&a.out, &sigs)
+        }
+        .with_context(|| format!("writing {}", a.out.display()))
+    })?;
+    ctx.say(format!(
+        "signed {} rows of {} into {} (f = {}, signer {})",
+        sigs.len(),
+        a.input.input.display(),
+        a.out.display(),
+        signer.bits(),
+        signer.info().kind
+    ));
+    Ok(())
+}
+
+/// Writes `body` to standard output (buffered); a closed pipe (`| head`) is not an error.
+pub fn to_stdout(body: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()>) -> Result<()> {
+    let mut w = std::io::BufWriter::new(std::io::stdout().lock());
+    match body(&mut w).and_then(|()| std::io::Write::flush(&mut w)) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        r => Ok(r.context("writing to standard output")?),
+    }
+}

@@ -1,0 +1,515 @@
+//! `simlsh sign`, `knn`, `cluster` and `eval` end to end: outputs checked against the
+//! library's results on generated data and on the bundled GloVe vectors; bad input reported
+//! with file and line.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use ndarray::Array2;
+use rand::{RngExt, SeedableRng};
+use rand_xoshiro::Xoshiro256PlusPlus;
+use simlsh::io::{InputFormat, VectorOptions, Vectors, read_vectors};
+use simlsh::join::{clusters, self_join};
+use simlsh::signers::{AnySigner, Distribution};
+use simlsh::text::{Tokenizer, Weighting};
+use simlsh::{HammingIndex, HashingTrick, HyperplaneSigner, LinearScan, SignatureMatrix, Signer};
+
+const GLOVE: &str = "datasets/glove-6B-50d-10k/vectors.fvecs";
+
+fn simlsh() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_simlsh"))
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("simlsh-cli-vec-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d.join(name)
+}
+
+fn ok(out: Output) -> String {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn run(args: &[&str]) -> String {
+    ok(simlsh().args(args).output().unwrap())
+}
+
+fn gaussian(dim: usize, bits: usize) -> HyperplaneSigner {
+    HyperplaneSigner::builder()
+        .dim(dim as u64)
+        .bits(bits)
+        .seed(0)
+        .distribution(Distribution::Gaussian)
+        .build()
+        .unwrap()
+}
+
+fn dense(path: &Path) -> Array2<f32> {
+    let fmt = InputFormat::from_path(path).unwrap();
+    match read_vectors(path, fmt, &VectorOptions::default())
+        .unwrap()
+        .vectors
+    {
+        Vectors::Dense(x) => x,
+        Vectors::Sparse(_) => panic!("dense expected"),
+    }
+}
+
+/// 300 vectors of dimension 16 in groups of 3 near-copies of a random centre (noise 0.05),
+/// written as `.fvecs`.
+fn small_fvecs(name: &str) -> PathBuf {
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(7);
+    let mut bytes = Vec::new();
+    let mut centre = [0f32; 16];
+    for i in 0..300 {
+        if i % 3 == 0 {
+            centre
+                .iter_mut()
+                .for_each(|c| *c = rng.random_range(-1.0..1.0));
+        }
+        bytes.extend(16i32.to_le_bytes());
+        for c in centre {
+            let v = c + rng.random_range(-0.05f32..0.05);
+            bytes.extend(v.to_le_bytes());
+        }
+    }
+    let p = tmp(name);
+    std::fs::write(&p, bytes).unwrap();
+    p
+}
+
+fn read_tsv(path: &Path) -> Vec<Vec<String>> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .skip(1)
+        .map(|l| l.split('\t').map(String::from).collect())
+        .collect()
+}
+
+/// Each row's k nearest other rows by the library's linear scan (k + 1 found, itself dropped).
+fn library_knn(sigs: &SignatureMatrix, k: usize) -> Vec<Vec<(u32, u32)>> {
+    let index = LinearScan::build(sigs).unwrap();
+    index
+        .knn_batch(sigs.as_slice(), k + 1)
+        .unwrap()
+        .into_iter()
+        .enumerate()
+        .map(|(i, hits)| {
+            hits.into_iter()
+                .filter(|h| h.id as usize != i)
+                .take(k)
+                .map(|h| (h.id, h.distance))
+                .collect()
+        })
+        .collect()
+}
+
+fn check_knn(out: &Path, expected: &[Vec<(u32, u32)>]) {
+    let rows = read_tsv(out);
+    let got: Vec<(usize, u32, u32)> = rows
+        .iter()
+        .map(|r| {
+            (
+                r[0].parse().unwrap(),
+                r[1].parse().unwrap(),
+                r[2].parse().unwrap(),
+            )
+        })
+        .collect();
+    let want: Vec<(usize, u32, u32)> = expected
+        .iter()
+        .enumerate()
+        .flat_map(|(i, v)| v.iter().map(move |&(id, d)| (i, id, d)))
+        .collect();
+    assert_eq!(got, want);
+}
+
+#[test]
+fn sign_writes_the_library_signatures_as_npy_and_signature_files() {
+    for (input, bits) in [
+        (small_fvecs("sign.fvecs"), 100usize),
+        (PathBuf::from(GLOVE), 128),
+    ] {
+        let x = dense(&input);
+        let want = gaussian(x.ncols(), bits).sign_dense(&x).unwrap();
+        let npy = tmp("sign.npy");
+        let file = tmp("sign.simlsh");
+        for out in [&npy, &file] {
+            ok(simlsh()
+                .arg("sign")
+                .arg(&input)
+                .arg(out)
+                .args(["--signer", "gaussian", "--bits", &bits.to_string(), "-q"])
+                .output()
+                .unwrap());
+        }
+        let got = simlsh::io::read_signatures_npy(&npy, Some(bits)).unwrap();
+        assert_eq!(got.as_slice(), want.as_slice());
+        let f = simlsh::io::load_signatures(&file).unwrap();
+        assert_eq!(f.matrix.bits(), bits);
+        assert_eq!(f.matrix.as_slice(), want.as_slice());
+        assert_eq!(f.params["signer.kind"], "gaussian");
+        assert_eq!(f.params["signer.dim"], x.ncols().to_string());
+    }
+}
+
+#[test]
+fn sign_reads_sparse_and_text_inputs() {
+    let svm = tmp("sign.svm");
+    std::fs::write(&svm, "1 1:0.5 4:-2\n0 2:1 3:1.5 7:0.25\n1 1:0.5 4:-1.9\n").unwrap();
+    let out = tmp("sparse.npy");
+    ok(simlsh()
+        .arg("sign")
+        .arg(&svm)
+        .arg(&out)
+        .args(["--signer", "rademacher", "--bits", "70", "-q"])
+        .output()
+        .unwrap());
+    let v = read_vectors(&svm, InputFormat::Svmlight, &VectorOptions::default()).unwrap();
+    let signer: AnySigner = HyperplaneSigner::builder()
+        .dim(v.vectors.cols() as u64)
+        .bits(70)
+        .seed(0)
+        .distribution(Distribution::Rademacher)
+        .build()
+        .unwrap()
+        .into();
+    let want = v.vectors.sign(&signer).unwrap();
+    let got = simlsh::io::read_signatures_npy(&out, Some(70)).unwrap();
+    assert_eq!(got.as_slice(), want.as_slice());
+
+    let txt = tmp("docs.txt");
+    let docs = [
+        "the quick brown fox",
+        "the quick brown dog",
+        "lorem ipsum dolor",
+    ];
+    std::fs::write(&txt, docs.join("\n") + "\n").unwrap();
+    let out = tmp("text.npy");
+    ok(simlsh()
+        .arg("sign")
+        .arg(&txt)
+        .arg(&out)
+        .args(["--weighting", "binary", "--ngram", "2", "-q"])
+        .output()
+        .unwrap());
+    let tok = Tokenizer::builder()
+        .ngram(2)
+        .weighting(Weighting::Binary)
+        .build()
+        .unwrap();
+    let signer = HashingTrick::builder().bits(64).seed(0).build().unwrap();
+    let want = tok.sign_corpus(&signer, &docs).unwrap();
+    let got = simlsh::io::read_signatures_npy(&out, Some(64)).unwrap();
+    assert_eq!(got.as_slice(), want.as_slice());
+    // A matrix signer cannot sign text.
+    let out = simlsh()
+        .arg("sign")
+        .arg(&txt)
+        .arg(tmp("no.npy"))
+        .args(["--signer", "gaussian"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+}
+
+#[test]
+fn knn_matches_the_linear_scan_for_vectors_and_codes() {
+    for (input, bits, k) in [
+        (small_fvecs("knn.fvecs"), 64usize, 4usize),
+        (PathBuf::from(GLOVE), 128, 10),
+    ] {
+        let x = dense(&input);
+        let sigs = gaussian(x.ncols(), bits).sign_dense(&x).unwrap();
+        let want = library_knn(&sigs, k);
+        let b = bits.to_string();
+        let ks = k.to_string();
+        for method in ["exact", "mih"] {
+            let out = tmp(&format!("knn-{method}.tsv"));
+            ok(simlsh()
+                .arg("knn")
+                .arg(&input)
+                .args([
+                    "--k", &ks, "--method", method, "--signer", "gaussian", "--bits", &b, "-q",
+                    "--out",
+                ])
+                .arg(&out)
+                .output()
+                .unwrap());
+            check_knn(&out, &want);
+        }
+        // From stored codes, to standard output; the cosine column is the estimate.
+        let npy = tmp("knn-codes.npy");
+        simlsh::io::write_signatures_npy(&npy, &sigs).unwrap();
+        let stdout = ok(simlsh()
+            .arg("knn")
+            .arg(&npy)
+            .args(["--k", &ks, "--bits", &b, "-q"])
+            .output()
+            .unwrap());
+        let out = tmp("knn-stdout.tsv");
+        std::fs::write(&out, &stdout).unwrap();
+        check_knn(&out, &want);
+        let first = &read_tsv(&out)[0];
+        let d: u64 = first[2].parse().unwrap();
+        let c: f64 = first[3].parse().unwrap();
+        assert!((c - simlsh::estimate::cosine(d, bits as u64)).abs() < 1e-4);
+    }
+}
+
+#[test]
+fn permutation_knn_is_close_to_exact() {
+    let out = tmp("knn-perm.tsv");
+    let x = dense(Path::new(GLOVE));
+    let sigs = gaussian(x.ncols(), 64).sign_dense(&x).unwrap();
+    let want = library_knn(&sigs, 5);
+    ok(simlsh()
+        .args([
+            "knn",
+            GLOVE,
+            "--k",
+            "5",
+            "--method",
+            "permutation",
+            "--signer",
+            "gaussian",
+            "-q",
+            "--out",
+        ])
+        .arg(&out)
+        .output()
+        .unwrap());
+    let rows = read_tsv(&out);
+    assert_eq!(rows.len(), 5 * x.nrows());
+    // Recall against the exact distances: a neighbour is right when its distance is within
+    // the exact k-th distance.
+    let mut right = 0;
+    for r in &rows {
+        let i: usize = r[0].parse().unwrap();
+        let d: u32 = r[2].parse().unwrap();
+        assert_ne!(r[1], r[0]);
+        right += usize::from(d <= want[i][4].1);
+    }
+    assert!(right as f64 / rows.len() as f64 > 0.8, "{right}");
+}
+
+#[test]
+fn cluster_matches_self_join_and_components() {
+    for (input, bits, radius) in [
+        (small_fvecs("cl.fvecs"), 64usize, 6u32),
+        (PathBuf::from(GLOVE), 128, 18),
+    ] {
+        let x = dense(&input);
+        let sigs = gaussian(x.ncols(), bits).sign_dense(&x).unwrap();
+        let pairs = self_join(&sigs, radius).unwrap();
+        let labels = clusters(sigs.len(), &pairs).unwrap();
+        let out = tmp("clusters.tsv");
+        let summary = ok(simlsh()
+            .arg("cluster")
+            .arg(&input)
+            .args([
+                "--radius",
+                &radius.to_string(),
+                "--signer",
+                "gaussian",
+                "--bits",
+                &bits.to_string(),
+                "-q",
+                "--out",
+            ])
+            .arg(&out)
+            .output()
+            .unwrap());
+        let got: Vec<u32> = read_tsv(&out)
+            .iter()
+            .map(|r| r[1].parse().unwrap())
+            .collect();
+        assert_eq!(got, labels);
+        let mut sizes = std::collections::BTreeMap::<u32, usize>::new();
+        labels
+            .iter()
+            .for_each(|&l| *sizes.entry(l).or_default() += 1);
+        let multi = sizes.values().filter(|&&s| s > 1).count();
+        let largest = sizes.values().max().unwrap();
+        assert!(
+            summary.starts_with(&format!(
+                "points {}  pairs {}  clusters {multi}  largest {largest}",
+                sigs.len(),
+                pairs.len()
+            )),
+            "{summary}"
+        );
+        assert!(multi > 0, "{summary}");
+    }
+    // The generated groups of three near-copies are found.
+    let input = small_fvecs("cl3.fvecs");
+    let out = tmp("clusters3.tsv");
+    ok(simlsh()
+        .arg("cluster")
+        .arg(&input)
+        .args([
+            "--cosine", "0.97", "--signer", "gaussian", "--bits", "256", "-q", "--out",
+        ])
+        .arg(&out)
+        .output()
+        .unwrap());
+    let labels: Vec<u32> = read_tsv(&out)
+        .iter()
+        .map(|r| r[1].parse().unwrap())
+        .collect();
+    let together = (0..100)
+        .filter(|g| labels[3 * g] == labels[3 * g + 1] && labels[3 * g] == labels[3 * g + 2])
+        .count();
+    assert!(together >= 90, "{together}");
+}
+
+/// The exact cosine as the command computes it (f64, zero vectors at 0).
+fn cosine(x: &Array2<f32>, i: usize, j: usize) -> f64 {
+    let (mut dot, mut na, mut nb) = (0f64, 0f64, 0f64);
+    for (&p, &q) in x.row(i).iter().zip(x.row(j).iter()) {
+        let (p, q) = (p as f64, q as f64);
+        dot += p * q;
+        na += p * p;
+        nb += q * q;
+    }
+    if na == 0.0 || nb == 0.0 {
+        0.0
+    } else {
+        dot / (na.sqrt() * nb.sqrt())
+    }
+}
+
+fn recall(x: &Array2<f32>, sigs: &SignatureMatrix, q: usize, k: usize) -> f64 {
+    let approx = library_knn(sigs, k);
+    let mut total = 0.0;
+    for (i, found) in approx.iter().take(q).enumerate() {
+        let mut exact: Vec<(f64, usize)> = (0..x.nrows())
+            .filter(|&j| j != i)
+            .map(|j| (cosine(x, i, j), j))
+            .collect();
+        exact.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        let top: HashSet<usize> = exact[..k].iter().map(|e| e.1).collect();
+        total += found
+            .iter()
+            .filter(|h| top.contains(&(h.0 as usize)))
+            .count() as f64
+            / k as f64;
+    }
+    total / q as f64
+}
+
+fn parse_eval(stdout: &str) -> (f64, f64) {
+    let all = stdout.lines().find(|l| l.starts_with("| all |")).unwrap();
+    let mae: f64 = all.split('|').nth(3).unwrap().trim().parse().unwrap();
+    let rec = stdout.lines().find(|l| l.starts_with("recall@")).unwrap();
+    let recall: f64 = rec.split_whitespace().nth(1).unwrap().parse().unwrap();
+    (mae, recall)
+}
+
+#[test]
+fn eval_reports_plausible_errors_and_the_recomputed_recall() {
+    for (input, bits, q) in [
+        (small_fvecs("eval.fvecs"), 64usize, 300usize),
+        (PathBuf::from(GLOVE), 256, 200),
+    ] {
+        let plot = tmp("eval.svg");
+        let stdout = ok(simlsh()
+            .arg("eval")
+            .arg(&input)
+            .args([
+                "--signer",
+                "gaussian",
+                "--bits",
+                &bits.to_string(),
+                "--pairs",
+                "4000",
+            ])
+            .args(["--queries", &q.to_string(), "-q", "--plot"])
+            .arg(&plot)
+            .output()
+            .unwrap());
+        let (mae, got_recall) = parse_eval(&stdout);
+        // |Δcos| ≤ |Δθ| and E|Δθ| ≤ sd(θ̂) = π √(p(1-p)/f) ≤ π / (2√f); near 90° (most random
+        // pairs) E|Δθ| ≈ √(2/π) · π / (2√f), so the mean error is not far below the bound.
+        let bound = std::f64::consts::PI / (2.0 * (bits as f64).sqrt());
+        assert!(
+            mae < bound && mae > 0.3 * bound,
+            "{mae} vs {bound}\n{stdout}"
+        );
+        let x = dense(&input);
+        let sigs = gaussian(x.ncols(), bits).sign_dense(&x).unwrap();
+        let want = recall(&x, &sigs, q, 10);
+        assert!((got_recall - want).abs() < 1e-6, "{got_recall} vs {want}");
+        assert!(want > 0.0 && want <= 1.0);
+        assert!(std::fs::read_to_string(&plot).unwrap().starts_with("<svg"));
+        // Bucket counts add up to the pairs.
+        let counted: usize = stdout
+            .lines()
+            .filter(|l| l.contains('°'))
+            .map(|l| {
+                l.split('|')
+                    .nth(2)
+                    .unwrap()
+                    .trim()
+                    .parse::<usize>()
+                    .unwrap()
+            })
+            .sum();
+        assert_eq!(counted, 4000);
+    }
+    // Recall grows with the width on GloVe.
+    let r = |bits: &str| {
+        parse_eval(&run(&[
+            "eval",
+            GLOVE,
+            "--signer",
+            "gaussian",
+            "--bits",
+            bits,
+            "--pairs",
+            "100",
+            "--queries",
+            "200",
+            "-q",
+        ]))
+        .1
+    };
+    assert!(r("512") > r("32"));
+}
+
+#[test]
+fn bad_inputs_fail_naming_file_and_line() {
+    let out = simlsh()
+        .args(["knn", "no-such-file.fvecs", "--k", "3"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no-such-file.fvecs"));
+    let svm = tmp("bad.svm");
+    std::fs::write(&svm, "1 1:0.5 4:-2\n0 2:abc\n").unwrap();
+    for cmd in [&["sign"][..], &["cluster", "--radius", "3"]] {
+        let mut c = simlsh();
+        c.args(cmd).arg(&svm);
+        if cmd[0] == "sign" {
+            c.arg(tmp("bad-out.npy"));
+        }
+        let out = c.output().unwrap();
+        assert!(!out.status.success());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("bad.svm") && err.contains(":2"), "{err}");
+    }
+    assert!(!tmp("bad-out.npy").exists());
+    let out = simlsh()
+        .args(["eval", "datasets/chinese-poetry-3k/poems.jsonl"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("poems.jsonl"));
+}
