@@ -513,3 +513,27 @@ fn bad_inputs_fail_naming_file_and_line() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("poems.jsonl"));
 }
+
+#[test]
+fn skip_bad_skips_and_counts_malformed_vector_lines() {
+    let dir = std::env::temp_dir().join(format!("simlsh-skipbad-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let input = dir.join("bad.svm");
+    std::fs::write(&input, "1 1:0.5 2:1.0\n1 3:abc\n0 1:1.0 2:0.5\n").unwrap();
+    let out_path = dir.join("o.npy");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_simlsh"))
+        .arg("sign")
+        .arg(&input)
+        .arg(&out_path)
+        .arg("--skip-bad")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("skipped 1 malformed lines"));
+    let sigs = simlsh::io::npy::read_signatures_npy(&out_path, None).unwrap();
+    assert_eq!(sigs.len(), 2);
+}

@@ -41,8 +41,32 @@ pub struct InputArgs {
     /// Input format (default: from the extension).
     #[arg(long)]
     pub format: Option<InputFormat>,
+    /// Skip malformed lines (counted and reported) instead of failing.
+    #[arg(long)]
+    pub skip_bad: bool,
     #[command(flatten)]
     pub text: TextArgs,
+}
+
+impl InputArgs {
+    fn on_bad(&self) -> OnBadLine {
+        if self.skip_bad {
+            OnBadLine::Skip
+        } else {
+            OnBadLine::Fail
+        }
+    }
+}
+
+/// Reports skipped lines on stderr and in `--stats`.
+fn report_bad(ctx: &mut Ctx, bad: &simlsh::io::lines::BadLines) {
+    ctx.record("skipped_lines", bad.count);
+    if let Some(first) = bad.first.first() {
+        ctx.say(format!(
+            "skipped {} malformed lines; first: {first}",
+            bad.count
+        ));
+    }
 }
 
 /// Tokenizer options, for text inputs (as in `simlsh dedup`).
@@ -91,9 +115,12 @@ pub fn sign_input(
     if format.is_text() {
         return sign_text(a, s, format, ctx);
     }
-    let v = ctx.phase("read", |_| {
-        Ok(read_vectors(&a.input, format, &VectorOptions::default())?)
-    })?;
+    let opts = VectorOptions {
+        on_bad: a.on_bad(),
+        ..VectorOptions::default()
+    };
+    let v = ctx.phase("read", |_| Ok(read_vectors(&a.input, format, &opts)?))?;
+    report_bad(ctx, &v.bad);
     let signer = s.build(s.signer, Some(v.vectors.cols() as u64), ctx.bits, ctx.seed)?;
     let sigs = ctx
         .phase("sign", |_| Ok(v.vectors.sign(&signer)?))
@@ -111,9 +138,10 @@ fn sign_text(
 ) -> Result<(SignatureMatrix, AnySigner)> {
     let opts = TextOptions {
         field: a.text.field.clone(),
-        on_bad: OnBadLine::Fail,
+        on_bad: a.on_bad(),
     };
-    let (docs, _) = ctx.phase("read", |_| Ok(read_documents(&a.input, format, &opts)?))?;
+    let (docs, bad) = ctx.phase("read", |_| Ok(read_documents(&a.input, format, &opts)?))?;
+    report_bad(ctx, &bad);
     let texts: Vec<&str> = docs.iter().map(|d| d.text.as_str()).collect();
     let t = &a.text;
     let b = Tokenizer::builder()
