@@ -3,14 +3,14 @@
 use std::path::PathBuf;
 
 use anyhow::{Result, bail};
-use clap::{Parser, ValueEnum};
+use clap::Parser;
 use simlsh::io::documents::{TextOptions, read_documents};
 use simlsh::io::input::{InputFormat, VectorOptions, read_vectors};
 use simlsh::io::lines::OnBadLine;
 use simlsh::io::npy::read_signatures_npy;
-use simlsh::text::{Idf, Mode, StopWords, Tokenizer};
 use simlsh::{SignatureMatrix, Signer};
 
+use super::sign::{self, TextArgs};
 use crate::common::{Ctx, SignerArgs, write_file};
 
 const EXAMPLE: &str = "Examples:
@@ -30,30 +30,8 @@ pub struct Args {
     /// Input format (default: from the extension).
     #[arg(long)]
     format: Option<InputFormat>,
-    /// JSON field or CSV column holding the text.
-    #[arg(long, default_value = "text")]
-    field: String,
-    /// Tokenizer: words (UAX #29), cjk (jieba), auto (jieba for Han runs), chars.
-    #[arg(long, default_value = "auto")]
-    mode: Mode,
-    /// Shingles of n units (words or characters).
-    #[arg(long, default_value_t = 1)]
-    ngram: usize,
-    /// Feature weights.
-    #[arg(long, value_enum, default_value = "tfidf")]
-    weighting: WeightingArg,
-    /// Stop words: `english` (a built-in list) or a file of words, one per line.
-    #[arg(long)]
-    stop_words: Option<String>,
-    /// Use this saved IDF table instead of fitting one on the input (TF-IDF only).
-    #[arg(long, conflicts_with = "save_idf")]
-    idf: Option<PathBuf>,
-    /// Save the IDF table fitted on the input, to reuse on other documents with --idf.
-    #[arg(long)]
-    save_idf: Option<PathBuf>,
-    /// Keep only the K heaviest features of each document (the keyword step).
-    #[arg(long)]
-    top_k: Option<usize>,
+    #[command(flatten)]
+    text: TextArgs,
     /// Hamming radius of a near-duplicate pair (inclusive).
     #[arg(long, conflicts_with = "cosine")]
     radius: Option<u32>,
@@ -74,14 +52,6 @@ pub struct Args {
     skip_bad: bool,
     #[command(flatten)]
     signer: SignerArgs,
-}
-
-/// Feature weights.
-#[derive(ValueEnum, Clone, Copy, Debug)]
-enum WeightingArg {
-    Binary,
-    Tf,
-    Tfidf,
 }
 
 /// What was read: signatures, each row's name in the outputs (its line, or its row number),
@@ -182,7 +152,7 @@ pub fn run(a: Args, ctx: &mut Ctx) -> Result<()> {
 
 fn read_text(a: &Args, format: InputFormat, on_bad: OnBadLine, ctx: &mut Ctx) -> Result<Input> {
     let opts = TextOptions {
-        field: a.field.clone(),
+        field: a.text.field.clone(),
         on_bad,
     };
     let (docs, bad) = ctx.phase("read", |_| Ok(read_documents(&a.input, format, &opts)?))?;
@@ -193,51 +163,9 @@ fn read_text(a: &Args, format: InputFormat, on_bad: OnBadLine, ctx: &mut Ctx) ->
         ));
     }
     let texts: Vec<&str> = docs.iter().map(|d| d.text.as_str()).collect();
-    let stop = match a.stop_words.as_deref() {
-        None => StopWords::none(),
-        Some("english") => StopWords::english(),
-        Some(file) => StopWords::from_file(std::path::Path::new(file))?,
-    };
-    let mut b = Tokenizer::builder()
-        .mode(a.mode)
-        .ngram(a.ngram)
-        .stop_words(stop)
-        .top_k(a.top_k);
-    b = match a.weighting {
-        WeightingArg::Binary => b.weighting(simlsh::text::Weighting::Binary),
-        WeightingArg::Tf => b.weighting(simlsh::text::Weighting::Tf),
-        WeightingArg::Tfidf => {
-            let idf = match &a.idf {
-                Some(p) => Idf::load(p)?,
-                None => {
-                    let plain = b.clone().build()?;
-                    let idf = ctx.phase("idf", |_| Ok(Idf::fit(&plain, texts.iter())))?;
-                    if let Some(p) = &a.save_idf {
-                        idf.save(p)?;
-                    }
-                    idf
-                }
-            };
-            b.idf(idf)
-        }
-    };
-    let tokenizer = b.build()?;
+    let tokenizer = sign::tokenizer(&a.text, &texts, ctx)?;
     let signer = a.signer.build(a.signer.signer, None, ctx.bits, ctx.seed)?;
-    let sigs = ctx.phase("sign", |ctx| {
-        // In chunks, for the progress bar; rows are signed independently, so the result is
-        // the same as one call.
-        let pb = ctx.progress(texts.len() as u64, "signing");
-        let mut sigs = SignatureMatrix::new(signer.bits())?;
-        for chunk in texts.chunks(20_000) {
-            let part = tokenizer.sign_corpus(&signer, chunk)?;
-            for row in part.rows() {
-                sigs.push_words(part.bits(), row)?;
-            }
-            pb.inc(chunk.len() as u64);
-        }
-        pb.finish_and_clear();
-        Ok(sigs)
-    })?;
+    let sigs = sign::sign_texts(&tokenizer, &signer, &texts, ctx)?;
     Ok(Input {
         sigs,
         names: docs.iter().map(|d| d.line).collect(),

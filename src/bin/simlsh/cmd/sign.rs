@@ -9,7 +9,7 @@ use simlsh::io::documents::{TextOptions, read_documents};
 use simlsh::io::input::{InputFormat, VectorOptions, read_vectors};
 use simlsh::io::lines::OnBadLine;
 use simlsh::signers::{AnySigner, Signer, SignerInfo};
-use simlsh::text::{Idf, Mode, Tokenizer, Weighting};
+use simlsh::text::{Idf, Mode, StopWords, Tokenizer, Weighting};
 use simlsh::{SignatureMatrix, io};
 
 use crate::common::{Ctx, SignerArgs};
@@ -87,6 +87,72 @@ pub struct TextArgs {
     /// Text input: keep only the K heaviest features of each document.
     #[arg(long)]
     pub top_k: Option<usize>,
+    /// Text input: stop words, `english` (a built-in list) or a file of words, one per line.
+    #[arg(long)]
+    pub stop_words: Option<String>,
+    /// Text input: use this saved IDF table instead of fitting one on the input (TF-IDF).
+    #[arg(long, conflicts_with = "save_idf")]
+    pub idf: Option<PathBuf>,
+    /// Text input: save the IDF table fitted on the input, to reuse on other documents.
+    #[arg(long)]
+    pub save_idf: Option<PathBuf>,
+}
+
+/// The tokenizer of the text options; a TF-IDF table is loaded (`--idf`) or fitted on `texts`
+/// (and saved with `--save-idf`).
+pub fn tokenizer(t: &TextArgs, texts: &[&str], ctx: &mut Ctx) -> Result<Tokenizer> {
+    let stop = match t.stop_words.as_deref() {
+        None => StopWords::none(),
+        Some("english") => StopWords::english(),
+        Some(file) => StopWords::from_file(Path::new(file))?,
+    };
+    let b = Tokenizer::builder()
+        .mode(t.mode)
+        .ngram(t.ngram)
+        .stop_words(stop)
+        .top_k(t.top_k);
+    let b = match t.weighting {
+        WeightingArg::Binary => b.weighting(Weighting::Binary),
+        WeightingArg::Tf => b.weighting(Weighting::Tf),
+        WeightingArg::Tfidf => {
+            let idf = match &t.idf {
+                Some(p) => Idf::load(p)?,
+                None => {
+                    let plain = b.clone().build()?;
+                    let idf = ctx.phase("idf", |_| Ok(Idf::fit(&plain, texts.iter())))?;
+                    if let Some(p) = &t.save_idf {
+                        idf.save(p)?;
+                    }
+                    idf
+                }
+            };
+            b.idf(idf)
+        }
+    };
+    Ok(b.build()?)
+}
+
+/// Signs documents in chunks, with a progress bar on a terminal; rows are signed
+/// independently, so the result equals one `sign_corpus` call.
+pub fn sign_texts(
+    tokenizer: &Tokenizer,
+    signer: &AnySigner,
+    texts: &[&str],
+    ctx: &mut Ctx,
+) -> Result<SignatureMatrix> {
+    ctx.phase("sign", |ctx| {
+        let pb = ctx.progress(texts.len() as u64, "signing");
+        let mut sigs = SignatureMatrix::new(signer.bits())?;
+        for chunk in texts.chunks(20_000) {
+            let part = tokenizer.sign_corpus(signer, chunk)?;
+            for row in part.rows() {
+                sigs.push_words(part.bits(), row)?;
+            }
+            pb.inc(chunk.len() as u64);
+        }
+        pb.finish_and_clear();
+        Ok(sigs)
+    })
 }
 
 /// Feature weights.
@@ -143,23 +209,9 @@ fn sign_text(
     let (docs, bad) = ctx.phase("read", |_| Ok(read_documents(&a.input, format, &opts)?))?;
     report_bad(ctx, &bad);
     let texts: Vec<&str> = docs.iter().map(|d| d.text.as_str()).collect();
-    let t = &a.text;
-    let b = Tokenizer::builder()
-        .mode(t.mode)
-        .ngram(t.ngram)
-        .top_k(t.top_k);
-    let b = match t.weighting {
-        WeightingArg::Binary => b.weighting(Weighting::Binary),
-        WeightingArg::Tf => b.weighting(Weighting::Tf),
-        WeightingArg::Tfidf => {
-            let plain = b.clone().build()?;
-            let idf = ctx.phase("idf", |_| Ok(Idf::fit(&plain, texts.iter())))?;
-            b.idf(idf)
-        }
-    };
-    let tokenizer = b.build()?;
+    let tokenizer = tokenizer(&a.text, &texts, ctx)?;
     let signer = s.build(s.signer, None, ctx.bits, ctx.seed)?;
-    let sigs = ctx.phase("sign", |_| Ok(tokenizer.sign_corpus(&signer, &texts)?))?;
+    let sigs = sign_texts(&tokenizer, &signer, &texts, ctx)?;
     ctx.record("rows", sigs.len());
     Ok((sigs, signer))
 }
