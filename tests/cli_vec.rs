@@ -537,3 +537,72 @@ fn skip_bad_skips_and_counts_malformed_vector_lines() {
     let sigs = simlsh::io::npy::read_signatures_npy(&out_path, None).unwrap();
     assert_eq!(sigs.len(), 2);
 }
+
+#[test]
+fn sign_reads_matrix_market_and_bvecs_like_the_library() {
+    use simlsh::io::lines::OnBadLine;
+    let dir = std::env::temp_dir().join(format!("simlsh-mtx-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mtx = dir.join("x.mtx");
+    std::fs::write(
+        &mtx,
+        "%%MatrixMarket matrix coordinate real general\n% a comment\n3 5 5\n1 1 0.5\n1 4 -2.0\n2 2 1.0\n3 5 3.25\n3 1 1.0\n",
+    )
+    .unwrap();
+    let mut bvecs = Vec::new();
+    for r in 0..4u8 {
+        bvecs.extend_from_slice(&6i32.to_le_bytes());
+        bvecs.extend((0..6u8).map(|c| r * 10 + c));
+    }
+    let bv = dir.join("x.bvecs");
+    std::fs::write(&bv, &bvecs).unwrap();
+    for (input, want) in [
+        (
+            &mtx,
+            simlsh::io::mtx::read_mtx(&mtx, OnBadLine::Fail)
+                .unwrap()
+                .matrix,
+        ),
+        (
+            &bv,
+            simlsh::io::input::Vectors::Dense(
+                simlsh::io::vecs::read_vecs(&bv, simlsh::io::vecs::VecsKind::U8).unwrap(),
+            ),
+        ),
+    ] {
+        let out = dir.join("o.npy");
+        let run = std::process::Command::new(env!("CARGO_BIN_EXE_simlsh"))
+            .args([
+                "sign",
+                "--signer",
+                "rademacher",
+                "--bits",
+                "128",
+                "--seed",
+                "4",
+            ])
+            .arg(input)
+            .arg(&out)
+            .output()
+            .unwrap();
+        assert!(
+            run.status.success(),
+            "{}",
+            String::from_utf8_lossy(&run.stderr)
+        );
+        let got = simlsh::io::npy::read_signatures_npy(&out, Some(128)).unwrap();
+        let signer = simlsh::HyperplaneSigner::builder()
+            .dim(want.cols() as u64)
+            .bits(128)
+            .seed(4)
+            .distribution(simlsh::signers::Distribution::Rademacher)
+            .build()
+            .unwrap();
+        assert_eq!(
+            got.as_slice(),
+            want.sign(&signer).unwrap().as_slice(),
+            "{}",
+            input.display()
+        );
+    }
+}
