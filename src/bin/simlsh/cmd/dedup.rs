@@ -5,12 +5,10 @@ use std::path::PathBuf;
 use anyhow::{Result, bail};
 use clap::Parser;
 use simlsh::io::documents::{TextOptions, read_documents};
-use simlsh::io::input::{InputFormat, VectorOptions, read_vectors};
-use simlsh::io::lines::OnBadLine;
-use simlsh::io::npy::read_signatures_npy;
+use simlsh::io::input::InputFormat;
 use simlsh::{SignatureMatrix, Signer};
 
-use super::sign::{self, TextArgs};
+use super::sign::{self, InputArgs};
 use crate::common::{Ctx, SignerArgs, write_file};
 
 const EXAMPLE: &str = "Examples:
@@ -25,13 +23,9 @@ const EXAMPLE: &str = "Examples:
 #[command(after_help = EXAMPLE)]
 pub struct Args {
     /// Input: documents (text, one per line; JSON Lines; CSV/TSV, see --field), vectors (.npy,
-    /// .npz, .svm, .mtx, .fvecs) or signatures (.npy of uint64).
-    input: PathBuf,
-    /// Input format (default: from the extension).
-    #[arg(long)]
-    format: Option<InputFormat>,
+    /// .npz, .svm, .mtx, .fvecs) or signatures (.npy of uint64, or a .simlsh file).
     #[command(flatten)]
-    text: TextArgs,
+    input: InputArgs,
     /// Hamming radius of a near-duplicate pair (inclusive).
     #[arg(long, conflicts_with = "cosine")]
     radius: Option<u32>,
@@ -47,9 +41,6 @@ pub struct Args {
     /// Write the deduplicated documents' text, one per line.
     #[arg(long)]
     output: Option<PathBuf>,
-    /// Skip malformed lines (counted and reported) instead of failing.
-    #[arg(long)]
-    skip_bad: bool,
     #[command(flatten)]
     signer: SignerArgs,
 }
@@ -64,19 +55,26 @@ struct Input {
 }
 
 pub fn run(a: Args, ctx: &mut Ctx) -> Result<()> {
-    let format = match a.format {
-        Some(f) => f,
-        None => InputFormat::from_path(&a.input)?,
-    };
-    let on_bad = if a.skip_bad {
-        OnBadLine::Skip
+    let format = sign::format_of(&a.input.input, a.input.format)?;
+    let input = if let Some(sigs) = sign::stored_codes(&a.input.input, ctx.bits)? {
+        let names = (0..sigs.len()).collect();
+        Input {
+            sigs,
+            names,
+            texts: None,
+            signer: "none (codes given)".into(),
+        }
+    } else if format.is_text() {
+        read_text(&a, format, ctx)?
     } else {
-        OnBadLine::Fail
-    };
-    let input = if format.is_text() {
-        read_text(&a, format, on_bad, ctx)?
-    } else {
-        read_vectors_or_codes(&a, format, on_bad, ctx)?
+        let (sigs, signer) = sign::sign_input(&a.input, &a.signer, ctx)?;
+        let names = (0..sigs.len()).collect();
+        Input {
+            sigs,
+            names,
+            texts: None,
+            signer: signer.info().kind.to_string(),
+        }
     };
     let Input {
         sigs,
@@ -116,7 +114,7 @@ pub fn run(a: Args, ctx: &mut Ctx) -> Result<()> {
     }
     let keep: Vec<usize> = (0..n).filter(|&i| labels[i] as usize == i).collect();
     if let Some(p) = &a.output {
-        if same_file(p, &a.input) {
+        if same_file(p, &a.input.input) {
             bail!("--output {} would overwrite the input", p.display());
         }
         // Text input: the kept documents' text; vectors or codes: the kept rows' numbers.
@@ -150,75 +148,23 @@ pub fn run(a: Args, ctx: &mut Ctx) -> Result<()> {
     Ok(())
 }
 
-fn read_text(a: &Args, format: InputFormat, on_bad: OnBadLine, ctx: &mut Ctx) -> Result<Input> {
+fn read_text(a: &Args, format: InputFormat, ctx: &mut Ctx) -> Result<Input> {
     let opts = TextOptions {
-        field: a.text.field.clone(),
-        on_bad,
+        field: a.input.text.field.clone(),
+        on_bad: a.input.on_bad(),
     };
-    let (docs, bad) = ctx.phase("read", |_| Ok(read_documents(&a.input, format, &opts)?))?;
-    if bad.count > 0 {
-        ctx.say(format!(
-            "skipped {} malformed lines; first: {}",
-            bad.count, bad.first[0]
-        ));
-    }
+    let (docs, bad) = ctx.phase("read", |_| {
+        Ok(read_documents(&a.input.input, format, &opts)?)
+    })?;
+    sign::report_bad(ctx, &bad);
     let texts: Vec<&str> = docs.iter().map(|d| d.text.as_str()).collect();
-    let tokenizer = sign::tokenizer(&a.text, &texts, ctx)?;
+    let tokenizer = sign::tokenizer(&a.input.text, &texts, ctx)?;
     let signer = a.signer.build(a.signer.signer, None, ctx.bits, ctx.seed)?;
     let sigs = sign::sign_texts(&tokenizer, &signer, &texts, ctx)?;
     Ok(Input {
         sigs,
         names: docs.iter().map(|d| d.line).collect(),
         texts: Some(docs.into_iter().map(|d| d.text).collect()),
-        signer: signer.info().kind.to_string(),
-    })
-}
-
-/// Vectors (signed with the chosen signer) or a `.npy` of `uint64` codes (used as they are).
-fn read_vectors_or_codes(
-    a: &Args,
-    format: InputFormat,
-    on_bad: OnBadLine,
-    ctx: &mut Ctx,
-) -> Result<Input> {
-    if format == InputFormat::Npy {
-        if let Ok(codes) = read_signatures_npy(&a.input, None) {
-            let sigs = SignatureMatrix::from_parts(codes.bits(), codes.as_slice().to_vec())?;
-            let names = (0..sigs.len()).collect();
-            return Ok(Input {
-                sigs,
-                names,
-                texts: None,
-                signer: "none (codes given)".into(),
-            });
-        }
-    }
-    let opts = VectorOptions {
-        on_bad,
-        ..VectorOptions::default()
-    };
-    let v = ctx.phase("read", |_| Ok(read_vectors(&a.input, format, &opts)?))?;
-    if v.bad.count > 0 {
-        ctx.say(format!(
-            "skipped {} malformed lines; first: {}",
-            v.bad.count, v.bad.first[0]
-        ));
-    }
-    let signer = a.signer.build(
-        a.signer.signer,
-        Some(v.vectors.cols() as u64),
-        ctx.bits,
-        ctx.seed,
-    )?;
-    let sigs = ctx.phase("sign", |_| Ok(v.vectors.sign(&signer)?))?;
-    let names = match &v.lines {
-        Some(lines) => lines.clone(),
-        None => (0..sigs.len()).collect(),
-    };
-    Ok(Input {
-        sigs,
-        names,
-        texts: None,
         signer: signer.info().kind.to_string(),
     })
 }

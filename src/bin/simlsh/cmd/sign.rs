@@ -49,7 +49,8 @@ pub struct InputArgs {
 }
 
 impl InputArgs {
-    fn on_bad(&self) -> OnBadLine {
+    /// What readers do with a malformed line.
+    pub fn on_bad(&self) -> OnBadLine {
         if self.skip_bad {
             OnBadLine::Skip
         } else {
@@ -59,7 +60,7 @@ impl InputArgs {
 }
 
 /// Reports skipped lines on stderr and in `--stats`.
-fn report_bad(ctx: &mut Ctx, bad: &simlsh::io::lines::BadLines) {
+pub fn report_bad(ctx: &mut Ctx, bad: &simlsh::io::lines::BadLines) {
     ctx.record("skipped_lines", bad.count);
     if let Some(first) = bad.first.first() {
         ctx.say(format!(
