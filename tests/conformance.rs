@@ -3,13 +3,15 @@
 
 mod common;
 
+use common::{flip, random_code};
+
 use proptest::prelude::*;
 use simlsh::index::{
     HammingIndex, Hit, LinearScan, MultiIndex, MultiIndexBuilder, PermutationIndex, PermutedTables,
     PermutedTablesBuilder,
 };
 use simlsh::rng::Rng;
-use simlsh::signature::{SignatureMatrix, last_word_mask, words_for};
+use simlsh::signature::{SignatureMatrix, words_for};
 
 /// An index type under test: how to build it from signatures (ids `0..N`) and empty.
 struct Kind {
@@ -110,25 +112,6 @@ fn manku(radius: u32) -> PermutedTablesBuilder {
 }
 
 const WIDTHS: [usize; 6] = [1, 63, 64, 65, 128, 256];
-
-fn random_code(rng: &mut Rng, bits: usize) -> Vec<u64> {
-    let w = words_for(bits);
-    let mut c: Vec<u64> = (0..w).map(|_| rng.next_u64()).collect();
-    c[w - 1] &= last_word_mask(bits);
-    c
-}
-
-fn flip(rng: &mut Rng, code: &[u64], bits: usize, d: usize) -> Vec<u64> {
-    let mut c = code.to_vec();
-    let mut done = std::collections::BTreeSet::new();
-    while done.len() < d.min(bits) {
-        let j = rng.below(bits as u64) as usize;
-        if done.insert(j) {
-            c[j / 64] ^= 1 << (j % 64);
-        }
-    }
-    c
-}
 
 /// Planted data: clusters of near codes (distances 0..=6 from a centre, duplicates included)
 /// among random background codes.

@@ -1,6 +1,9 @@
 //! Manku's permuted tables, the planner, the self-join, clusters and the k-NN graph, against
 //! the paper's figures and brute-force oracles.
 
+mod common;
+
+use common::{flip, random_code};
 use std::collections::VecDeque;
 
 use simlsh::index::manku::{MAX_TABLES, Plan, min_tables, plan};
@@ -190,22 +193,6 @@ fn many_candidates_per_probe_are_all_reported() {
 }
 
 // -------------------------------------------------------------------------- the joins
-
-fn random_code(rng: &mut Rng, bits: usize) -> Vec<u64> {
-    let w = words_for(bits);
-    let mut c: Vec<u64> = (0..w).map(|_| rng.next_u64()).collect();
-    c[w - 1] &= last_word_mask(bits);
-    c
-}
-
-fn flip(rng: &mut Rng, code: &[u64], bits: usize, d: usize) -> Vec<u64> {
-    let mut c = code.to_vec();
-    for _ in 0..d {
-        let j = rng.below(bits as u64) as usize;
-        c[j / 64] ^= 1 << (j % 64);
-    }
-    c
-}
 
 /// Random codes, clusters of near codes (0 to 7 flips, duplicates included) and one block
 /// of `dups` identical codes.

@@ -2,31 +2,15 @@
 //! radii 0..=30, k-NN with ties, wide (sparse) substrings, dynamic updates, batch vs single
 //! queries under different thread counts, and the automatic substring count.
 
+mod common;
+
+use common::{flip, random_code};
+
 use proptest::prelude::*;
 use simlsh::index::{HammingIndex, Hit, LinearScan, MultiIndex, auto_substrings};
 use simlsh::rng::Rng;
 use simlsh::signature::{SignatureMatrix, last_word_mask, words_for};
 use simlsh::workloads::W5;
-
-fn random_code(rng: &mut Rng, bits: usize) -> Vec<u64> {
-    let w = words_for(bits);
-    let mut c: Vec<u64> = (0..w).map(|_| rng.next_u64()).collect();
-    c[w - 1] &= last_word_mask(bits);
-    c
-}
-
-/// `code` with exactly `d` distinct bits flipped.
-fn flip(rng: &mut Rng, code: &[u64], bits: usize, d: usize) -> Vec<u64> {
-    let mut c = code.to_vec();
-    let mut done = std::collections::BTreeSet::new();
-    while done.len() < d.min(bits) {
-        let j = rng.below(bits as u64) as usize;
-        if done.insert(j) {
-            c[j / 64] ^= 1 << (j % 64);
-        }
-    }
-    c
-}
 
 /// Clusters around random centres with members at distances 0..=30 (so every radius up to
 /// 30 has answers), plus random background codes. Returns the data and the centres.
