@@ -12,7 +12,7 @@ use simlsh::join::{
     Match, Pair, clusters, join_index, knn_graph, knn_graph_with, self_join, self_join_plan,
 };
 use simlsh::rng::Rng;
-use simlsh::signature::{SignatureMatrix, last_word_mask, words_for};
+use simlsh::signature::SignatureMatrix;
 use simlsh::workloads::{W3, w4};
 
 // ------------------------------------------------------------------------------ the planner
