@@ -89,7 +89,7 @@ impl Ctx {
         }
         let pb = ProgressBar::new(len);
         pb.set_style(
-            ProgressStyle::with_template("{msg:>12} [{bar:40}] {pos}/{len} ({per_sec}, {eta})")
+            ProgressStyle::with_template("{msg:>10} [{bar:30}] {human_pos}/{human_len} ({eta})")
                 .expect("valid template")
                 .progress_chars("=> "),
         );
