@@ -898,3 +898,38 @@ fn progress_bars_are_drawn_on_a_terminal_unless_quiet() {
     let quiet = on_tty(" --quiet");
     assert!(quiet.is_empty(), "{:?}", String::from_utf8_lossy(&quiet));
 }
+
+#[test]
+fn non_finite_values_are_reported_at_their_row_of_the_whole_input() {
+    // 17 000 rows of dimension 4: NaN at row 8 200 (second signing chunk of the CLI) and
+    // infinity at row 16 400 (third); the first in row order is reported, as one call would.
+    let mut bytes = Vec::new();
+    for r in 0..17_000usize {
+        bytes.extend(4i32.to_le_bytes());
+        for c in 0..4usize {
+            let v = match (r, c) {
+                (8_200, 1) => f32::NAN,
+                (16_400, 2) => f32::INFINITY,
+                _ => (r * 4 + c) as f32 % 7.0 - 3.0,
+            };
+            bytes.extend(v.to_le_bytes());
+        }
+    }
+    let input = tmp("nan.fvecs");
+    std::fs::write(&input, bytes).unwrap();
+    for signer in ["gaussian", "hashing-trick"] {
+        let out = simlsh()
+            .arg("sign")
+            .arg(&input)
+            .arg(tmp("nan.npy"))
+            .args(["--signer", signer])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert!(
+            err.contains("nan.fvecs") && err.contains("row 8200, column 1") && err.contains("NaN"),
+            "{signer}: {err}"
+        );
+    }
+}
