@@ -409,8 +409,9 @@ fn write_hits(
     Ok(())
 }
 
-/// Queries answered per batch (one step of the progress bar; each batch in parallel).
-pub const QUERY_BATCH: usize = 2048;
+/// Queries answered per batch: one step of the progress bar, large enough that the index
+/// answers a batch on many cores in parallel.
+pub const QUERY_BATCH: usize = 8192;
 
 fn query(a: QueryArgs, ctx: &mut Ctx) -> Result<()> {
     let idx = ctx.phase("load", |_| open_index(&a.index))?;

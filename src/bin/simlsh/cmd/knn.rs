@@ -48,8 +48,8 @@ enum Method {
 }
 
 /// The k-NN graph of the rows of `sigs` in the index built from them, as
-/// `simlsh::join::knn_graph_with`: for each row its `k + 1` nearest codes with the row itself dropped (or
-/// the last if it is not among them). The rows are searched in batches, with a progress bar.
+/// `simlsh::join::knn_graph_with` computes it: for each row its `k + 1` nearest codes, the row
+/// itself dropped (else the last one). The rows are searched in batches, with a progress bar.
 fn knn_graph(
     index: &dyn HammingIndex,
     sigs: &SignatureMatrix,
