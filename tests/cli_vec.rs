@@ -606,3 +606,330 @@ fn sign_reads_matrix_market_and_bvecs_like_the_library() {
         );
     }
 }
+
+// SciPy sparse `.npz` through `simlsh sign`
+
+/// A version 1.0 `.npy` image with its header written by hand as NumPy does (for the 0-d
+/// bytes array `format`, which ndarray-npy does not write).
+fn npy_raw(descr: &str, shape: &str, data: &[u8]) -> Vec<u8> {
+    let dict = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape}, }}");
+    let mut h = dict.into_bytes();
+    while (10 + h.len() + 1) % 64 != 0 {
+        h.push(b' ');
+    }
+    h.push(b'\n');
+    let mut v = b"\x93NUMPY\x01\x00".to_vec();
+    v.extend((h.len() as u16).to_le_bytes());
+    v.extend(h);
+    v.extend_from_slice(data);
+    v
+}
+
+fn npy_of<A: ndarray_npy::WritableElement>(a: Vec<A>) -> Vec<u8> {
+    use ndarray_npy::WriteNpyExt;
+    let mut v = Vec::new();
+    ndarray::Array1::from(a).write_npy(&mut v).unwrap();
+    v
+}
+
+/// What `scipy.sparse.save_npz(path, m)` writes for a CSR matrix of float64 values: a
+/// deflated zip (its default `compressed=True`) of `indices.npy` (int32), `indptr.npy`
+/// (int32), `format.npy` (`|S3`, `b'csr'`), `shape.npy` (int64) and `data.npy` (float64), in
+/// that order. `indptr` is taken as given, so that a test can make it inconsistent.
+fn scipy_csr_npz(
+    shape: (usize, usize),
+    indptr: &[usize],
+    indices: &[u32],
+    data: &[f32],
+) -> Vec<u8> {
+    use std::io::Write;
+    use zip::write::SimpleFileOptions;
+    let members = [
+        (
+            "indices.npy",
+            npy_of(indices.iter().map(|&i| i as i32).collect()),
+        ),
+        (
+            "indptr.npy",
+            npy_of(indptr.iter().map(|&p| p as i32).collect()),
+        ),
+        ("format.npy", npy_raw("|S3", "()", b"csr")),
+        ("shape.npy", npy_of(vec![shape.0 as i64, shape.1 as i64])),
+        (
+            "data.npy",
+            npy_of(data.iter().map(|&x| f64::from(x)).collect()),
+        ),
+    ];
+    let mut z = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+    for (name, bytes) in members {
+        z.start_file(
+            name,
+            SimpleFileOptions::default().compression_method(zip::CompressionMethod::Deflated),
+        )
+        .unwrap();
+        z.write_all(&bytes).unwrap();
+    }
+    z.finish().unwrap().into_inner()
+}
+
+/// A seeded random CSR matrix: `rows × cols`, about 8 entries per row (sorted, distinct
+/// columns; every 10th row empty), values in (-1, 1).
+fn random_csr(rows: usize, cols: usize, seed: u64) -> simlsh::io::Csr {
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
+    let (mut indptr, mut indices, mut data) = (vec![0usize], Vec::new(), Vec::new());
+    for r in 0..rows {
+        if r % 10 != 9 {
+            let mut cs: Vec<u32> = (0..rng.random_range(1..16))
+                .map(|_| rng.random_range(0..cols as u32))
+                .collect();
+            cs.sort_unstable();
+            cs.dedup();
+            data.extend(cs.iter().map(|_| rng.random_range(-1.0f32..1.0)));
+            indices.extend(cs);
+        }
+        indptr.push(indices.len());
+    }
+    sprs::CsMatI::new((rows, cols), indptr, indices, data)
+}
+
+#[test]
+fn sign_reads_scipy_npz_like_the_library_for_any_thread_count() {
+    // 20 000 rows: several signing chunks of the CLI.
+    let m = random_csr(20_000, 3_000, 11);
+    let npz = tmp("x.npz");
+    std::fs::write(
+        &npz,
+        scipy_csr_npz(
+            (m.rows(), m.cols()),
+            m.indptr().raw_storage(),
+            m.indices(),
+            m.data(),
+        ),
+    )
+    .unwrap();
+    let bits = 96;
+    let gaussian: AnySigner = HyperplaneSigner::builder()
+        .dim(m.cols() as u64)
+        .bits(bits)
+        .seed(3)
+        .distribution(Distribution::Gaussian)
+        .build()
+        .unwrap()
+        .into();
+    let hashing: AnySigner = HashingTrick::builder()
+        .bits(bits)
+        .seed(3)
+        .build()
+        .unwrap()
+        .into();
+    for (name, signer) in [("hashing-trick", hashing), ("gaussian", gaussian)] {
+        let want = signer.sign_csr(m.view()).unwrap();
+        assert_eq!(want.len(), m.rows());
+        for threads in ["1", "2"] {
+            let out = tmp(&format!("npz-{name}-{threads}.npy"));
+            ok(simlsh()
+                .arg("sign")
+                .arg(&npz)
+                .arg(&out)
+                .args(["--signer", name, "--bits", "96", "--seed", "3"])
+                .args(["--threads", threads, "-q"])
+                .output()
+                .unwrap());
+            let got = simlsh::io::read_signatures_npy(&out, Some(bits)).unwrap();
+            assert_eq!(got.as_slice(), want.as_slice(), "{name}, {threads} threads");
+        }
+    }
+}
+
+/// Runs `simlsh sign INPUT OUT`, expecting a clean failure (exit 1, no panic, no output
+/// file); returns stderr.
+fn sign_fails(input: &Path) -> String {
+    let out_path = tmp("never.npy");
+    let out = simlsh()
+        .arg("sign")
+        .arg(input)
+        .arg(&out_path)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(!out_path.exists());
+    err
+}
+
+#[test]
+fn bad_npz_fails_naming_the_file() {
+    let m = random_csr(50, 40, 5);
+    let indptr = m.indptr().raw_storage().to_vec();
+    let (indices, data) = (m.indices(), m.data());
+    let good = scipy_csr_npz((50, 40), &indptr, indices, data);
+
+    let truncated = tmp("truncated.npz");
+    std::fs::write(&truncated, &good[..good.len() / 2]).unwrap();
+    let err = sign_fails(&truncated);
+    assert!(
+        err.contains("truncated.npz") && err.contains("not an .npz (zip) archive"),
+        "{err}"
+    );
+
+    // indptr ends past the stored entries: inconsistent with indices.
+    let mut short = indptr.clone();
+    *short.last_mut().unwrap() += 3;
+    let bad_ptr = tmp("badptr.npz");
+    std::fs::write(&bad_ptr, scipy_csr_npz((50, 40), &short, indices, data)).unwrap();
+    let err = sign_fails(&bad_ptr);
+    assert!(
+        err.contains("badptr.npz") && err.contains("indptr") && err.contains("indices"),
+        "{err}"
+    );
+
+    // indptr with one entry too few for the shape.
+    let bad_len = tmp("badlen.npz");
+    std::fs::write(
+        &bad_len,
+        scipy_csr_npz((50, 40), &indptr[..50], indices, data),
+    )
+    .unwrap();
+    let err = sign_fails(&bad_len);
+    assert!(
+        err.contains("badlen.npz") && err.contains("indptr") && err.contains("50 entries"),
+        "{err}"
+    );
+}
+
+// Progress bars
+
+/// True if stderr shows progress drawing: a carriage return or an ANSI escape sequence.
+fn draws(stderr: &[u8]) -> bool {
+    stderr.iter().any(|&b| b == b'\r' || b == 0x1b)
+}
+
+#[test]
+fn no_progress_bars_when_stderr_is_a_pipe() {
+    let glove = Path::new(GLOVE);
+    let sigs = tmp("pipe.npy");
+    let idx = tmp("pipe.idx");
+    let knn = tmp("pipe-knn.tsv");
+    let hits = tmp("pipe-hits.tsv");
+    let glove_s = glove.to_str().unwrap();
+    let (sigs_s, idx_s) = (sigs.to_str().unwrap(), idx.to_str().unwrap());
+    // Each command does work that shows a bar or a spinner on a terminal.
+    let runs: [Vec<&str>; 4] = [
+        vec![
+            "sign", glove_s, sigs_s, "--signer", "gaussian", "--bits", "128",
+        ],
+        vec![
+            "index", "build", sigs_s, idx_s, "--kind", "mih", "--bits", "128",
+        ],
+        vec![
+            "index",
+            "query",
+            idx_s,
+            sigs_s,
+            "--k",
+            "3",
+            "--out",
+            hits.to_str().unwrap(),
+        ],
+        vec![
+            "knn",
+            sigs_s,
+            "--k",
+            "3",
+            "--bits",
+            "128",
+            "--method",
+            "mih",
+            "--out",
+            knn.to_str().unwrap(),
+        ],
+    ];
+    for args in &runs {
+        let quiet = simlsh().args(args).arg("--quiet").output().unwrap();
+        assert!(quiet.status.success(), "{args:?}");
+        assert!(
+            quiet.stderr.is_empty(),
+            "{args:?}: {:?}",
+            String::from_utf8_lossy(&quiet.stderr)
+        );
+        let loud = simlsh().args(args).output().unwrap();
+        assert!(loud.status.success(), "{args:?}");
+        let err = String::from_utf8_lossy(&loud.stderr);
+        assert!(!draws(&loud.stderr), "{args:?}: {err:?}");
+        // Only the one-line summary remains.
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err:?}");
+    }
+}
+
+/// The terminal case, through `script` (util-linux) giving the binary a pseudo-terminal;
+/// skipped, with a note, where `script` is not available.
+#[test]
+fn progress_bars_are_drawn_on_a_terminal_unless_quiet() {
+    let has_script = Command::new("script")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| {
+            o.status.success() && String::from_utf8_lossy(&o.stdout).contains("util-linux")
+        });
+    if !has_script {
+        eprintln!("skipped: util-linux `script` is not available");
+        return;
+    }
+    let out = tmp("tty.npy");
+    let cmd = format!(
+        "'{}' sign '{GLOVE}' '{}' --signer gaussian --bits 128",
+        env!("CARGO_BIN_EXE_simlsh"),
+        out.display()
+    );
+    let on_tty = |extra: &str| -> Vec<u8> {
+        let o = Command::new("script")
+            .args(["-qec", &format!("{cmd}{extra}"), "/dev/null"])
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        o.stdout
+    };
+    let loud = on_tty("");
+    let text = String::from_utf8_lossy(&loud);
+    assert!(draws(&loud) && text.contains("signing"), "{text:?}");
+    assert!(text.contains("signed 10000 rows"), "{text:?}");
+    let quiet = on_tty(" --quiet");
+    assert!(quiet.is_empty(), "{:?}", String::from_utf8_lossy(&quiet));
+}
+
+#[test]
+fn non_finite_values_are_reported_at_their_row_of_the_whole_input() {
+    // 17 000 rows of dimension 4: NaN at row 8 200 (second signing chunk of the CLI) and
+    // infinity at row 16 400 (third); the first in row order is reported, as one call would.
+    let mut bytes = Vec::new();
+    for r in 0..17_000usize {
+        bytes.extend(4i32.to_le_bytes());
+        for c in 0..4usize {
+            let v = match (r, c) {
+                (8_200, 1) => f32::NAN,
+                (16_400, 2) => f32::INFINITY,
+                _ => (r * 4 + c) as f32 % 7.0 - 3.0,
+            };
+            bytes.extend(v.to_le_bytes());
+        }
+    }
+    let input = tmp("nan.fvecs");
+    std::fs::write(&input, bytes).unwrap();
+    for signer in ["gaussian", "hashing-trick"] {
+        let out = simlsh()
+            .arg("sign")
+            .arg(&input)
+            .arg(tmp("nan.npy"))
+            .args(["--signer", signer])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert!(
+            err.contains("nan.fvecs") && err.contains("row 8200, column 1") && err.contains("NaN"),
+            "{signer}: {err}"
+        );
+    }
+}

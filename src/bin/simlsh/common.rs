@@ -89,12 +89,59 @@ impl Ctx {
         }
         let pb = ProgressBar::new(len);
         pb.set_style(
-            ProgressStyle::with_template("{msg:>12} [{bar:40}] {pos}/{len} ({per_sec}, {eta})")
+            ProgressStyle::with_template("{msg:>10} [{bar:30}] {human_pos}/{human_len} ({eta})")
                 .expect("valid template")
                 .progress_chars("=> "),
         );
         pb.set_message(msg.to_string());
         pb
+    }
+
+    /// A spinner with the elapsed time, for one opaque step (building an index, a join),
+    /// shown only on a terminal and without `--quiet` (hidden otherwise, like
+    /// [`progress`](Self::progress)). Clear it with `finish_and_clear` when the step ends.
+    pub fn spinner(&self, msg: &str) -> ProgressBar {
+        if self.quiet || !std::io::stderr().is_terminal() {
+            return ProgressBar::hidden();
+        }
+        let pb = ProgressBar::new_spinner();
+        pb.set_style(
+            ProgressStyle::with_template("{spinner} {msg} ({elapsed})").expect("valid template"),
+        );
+        pb.set_message(msg.to_string());
+        pb.enable_steady_tick(std::time::Duration::from_millis(120));
+        pb
+    }
+
+    /// Runs `f` under a [`spinner`](Self::spinner) named `msg`, cleared when `f` returns.
+    pub fn spin<T>(&self, msg: &str, f: impl FnOnce() -> T) -> T {
+        let pb = self.spinner(msg);
+        let r = f();
+        pb.finish_and_clear();
+        r
+    }
+
+    /// Answers `n` items in batches of `batch` (`f(range)` answers the items of `range`, in
+    /// order), with a progress bar counting items; the results are concatenated in order, so
+    /// they equal one call over all items.
+    pub fn batched<T>(
+        &self,
+        n: usize,
+        batch: usize,
+        msg: &str,
+        mut f: impl FnMut(std::ops::Range<usize>) -> Result<Vec<T>>,
+    ) -> Result<Vec<T>> {
+        let pb = self.progress(n as u64, msg);
+        let mut out = Vec::with_capacity(n);
+        let mut lo = 0;
+        while lo < n {
+            let hi = n.min(lo + batch);
+            out.extend(f(lo..hi)?);
+            pb.inc((hi - lo) as u64);
+            lo = hi;
+        }
+        pb.finish_and_clear();
+        Ok(out)
     }
 
     /// Prints a line on stderr unless `--quiet`.

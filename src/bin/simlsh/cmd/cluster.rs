@@ -45,7 +45,9 @@ pub fn run(a: Args, ctx: &mut Ctx) -> Result<()> {
         (None, Some(c)) => estimate::max_hamming_for_cosine(c, bits)? as u32,
         (None, None) => anyhow::bail!("give --radius or --cosine"),
     };
-    let pairs = ctx.phase("join", |_| Ok(self_join(&sigs, radius)?))?;
+    let pairs = ctx.phase("join", |ctx| {
+        Ok(ctx.spin("joining pairs", || self_join(&sigs, radius))?)
+    })?;
     let labels = clusters(sigs.len(), &pairs)?;
     let mut sizes = BTreeMap::<u32, usize>::new();
     labels

@@ -87,7 +87,9 @@ pub fn run(a: Args, ctx: &mut Ctx) -> Result<()> {
         (None, Some(c)) => simlsh::estimate::max_hamming_for_cosine(c, ctx.bits as u64)? as u32,
         (None, None) => 3,
     };
-    let pairs = ctx.phase("join", |_| Ok(simlsh::join::self_join(&sigs, radius)?))?;
+    let pairs = ctx.phase("join", |ctx| {
+        Ok(ctx.spin("joining pairs", || simlsh::join::self_join(&sigs, radius))?)
+    })?;
     let n = sigs.len();
     let labels = simlsh::join::clusters(n, &pairs)?;
     let bits = sigs.bits() as u64;

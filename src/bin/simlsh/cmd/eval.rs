@@ -108,7 +108,7 @@ pub fn run(a: Args, ctx: &mut Ctx) -> Result<()> {
     let signer = a
         .signer
         .build(a.signer.signer, Some(x.ncols() as u64), ctx.bits, ctx.seed)?;
-    let sigs = ctx.phase("sign", |_| Ok(simlsh::Signer::sign_dense(&signer, &x)?))?;
+    let sigs = ctx.phase("sign", |ctx| super::sign::sign_dense(&x, &signer, ctx))?;
     let bits = sigs.bits() as u64;
 
     // Random pairs (i != j), seeded.
@@ -144,7 +144,9 @@ pub fn run(a: Args, ctx: &mut Ctx) -> Result<()> {
     // Recall@k on the first queries, against the exact cosine top-k.
     let q = a.queries.min(n);
     let k = a.k.min(n - 1);
-    let recall = ctx.phase("recall", |_| recall_at_k(&x, &sigs, q, k))?;
+    let recall = ctx.phase("recall", |ctx| {
+        ctx.spin("measuring recall", || recall_at_k(&x, &sigs, q, k))
+    })?;
 
     println!("| angle | pairs | mean abs cosine error |");
     println!("|---|---|---|");

@@ -270,18 +270,23 @@ fn build(a: BuildArgs, ctx: &mut Ctx) -> Result<()> {
     let sigs = ctx.phase("read", |_| read_sigs(&a.sigs, bits))?;
     let seed = ctx.seed;
     let idx: Box<dyn HammingIndex> = ctx
-        .phase("build", |_| {
-            Ok(match a.kind {
-                Kind::Linear => Box::new(LinearScan::build(&sigs)?) as Box<dyn HammingIndex>,
-                Kind::Manku => Box::new(PermutedTables::builder().radius(a.radius).build(&sigs)?),
-                Kind::Mih => Box::new(MultiIndex::build(&sigs)?),
-                Kind::Permutation => Box::new(
-                    PermutationIndex::builder()
-                        .permutations(a.permutations)
-                        .beam(a.beam)
-                        .seed(seed)
-                        .build(&sigs)?,
-                ),
+        .phase("build", |ctx| {
+            let kind = format!("building the {:?} index", a.kind).to_lowercase();
+            ctx.spin(&kind, || -> Result<Box<dyn HammingIndex>> {
+                Ok(match a.kind {
+                    Kind::Linear => Box::new(LinearScan::build(&sigs)?) as Box<dyn HammingIndex>,
+                    Kind::Manku => {
+                        Box::new(PermutedTables::builder().radius(a.radius).build(&sigs)?)
+                    }
+                    Kind::Mih => Box::new(MultiIndex::build(&sigs)?),
+                    Kind::Permutation => Box::new(
+                        PermutationIndex::builder()
+                            .permutations(a.permutations)
+                            .beam(a.beam)
+                            .seed(seed)
+                            .build(&sigs)?,
+                    ),
+                })
             })
         })
         .with_context(|| format!("building a {:?} index of {}", a.kind, a.sigs.display()))?;
@@ -315,12 +320,17 @@ fn add(a: AddArgs, ctx: &mut Ctx) -> Result<()> {
             u32::MAX
         );
     }
-    ctx.phase("insert", |_| {
+    ctx.phase("insert", |ctx| {
+        let pb = ctx.progress(n as u64, "inserting");
         for i in 0..n {
             let id = a.first_id + i as u32;
             idx.insert(id, sigs.row(i))
                 .with_context(|| format!("inserting row {i} of {} as id {id}", a.sigs.display()))?;
+            if i % 1024 == 1023 {
+                pb.set_position(i as u64 + 1);
+            }
         }
+        pb.finish_and_clear();
         Ok(())
     })?;
     ctx.phase("save", |_| save_index(idx.as_ref(), &a.index))?;
@@ -399,14 +409,23 @@ fn write_hits(
     Ok(())
 }
 
+/// Queries answered per batch: one step of the progress bar, large enough that the index
+/// answers a batch on many cores in parallel.
+pub const QUERY_BATCH: usize = 8192;
+
 fn query(a: QueryArgs, ctx: &mut Ctx) -> Result<()> {
     let idx = ctx.phase("load", |_| open_index(&a.index))?;
     let queries = ctx.phase("read", |_| read_sigs(&a.queries, Some(idx.bits())))?;
-    let results = ctx.phase("search", |_| {
-        Ok(match (a.radius, a.k) {
-            (Some(r), _) => idx.radius_batch(queries.as_slice(), r)?,
-            (None, Some(k)) => idx.knn_batch(queries.as_slice(), k)?,
+    let results = ctx.phase("search", |ctx| {
+        type Search<'a> = Box<dyn Fn(&[u64]) -> simlsh::Result<Vec<Vec<Hit>>> + 'a>;
+        let index = idx.as_ref();
+        let search: Search = match (a.radius, a.k) {
+            (Some(r), _) => Box::new(move |q| index.radius_batch(q, r)),
+            (None, Some(k)) => Box::new(move |q| index.knn_batch(q, k)),
             (None, None) => bail!("give --radius or --k"),
+        };
+        ctx.batched(queries.len(), QUERY_BATCH, "searching", |r| {
+            Ok(search(queries.slice_rows(r).as_slice())?)
         })
     })?;
     let f = idx.bits() as u64;

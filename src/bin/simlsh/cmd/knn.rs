@@ -7,8 +7,9 @@ use anyhow::{Result, bail};
 use clap::{Parser, ValueEnum};
 use simlsh::estimate;
 use simlsh::index::{HammingIndex, LinearScan, MultiIndex, PermutationIndex};
-use simlsh::join::knn_graph_with;
+use simlsh::{Hit, SignatureMatrix};
 
+use super::index::QUERY_BATCH;
 use super::sign::{InputArgs, codes_or_sign, to_stdout};
 use crate::common::{Ctx, SignerArgs, write_file};
 
@@ -46,19 +47,47 @@ enum Method {
     Permutation,
 }
 
+/// The k-NN graph of the rows of `sigs` in the index built from them, as
+/// `simlsh::join::knn_graph_with` computes it: for each row its `k + 1` nearest codes, the row
+/// itself dropped (else the last one). The rows are searched in batches, with a progress bar.
+fn knn_graph(
+    index: &dyn HammingIndex,
+    sigs: &SignatureMatrix,
+    k: usize,
+    ctx: &Ctx,
+) -> Result<Vec<Vec<Hit>>> {
+    ctx.batched(sigs.len(), QUERY_BATCH, "searching", |r| {
+        let lo = r.start;
+        let found = index.knn_batch(sigs.slice_rows(r).as_slice(), k.saturating_add(1))?;
+        Ok(found
+            .into_iter()
+            .enumerate()
+            .map(|(i, mut hits)| {
+                if let Some(pos) = hits.iter().position(|h| h.id as usize == lo + i) {
+                    hits.remove(pos);
+                }
+                hits.truncate(k);
+                hits
+            })
+            .collect())
+    })
+}
+
 pub fn run(a: Args, ctx: &mut Ctx) -> Result<()> {
     if a.k == 0 {
         bail!("--k must be at least 1");
     }
     let (sigs, _) = codes_or_sign(&a.input, &a.signer, ctx)?;
-    let index: Box<dyn HammingIndex> = ctx.phase("index", |_| {
-        Ok(match a.method {
-            Method::Exact => Box::new(LinearScan::build(&sigs)?) as Box<dyn HammingIndex>,
-            Method::Mih => Box::new(MultiIndex::build(&sigs)?),
-            Method::Permutation => Box::new(PermutationIndex::build(&sigs)?),
+    let index: Box<dyn HammingIndex> = ctx.phase("index", |ctx| {
+        ctx.spin("building the index", || {
+            Ok(match a.method {
+                Method::Exact => Box::new(LinearScan::build(&sigs)?) as Box<dyn HammingIndex>,
+                Method::Mih => Box::new(MultiIndex::build(&sigs)?),
+                Method::Permutation => Box::new(PermutationIndex::build(&sigs)?),
+            })
         })
     })?;
-    let graph = ctx.phase("knn", |_| Ok(knn_graph_with(index.as_ref(), &sigs, a.k)?))?;
+    let graph = ctx.phase("knn", |ctx| knn_graph(index.as_ref(), &sigs, a.k, ctx))?;
     let bits = sigs.bits() as u64;
     let body = |w: &mut dyn Write| -> std::io::Result<()> {
         writeln!(w, "row\tneighbor\tdistance\tcosine")?;

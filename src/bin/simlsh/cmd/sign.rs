@@ -1,13 +1,17 @@
 //! `simlsh sign`: signatures of vectors or documents, written as `.npy` or a signature file.
 //! Also the input stage shared by `knn` and `cluster` (vectors, text or stored codes).
 
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use clap::{Args as ClapArgs, Parser, ValueEnum};
+use ndarray::{ArrayRef2, s};
+use rayon::prelude::*;
 use simlsh::io::documents::{TextOptions, read_documents};
-use simlsh::io::input::{InputFormat, VectorOptions, read_vectors};
+use simlsh::io::input::{InputFormat, VectorOptions, Vectors, read_vectors};
 use simlsh::io::lines::OnBadLine;
+use simlsh::signature::words_for;
 use simlsh::signers::{AnySigner, Signer, SignerInfo};
 use simlsh::text::{Idf, Mode, StopWords, Tokenizer, Weighting};
 use simlsh::{SignatureMatrix, io};
@@ -156,6 +160,83 @@ pub fn sign_texts(
     })
 }
 
+/// Rows signed per chunk of [`sign_vectors`] (a multiple of the library's parallel blocks).
+const SIGN_CHUNK: usize = 8192;
+
+/// Signs every vector of `v` (as [`Vectors::sign`]) in chunks of rows, the chunks in
+/// parallel, with a progress bar on a terminal. Rows are signed independently, so the result
+/// is bit for bit that of one call, for any chunking and thread count; an error names the
+/// row of the whole input.
+pub fn sign_vectors(v: &Vectors, signer: &AnySigner, ctx: &Ctx) -> Result<SignatureMatrix> {
+    match v {
+        Vectors::Dense(x) => sign_dense(x, signer, ctx),
+        Vectors::Sparse(m) => sign_chunked(m.rows(), signer.bits(), ctx, |r| {
+            signer.sign_csr(m.slice_outer(r))
+        }),
+    }
+}
+
+/// [`sign_vectors`] of a dense matrix.
+pub fn sign_dense(x: &ArrayRef2<f32>, signer: &AnySigner, ctx: &Ctx) -> Result<SignatureMatrix> {
+    sign_chunked(x.nrows(), signer.bits(), ctx, |r| {
+        signer.sign_dense(&x.slice(s![r, ..]))
+    })
+}
+
+/// Signs `rows` rows by chunks: `sign(range)` signs the rows of `range`.
+fn sign_chunked(
+    rows: usize,
+    bits: usize,
+    ctx: &Ctx,
+    sign: impl Fn(Range<usize>) -> simlsh::Result<SignatureMatrix> + Sync,
+) -> Result<SignatureMatrix> {
+    let w = words_for(bits);
+    let pb = ctx.progress(rows as u64, "signing");
+    let mut data = vec![0u64; rows * w];
+    let done: Vec<simlsh::Result<()>> = data
+        .par_chunks_mut(w * SIGN_CHUNK)
+        .enumerate()
+        .map(|(c, dst)| {
+            let lo = c * SIGN_CHUNK;
+            let part = sign(lo..lo + dst.len() / w).map_err(|e| shift_rows(e, lo))?;
+            dst.copy_from_slice(part.as_slice());
+            pb.inc(part.len() as u64);
+            Ok(())
+        })
+        .collect();
+    pb.finish_and_clear();
+    // The first failing chunk in row order, as one call would report it.
+    done.into_iter().collect::<simlsh::Result<()>>()?;
+    Ok(SignatureMatrix::from_parts(bits, data)?)
+}
+
+/// An error of the chunk starting at row `lo`, its row counted from the start of the input.
+fn shift_rows(e: simlsh::Error, lo: usize) -> simlsh::Error {
+    use simlsh::Error as E;
+    match e {
+        E::NonFinite { row, col, value } => E::NonFinite {
+            row: row + lo,
+            col,
+            value,
+        },
+        E::IndexOutOfRange { row, col, dim } => E::IndexOutOfRange {
+            row: row + lo,
+            col,
+            dim,
+        },
+        E::UnsortedIndices { row, col, prev } => E::UnsortedIndices {
+            row: row + lo,
+            col,
+            prev,
+        },
+        E::PaddingBits { row, bits } => E::PaddingBits {
+            row: row + lo,
+            bits,
+        },
+        e => e,
+    }
+}
+
 /// Feature weights.
 #[derive(ValueEnum, Clone, Copy, Debug)]
 pub enum WeightingArg {
@@ -190,7 +271,7 @@ pub fn sign_input(
     report_bad(ctx, &v.bad);
     let signer = s.build(s.signer, Some(v.vectors.cols() as u64), ctx.bits, ctx.seed)?;
     let sigs = ctx
-        .phase("sign", |_| Ok(v.vectors.sign(&signer)?))
+        .phase("sign", |ctx| sign_vectors(&v.vectors, &signer, ctx))
         .with_context(|| format!("signing {}", a.input.display()))?;
     ctx.record("rows", sigs.len());
     ctx.record("dim", v.vectors.cols());
