@@ -9,7 +9,8 @@ use std::collections::VecDeque;
 use simlsh::index::manku::{MAX_TABLES, Plan, min_tables, plan};
 use simlsh::index::{HammingIndex, Hit, LinearScan, PermutedTables};
 use simlsh::join::{
-    Match, Pair, clusters, join_index, knn_graph, knn_graph_with, self_join, self_join_plan,
+    Match, Pair, clusters, join_index, knn_graph, knn_graph_rows, knn_graph_with, self_join,
+    self_join_plan,
 };
 use simlsh::rng::Rng;
 use simlsh::signature::SignatureMatrix;
@@ -397,9 +398,18 @@ fn knn_graph_equals_brute_force() {
                 want,
                 "f={bits} k={k}"
             );
+            // Any split into batches of rows concatenates to the same graph.
+            let mut batched = Vec::new();
+            for r in [0..0, 0..7, 7..150, 150..151, 151..sigs.len()] {
+                batched.extend(knn_graph_rows(&tables, &sigs, r, k).unwrap());
+            }
+            assert_eq!(batched, want, "f={bits} k={k} in batches");
         }
     }
     let sigs = planted(&mut rng, 64, 50, 0);
     let other = LinearScan::build(&sigs.slice_rows(0..40)).unwrap();
     assert!(knn_graph_with(&other, &sigs, 3).is_err());
+    let all = LinearScan::build(&sigs).unwrap();
+    assert!(knn_graph_rows(&all, &sigs, 40..51, 3).is_err());
+    assert!(knn_graph_rows(&all, &sigs, 50..50, 3).unwrap().is_empty());
 }

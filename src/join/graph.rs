@@ -126,6 +126,21 @@ pub fn knn_graph_with<S: AsRef<[u64]>>(
     sigs: &SignatureMatrix<S>,
     k: usize,
 ) -> Result<Vec<Vec<Hit>>> {
+    knn_graph_rows(index, sigs, 0..sigs.len(), k)
+}
+
+/// The rows `rows` of [`knn_graph_with`]'s graph (entry `r - rows.start` holds row `r`'s
+/// neighbours): the whole graph is the concatenation of any split of `0..N` into ranges, so
+/// a caller can compute it in batches (e.g. to report progress).
+///
+/// # Errors
+/// As [`knn_graph_with`]; [`Error::InvalidParameter`] if `rows` is not within `0..N`.
+pub fn knn_graph_rows<S: AsRef<[u64]>>(
+    index: &dyn HammingIndex,
+    sigs: &SignatureMatrix<S>,
+    rows: std::ops::Range<usize>,
+    k: usize,
+) -> Result<Vec<Vec<Hit>>> {
     if index.bits() != sigs.bits() {
         return Err(Error::BitsMismatch {
             expected: index.bits(),
@@ -139,10 +154,17 @@ pub fn knn_graph_with<S: AsRef<[u64]>>(
             right: sigs.len(),
         });
     }
-    let found = index.knn_batch(sigs.as_slice(), k.saturating_add(1))?;
+    if rows.start > rows.end || rows.end > sigs.len() {
+        return Err(Error::InvalidParameter {
+            name: "rows",
+            reason: format!("{rows:?} is not a range of the {} rows", sigs.len()),
+        });
+    }
+    let lo = rows.start;
+    let found = index.knn_batch(sigs.slice_rows(rows).as_slice(), k.saturating_add(1))?;
     Ok(found
         .into_par_iter()
         .enumerate()
-        .map(|(i, hits)| without_self(i, hits, k))
+        .map(|(i, hits)| without_self(lo + i, hits, k))
         .collect())
 }

@@ -11,7 +11,7 @@
 
 mod graph;
 
-pub use graph::{clusters, knn_graph, knn_graph_with};
+pub use graph::{clusters, knn_graph, knn_graph_rows, knn_graph_with};
 
 use rayon::prelude::*;
 

@@ -47,9 +47,8 @@ enum Method {
     Permutation,
 }
 
-/// The k-NN graph of the rows of `sigs` in the index built from them, as
-/// `simlsh::join::knn_graph_with` computes it: for each row its `k + 1` nearest codes, the row
-/// itself dropped (else the last one). The rows are searched in batches, with a progress bar.
+/// The k-NN graph of the rows of `sigs` in the index built from them, searched in batches
+/// of rows with a progress bar.
 fn knn_graph(
     index: &dyn HammingIndex,
     sigs: &SignatureMatrix,
@@ -57,19 +56,7 @@ fn knn_graph(
     ctx: &Ctx,
 ) -> Result<Vec<Vec<Hit>>> {
     ctx.batched(sigs.len(), QUERY_BATCH, "searching", |r| {
-        let lo = r.start;
-        let found = index.knn_batch(sigs.slice_rows(r).as_slice(), k.saturating_add(1))?;
-        Ok(found
-            .into_iter()
-            .enumerate()
-            .map(|(i, mut hits)| {
-                if let Some(pos) = hits.iter().position(|h| h.id as usize == lo + i) {
-                    hits.remove(pos);
-                }
-                hits.truncate(k);
-                hits
-            })
-            .collect())
+        Ok(simlsh::join::knn_graph_rows(index, sigs, r, k)?)
     })
 }
 
