@@ -710,9 +710,12 @@ def glove_task(args, shared, checks):
                      "simlsh_eval_mae": None, "simlsh_eval_recall": None})
     by = {(r["signer"], r["bits"]): r for r in rows}
     g64, g256 = by[("simlsh gaussian", 64)], by[("simlsh gaussian", 256)]
+    # All pairs share the same f hyperplanes, so the MAE of one seed scatters around the law:
+    # a few percent on 1000 queries x 100 pairs, more on the 50 queries of --smoke.
+    tol = 0.20 if args.smoke else 0.05
     for f, g in ((64, g64), (256, g256)):
         rel = abs(g["mae_random"] - g["ideal_mae_random"]) / g["ideal_mae_random"]
-        checks.check(f"glove: gaussian {f}-bit MAE within 20% of the binomial law", rel <= 0.20,
+        checks.check(f"glove: gaussian {f}-bit MAE within {tol:.0%} of the binomial law", rel <= tol,
                      f"MAE {g['mae_random']:.4f}, ideal {g['ideal_mae_random']:.4f}")
     for f, g in ((64, g64), (256, g256)):
         ref = by[(f"numpy Gaussian reference (mean of {len(REF_SEEDS)} seeds)", f)]
