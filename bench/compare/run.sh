@@ -29,7 +29,7 @@ mkdir -p "$out"
 start=$(date +%s)
 
 echo "== peers: Python venv $venv" >&2
-if ! "$venv/bin/python" -c "import faiss, sklearn, scipy, simhash, gaoya, datasketch, jieba" 2>/dev/null; then
+if ! "$venv/bin/python" -c "import faiss, sklearn, scipy, simhash, gaoya, datasketch" 2>/dev/null; then
   "${PYTHON:-python3}" -m venv "$venv"
   "$venv/bin/pip" install --quiet --disable-pip-version-check -r "$here/requirements.txt"
 fi
