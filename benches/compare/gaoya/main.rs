@@ -1,5 +1,5 @@
 //! The gaoya crate (crates.io, =0.2.2) on the comparison's workloads W3 (radius 3) and W4
-//! (self-join at radius 3), under the rules of `bench/compare/peers.py`: answers written to
+//! (self-join at radius 3), under the rules of `benches/compare/peers.py`: answers written to
 //! `--out` as raw files, one JSON line on stdout. `run.sh` copies this file into a scratch
 //! cargo project and builds it there; it is not part of simlsh.
 //!

@@ -3,7 +3,7 @@
 usage: python peers.py WORKLOAD SYSTEM --data DIR --out DIR [--f BITS] [--threads T]
                        [--reps R] [--sub N]
 
-Same rules as the simlsh worker (bench/compare/worker.rs): data loading, conversion into the
+Same rules as the simlsh worker (benches/compare/worker.rs): data loading, conversion into the
 peer's input type and index builds are outside the timer (builds are reported as build_s);
 the operation runs --reps times after one warm-up when --reps > 1 and the median is
 reported; --sub N runs on the first N rows or queries. The answer goes to --out as raw files

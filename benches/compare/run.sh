@@ -2,9 +2,9 @@
 # The side-by-side comparison of simlsh with FAISS, gaoya, datasketch, scikit-learn/SciPy/NumPy
 # and the simhash package, in one run (see README.md beside this script).
 #
-#   bench/compare/run.sh                 # everything: ~12 minutes on 2 cores once installed
-#   bench/compare/run.sh --smoke         # every code path on small prefixes (CI), ~3 minutes
-#   bench/compare/run.sh --only W3,W5    # some synthetic workloads only (no real-data part)
+#   benches/compare/run.sh                 # everything: ~12 minutes on 2 cores once installed
+#   benches/compare/run.sh --smoke         # every code path on small prefixes (CI), ~3 minutes
+#   benches/compare/run.sh --only W3,W5    # some synthetic workloads only (no real-data part)
 #
 # Environment: COMPARE_OUT (default target/compare), COMPARE_VENV (default $COMPARE_OUT/venv),
 # PYTHON (default python3, >= 3.11), SHARED (default ../shared, the shared data sets).
@@ -18,7 +18,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --smoke) smoke="--smoke" ;;
     --only) only="$2"; shift ;;
-    *) echo "usage: bench/compare/run.sh [--smoke] [--only W1,W2,...]" >&2; exit 2 ;;
+    *) echo "usage: benches/compare/run.sh [--smoke] [--only W1,W2,...]" >&2; exit 2 ;;
   esac
   shift
 done
@@ -62,7 +62,7 @@ fi
 {
   echo "# simlsh side by side with its peers"
   echo
-  echo "Command: \`bench/compare/run.sh${smoke:+ --smoke}${only:+ --only $only}\`; total time $(( $(date +%s) - start )) s."
+  echo "Command: \`benches/compare/run.sh${smoke:+ --smoke}${only:+ --only $only}\`; total time $(( $(date +%s) - start )) s."
   echo
   cat "$out/synthetic.md"
   if [ -z "$only" ] && [ -f "$out/realdata.md" ]; then echo; cat "$out/realdata.md"; fi

@@ -3,8 +3,8 @@ and writes one table (markdown), the raw results (JSON lines) and two SVG plots.
 
 usage: python compare.py --data DIR --out DIR --worker PATH [--gaoya PATH] [--smoke] [--only W1,W3]
 
-Every job is its own process (bench/compare/worker.rs for simlsh, peers.py for the Python
-peers, bench/compare/gaoya/main.rs for the gaoya crate), so its peak memory (the process's own
+Every job is its own process (benches/compare/worker.rs for simlsh, peers.py for the Python
+peers, benches/compare/gaoya/main.rs for the gaoya crate), so its peak memory (the process's own
 VmHWM, read by the job at its end) is its own. Thread counts: each job runs with T = 1 and, where the
 system has a parallel path, T = all cores; the environment's OMP/OpenBLAS/MKL/Rayon thread
 variables are set to T.

@@ -11,7 +11,7 @@ Tasks:
      against the exact cosine top-10.
 
 Usage (from the repository root):
-  python bench/compare/realdata.py --simlsh target/release/simlsh --out OUT [--smoke] [--shared ../shared]
+  python benches/compare/realdata.py --simlsh target/release/simlsh --out OUT [--smoke] [--shared ../shared]
 
 Writes OUT/realdata.json and OUT/realdata.md, prints the markdown, exits 1 if a check fails.
 Every method runs in its own process (peak RSS = that process's ru_maxrss), single-threaded.

@@ -1,4 +1,4 @@
-//! The simlsh side of the side-by-side comparison (`bench/compare/run.sh`): runs one job on
+//! The simlsh side of the side-by-side comparison (`benches/compare/run.sh`): runs one job on
 //! the raw workload files that the peers read too, times the operation alone, writes the
 //! answers for `compare.py` to check, and prints one JSON line.
 //!
@@ -78,21 +78,28 @@ fn parse_args() -> Result<Args> {
     Ok(a)
 }
 
-/// Reads a raw little-endian file of `N`-byte values.
+/// Reads a raw little-endian file of `N`-byte values, in blocks (no second copy of the file).
 fn read_raw<const N: usize, T>(dir: &Path, name: &str, conv: fn([u8; N]) -> T) -> Result<Vec<T>> {
+    use std::io::Read;
     let path = dir.join(name);
-    let bytes = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
-    if bytes.len() % N != 0 {
-        bail!(
-            "{}: {} bytes is not a multiple of {N}",
-            path.display(),
-            bytes.len()
+    let what = || format!("reading {}", path.display());
+    let mut file = std::fs::File::open(&path).with_context(what)?;
+    let len = file.metadata().with_context(what)?.len() as usize;
+    if len % N != 0 {
+        bail!("{}: {len} bytes is not a multiple of {N}", path.display());
+    }
+    let mut out = Vec::with_capacity(len / N);
+    let mut block = vec![0u8; N << 16];
+    while out.len() < len / N {
+        let want = ((len / N - out.len()) * N).min(block.len());
+        file.read_exact(&mut block[..want]).with_context(what)?;
+        out.extend(
+            block[..want]
+                .chunks_exact(N)
+                .map(|c| conv(c.try_into().expect("chunks of N bytes"))),
         );
     }
-    Ok(bytes
-        .chunks_exact(N)
-        .map(|c| conv(c.try_into().expect("chunks of N bytes")))
-        .collect())
+    Ok(out)
 }
 
 fn u64s(dir: &Path, name: &str) -> Result<Vec<u64>> {
@@ -169,20 +176,21 @@ fn write_hits(dir: &Path, res: &[Vec<Hit>]) -> Result<()> {
 
 fn w1(a: &Args) -> Result<Value> {
     let indptr: Vec<i64> = read_raw(&a.data, "w1.indptr.i64", i64::from_le_bytes)?;
-    let indices: Vec<u32> = read_raw(&a.data, "w1.indices.u32", u32::from_le_bytes)?;
-    let data: Vec<f32> = read_raw(&a.data, "w1.data.f32", f32::from_le_bytes)?;
+    let mut indices: Vec<u32> = read_raw(&a.data, "w1.indices.u32", u32::from_le_bytes)?;
+    let mut data: Vec<f32> = read_raw(&a.data, "w1.data.f32", f32::from_le_bytes)?;
     let n_full = indptr.len().saturating_sub(1);
     let n = prefix(n_full, a.sub);
     let nnz = usize::try_from(indptr[n]).context("w1.indptr.i64")?;
     let indptr: Vec<usize> = indptr[..=n].iter().map(|&p| p as usize).collect();
+    indices.truncate(nnz);
+    data.truncate(nnz);
     let csr = sprs::CsMatI::<f32, u32, usize>::try_new(
         (n, simlsh::workloads::W1::DIM),
         indptr,
-        indices[..nnz].to_vec(),
-        data[..nnz].to_vec(),
+        indices,
+        data,
     )
     .map_err(|e| anyhow!("w1 files are not a valid CSR matrix: {}", e.3))?;
-    drop((indices, data));
     let hwm = vmhwm_kb();
     let (signer, notes): (AnySigner, &str) = match a.system.as_str() {
         "hashing-trick" => (
@@ -210,11 +218,12 @@ fn w1(a: &Args) -> Result<Value> {
 }
 
 fn w2(a: &Args) -> Result<Value> {
-    let x: Vec<f32> = read_raw(&a.data, "w2.x.f32", f32::from_le_bytes)?;
+    let mut x: Vec<f32> = read_raw(&a.data, "w2.x.f32", f32::from_le_bytes)?;
     let d = simlsh::workloads::W2_DIM;
     let n_full = x.len() / d;
     let n = prefix(n_full, a.sub);
-    let x = ndarray::Array2::from_shape_vec((n, d), x[..n * d].to_vec())?;
+    x.truncate(n * d);
+    let x = ndarray::Array2::from_shape_vec((n, d), x)?;
     let distribution = match a.system.as_str() {
         "gaussian" => Distribution::Gaussian,
         "super-bit" => Distribution::SuperBit { depth: None },
