@@ -15,6 +15,9 @@ use simlsh::signers::{AnySigner, Distribution};
 use simlsh::text::{Tokenizer, Weighting};
 use simlsh::{HammingIndex, HashingTrick, HyperplaneSigner, LinearScan, SignatureMatrix, Signer};
 
+mod npyzip;
+use npyzip::{npy_bytes, npy_raw, zip_of};
+
 const GLOVE: &str = "datasets/glove-6B-50d-10k/vectors.fvecs";
 
 fn simlsh() -> Command {
@@ -609,27 +612,8 @@ fn sign_reads_matrix_market_and_bvecs_like_the_library() {
 
 // SciPy sparse `.npz` through `simlsh sign`
 
-/// A version 1.0 `.npy` image with its header written by hand as NumPy does (for the 0-d
-/// bytes array `format`, which ndarray-npy does not write).
-fn npy_raw(descr: &str, shape: &str, data: &[u8]) -> Vec<u8> {
-    let dict = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape}, }}");
-    let mut h = dict.into_bytes();
-    while (10 + h.len() + 1) % 64 != 0 {
-        h.push(b' ');
-    }
-    h.push(b'\n');
-    let mut v = b"\x93NUMPY\x01\x00".to_vec();
-    v.extend((h.len() as u16).to_le_bytes());
-    v.extend(h);
-    v.extend_from_slice(data);
-    v
-}
-
 fn npy_of<A: ndarray_npy::WritableElement>(a: Vec<A>) -> Vec<u8> {
-    use ndarray_npy::WriteNpyExt;
-    let mut v = Vec::new();
-    ndarray::Array1::from(a).write_npy(&mut v).unwrap();
-    v
+    npy_bytes(&ndarray::Array1::from(a))
 }
 
 /// What `scipy.sparse.save_npz(path, m)` writes for a CSR matrix of float64 values: a
@@ -642,8 +626,6 @@ fn scipy_csr_npz(
     indices: &[u32],
     data: &[f32],
 ) -> Vec<u8> {
-    use std::io::Write;
-    use zip::write::SimpleFileOptions;
     let members = [
         (
             "indices.npy",
@@ -660,16 +642,7 @@ fn scipy_csr_npz(
             npy_of(data.iter().map(|&x| f64::from(x)).collect()),
         ),
     ];
-    let mut z = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
-    for (name, bytes) in members {
-        z.start_file(
-            name,
-            SimpleFileOptions::default().compression_method(zip::CompressionMethod::Deflated),
-        )
-        .unwrap();
-        z.write_all(&bytes).unwrap();
-    }
-    z.finish().unwrap().into_inner()
+    zip_of(&members, true)
 }
 
 /// A seeded random CSR matrix: `rows × cols`, about 8 entries per row (sorted, distinct

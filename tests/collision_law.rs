@@ -8,9 +8,9 @@
 //! P·f·(1 − θ/π); bits are independent across pairs (independent seeds), so the count must
 //! fall in the 99.9% binomial interval.
 
-mod common;
+mod signer_set;
 
-use common::{all_signers, pair_at_angle};
+use signer_set::all_signers;
 use simlsh::Signer;
 use simlsh::estimate::binomial_interval;
 use simlsh::rng::Rng;
@@ -109,4 +109,28 @@ fn super_bit_has_lower_angle_mse_than_gaussian_at_f_equal_d() {
         mean > 3.1 * se,
         "super-bit is not significantly better: {mean} ± {se}"
     );
+}
+
+/// A pair of unit vectors in `dim` dimensions at exactly angle `theta` (radians), with a
+/// uniformly random orientation.
+fn pair_at_angle(rng: &mut Rng, dim: usize, theta: f64) -> (Vec<f32>, Vec<f32>) {
+    let unit = |v: &mut Vec<f64>| {
+        let n = v.iter().map(|x| x * x).sum::<f64>().sqrt();
+        v.iter_mut().for_each(|x| *x /= n);
+    };
+    let mut u: Vec<f64> = (0..dim).map(|_| rng.gaussian()).collect();
+    unit(&mut u);
+    let mut w: Vec<f64> = (0..dim).map(|_| rng.gaussian()).collect();
+    let d: f64 = u.iter().zip(&w).map(|(a, b)| a * b).sum();
+    w.iter_mut().zip(&u).for_each(|(x, a)| *x -= d * a);
+    unit(&mut w);
+    let v: Vec<f64> = u
+        .iter()
+        .zip(&w)
+        .map(|(a, b)| theta.cos() * a + theta.sin() * b)
+        .collect();
+    (
+        u.iter().map(|&x| x as f32).collect(),
+        v.iter().map(|&x| x as f32).collect(),
+    )
 }

@@ -1,9 +1,9 @@
 //! The conformance suite: every index against the linear scan oracle, on random, planted and
 //! duplicated data, for widths 1 to 256 bits, radii 0 to f, after inserts and removals.
 
-mod common;
+mod codes;
 
-use common::{flip, random_code};
+use codes::{flip, random_code};
 
 use proptest::prelude::*;
 use simlsh::index::{

@@ -1,11 +1,11 @@
 //! Input formats: round trips and golden parses of small files written here, and typed errors
 //! naming the file and the line, row, member or byte for malformed input.
 
-use std::io::{Cursor, Write};
+use std::io::Cursor;
 use std::path::{Path, PathBuf};
 
 use ndarray::{Array1, Array2, ShapeBuilder, array};
-use ndarray_npy::{NpzWriter, WriteNpyExt};
+use ndarray_npy::NpzWriter;
 use simlsh::io::{
     BadLines, Csr, IndexBase, InputFormat, OnBadLine, SvmlightOptions, TextOptions, VectorOptions,
     Vectors, documents, read_documents, read_mtx, read_npy_dense, read_npz_csr,
@@ -14,8 +14,9 @@ use simlsh::io::{
 use simlsh::rng::Rng;
 use simlsh::signers::HashingTrick;
 use simlsh::{Error, SignatureMatrix, Signer};
-use zip::CompressionMethod;
-use zip::write::SimpleFileOptions;
+
+mod npyzip;
+use npyzip::{npy_bytes, npy_raw, zip_of};
 
 fn tmp(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("simlsh-formats-{}", std::process::id()));
@@ -27,49 +28,6 @@ fn write(name: &str, bytes: impl AsRef<[u8]>) -> PathBuf {
     let p = tmp(name);
     std::fs::write(&p, bytes).unwrap();
     p
-}
-
-fn npy_bytes<A: ndarray_npy::WritableElement, D: ndarray::Dimension>(
-    a: &ndarray::Array<A, D>,
-) -> Vec<u8> {
-    let mut v = Vec::new();
-    a.write_npy(&mut v).unwrap();
-    v
-}
-
-/// A version 1.0 `.npy` image with a header written by hand as NumPy does (dict, spaces, a
-/// final newline, total header a multiple of 64 bytes).
-fn npy_raw(descr: &str, shape: &str, data: &[u8]) -> Vec<u8> {
-    let dict = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape}, }}");
-    let mut h = dict.into_bytes();
-    while (10 + h.len() + 1) % 64 != 0 {
-        h.push(b' ');
-    }
-    h.push(b'\n');
-    let mut v = b"\x93NUMPY\x01\x00".to_vec();
-    v.extend((h.len() as u16).to_le_bytes());
-    v.extend(h);
-    v.extend_from_slice(data);
-    v
-}
-
-/// A zip archive of `(name, bytes)` members, stored or deflated.
-fn zip_of(members: &[(&str, Vec<u8>)], compressed: bool) -> Vec<u8> {
-    let mut z = zip::ZipWriter::new(Cursor::new(Vec::new()));
-    let method = if compressed {
-        CompressionMethod::Deflated
-    } else {
-        CompressionMethod::Stored
-    };
-    for (name, bytes) in members {
-        z.start_file(
-            *name,
-            SimpleFileOptions::default().compression_method(method),
-        )
-        .unwrap();
-        z.write_all(bytes).unwrap();
-    }
-    z.finish().unwrap().into_inner()
 }
 
 /// The members of `scipy.sparse.save_npz` for a CSR or CSC matrix, in scipy's order:

@@ -1,9 +1,9 @@
 //! Manku's permuted tables, the planner, the self-join, clusters and the k-NN graph, against
 //! the paper's figures and brute-force oracles.
 
-mod common;
+mod codes;
 
-use common::{flip, random_code};
+use codes::{flip, random_code};
 use std::collections::VecDeque;
 
 use simlsh::index::manku::{MAX_TABLES, Plan, min_tables, plan};

@@ -2,9 +2,9 @@
 //! radii 0..=30, k-NN with ties, wide (sparse) substrings, dynamic updates, batch vs single
 //! queries under different thread counts, and the automatic substring count.
 
-mod common;
+mod codes;
 
-use common::{flip, random_code};
+use codes::{flip, random_code};
 
 use proptest::prelude::*;
 use simlsh::index::{HammingIndex, Hit, LinearScan, MultiIndex, auto_substrings};

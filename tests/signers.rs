@@ -1,11 +1,11 @@
 //! Properties every signer must have: widths, equivalences between input forms and signers,
 //! streaming = batch, thread-count independence, tie rule, and typed errors on bad input.
 
-mod common;
+mod signer_set;
 
-use common::{all_signers, sparse_row};
 use ndarray::Array2;
 use proptest::prelude::*;
+use signer_set::all_signers;
 use simlsh::rng::Rng;
 use simlsh::signers::{Distribution, HashingTrick, HyperplaneSigner, sparse::sort_and_merge};
 use simlsh::{Error, Signature, Signer};
@@ -481,4 +481,13 @@ fn superbit_columns_are_orthonormal_within_batches() {
             }
         }
     }
+}
+
+/// A random sparse row: `nnz` distinct sorted ids below `dim`, Gaussian weights.
+fn sparse_row(rng: &mut Rng, dim: u64, nnz: usize) -> (Vec<u64>, Vec<f32>) {
+    let mut ids: Vec<u64> = (0..nnz).map(|_| rng.below(dim)).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    let w = ids.iter().map(|_| rng.gaussian() as f32).collect();
+    (ids, w)
 }

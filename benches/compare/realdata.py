@@ -517,14 +517,7 @@ def text_task(name, spec, args, checks):
 
     # --- simhash (1e0ng), TF-IDF weighted features, 64 bit
     nq = 5 if args.smoke else 10
-    res_path, codes_path = wdir / "simhash.json", wdir / "simhash-codes.npy"
-    proc = run_child([sys.executable, __file__, "--worker", "simhash1e0ng", "--dir", wdir, "--params",
-                      json.dumps({"radius": r64[TAU], "queries": nq, "result": str(res_path),
-                                  "codes": str(codes_path)})], wdir / "simhash")
-    res = json.loads(res_path.read_text())
-    proc["peak_rss_mb"] = res["peak_rss_mb"]
-    codes = np.load(codes_path)
-    bi, bj, bd = hamming_pairs(codes, r64[TAU])
+    proc, res, codes, (bi, bj, bd) = _peer_child(wdir, "simhash1e0ng", "simhash", r64[TAU], nq)
     rc = res["radius_check"]
     checks.check(f"{name}: simhash SimhashIndex(k=r) answers distance <= r (r={r64[TAU]})",
                  rc["found"] == rc["expected"], f"found {rc['found']} for fingerprints at r and r+1")
@@ -541,15 +534,8 @@ def text_task(name, spec, args, checks):
             extra={"rss_after_load_mb": res["rss_after_load_mb"], "times": ti, "extrapolated": True})
 
     # --- gaoya, unweighted tokens (its only mode), 64 bit
-    res_path, codes_path = wdir / "gaoya.json", wdir / "gaoya-codes.npy"
     nqg = 200 if args.smoke else 1000
-    proc = run_child([sys.executable, __file__, "--worker", "gaoya", "--dir", wdir, "--params",
-                      json.dumps({"radius": r64[TAU], "queries": nqg, "result": str(res_path),
-                                  "codes": str(codes_path)})], wdir / "gaoya")
-    res = json.loads(res_path.read_text())
-    proc["peak_rss_mb"] = res["peak_rss_mb"]
-    codes = np.load(codes_path)
-    bi, bj, bd = hamming_pairs(codes, r64[TAU])
+    proc, res, codes, (bi, bj, bd) = _peer_child(wdir, "gaoya", "gaoya", r64[TAU], nqg)
     _check_answers(checks, name, "gaoya SimHashIndex(hamming_distance=r+1)", res["answers"], codes, r64[TAU],
                    with_dist=True)
     ti = res["times"]
@@ -565,6 +551,19 @@ def text_task(name, spec, args, checks):
     meta["radius_64"] = {str(t): r64[t] for t in TAUS}
     meta["radius_256"] = {str(t): r256[t] for t in TAUS}
     return {"meta": meta, "rows": {str(t): rows[t] for t in TAUS}}
+
+
+def _peer_child(wdir, worker, stem, radius, queries):
+    """Runs a peer worker in its own process; returns its process record, its result, its
+    fingerprints and their brute-force pairs within `radius`."""
+    res_path, codes_path = wdir / f"{stem}.json", wdir / f"{stem}-codes.npy"
+    proc = run_child([sys.executable, __file__, "--worker", worker, "--dir", wdir, "--params",
+                      json.dumps({"radius": radius, "queries": queries, "result": str(res_path),
+                                  "codes": str(codes_path)})], wdir / stem)
+    res = json.loads(res_path.read_text())
+    proc["peak_rss_mb"] = res["peak_rss_mb"]
+    codes = np.load(codes_path)
+    return proc, res, codes, hamming_pairs(codes, radius)
 
 
 def _check_answers(checks, name, label, answers, codes, r, with_dist):
