@@ -256,29 +256,29 @@ def reference(recs, r):
 
 
 def table(recs):
-    lines = []
-    for w in ("W1", "W2", "W3", "W4", "W5"):
+    """One table of every run, workload by workload, after a legend of the workloads."""
+    present = [w for w in ("W1", "W2", "W3", "W4", "W5") if any(r["workload"] == w for r in recs)]
+    lines = [""] + ["- **%s**: %s (reference row: simlsh %s)" % (w, TITLE[w].split(": ", 1)[1], REFERENCE[w])
+                    for w in present]
+    lines += ["", "| workload | system | f | T | time (s) | throughput | build (s) | peak RSS (MB) | check "
+              "| speed simlsh / peer | memory simlsh / peer |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for w in present:
         rows = [r for r in recs if r["workload"] == w and not r["sweep"]]
-        if not rows:
-            continue
-        lines += ["", "**%s** (reference: simlsh %s)" % (TITLE[w], REFERENCE[w]), "",
-                  "| system | f | T | time (s) | %s | build (s) | peak RSS (MB) | check | speed simlsh / peer | memory simlsh / peer |"
-                  % UNIT[w], "|---|---|---|---|---|---|---|---|---|---|"]
         for r in sorted(rows, key=lambda r: (r.get("f") or 0, r["threads"], r["kind"] != "simlsh", r["system"])):
             name = ("**simlsh %s**" % r["system"]) if r["kind"] == "simlsh" else r["system"]
+            f = r.get("f") or (256 if w == "W5" else 64)
             if "error" in r:
-                lines.append("| %s | %s | %d | failed: %s | | | | | | |" % (
-                    name, r.get("f") or "", r["threads"], r["error"].splitlines()[-1][:80] if r["error"] else ""))
+                lines.append("| %s | %s | %s | %d | failed: %s | | | | | | |" % (
+                    w, name, f, r["threads"], r["error"].splitlines()[-1][:80] if r["error"].strip() else ""))
                 continue
             ref = reference(recs, r)
             speed = mem = ""
             if ref is not None and r["kind"] != "simlsh":
                 speed = "%.2f" % (r["seconds_full"] / ref["seconds_full"])
                 mem = "%.2f" % (ref["peak_rss_kb"] / r["peak_rss_kb"])
-            lines.append("| %s | %s | %d | %s%s | %s | %s | %.0f | %s | %s | %s |" % (
-                name, r.get("f") or (64 if w != "W5" else 256), r["threads"], fmt_time(r["seconds_full"]),
-                "*" if r["extrapolated"] else "", fmt_rate(r["throughput"]),
-                "%.2f" % r["build_s"] if r.get("build_s") is not None else "",
+            lines.append("| %s | %s | %s | %d | %s%s | %s %s | %s | %.0f | %s | %s | %s |" % (
+                w, name, f, r["threads"], fmt_time(r["seconds_full"]), "*" if r["extrapolated"] else "",
+                fmt_rate(r["throughput"]), UNIT[w], "%.2f" % r["build_s"] if r.get("build_s") is not None else "",
                 r["peak_rss_kb"] / 1024, r.get("check_text", ""), speed, mem))
     return "\n".join(lines)
 
@@ -406,16 +406,44 @@ def machine():
     return "%s, %d cores, %s RAM, Linux" % (model or "unknown CPU", CORES, mem)
 
 
+def report(recs, out, smoke, seconds):
+    """Writes OUT/synthetic.md (one table) and the SVG plots from the job records."""
+    md = ["## Synthetic workloads W1-W5%s" % (" (smoke run: prefixes, one repetition)" if smoke else ""), "",
+          "Machine: %s. Date: %s. Run time of this part: %.0f s." % (machine(), time.strftime("%Y-%m-%d"), seconds),
+          "", "Times are medians of the timed operation alone (loading and input conversion excluded; index builds "
+          "in their own column, and inside the time for the W4 self-join). `*`: run on a prefix of the rows or "
+          "queries and extrapolated linearly. Speed simlsh / peer = time of the peer / time of the simlsh reference "
+          "row with the same workload, f and thread count (> 1: simlsh is faster); memory simlsh / peer = ratio of "
+          "peak resident memory of the two processes, which includes the loaded workload (< 1: simlsh uses less). "
+          "Radius semantics: every row answers `distance <= 3`; FAISS `range_search` and gaoya return `distance < r`, "
+          "so they are called with r = 4.", table(recs)]
+    plots(recs, out)
+    text = "\n".join(md) + "\n"
+    with open(os.path.join(out, "synthetic.md"), "w") as fh:
+        fh.write(text)
+    return text
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--data", required=True)
+    ap.add_argument("--data")
     ap.add_argument("--out", required=True)
-    ap.add_argument("--worker", required=True)
+    ap.add_argument("--worker")
     ap.add_argument("--gaoya", default="")
     ap.add_argument("--smoke", action="store_true")
     ap.add_argument("--only", default="", help="comma-separated workloads, e.g. W3,W5")
     ap.add_argument("--timeout", type=float, default=600)
+    ap.add_argument("--report", action="store_true",
+                    help="only rewrite OUT/synthetic.md and the plots from OUT/synthetic.jsonl")
     args = ap.parse_args()
+    if args.report:
+        with open(os.path.join(args.out, "synthetic.jsonl")) as fh:
+            recs = [json.loads(line) for line in fh if line.strip()]
+        print(report(recs, args.out, any(r.get("sub") for r in recs if r["workload"] == "W2"),
+                     sum(r.get("job_wall_s", 0) for r in recs)))
+        return
+    if not args.data or not args.worker:
+        ap.error("--data and --worker are required (unless --report)")
     bad = verify_data(args.data, os.path.join(HERE, "expected-sha256.txt"))
     if bad:
         sys.exit("workload files differ from the published SHA-256: %s" % ", ".join(bad))
@@ -442,20 +470,7 @@ def main():
                                                 rec.get("check_text", rec.get("error", ""))[:100]), file=sys.stderr)
             fh.write(json.dumps(rec, sort_keys=True) + "\n")
             recs.append(rec)
-    md = ["## Synthetic workloads W1-W5%s" % (" (smoke run: prefixes, one repetition)" if args.smoke else ""), "",
-          "Machine: %s. Date: %s. Total run time of this part: %.0f s." % (machine(), time.strftime("%Y-%m-%d"), time.time() - t0),
-          "", "Times are medians of the timed operation alone (loading and input conversion excluded; index builds "
-          "in their own column, and inside the time for the W4 self-join). `*`: run on a prefix of the rows or "
-          "queries and extrapolated linearly. Speed simlsh / peer = time of the peer / time of the simlsh reference "
-          "row with the same f and thread count (> 1: simlsh is faster); memory simlsh / peer = ratio of peak "
-          "resident memory of the two processes, which includes the loaded workload (< 1: simlsh uses less). "
-          "Radius semantics: every row answers `distance <= 3`; FAISS `range_search` and gaoya return `distance < r`, "
-          "so they are called with r = 4.", table(recs)]
-    plots(recs, args.out)
-    text = "\n".join(md) + "\n"
-    with open(os.path.join(args.out, "synthetic.md"), "w") as fh:
-        fh.write(text)
-    print(text)
+    print(report(recs, args.out, args.smoke, time.time() - t0))
     if failures:
         print("checks failed:\n  " + "\n  ".join(failures), file=sys.stderr)
     sys.exit(1 if failures else 0)

@@ -2,7 +2,7 @@
 # The side-by-side comparison of simlsh with FAISS, gaoya, datasketch, scikit-learn/SciPy/NumPy
 # and the simhash package, in one run (see README.md beside this script).
 #
-#   benches/compare/run.sh                 # everything: ~12 minutes on 2 cores once installed
+#   benches/compare/run.sh                 # everything: ~8 minutes on 2 cores once installed
 #   benches/compare/run.sh --smoke         # every code path on small prefixes (CI), ~3 minutes
 #   benches/compare/run.sh --only W3,W5    # some synthetic workloads only (no real-data part)
 #
