@@ -17,7 +17,7 @@ only=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --smoke) smoke="--smoke" ;;
-    --only) only="$2"; shift ;;
+    --only) [ $# -ge 2 ] || { echo "--only needs a list, e.g. --only W3,W5" >&2; exit 2; }; only="$2"; shift ;;
     *) echo "usage: benches/compare/run.sh [--smoke] [--only W1,W2,...]" >&2; exit 2 ;;
   esac
   shift
@@ -49,6 +49,8 @@ cp "$here/gaoya/main.rs" "$drv/src/main.rs"
 echo "== workloads W1-W5 (simlsh's generator; checked against the published SHA-256)" >&2
 data="$out/data"
 [ -f "$data/w5.truth_ids.u32" ] || "$bin/examples/write_workloads" "$data"
+"$PY" "$here/compare.py" --verify --data "$data" --out "$out"
+rm -f "$out/synthetic.md" "$out/realdata.md" "$out/results.md"
 
 status=0
 echo "== synthetic workloads" >&2

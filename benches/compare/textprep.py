@@ -27,7 +27,6 @@ import json
 import re
 
 import numpy as np
-import scipy.sparse as sp
 
 URL = re.compile(r"https?://\S+")
 WORD = re.compile(r"\w+")

@@ -28,7 +28,7 @@ use simlsh::signers::{AnySigner, Distribution, HashingTrick, HyperplaneSigner};
 use simlsh::{SignatureMatrix, Signer};
 
 /// Rows whose signatures are written for the quality check (pairs 2k, 2k+1).
-const QUALITY_ROWS: usize = 2000;
+const QUALITY_ROWS: usize = 2 * simlsh::workloads::QUALITY_PAIRS;
 
 struct Args {
     workload: String,

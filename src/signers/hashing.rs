@@ -153,7 +153,7 @@ impl Signer for HashingTrick {
     fn accumulate_indices<I: SpIndex>(&self, ids: &[I], weights: &[f32], acc: &mut [f32]) {
         let id = |i: usize| ids[i].index() as u64;
         if acc.len() == 64 {
-            // One block: hash inside the kernel's loop, nothing buffered.
+            // One block: the kernel hashes each feature as it fills its buffer of words.
             add_signed_rows(acc, weights, |i, _| self.id_key(id(i)));
             return;
         }

@@ -20,7 +20,7 @@
 //! to each 32-lane half of the block, whose four accumulators and four shift-count vectors fit
 //! in the sixteen AVX2 registers: nothing spills, and no scalar code extracts bytes (a
 //! variable shift moves each lane's bit to the sign, which selects `±w`). On W1 this took the
-//! hashing trick from 5.2 to 4.4 ns per nonzero at f = 64 (criterion medians, one thread).
+//! hashing trick from 5.2 to 4.5 ns per nonzero at f = 64 (criterion medians, one thread).
 
 use std::sync::OnceLock;
 

@@ -269,7 +269,9 @@ pub fn sign_input(
     };
     let v = ctx.phase("read", |_| Ok(read_vectors(&a.input, format, &opts)?))?;
     report_bad(ctx, &v.bad);
-    let signer = s.build(s.signer, Some(v.vectors.cols() as u64), ctx.bits, ctx.seed)?;
+    let signer = ctx.phase("signer", |ctx| {
+        s.build(s.signer, Some(v.vectors.cols() as u64), ctx.bits, ctx.seed)
+    })?;
     let sigs = ctx
         .phase("sign", |ctx| sign_vectors(&v.vectors, &signer, ctx))
         .with_context(|| format!("signing {}", a.input.display()))?;
