@@ -37,6 +37,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 sys.path.insert(0, str(HERE))
 import textprep as tp  # noqa: E402
+from compare import machine  # noqa: E402
 
 TAUS = (0.8, 0.9)
 TAU = TAUS[0]
@@ -858,15 +859,7 @@ def render(result):
 
 
 def _machine():
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return f"{cpu}, {os.cpu_count()} logical CPUs, Python {platform.python_version()}"
+    return f"{machine()}, Python {platform.python_version()}"
 
 
 def main():
