@@ -373,20 +373,9 @@ fn cluster_matches_self_join_and_components() {
     assert!(together >= 90, "{together}");
 }
 
-/// The exact cosine as the command computes it (f64, zero vectors at 0).
+/// The exact cosine of rows `i` and `j`.
 fn cosine(x: &Array2<f32>, i: usize, j: usize) -> f64 {
-    let (mut dot, mut na, mut nb) = (0f64, 0f64, 0f64);
-    for (&p, &q) in x.row(i).iter().zip(x.row(j).iter()) {
-        let (p, q) = (p as f64, q as f64);
-        dot += p * q;
-        na += p * p;
-        nb += q * q;
-    }
-    if na == 0.0 || nb == 0.0 {
-        0.0
-    } else {
-        dot / (na.sqrt() * nb.sqrt())
-    }
+    simlsh::estimate::exact_cosine(x.row(i), x.row(j))
 }
 
 fn recall(x: &Array2<f32>, sigs: &SignatureMatrix, q: usize, k: usize) -> f64 {

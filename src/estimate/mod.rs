@@ -182,6 +182,37 @@ pub fn cosine(h: u64, f: u64) -> f64 {
     cospi(h.min(f) as f64 / f as f64)
 }
 
+/// The exact cosine of two vectors, accumulated in `f64`: the oracle that the estimates are
+/// measured against. `0` when either vector is all zeros (no direction); the pairs are taken
+/// up to the shorter vector.
+///
+/// # Example
+///
+/// ```
+/// use simlsh::estimate::exact_cosine;
+/// assert_eq!(exact_cosine(&[3.0, 4.0], &[4.0, 3.0]), 24.0 / 25.0);
+/// assert_eq!(exact_cosine(&[1.0, 0.0], &[0.0, 2.0]), 0.0);
+/// assert!((exact_cosine(&[1.0, 2.0], &[-2.0, -4.0]) + 1.0).abs() < 1e-15);
+/// assert_eq!(exact_cosine(&[0.0, 0.0], &[1.0, 1.0]), 0.0);
+/// ```
+pub fn exact_cosine<'a>(
+    a: impl IntoIterator<Item = &'a f32>,
+    b: impl IntoIterator<Item = &'a f32>,
+) -> f64 {
+    let (mut dot, mut na, mut nb) = (0f64, 0f64, 0f64);
+    for (&p, &q) in a.into_iter().zip(b) {
+        let (p, q) = (f64::from(p), f64::from(q));
+        dot += p * q;
+        na += p * p;
+        nb += q * q;
+    }
+    if na == 0.0 || nb == 0.0 {
+        0.0
+    } else {
+        dot / (na.sqrt() * nb.sqrt())
+    }
+}
+
 /// The angle θ = acos(c) in radians of a cosine c.
 ///
 /// # Errors

@@ -51,19 +51,7 @@ pub struct Args {
 
 /// Exact cosine of rows `i` and `j` (0 when either is zero), in f64.
 pub fn cosine(x: &Array2<f32>, i: usize, j: usize) -> f64 {
-    let (a, b) = (x.row(i), x.row(j));
-    let (mut dot, mut na, mut nb) = (0f64, 0f64, 0f64);
-    for (&p, &q) in a.iter().zip(b.iter()) {
-        let (p, q) = (p as f64, q as f64);
-        dot += p * q;
-        na += p * p;
-        nb += q * q;
-    }
-    if na == 0.0 || nb == 0.0 {
-        0.0
-    } else {
-        dot / (na.sqrt() * nb.sqrt())
-    }
+    estimate::exact_cosine(x.row(i), x.row(j))
 }
 
 /// Upper edges (degrees) of the angle buckets; the last bucket is everything above 90°.
