@@ -1,14 +1,11 @@
 //! The `simlsh` binary end to end: outputs checked against the library's results, bad input
 //! reported with file and line, outputs written atomically and never over the input.
 
-use std::process::Command;
-
 use simlsh::text::{Idf, Mode, Tokenizer};
 use simlsh::{HashingTrick, join};
 
-fn simlsh() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_simlsh"))
-}
+mod cli_common;
+use cli_common::{ok, simlsh};
 
 fn tmp(name: &str) -> std::path::PathBuf {
     let d = std::env::temp_dir().join(format!("simlsh-cli-{}", std::process::id()));
@@ -28,11 +25,7 @@ fn dedup_on_the_bundled_poems_matches_the_library() {
         .arg(&stats)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    ok(&out);
     let summary = String::from_utf8(out.stdout).unwrap();
     // The same pipeline through the library.
     let texts: Vec<String> = std::fs::read_to_string(input)
@@ -111,11 +104,7 @@ fn bad_input_is_reported_with_file_and_line_and_leaves_outputs_intact() {
         .arg(&output)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    ok(&out);
     assert!(String::from_utf8_lossy(&out.stderr).contains("skipped 1"));
     assert_eq!(std::fs::read_to_string(&output).unwrap(), "one\nthree\n");
     // The output may not overwrite the input.
@@ -159,11 +148,7 @@ fn bench_writes_a_table_a_plot_and_stats() {
         .arg(&plot)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    ok(&out);
     let table = String::from_utf8(out.stdout).unwrap();
     assert_eq!(table.lines().count(), 4, "{table}");
     assert!(
@@ -198,11 +183,7 @@ fn dedup_takes_vectors_and_signature_codes() {
         .arg(&pairs_file)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    ok(&out);
     let pairs = join::self_join(&m, 3).unwrap();
     assert_eq!(pairs.len(), 200);
     let lines: Vec<String> = std::fs::read_to_string(&pairs_file)
@@ -242,11 +223,7 @@ fn dedup_takes_vectors_and_signature_codes() {
         .arg(&fvecs)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    ok(&out);
     assert!(
         String::from_utf8_lossy(&out.stdout)
             .starts_with("documents 301  pairs 1  clusters 1  removed 1")

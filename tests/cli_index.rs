@@ -3,16 +3,15 @@
 //! file; and an `add` killed at any moment leaves a loadable index, old or new.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 use std::time::Duration;
 
 use simlsh::io::{load_index, save_signatures, write_signatures_npy};
 use simlsh::rng::Rng;
 use simlsh::{HammingIndex, LinearScan, SignatureMatrix};
 
-fn simlsh() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_simlsh"))
-}
+mod cli_common;
+use cli_common::{ok, simlsh};
 
 fn tmp_dir(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("simlsh-cli-index-{}-{name}", std::process::id()));
@@ -23,15 +22,6 @@ fn tmp_dir(name: &str) -> PathBuf {
 
 fn run(args: &[&dyn AsRef<std::ffi::OsStr>]) -> Output {
     simlsh().arg("--quiet").args(args).output().unwrap()
-}
-
-fn ok(out: &Output) -> String {
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout.clone()).unwrap()
 }
 
 /// `n` codes of `bits` bits in clusters: each is a random centre with a few bits flipped, so

@@ -4,7 +4,7 @@
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 
 use ndarray::Array2;
 use rand::{RngExt, SeedableRng};
@@ -18,11 +18,10 @@ use simlsh::{HammingIndex, HashingTrick, HyperplaneSigner, LinearScan, Signature
 mod npyzip;
 use npyzip::{npy_bytes, npy_raw, zip_of};
 
-const GLOVE: &str = "datasets/glove-6B-50d-10k/vectors.fvecs";
+mod cli_common;
+use cli_common::{ok, simlsh};
 
-fn simlsh() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_simlsh"))
-}
+const GLOVE: &str = "datasets/glove-6B-50d-10k/vectors.fvecs";
 
 fn tmp(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("simlsh-cli-vec-{}", std::process::id()));
@@ -30,17 +29,8 @@ fn tmp(name: &str) -> PathBuf {
     d.join(name)
 }
 
-fn ok(out: Output) -> String {
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
-
 fn run(args: &[&str]) -> String {
-    ok(simlsh().args(args).output().unwrap())
+    ok(&simlsh().args(args).output().unwrap())
 }
 
 fn gaussian(dim: usize, bits: usize) -> HyperplaneSigner {
@@ -145,7 +135,7 @@ fn sign_writes_the_library_signatures_as_npy_and_signature_files() {
         let npy = tmp("sign.npy");
         let file = tmp("sign.simlsh");
         for out in [&npy, &file] {
-            ok(simlsh()
+            ok(&simlsh()
                 .arg("sign")
                 .arg(&input)
                 .arg(out)
@@ -168,7 +158,7 @@ fn sign_reads_sparse_and_text_inputs() {
     let svm = tmp("sign.svm");
     std::fs::write(&svm, "1 1:0.5 4:-2\n0 2:1 3:1.5 7:0.25\n1 1:0.5 4:-1.9\n").unwrap();
     let out = tmp("sparse.npy");
-    ok(simlsh()
+    ok(&simlsh()
         .arg("sign")
         .arg(&svm)
         .arg(&out)
@@ -196,7 +186,7 @@ fn sign_reads_sparse_and_text_inputs() {
     ];
     std::fs::write(&txt, docs.join("\n") + "\n").unwrap();
     let out = tmp("text.npy");
-    ok(simlsh()
+    ok(&simlsh()
         .arg("sign")
         .arg(&txt)
         .arg(&out)
@@ -236,7 +226,7 @@ fn knn_matches_the_linear_scan_for_vectors_and_codes() {
         let ks = k.to_string();
         for method in ["exact", "mih"] {
             let out = tmp(&format!("knn-{method}.tsv"));
-            ok(simlsh()
+            ok(&simlsh()
                 .arg("knn")
                 .arg(&input)
                 .args([
@@ -251,7 +241,7 @@ fn knn_matches_the_linear_scan_for_vectors_and_codes() {
         // From stored codes, to standard output; the cosine column is the estimate.
         let npy = tmp("knn-codes.npy");
         simlsh::io::write_signatures_npy(&npy, &sigs).unwrap();
-        let stdout = ok(simlsh()
+        let stdout = ok(&simlsh()
             .arg("knn")
             .arg(&npy)
             .args(["--k", &ks, "--bits", &b, "-q"])
@@ -273,7 +263,7 @@ fn permutation_knn_is_close_to_exact() {
     let x = dense(Path::new(GLOVE));
     let sigs = gaussian(x.ncols(), 64).sign_dense(&x).unwrap();
     let want = library_knn(&sigs, 5);
-    ok(simlsh()
+    ok(&simlsh()
         .args([
             "knn",
             GLOVE,
@@ -314,7 +304,7 @@ fn cluster_matches_self_join_and_components() {
         let pairs = self_join(&sigs, radius).unwrap();
         let labels = clusters(sigs.len(), &pairs).unwrap();
         let out = tmp("clusters.tsv");
-        let summary = ok(simlsh()
+        let summary = ok(&simlsh()
             .arg("cluster")
             .arg(&input)
             .args([
@@ -354,7 +344,7 @@ fn cluster_matches_self_join_and_components() {
     // The generated groups of three near-copies are found.
     let input = small_fvecs("cl3.fvecs");
     let out = tmp("clusters3.tsv");
-    ok(simlsh()
+    ok(&simlsh()
         .arg("cluster")
         .arg(&input)
         .args([
@@ -412,7 +402,7 @@ fn eval_reports_plausible_errors_and_the_recomputed_recall() {
         (PathBuf::from(GLOVE), 256, 200),
     ] {
         let plot = tmp("eval.svg");
-        let stdout = ok(simlsh()
+        let stdout = ok(&simlsh()
             .arg("eval")
             .arg(&input)
             .args([
@@ -520,11 +510,7 @@ fn skip_bad_skips_and_counts_malformed_vector_lines() {
         .arg("--skip-bad")
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    ok(&out);
     assert!(String::from_utf8_lossy(&out.stderr).contains("skipped 1 malformed lines"));
     let sigs = simlsh::io::npy::read_signatures_npy(&out_path, None).unwrap();
     assert_eq!(sigs.len(), 2);
@@ -577,11 +563,7 @@ fn sign_reads_matrix_market_and_bvecs_like_the_library() {
             .arg(&out)
             .output()
             .unwrap();
-        assert!(
-            run.status.success(),
-            "{}",
-            String::from_utf8_lossy(&run.stderr)
-        );
+        ok(&run);
         let got = simlsh::io::npy::read_signatures_npy(&out, Some(128)).unwrap();
         let signer = simlsh::HyperplaneSigner::builder()
             .dim(want.cols() as u64)
@@ -689,7 +671,7 @@ fn sign_reads_scipy_npz_like_the_library_for_any_thread_count() {
         assert_eq!(want.len(), m.rows());
         for threads in ["1", "2"] {
             let out = tmp(&format!("npz-{name}-{threads}.npy"));
-            ok(simlsh()
+            ok(&simlsh()
                 .arg("sign")
                 .arg(&npz)
                 .arg(&out)
