@@ -20,7 +20,7 @@ use simlsh::index::{HammingIndex, LinearScan, MultiIndex, PermutationIndex, Perm
 use simlsh::io::load_index;
 use simlsh::rng::Rng;
 use simlsh::signature::SignatureMatrix;
-use simlsh::workloads::{W3, w3};
+use simlsh_workloads::{W3, w3};
 
 /// The 1-thread pool, on the benchmark's thread.
 fn pool() -> &'static ThreadPool {
