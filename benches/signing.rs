@@ -6,9 +6,9 @@
 //! to a smaller row count for a quick run.
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use simlsh::Signer;
 use simlsh::signers::{Distribution, HashingTrick, HyperplaneSigner, PooledSigner};
 use simlsh::workloads::{W1, W2_DIM, w1, w2};
+use simlsh::{Signer, SignerExt};
 use std::hint::black_box;
 
 fn rows() -> usize {

@@ -13,7 +13,7 @@
 
 use simlsh::signers::{Distribution, HashingTrick, HyperplaneSigner, PooledSigner};
 use simlsh::workloads::{QUALITY_PAIRS, W1, W2_DIM, dense_pairs_cosine, quality_check, w1, w2};
-use simlsh::{SignatureMatrix, Signer};
+use simlsh::{SignatureMatrix, Signer, SignerExt};
 
 const SEEDS: u64 = 8;
 
