@@ -22,8 +22,8 @@ use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_m
 use rayon::ThreadPool;
 use simlsh::index::{HammingIndex, Hit, LinearScan, PermutedTables};
 use simlsh::join::self_join;
-use simlsh::workloads::{W3, W4, w3, w4};
 use simlsh::{SignatureMatrix, hamming};
+use simlsh_workloads::{W3, W4, w3, w4};
 
 /// CPU time of the calling thread (`/proc/thread-self/schedstat`), in nanoseconds.
 struct CpuTime;

@@ -20,7 +20,7 @@ use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use rayon::ThreadPool;
 use simlsh::index::{HammingIndex, Hit, LinearScan, MultiIndex};
 use simlsh::signature::SignatureMatrix;
-use simlsh::workloads::{W3, W5, w3, w5};
+use simlsh_workloads::{W3, W5, w3, w5};
 
 fn one_thread() -> ThreadPool {
     rayon::ThreadPoolBuilder::new()

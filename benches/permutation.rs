@@ -1,6 +1,6 @@
 //! Permutation search against the linear scan, single thread (a 1-thread rayon pool).
 //!
-//! - W5 (`simlsh::workloads::w5()`: 1M 256-bit codes, 1,000 queries, k = 10, planted
+//! - W5 (`simlsh_workloads::w5()`: 1M 256-bit codes, 1,000 queries, k = 10, planted
 //!   neighbours at distances 1..=64) for several `(q, B)`;
 //! - wide signatures: 100k codes of 1024 and 4096 bits, 1,000 queries with 10 planted
 //!   neighbours each at distances uniform in `1..=f/8`, exact truth from the linear scan.
@@ -21,7 +21,7 @@ use rayon::ThreadPool;
 use simlsh::index::{HammingIndex, Hit, LinearScan, PermutationIndex, recall_at_k};
 use simlsh::rng::Rng;
 use simlsh::signature::{SignatureMatrix, words_for};
-use simlsh::workloads::{W5, w5};
+use simlsh_workloads::{W5, w5};
 
 const K: usize = 10;
 const LINEAR_QUERIES: usize = 128;

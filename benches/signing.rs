@@ -7,8 +7,8 @@
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use simlsh::signers::{Distribution, HashingTrick, HyperplaneSigner, PooledSigner};
-use simlsh::workloads::{W1, W2_DIM, w1, w2};
 use simlsh::{Signer, SignerExt};
+use simlsh_workloads::{W1, W2_DIM, w1, w2};
 use std::hint::black_box;
 
 fn rows() -> usize {

@@ -15,8 +15,8 @@ use ndarray::Array2;
 use simlsh::io::vecs::{VecsKind, read_vecs};
 use simlsh::rng::Rng;
 use simlsh::signers::{Distribution, HashingTrick, HyperplaneSigner, PooledSigner};
-use simlsh::workloads::{W1, quality_check, w1};
 use simlsh::{SignatureMatrix, Signer};
+use simlsh_workloads::{W1, quality_check, w1};
 
 fn signers(dim: u64, bits: usize) -> Result<Vec<Box<dyn Signer>>> {
     let h = |d| {

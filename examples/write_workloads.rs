@@ -10,6 +10,6 @@ fn main() -> anyhow::Result<()> {
         .ok_or_else(|| anyhow::anyhow!("usage: write_workloads DIR [w1,w2,w3,w4,w5]"))?;
     let which = args.next().unwrap_or_else(|| "w1,w2,w3,w4,w5".into());
     let which: Vec<&str> = which.split(',').collect();
-    simlsh::workloads::write_raw(std::path::Path::new(&dir), &which)?;
+    simlsh_workloads::write_raw(std::path::Path::new(&dir), &which)?;
     Ok(())
 }

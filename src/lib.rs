@@ -16,7 +16,6 @@
 //! | indexes | [`index`] | the [`HammingIndex`] trait, [`LinearScan`] |
 //! | files | [`io`] | the versioned format, [`io::save_signatures`], [`io::load_index`] |
 //! | randomness | [`rng`] | platform-independent seeded generators and hashes |
-//! | workloads | [`workloads`] | the fixed benchmark workloads W1–W5 |
 //!
 //! Sign, compare, estimate:
 //!
@@ -83,7 +82,6 @@ pub mod signature;
 pub mod signers;
 pub mod storage;
 pub mod text;
-pub mod workloads;
 
 pub use error::{Error, Result};
 pub use index::{HammingIndex, Hit, Id, LinearScan, MultiIndex};

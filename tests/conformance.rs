@@ -6,24 +6,26 @@ mod codes;
 use codes::{flip, random_code};
 
 use proptest::prelude::*;
-use simlsh::index::{
-    HammingIndex, Hit, LinearScan, MultiIndex, MultiIndexBuilder, PermutationIndex, PermutedTables,
-    PermutedTablesBuilder,
-};
+use simlsh::index::{HammingIndex, Hit, IndexSpec, LinearScan, MultiIndex, MultiIndexBuilder};
 use simlsh::rng::Rng;
 use simlsh::signature::{SignatureMatrix, words_for};
 
 /// An index type under test: how to build it from signatures (ids `0..N`) and empty.
 struct Kind {
     name: &'static str,
-    build: fn(&SignatureMatrix) -> Box<dyn HammingIndex>,
-    empty: fn(usize) -> Box<dyn HammingIndex>,
+    build: Box<dyn Fn(&SignatureMatrix) -> Box<dyn HammingIndex>>,
+    empty: Box<dyn Fn(usize) -> Box<dyn HammingIndex>>,
 }
 
-/// Multi-index hashing forced to probe (no scan fallback), with the automatic substrings and
-/// a delta merged every 8 inserts.
-fn mih_probe() -> MultiIndexBuilder {
-    MultiIndex::builder().fallback(false).delta_limit(8)
+/// A kind given by its [`IndexSpec`] text.
+fn spec(text: &'static str) -> Kind {
+    let s: IndexSpec = text.parse().unwrap();
+    let e = s.clone();
+    Kind {
+        name: text,
+        build: Box::new(move |m| s.build(m).unwrap()),
+        empty: Box::new(move |b| e.empty(b).unwrap()),
+    }
 }
 
 /// Multi-index hashing with the widest substrings (one per word, up to 64 bits: sparse
@@ -34,81 +36,27 @@ fn mih_wide() -> MultiIndexBuilder {
 
 fn kinds() -> Vec<Kind> {
     vec![
-        Kind {
-            name: "linear",
-            build: |s| Box::new(LinearScan::build(s).unwrap()),
-            empty: |b| Box::new(LinearScan::new(b).unwrap()),
-        },
-        Kind {
-            name: "manku r=3, 4 blocks",
-            build: |s| Box::new(manku(3).blocks(4).build(s).unwrap()),
-            empty: |b| Box::new(manku(3).bits(b).blocks(4).empty().unwrap()),
-        },
-        Kind {
-            name: "manku r=3, levels [4, 4]",
-            build: |s| Box::new(manku(3).levels(&[4, 4]).build(s).unwrap()),
-            empty: |b| Box::new(manku(3).bits(b).levels(&[4, 4]).empty().unwrap()),
-        },
-        Kind {
-            name: "manku r=3, planned",
-            build: |s| Box::new(manku(3).build(s).unwrap()),
-            empty: |b| Box::new(manku(3).bits(b).empty().unwrap()),
-        },
-        Kind {
-            name: "manku r=1, 3 blocks",
-            build: |s| Box::new(manku(1).blocks(3).build(s).unwrap()),
-            empty: |b| Box::new(manku(1).bits(b).blocks(3).empty().unwrap()),
-        },
-        Kind {
-            name: "mih",
-            build: |s| Box::new(MultiIndex::build(s).unwrap()),
-            empty: |b| Box::new(MultiIndex::new(b).unwrap()),
-        },
-        Kind {
-            name: "mih-probe",
-            build: |s| Box::new(mih_probe().build(s).unwrap()),
-            empty: |b| Box::new(mih_probe().empty(b).unwrap()),
-        },
+        spec("linear"),
+        spec("manku:levels=4"),
+        spec("manku:levels=4+4"),
+        spec("manku"),
+        spec("manku:k=1,levels=3"),
+        spec("mih"),
+        // Multi-index hashing forced to probe (no scan fallback), with the automatic
+        // substrings and a delta merged every 8 inserts.
+        spec("mih:delta=8,fallback=false"),
         Kind {
             name: "mih-wide",
-            build: |s| Box::new(mih_wide().substrings(words_for(s.bits())).build(s).unwrap()),
-            empty: |b| Box::new(mih_wide().substrings(words_for(b)).empty(b).unwrap()),
+            build: Box::new(|s| {
+                Box::new(mih_wide().substrings(words_for(s.bits())).build(s).unwrap())
+            }),
+            empty: Box::new(|b| Box::new(mih_wide().substrings(words_for(b)).empty(b).unwrap())),
         },
-        Kind {
-            name: "permutation",
-            build: |s| Box::new(PermutationIndex::build(s).unwrap()),
-            empty: |b| Box::new(PermutationIndex::new(b).unwrap()),
-        },
+        spec("permutation"),
         // A narrow beam: windows shorter than k, clipped at the list ends, and automatic
         // merges of the delta after a few inserts or removals.
-        Kind {
-            name: "permutation-narrow",
-            build: |s| {
-                Box::new(
-                    PermutationIndex::builder()
-                        .permutations(3)
-                        .beam(2)
-                        .seed(9)
-                        .build(s)
-                        .unwrap(),
-                )
-            },
-            empty: |b| {
-                Box::new(
-                    PermutationIndex::builder()
-                        .permutations(3)
-                        .beam(2)
-                        .seed(9)
-                        .empty(b)
-                        .unwrap(),
-                )
-            },
-        },
+        spec("permutation:q=3,beam=2,seed=9"),
     ]
-}
-
-fn manku(radius: u32) -> PermutedTablesBuilder {
-    PermutedTables::builder().radius(radius)
 }
 
 const WIDTHS: [usize; 6] = [1, 63, 64, 65, 128, 256];
@@ -350,6 +298,14 @@ fn every_index_stays_exact_after_save_and_load() {
             idx.save(&path).unwrap();
             let mut loaded = simlsh::io::load_index(&path).unwrap();
             assert_eq!(loaded.kind(), idx.kind());
+            // The spec survives the file, and rebuilds the same kind of index.
+            let spec = idx.spec();
+            assert_eq!(loaded.spec(), spec, "{}", kind.name);
+            let file = simlsh::io::IndexFile::open(&path).unwrap();
+            assert_eq!(file.spec().unwrap(), spec, "{}", kind.name);
+            assert_eq!(spec.to_string().parse::<IndexSpec>().unwrap(), spec);
+            let rebuilt = spec.build(&half).unwrap();
+            assert_eq!(rebuilt.spec(), spec, "{}", kind.name);
             compare(kind.name, loaded.as_ref(), &oracle, &qs);
             // A loaded index keeps changing correctly.
             loaded.insert(7, data.row(8)).unwrap();

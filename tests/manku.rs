@@ -14,7 +14,7 @@ use simlsh::join::{
 };
 use simlsh::rng::Rng;
 use simlsh::signature::SignatureMatrix;
-use simlsh::workloads::{W3, w4};
+use simlsh_workloads::{W3, w4};
 
 // ------------------------------------------------------------------------------ the planner
 

@@ -10,7 +10,7 @@ use proptest::prelude::*;
 use simlsh::index::{HammingIndex, Hit, LinearScan, MultiIndex, auto_substrings};
 use simlsh::rng::Rng;
 use simlsh::signature::{SignatureMatrix, last_word_mask, words_for};
-use simlsh::workloads::W5;
+use simlsh_workloads::W5;
 
 /// Clusters around random centres with members at distances 0..=30 (so every radius up to
 /// 30 has answers), plus random background codes. Returns the data and the centres.

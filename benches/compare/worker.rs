@@ -28,7 +28,7 @@ use simlsh::signers::{AnySigner, Distribution, HashingTrick, HyperplaneSigner};
 use simlsh::{SignatureMatrix, Signer};
 
 /// Rows whose signatures are written for the quality check (pairs 2k, 2k+1).
-const QUALITY_ROWS: usize = 2 * simlsh::workloads::QUALITY_PAIRS;
+const QUALITY_ROWS: usize = 2 * simlsh_workloads::QUALITY_PAIRS;
 
 struct Args {
     workload: String,
@@ -185,7 +185,7 @@ fn w1(a: &Args) -> Result<Value> {
     indices.truncate(nnz);
     data.truncate(nnz);
     let csr = sprs::CsMatI::<f32, u32, usize>::try_new(
-        (n, simlsh::workloads::W1::DIM),
+        (n, simlsh_workloads::W1::DIM),
         indptr,
         indices,
         data,
@@ -200,7 +200,7 @@ fn w1(a: &Args) -> Result<Value> {
         "very-sparse" => (
             AnySigner::Hyperplane(
                 HyperplaneSigner::builder()
-                    .dim(simlsh::workloads::W1::DIM as u64)
+                    .dim(simlsh_workloads::W1::DIM as u64)
                     .bits(a.f)
                     .distribution(Distribution::VerySparse { density: None })
                     .build()?,
@@ -219,7 +219,7 @@ fn w1(a: &Args) -> Result<Value> {
 
 fn w2(a: &Args) -> Result<Value> {
     let mut x: Vec<f32> = read_raw(&a.data, "w2.x.f32", f32::from_le_bytes)?;
-    let d = simlsh::workloads::W2_DIM;
+    let d = simlsh_workloads::W2_DIM;
     let n_full = x.len() / d;
     let n = prefix(n_full, a.sub);
     x.truncate(n * d);
@@ -282,7 +282,7 @@ fn w3(a: &Args) -> Result<Value> {
     let queries = u64s(&a.data, "w3.queries.u64")?;
     let nq = prefix(queries.len(), a.sub);
     let sigs = SignatureMatrix::from_parts(64, index)?;
-    let radius = simlsh::workloads::W3::RADIUS;
+    let radius = simlsh_workloads::W3::RADIUS;
     let (idx, build_s, notes) = build_index(&a.system, &sigs, radius)?;
     let hwm = vmhwm_kb();
     let (seconds, times, res) = timed(a.reps, || Ok(idx.radius_batch(&queries[..nq], radius)?))?;
@@ -299,7 +299,7 @@ fn w4(a: &Args) -> Result<Value> {
     let sigs = SignatureMatrix::from_parts(64, codes)?;
     let hwm = vmhwm_kb();
     let (seconds, times, pairs) = timed(a.reps, || {
-        Ok(self_join(&sigs, simlsh::workloads::W4::RADIUS)?)
+        Ok(self_join(&sigs, simlsh_workloads::W4::RADIUS)?)
     })?;
     write_i64(
         &a.out,
@@ -313,7 +313,7 @@ fn w4(a: &Args) -> Result<Value> {
 }
 
 fn w5(a: &Args) -> Result<Value> {
-    let w5 = simlsh::workloads::W5::BITS;
+    let w5 = simlsh_workloads::W5::BITS;
     let index = u64s(&a.data, "w5.index.u64")?;
     let queries = u64s(&a.data, "w5.queries.u64")?;
     let words = w5.div_ceil(64);
@@ -321,7 +321,7 @@ fn w5(a: &Args) -> Result<Value> {
     let sigs = SignatureMatrix::from_parts(w5, index)?;
     let (idx, build_s, notes) = build_index(&a.system, &sigs, 0)?;
     let hwm = vmhwm_kb();
-    let k = simlsh::workloads::W5::K;
+    let k = simlsh_workloads::W5::K;
     let (seconds, times, res) = timed(a.reps, || Ok(idx.knn_batch(&queries[..nq * words], k)?))?;
     write_i64(
         &a.out,

@@ -90,6 +90,10 @@ impl HammingIndex for LinearScan {
         "linear"
     }
 
+    fn spec(&self) -> super::IndexSpec {
+        super::IndexSpec::Linear
+    }
+
     fn bits(&self) -> usize {
         self.bits
     }

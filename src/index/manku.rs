@@ -994,6 +994,13 @@ impl HammingIndex for PermutedTables {
         "manku"
     }
 
+    fn spec(&self) -> super::IndexSpec {
+        super::IndexSpec::Manku(super::MankuSpec {
+            radius: self.radius,
+            design: super::MankuDesign::Levels(self.levels.clone()),
+        })
+    }
+
     fn bits(&self) -> usize {
         self.bits
     }

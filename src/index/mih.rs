@@ -1643,6 +1643,14 @@ impl HammingIndex for MultiIndex {
         "mih"
     }
 
+    fn spec(&self) -> super::IndexSpec {
+        super::IndexSpec::Mih(super::MihSpec {
+            substrings: self.fixed_m,
+            delta_limit: self.delta_limit,
+            fallback: self.fallback,
+        })
+    }
+
     fn bits(&self) -> usize {
         self.bits
     }

@@ -20,6 +20,7 @@ mod linear;
 pub mod manku;
 pub(crate) mod mih;
 mod permutation;
+pub mod spec;
 
 pub use linear::LinearScan;
 pub use manku::{PermutedTables, PermutedTablesBuilder, Plan};
@@ -27,6 +28,9 @@ pub use mih::{MultiIndex, MultiIndexBuilder, auto_substrings};
 pub use permutation::{
     DEFAULT_BEAM, DEFAULT_PERMUTATIONS, DEFAULT_SEED, PermutationBuilder, PermutationIndex,
     recall_at_k,
+};
+pub use spec::{
+    IndexSpec, KindInfo, MankuDesign, MankuSpec, MihSpec, ParamInfo, PermutationSpec, kinds,
 };
 
 use rayon::prelude::*;
@@ -52,6 +56,10 @@ pub struct Hit {
 pub trait HammingIndex: Send + Sync {
     /// Short name of the index type (`linear`, `manku`, `mih`, `permutation`).
     fn kind(&self) -> &'static str;
+
+    /// The kind and parameters of this index ([`IndexSpec`]): building the same signatures
+    /// with it gives the same index (for Manku, the planned design written out).
+    fn spec(&self) -> IndexSpec;
 
     /// Signature width `f`.
     fn bits(&self) -> usize;

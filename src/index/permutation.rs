@@ -1047,6 +1047,14 @@ impl HammingIndex for PermutationIndex {
         "permutation"
     }
 
+    fn spec(&self) -> super::IndexSpec {
+        super::IndexSpec::Permutation(super::PermutationSpec {
+            permutations: self.q,
+            beam: self.beam,
+            seed: self.seed,
+        })
+    }
+
     fn bits(&self) -> usize {
         self.bits
     }

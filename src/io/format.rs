@@ -506,6 +506,15 @@ impl IndexFile {
         self.params.get(key).map(String::as_str)
     }
 
+    /// Number of elements of section `name`.
+    pub fn section_len(&self, name: &str) -> Result<usize> {
+        self.sections
+            .iter()
+            .find(|s| s.name == name)
+            .map(|s| s.len)
+            .ok_or_else(|| self.error(format!("missing section {name}")))
+    }
+
     fn array<T: Elem>(&self, name: &str) -> Result<Buf<T>> {
         let s = self
             .sections

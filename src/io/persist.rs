@@ -6,7 +6,9 @@ use std::path::Path;
 use super::format::{FileKind, IndexFile, Writer};
 use crate::error::Result;
 use crate::index::mih::MultiIndexParts;
-use crate::index::{HammingIndex, LinearScan, MultiIndex, PermutationIndex, PermutedTables};
+use crate::index::{
+    HammingIndex, IndexSpec, LinearScan, MultiIndex, PermutationIndex, PermutedTables,
+};
 use crate::signature::SignatureMatrix;
 use crate::signers::SignerInfo;
 use crate::storage::Buf;
@@ -210,6 +212,7 @@ impl PermutationIndex {
         w.param("bits", self.bits())
             .param("beam", self.beam())
             .param("seed", self.seed())
+            .param("permutations", self.permutations())
             .param("len", self.len());
         w.u32s("perms", self.perms())
             .u64s("codes", self.codes())
@@ -247,6 +250,25 @@ fn check_len(f: &IndexFile, len: usize) -> Result<()> {
         return Err(f.error("stored count differs from the recorded one"));
     }
     Ok(())
+}
+
+impl IndexFile {
+    /// The [`IndexSpec`] recorded in the file's parameters: the kind and parameters the
+    /// index was built with (files of earlier builds without a `permutations` parameter get
+    /// it from the length of the `perms` section).
+    ///
+    /// # Errors
+    /// [`Error::Format`](crate::Error::Format) naming the file and the parameter that is
+    /// missing or not valid, or when the file holds signatures.
+    pub fn spec(&self) -> Result<IndexSpec> {
+        let mut params = self.params().clone();
+        if self.kind() == FileKind::Permutation && !params.contains_key("permutations") {
+            let bits: usize = self.param("bits")?;
+            let perms = self.section_len("perms")?;
+            params.insert("permutations".into(), (perms / bits.max(1)).to_string());
+        }
+        IndexSpec::from_params(self.kind(), &params).map_err(|e| self.error(e.to_string()))
+    }
 }
 
 /// Loads any index file, whatever its kind.

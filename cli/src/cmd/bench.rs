@@ -10,7 +10,7 @@ use serde_json::json;
 use simlsh::estimate;
 use simlsh::rng::Rng;
 use simlsh::signers::{AnySigner, Signer};
-use simlsh::workloads::quality_check;
+use simlsh_workloads::quality_check;
 use sprs::CsMatI;
 
 use crate::common::{Ctx, SignerArgs, SignerKind, human_bytes, write_file};

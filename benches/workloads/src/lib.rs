@@ -1,3 +1,4 @@
+#![deny(missing_docs)]
 //! The fixed benchmark workloads W1–W5, generated bit-for-bit as defined in the peer harness
 //! (`../shared/peers/README.md`, section "Workload definitions").
 //!
@@ -26,7 +27,7 @@
 //! # Example
 //!
 //! ```
-//! use simlsh::workloads::{self, W3};
+//! use simlsh_workloads::{self as workloads, W3};
 //!
 //! // A small radius-query workload with the published construction.
 //! let w = W3::generate(5_000, 100).unwrap();
@@ -53,8 +54,8 @@ use ndarray::{Array2, ArrayView2};
 use rayon::prelude::*;
 use sprs::{CsMatI, CsMatViewI};
 
-use crate::error::{Error, Result};
-use crate::rng::GOLDEN;
+use simlsh::error::{Error, Result};
+use simlsh::rng::GOLDEN;
 
 /// Multiplier applied to the stream id in [`stream`].
 const STREAM_MUL: u64 = 0xD1B5_4A32_D192_ED03;
@@ -67,7 +68,7 @@ pub const WORKLOADS: [&str; 5] = ["w1", "w2", "w3", "w4", "w5"];
 /// Number of row pairs `(2k, 2k + 1)` used by the published W1 / W2 quality check.
 pub const QUALITY_PAIRS: usize = 1_000;
 
-pub use crate::rng::mix64;
+pub use simlsh::rng::mix64;
 
 /// The counter-based generator `R(s, i) = mix64(s * 0xD1B54A32D192ED03 + (i + 1) * 0x9E3779B97F4A7C15)`
 /// of stream `s` at counter `i` (64-bit wrapping arithmetic).

@@ -15,7 +15,10 @@ fn tmp(name: &str) -> std::path::PathBuf {
 
 #[test]
 fn dedup_on_the_bundled_poems_matches_the_library() {
-    let input = "datasets/chinese-poetry-3k/poems.jsonl";
+    let input = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../datasets/chinese-poetry-3k/poems.jsonl"
+    );
     let pairs_file = tmp("pairs.tsv");
     let stats = tmp("stats.json");
     let out = simlsh()
@@ -204,7 +207,11 @@ fn dedup_takes_vectors_and_signature_codes() {
         want
     );
     // Vectors: the bundled GloVe rows plus an exact copy of row 5 at the end.
-    let src = std::fs::read("datasets/glove-6B-50d-10k/vectors.fvecs").unwrap();
+    let src = std::fs::read(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../datasets/glove-6B-50d-10k/vectors.fvecs"
+    ))
+    .unwrap();
     let row = 4 + 50 * 4;
     let mut v = src[..row * 300].to_vec();
     v.extend_from_slice(&src[row * 5..row * 6]);
@@ -232,7 +239,10 @@ fn dedup_takes_vectors_and_signature_codes() {
 
 #[test]
 fn idf_is_saved_and_reused_and_a_mismatched_tokenizer_is_refused() {
-    let input = "datasets/healthtweets-10k/healthtweets-10k.csv";
+    let input = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../datasets/healthtweets-10k/healthtweets-10k.csv"
+    );
     let idf = tmp("tweets.idf");
     let run = |extra: &[&str]| {
         let out = simlsh()

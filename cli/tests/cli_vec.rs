@@ -15,13 +15,17 @@ use simlsh::signers::{AnySigner, Distribution};
 use simlsh::text::{Tokenizer, Weighting};
 use simlsh::{HammingIndex, HashingTrick, HyperplaneSigner, LinearScan, SignatureMatrix, Signer};
 
+#[path = "../../tests/npyzip/mod.rs"]
 mod npyzip;
 use npyzip::{npy_bytes, npy_raw, zip_of};
 
 mod cli_common;
 use cli_common::{ok, simlsh};
 
-const GLOVE: &str = "datasets/glove-6B-50d-10k/vectors.fvecs";
+const GLOVE: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../datasets/glove-6B-50d-10k/vectors.fvecs"
+);
 
 fn tmp(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("simlsh-cli-vec-{}", std::process::id()));
@@ -489,7 +493,13 @@ fn bad_inputs_fail_naming_file_and_line() {
     }
     assert!(!tmp("bad-out.npy").exists());
     let out = simlsh()
-        .args(["eval", "datasets/chinese-poetry-3k/poems.jsonl"])
+        .args([
+            "eval",
+            concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../datasets/chinese-poetry-3k/poems.jsonl"
+            ),
+        ])
         .output()
         .unwrap();
     assert!(!out.status.success());

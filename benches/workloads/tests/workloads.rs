@@ -1,10 +1,7 @@
-//! The benchmark workloads against the published SHA-256 of every harness file
-//! (`../shared/peers/expected-sha256.txt`), the published statistics, and brute-force
-//! oracles.
-//!
-//! The shared directory is `../shared` relative to the crate root (as in CI); the
-//! environment variable `SIMLSH_SHARED_DIR` overrides it. If the hash list is missing, the
-//! hash tests fail: they are the only check that the data are bit-identical to the peers'.
+//! The benchmark workloads against the published SHA-256 of every harness file (the peer
+//! harness's list, committed as `benches/compare/expected-sha256.txt`), the published
+//! statistics, and brute-force oracles. The hash tests are the only check that the data are
+//! bit-identical to the peers'.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io::Write;
@@ -12,23 +9,14 @@ use std::path::PathBuf;
 
 use proptest::prelude::*;
 use sha2::{Digest, Sha256};
-use simlsh::workloads::{self, RawFile, W1, W2_DIM, W2_ROWS, W3, W4, W5};
-
-fn shared_dir() -> PathBuf {
-    match std::env::var_os("SIMLSH_SHARED_DIR") {
-        Some(d) => PathBuf::from(d),
-        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared"),
-    }
-}
+use simlsh_workloads::{self as workloads, RawFile, W1, W2_DIM, W2_ROWS, W3, W4, W5};
 
 /// The published hashes: file name -> lowercase hex SHA-256.
 fn expected_hashes() -> BTreeMap<String, String> {
-    let path = shared_dir().join("peers/expected-sha256.txt");
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../compare/expected-sha256.txt");
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| {
         panic!(
-            "cannot read the published workload hashes at {}: {e}\n\
-             (the peer harness must be checked out as ../shared beside the repository, \
-             or SIMLSH_SHARED_DIR must point to it)",
+            "cannot read the published workload hashes at {}: {e}",
             path.display()
         )
     });

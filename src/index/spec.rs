@@ -1,0 +1,667 @@
+//! [`IndexSpec`]: every index kind and its parameters as one value, with a compact text form
+//! (`manku:k=3`, `mih:m=4`, `permutation:q=64,beam=128`) shared by the command line, the
+//! Python package and Spark.
+//!
+//! # The text form
+//!
+//! `KIND[:KEY=VALUE[,KEY=VALUE]...]`, the kinds and keys of [`kinds()`]:
+//!
+//! | kind | keys (default) |
+//! |---|---|
+//! | `linear` | none |
+//! | `manku` | `k` radius (3); one of `levels` blocks per level, `+`-separated (`4`, `4+4`), `blocks` (one level), `tables` most tables, `budget` bytes (default: the planned design) |
+//! | `mih` | `m` substrings (automatic), `delta` delta limit (automatic), `fallback` scan fallback (`true`) |
+//! | `permutation` | `q` permutations (16), `beam` (32), `seed` (0) |
+//!
+//! [`Display`](std::fmt::Display) writes the kind and the parameters that differ from their
+//! defaults, so `parse(spec.to_string()) == spec`. The spec of a built index
+//! ([`HammingIndex::spec`]) is fully determined: a planned Manku design is written with its
+//! levels, so that the same spec rebuilds the same tables.
+//!
+//! ```
+//! use simlsh::index::IndexSpec;
+//! use simlsh::SignatureMatrix;
+//!
+//! let spec: IndexSpec = "manku:k=2,levels=4".parse()?;
+//! assert_eq!(spec.to_string(), "manku:k=2,levels=4");
+//! let codes = SignatureMatrix::from_parts(64, vec![0b1011u64, 0b1000, u64::MAX])?;
+//! let idx = spec.build(&codes)?;
+//! assert_eq!(idx.kind(), "manku");
+//! assert_eq!(idx.radius(&[0b1001], 1)?.len(), 2);
+//! assert_eq!(idx.spec(), spec);
+//! # Ok::<(), simlsh::Error>(())
+//! ```
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::str::FromStr;
+
+use super::{
+    DEFAULT_BEAM, DEFAULT_PERMUTATIONS, DEFAULT_SEED, HammingIndex, LinearScan, MultiIndex,
+    PermutationIndex, PermutedTables,
+};
+use crate::error::{Error, Result};
+use crate::io::FileKind;
+use crate::signature::SignatureMatrix;
+
+/// Default radius of Manku's permuted tables.
+pub const DEFAULT_RADIUS: u32 = 3;
+
+/// Which index to build, with its parameters. See the [module documentation](self).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum IndexSpec {
+    /// [`LinearScan`]: exact, no parameters.
+    Linear,
+    /// [`PermutedTables`] (Manku et al. 2007).
+    Manku(MankuSpec),
+    /// [`MultiIndex`] (multi-index hashing).
+    Mih(MihSpec),
+    /// [`PermutationIndex`] (approximate k-NN).
+    Permutation(PermutationSpec),
+}
+
+/// How a Manku index picks its design (see [`crate::index::manku::design`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum MankuDesign {
+    /// The planner's design of least query cost for the data size.
+    #[default]
+    Planned,
+    /// Explicit blocks per level (`levels=4`, `levels=4+4`).
+    Levels(Vec<usize>),
+    /// The planner's best design with at most this many tables (`tables=10`).
+    MaxTables(usize),
+    /// The planner's best design within this many bytes (`budget=1000000`).
+    Budget(u64),
+}
+
+/// Parameters of [`PermutedTables`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MankuSpec {
+    /// Radius `k` the tables answer exactly (`k`, default 3).
+    pub radius: u32,
+    /// The design.
+    pub design: MankuDesign,
+}
+
+impl Default for MankuSpec {
+    fn default() -> Self {
+        MankuSpec {
+            radius: DEFAULT_RADIUS,
+            design: MankuDesign::Planned,
+        }
+    }
+}
+
+/// Parameters of [`MultiIndex`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MihSpec {
+    /// Number of substrings `m` (`m`; `None`: automatic, recomputed at every rebuild).
+    pub substrings: Option<usize>,
+    /// Delta limit (`delta`; `None`: automatic, `max(256, 8·√N)`).
+    pub delta_limit: Option<usize>,
+    /// Whether searches may fall back to a scan (`fallback`, default `true`).
+    pub fallback: bool,
+}
+
+impl Default for MihSpec {
+    fn default() -> Self {
+        MihSpec {
+            substrings: None,
+            delta_limit: None,
+            fallback: true,
+        }
+    }
+}
+
+/// Parameters of [`PermutationIndex`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PermutationSpec {
+    /// Number of permutations `q` (`q`, default 16).
+    pub permutations: usize,
+    /// Beam `B` (`beam`, default 32).
+    pub beam: usize,
+    /// Seed of the permutations (`seed`, default 0).
+    pub seed: u64,
+}
+
+impl Default for PermutationSpec {
+    fn default() -> Self {
+        PermutationSpec {
+            permutations: DEFAULT_PERMUTATIONS,
+            beam: DEFAULT_BEAM,
+            seed: DEFAULT_SEED,
+        }
+    }
+}
+
+impl Default for IndexSpec {
+    /// Manku's permuted tables at radius 3 with the planned design.
+    fn default() -> Self {
+        IndexSpec::Manku(MankuSpec::default())
+    }
+}
+
+/// One parameter of an index kind, for help texts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ParamInfo {
+    /// The key in the text form.
+    pub key: &'static str,
+    /// Its default, as text.
+    pub default: &'static str,
+    /// One line of description.
+    pub description: &'static str,
+}
+
+/// One index kind, for help texts and menus.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KindInfo {
+    /// The kind's name (the text form's `KIND`, and [`HammingIndex::kind`]).
+    pub name: &'static str,
+    /// One line of description.
+    pub description: &'static str,
+    /// Whether k-NN answers are exact ([`HammingIndex::exact_knn`]).
+    pub exact_knn: bool,
+    /// Its parameters.
+    pub params: &'static [ParamInfo],
+}
+
+const KINDS: &[KindInfo] = &[
+    KindInfo {
+        name: "linear",
+        description: "brute force by hardware popcount: exact, no build, no extra memory",
+        exact_knn: true,
+        params: &[],
+    },
+    KindInfo {
+        name: "manku",
+        description: "Manku's permuted tables (2007): exact, fastest for radii up to k on codes of 64 bits",
+        exact_knn: true,
+        params: &[
+            ParamInfo {
+                key: "k",
+                default: "3",
+                description: "radius the tables answer by probing (larger radii scan)",
+            },
+            ParamInfo {
+                key: "levels",
+                default: "planned",
+                description: "blocks per level, `+`-separated (4: 4 tables for k = 3; 4+4: 16)",
+            },
+            ParamInfo {
+                key: "blocks",
+                default: "planned",
+                description: "one level of this many blocks (same as levels=N)",
+            },
+            ParamInfo {
+                key: "tables",
+                default: "none",
+                description: "the planned design with at most this many tables",
+            },
+            ParamInfo {
+                key: "budget",
+                default: "none",
+                description: "the planned design within this many bytes",
+            },
+        ],
+    },
+    KindInfo {
+        name: "mih",
+        description: "multi-index hashing (Norouzi et al. 2012): exact at any radius and for k-NN",
+        exact_knn: true,
+        params: &[
+            ParamInfo {
+                key: "m",
+                default: "auto",
+                description: "substrings, between ceil(f/64) and f (auto: round(f / log2 N))",
+            },
+            ParamInfo {
+                key: "delta",
+                default: "auto",
+                description: "inserted codes kept unindexed before a merge (auto: max(256, 8 sqrt N))",
+            },
+            ParamInfo {
+                key: "fallback",
+                default: "true",
+                description: "whether a search may scan when the cost model says it is cheaper",
+            },
+        ],
+    },
+    KindInfo {
+        name: "permutation",
+        description: "sorted random bit permutations (Charikar 2002): approximate k-NN for wide codes, exact radius",
+        exact_knn: false,
+        params: &[
+            ParamInfo {
+                key: "q",
+                default: "16",
+                description: "number of permutations (memory and time grow with it)",
+            },
+            ParamInfo {
+                key: "beam",
+                default: "32",
+                description: "codes compared on each side of the query in each sorted list",
+            },
+            ParamInfo {
+                key: "seed",
+                default: "0",
+                description: "seed of the permutations",
+            },
+        ],
+    },
+];
+
+/// Every index kind with a one-line description and its parameters.
+///
+/// ```
+/// let names: Vec<&str> = simlsh::index::kinds().iter().map(|k| k.name).collect();
+/// assert_eq!(names, ["linear", "manku", "mih", "permutation"]);
+/// ```
+pub fn kinds() -> &'static [KindInfo] {
+    KINDS
+}
+
+fn bad(reason: impl Into<String>) -> Error {
+    Error::param("index spec", reason)
+}
+
+fn number<T: FromStr>(key: &str, value: &str) -> Result<T> {
+    value
+        .parse()
+        .map_err(|_| bad(format!("`{key}={value}`: not a valid number")))
+}
+
+fn positive(key: &str, value: &str) -> Result<usize> {
+    match number::<usize>(key, value)? {
+        0 => Err(bad(format!("`{key}={value}`: must be at least 1"))),
+        v => Ok(v),
+    }
+}
+
+fn levels(key: &str, value: &str) -> Result<Vec<usize>> {
+    if value.is_empty() || value == "scan" {
+        return Ok(Vec::new());
+    }
+    value.split('+').map(|v| positive(key, v)).collect()
+}
+
+impl IndexSpec {
+    /// The kind's name: `linear`, `manku`, `mih` or `permutation`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            IndexSpec::Linear => "linear",
+            IndexSpec::Manku(_) => "manku",
+            IndexSpec::Mih(_) => "mih",
+            IndexSpec::Permutation(_) => "permutation",
+        }
+    }
+
+    /// The description of the kind in [`kinds()`].
+    pub fn info(&self) -> &'static KindInfo {
+        let name = self.kind();
+        KINDS
+            .iter()
+            .find(|k| k.name == name)
+            .expect("every kind is listed")
+    }
+
+    /// The spec with its seed replaced by `seed`, for kinds that draw random numbers
+    /// (`permutation`); other kinds are unchanged.
+    pub fn with_seed(mut self, seed: u64) -> Self {
+        if let IndexSpec::Permutation(p) = &mut self {
+            p.seed = seed;
+        }
+        self
+    }
+
+    /// An index of the rows of `sigs`, with ids `0..N`.
+    ///
+    /// # Errors
+    /// The builder's errors: [`Error::InvalidParameter`] for parameters out of range for
+    /// this width or data size (a Manku design that does not hold the radius, a substring
+    /// count outside `[⌈f/64⌉, f]`, ...).
+    pub fn build<S: AsRef<[u64]>>(
+        &self,
+        sigs: &SignatureMatrix<S>,
+    ) -> Result<Box<dyn HammingIndex>> {
+        Ok(match self {
+            IndexSpec::Linear => Box::new(LinearScan::build(sigs)?),
+            IndexSpec::Manku(m) => Box::new(m.builder().build(sigs)?),
+            IndexSpec::Mih(m) => Box::new(m.builder().build(sigs)?),
+            IndexSpec::Permutation(p) => Box::new(p.builder().build(sigs)?),
+        })
+    }
+
+    /// An empty index of `bits`-bit codes, to insert into.
+    ///
+    /// # Errors
+    /// As [`build`](Self::build), and [`Error::InvalidParameter`] if `bits` is 0.
+    pub fn empty(&self, bits: usize) -> Result<Box<dyn HammingIndex>> {
+        Ok(match self {
+            IndexSpec::Linear => Box::new(LinearScan::new(bits)?),
+            IndexSpec::Manku(m) => Box::new(m.builder().bits(bits).empty()?),
+            IndexSpec::Mih(m) => Box::new(m.builder().empty(bits)?),
+            IndexSpec::Permutation(p) => Box::new(p.builder().empty(bits)?),
+        })
+    }
+
+    /// The spec recorded in an index file's parameters (see [`crate::io::format`]), for an
+    /// index of `kind`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] naming the parameter that is missing or not valid, or
+    /// when `kind` is not an index.
+    pub fn from_params(kind: FileKind, params: &BTreeMap<String, String>) -> Result<IndexSpec> {
+        let get = |key: &'static str| -> Result<&str> {
+            params
+                .get(key)
+                .map(String::as_str)
+                .ok_or_else(|| Error::param(key, "missing from the file's parameters"))
+        };
+        let parse = |key: &'static str| -> Result<u64> {
+            let v = get(key)?;
+            v.parse()
+                .map_err(|_| Error::param(key, format!("`{v}` is not a valid number")))
+        };
+        let flag = |key: &'static str| -> Result<bool> {
+            let v = get(key)?;
+            v.parse()
+                .map_err(|_| Error::param(key, format!("`{v}` is not true or false")))
+        };
+        let size = |key: &'static str| -> Result<usize> {
+            usize::try_from(parse(key)?).map_err(|_| Error::param(key, "too large"))
+        };
+        Ok(match kind {
+            FileKind::LinearScan => IndexSpec::Linear,
+            FileKind::PermutedTables => IndexSpec::Manku(MankuSpec {
+                radius: u32::try_from(parse("radius")?)
+                    .map_err(|_| Error::param("radius", "too large"))?,
+                design: MankuDesign::Levels(
+                    // The file writes the levels comma-separated.
+                    levels("levels", &get("levels")?.trim().replace(',', "+"))
+                        .map_err(|_| Error::param("levels", "not a list of block counts"))?,
+                ),
+            }),
+            FileKind::MultiIndex => IndexSpec::Mih(MihSpec {
+                substrings: (!flag("auto_substrings")?)
+                    .then(|| size("substrings"))
+                    .transpose()?,
+                delta_limit: params
+                    .contains_key("delta_limit")
+                    .then(|| size("delta_limit"))
+                    .transpose()?,
+                fallback: flag("fallback")?,
+            }),
+            FileKind::Permutation => IndexSpec::Permutation(PermutationSpec {
+                permutations: size("permutations")?,
+                beam: size("beam")?,
+                seed: parse("seed")?,
+            }),
+            FileKind::Signatures => {
+                return Err(Error::param("kind", "a signature file is not an index"));
+            }
+        })
+    }
+}
+
+impl MankuSpec {
+    /// The builder of these parameters.
+    pub fn builder(&self) -> crate::index::PermutedTablesBuilder {
+        let b = PermutedTables::builder().radius(self.radius);
+        match &self.design {
+            MankuDesign::Planned => b,
+            MankuDesign::Levels(l) => b.levels(l),
+            MankuDesign::MaxTables(t) => b.tables(*t),
+            MankuDesign::Budget(bytes) => b.memory_budget(*bytes),
+        }
+    }
+}
+
+impl MihSpec {
+    /// The builder of these parameters.
+    pub fn builder(&self) -> crate::index::MultiIndexBuilder {
+        let mut b = MultiIndex::builder().fallback(self.fallback);
+        if let Some(m) = self.substrings {
+            b = b.substrings(m);
+        }
+        if let Some(d) = self.delta_limit {
+            b = b.delta_limit(d);
+        }
+        b
+    }
+}
+
+impl PermutationSpec {
+    /// The builder of these parameters.
+    pub fn builder(&self) -> crate::index::PermutationBuilder {
+        PermutationIndex::builder()
+            .permutations(self.permutations)
+            .beam(self.beam)
+            .seed(self.seed)
+    }
+}
+
+impl FromStr for IndexSpec {
+    type Err = Error;
+
+    /// Parses the text form (see the [module documentation](self)).
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] (`index spec`) naming the unknown kind or key, the
+    /// repeated key, or the value that is not valid.
+    fn from_str(s: &str) -> Result<Self> {
+        let s = s.trim();
+        let (kind, rest) = s.split_once(':').unwrap_or((s, ""));
+        let kind = kind.trim();
+        let mut pairs: Vec<(&str, &str)> = Vec::new();
+        for item in rest.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+            let (k, v) = item
+                .split_once('=')
+                .ok_or_else(|| bad(format!("`{item}`: expected KEY=VALUE")))?;
+            let (k, v) = (k.trim(), v.trim());
+            if pairs.iter().any(|&(p, _)| p == k) {
+                return Err(bad(format!("`{k}` is given twice")));
+            }
+            pairs.push((k, v));
+        }
+        let info = KINDS.iter().find(|i| i.name == kind).ok_or_else(|| {
+            let names: Vec<&str> = KINDS.iter().map(|k| k.name).collect();
+            bad(format!(
+                "unknown index kind `{kind}`: expected one of {}",
+                names.join(", ")
+            ))
+        })?;
+        for &(k, _) in &pairs {
+            if !info.params.iter().any(|p| p.key == k) {
+                let keys: Vec<&str> = info.params.iter().map(|p| p.key).collect();
+                return Err(bad(if keys.is_empty() {
+                    format!("`{kind}` takes no parameters, `{k}` given")
+                } else {
+                    format!(
+                        "`{kind}` has no parameter `{k}`: expected {}",
+                        keys.join(", ")
+                    )
+                }));
+            }
+        }
+        Ok(match kind {
+            "linear" => IndexSpec::Linear,
+            "manku" => {
+                let mut m = MankuSpec::default();
+                let mut design_keys = 0;
+                for &(k, v) in &pairs {
+                    match k {
+                        "k" => m.radius = number(k, v)?,
+                        "levels" | "blocks" => {
+                            let l = levels(k, v)?;
+                            if k == "blocks" && l.len() != 1 {
+                                return Err(bad(format!("`blocks={v}`: one number of blocks")));
+                            }
+                            m.design = MankuDesign::Levels(l);
+                        }
+                        "tables" => m.design = MankuDesign::MaxTables(positive(k, v)?),
+                        _ => m.design = MankuDesign::Budget(number(k, v)?),
+                    }
+                    design_keys += usize::from(k != "k");
+                }
+                if design_keys > 1 {
+                    return Err(bad("give at most one of levels, blocks, tables and budget"));
+                }
+                IndexSpec::Manku(m)
+            }
+            "mih" => {
+                let mut m = MihSpec::default();
+                for &(k, v) in &pairs {
+                    match k {
+                        "m" => m.substrings = Some(positive(k, v)?),
+                        "delta" => m.delta_limit = Some(positive(k, v)?),
+                        _ => {
+                            m.fallback = v.parse().map_err(|_| {
+                                bad(format!("`fallback={v}`: expected true or false"))
+                            })?
+                        }
+                    }
+                }
+                IndexSpec::Mih(m)
+            }
+            _ => {
+                let mut p = PermutationSpec::default();
+                for &(k, v) in &pairs {
+                    match k {
+                        "q" => p.permutations = positive(k, v)?,
+                        "beam" => p.beam = positive(k, v)?,
+                        _ => p.seed = number(k, v)?,
+                    }
+                }
+                IndexSpec::Permutation(p)
+            }
+        })
+    }
+}
+
+impl fmt::Display for IndexSpec {
+    /// The text form: the kind, then the parameters that differ from their defaults.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut params: Vec<String> = Vec::new();
+        match self {
+            IndexSpec::Linear => {}
+            IndexSpec::Manku(m) => {
+                if m.radius != DEFAULT_RADIUS {
+                    params.push(format!("k={}", m.radius));
+                }
+                match &m.design {
+                    MankuDesign::Planned => {}
+                    MankuDesign::Levels(l) if l.is_empty() => params.push("levels=scan".into()),
+                    MankuDesign::Levels(l) => {
+                        let l: Vec<String> = l.iter().map(ToString::to_string).collect();
+                        params.push(format!("levels={}", l.join("+")));
+                    }
+                    MankuDesign::MaxTables(t) => params.push(format!("tables={t}")),
+                    MankuDesign::Budget(b) => params.push(format!("budget={b}")),
+                }
+            }
+            IndexSpec::Mih(m) => {
+                if let Some(s) = m.substrings {
+                    params.push(format!("m={s}"));
+                }
+                if let Some(d) = m.delta_limit {
+                    params.push(format!("delta={d}"));
+                }
+                if !m.fallback {
+                    params.push("fallback=false".into());
+                }
+            }
+            IndexSpec::Permutation(p) => {
+                let d = PermutationSpec::default();
+                if p.permutations != d.permutations {
+                    params.push(format!("q={}", p.permutations));
+                }
+                if p.beam != d.beam {
+                    params.push(format!("beam={}", p.beam));
+                }
+                if p.seed != d.seed {
+                    params.push(format!("seed={}", p.seed));
+                }
+            }
+        }
+        f.write_str(self.kind())?;
+        if !params.is_empty() {
+            write!(f, ":{}", params.join(","))?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_forms_round_trip() {
+        for s in [
+            "linear",
+            "manku",
+            "manku:k=2",
+            "manku:levels=4+4",
+            "manku:k=1,levels=3",
+            "manku:levels=scan",
+            "manku:tables=10",
+            "manku:k=4,budget=1000000",
+            "mih",
+            "mih:m=4",
+            "mih:m=4,delta=100,fallback=false",
+            "permutation",
+            "permutation:q=64,beam=128",
+            "permutation:seed=7",
+        ] {
+            let spec: IndexSpec = s.parse().unwrap();
+            assert_eq!(spec.to_string(), s);
+            assert_eq!(spec.to_string().parse::<IndexSpec>().unwrap(), spec);
+        }
+        // Aliases, spaces and defaults written out.
+        let spec: IndexSpec = " manku : k = 3 , blocks = 4 ".parse().unwrap();
+        assert_eq!(spec.to_string(), "manku:levels=4");
+        let spec: IndexSpec = "permutation:q=16,beam=32,seed=0".parse().unwrap();
+        assert_eq!(spec, IndexSpec::Permutation(PermutationSpec::default()));
+        assert_eq!(IndexSpec::default().to_string(), "manku");
+        assert_eq!(
+            "permutation"
+                .parse::<IndexSpec>()
+                .unwrap()
+                .with_seed(5)
+                .to_string(),
+            "permutation:seed=5"
+        );
+    }
+
+    #[test]
+    fn bad_text_forms_are_errors_naming_the_problem() {
+        for (s, needle) in [
+            ("", "unknown index kind ``"),
+            ("hnsw", "unknown index kind `hnsw`"),
+            ("linear:k=3", "takes no parameters"),
+            ("manku:r=3", "no parameter `r`"),
+            ("manku:k=x", "`k=x`"),
+            ("manku:k=3,k=4", "given twice"),
+            ("manku:levels=4,tables=3", "at most one"),
+            ("manku:blocks=4+4", "one number"),
+            ("manku:levels=4+0", "at least 1"),
+            ("mih:m=0", "at least 1"),
+            ("mih:fallback=maybe", "true or false"),
+            ("permutation:q", "KEY=VALUE"),
+            ("permutation:beam=-1", "`beam=-1`"),
+        ] {
+            let e = s.parse::<IndexSpec>().unwrap_err().to_string();
+            assert!(e.contains(needle), "{s:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn kinds_describe_every_parameter_the_parser_takes() {
+        for k in kinds() {
+            assert!(!k.description.is_empty());
+            let spec: IndexSpec = k.name.parse().unwrap();
+            assert_eq!(spec.kind(), k.name);
+            assert_eq!(spec.info(), k);
+        }
+    }
+}
