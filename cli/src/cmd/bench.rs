@@ -9,11 +9,12 @@ use plotters::prelude::*;
 use serde_json::json;
 use simlsh::estimate;
 use simlsh::rng::Rng;
-use simlsh::signers::{AnySigner, Signer};
+use simlsh::signers::SignerKind;
+use simlsh::signers::{AnySigner, Signer, SignerSpec};
 use simlsh_workloads::quality_check;
 use sprs::CsMatI;
 
-use crate::common::{Ctx, SignerArgs, SignerKind, human_bytes, to_stdout, write_file};
+use crate::common::{Ctx, human_bytes, to_stdout, write_file};
 
 const EXAMPLE: &str = "Example:
   simlsh bench --dims 1024,1048576 --widths 64,256 --nnz 32,256 --seeds 5 --plot tradeoff.svg --stats bench.json";
@@ -44,8 +45,9 @@ pub struct Args {
     /// Signer seeds per configuration (--seed, --seed + 1, ...): intervals over them.
     #[arg(long, default_value_t = 5)]
     seeds: u64,
-    /// Signers to compare (default: all).
-    #[arg(long, value_enum, value_delimiter = ',')]
+    /// Signers to compare, comma separated, each KIND or KIND:key=value as for --signer
+    /// (default: every kind with its defaults).
+    #[arg(long, value_delimiter = ',', value_parser = parse_kind)]
     signers: Vec<SignerKind>,
     /// Skip explicit matrices larger than this many MiB.
     #[arg(long, default_value_t = 512)]
@@ -56,8 +58,10 @@ pub struct Args {
     /// Write an SVG plot: cost against memory, and error against cost, every point labelled.
     #[arg(long)]
     plot: Option<PathBuf>,
-    #[command(flatten)]
-    signer: SignerArgs,
+}
+
+fn parse_kind(s: &str) -> std::result::Result<SignerKind, String> {
+    s.parse().map_err(|e: simlsh::Error| e.to_string())
 }
 
 /// A mean over seeds with the half-width of its 95% interval (Student t).
@@ -116,15 +120,6 @@ impl Row {
     }
 }
 
-const ALL: [SignerKind; 6] = [
-    SignerKind::Gaussian,
-    SignerKind::SuperBit,
-    SignerKind::Rademacher,
-    SignerKind::VerySparse,
-    SignerKind::Pooled,
-    SignerKind::HashingTrick,
-];
-
 /// Row pairs (2k, 2k+1): the second keeps each feature of the first with probability 0.8
 /// (weight perturbed) and adds new ones, so pair cosines spread over (0, 1).
 fn pairs(rng: &mut Rng, rows: usize, dim: u64, nnz: usize) -> CsMatI<f32, u32, usize> {
@@ -176,8 +171,11 @@ pub fn run(a: Args, ctx: &mut Ctx) -> Result<()> {
     if a.seeds == 0 {
         bail!("--seeds must be at least 1");
     }
-    let kinds = if a.signers.is_empty() {
-        ALL.to_vec()
+    let kinds: Vec<SignerKind> = if a.signers.is_empty() {
+        simlsh::signers::kinds()
+            .iter()
+            .map(|k| k.name.parse())
+            .collect::<simlsh::Result<_>>()?
     } else {
         a.signers.clone()
     };
@@ -195,10 +193,10 @@ pub fn run(a: Args, ctx: &mut Ctx) -> Result<()> {
 }
 
 /// Bytes of the explicit matrix a signer would build, before building it.
-fn matrix_bytes(kind: SignerKind, dim: u64, bits: usize) -> u64 {
+fn matrix_bytes(kind: &SignerKind, dim: u64, bits: usize) -> u64 {
     let cells = dim.saturating_mul(bits as u64);
     match kind {
-        SignerKind::Gaussian | SignerKind::SuperBit => cells.saturating_mul(4),
+        SignerKind::Gaussian | SignerKind::SuperBit { .. } => cells.saturating_mul(4),
         SignerKind::Rademacher => cells / 8,
         _ => 0,
     }
@@ -221,11 +219,11 @@ fn study(
                 .map(|k| cosine(&data, 2 * k, 2 * k + 1))
                 .collect();
             for &bits in widths {
-                for &kind in kinds {
+                for kind in kinds {
                     pb.inc(1);
                     let need = matrix_bytes(kind, dim, bits);
-                    let too_slow =
-                        kind == SignerKind::SuperBit && dim * (bits as u64).pow(2) > 1 << 34;
+                    let too_slow = matches!(kind, SignerKind::SuperBit { .. })
+                        && dim * (bits as u64).pow(2) > 1 << 34;
                     let skipped = if need > a.max_matrix_mib << 20 {
                         Some(format!(
                             "matrix of {} > --max-matrix-mib {}",
@@ -241,9 +239,9 @@ fn study(
                         None
                     };
                     if let Some(why) = skipped {
-                        ctx.say(format!("skipping {kind:?} D={dim} f={bits}: {why}"));
+                        ctx.say(format!("skipping {kind} D={dim} f={bits}: {why}"));
                         rows.push(Row {
-                            signer: kind_name(kind).to_string(),
+                            signer: kind.to_string(),
                             dim,
                             bits,
                             nnz,
@@ -262,25 +260,13 @@ fn study(
     Ok(rows)
 }
 
-/// The library's name of a signer kind.
-fn kind_name(kind: SignerKind) -> &'static str {
-    match kind {
-        SignerKind::Gaussian => "gaussian",
-        SignerKind::SuperBit => "super-bit",
-        SignerKind::Rademacher => "rademacher",
-        SignerKind::VerySparse => "very-sparse",
-        SignerKind::HashingTrick => "hashing-trick",
-        SignerKind::Pooled => "pooled",
-    }
-}
-
 /// One configuration over `a.seeds` signer seeds: each signer built, warmed up by one
 /// untimed run, then timed; errors per seed.
 #[allow(clippy::too_many_arguments)]
 fn measure(
     a: &Args,
     seed: u64,
-    kind: SignerKind,
+    kind: &SignerKind,
     dim: u64,
     bits: usize,
     nnz: usize,
@@ -291,9 +277,10 @@ fn measure(
     let mut bytes = 0;
     let mut name = String::new();
     for s in 0..a.seeds {
-        let signer: AnySigner = a
-            .signer
-            .build(kind, Some(dim), bits, seed.wrapping_add(s))?;
+        let signer: AnySigner = SignerSpec::new(kind.clone())
+            .bits(bits)
+            .seed(seed.wrapping_add(s))
+            .build(Some(dim))?;
         // Warm-up: page in the matrix, fill the caches and the thread pool.
         signer.sign_csr(data.view())?;
         let t = Instant::now();
@@ -313,7 +300,7 @@ fn measure(
         );
         let info = signer.info();
         bytes = info.bytes;
-        name = info.kind.to_string();
+        name = kind.to_string();
     }
     secs.sort_by(f64::total_cmp);
     let median = secs[secs.len() / 2];
