@@ -10,6 +10,9 @@ use simlsh::signers::{Distribution, HashingTrick, HyperplaneSigner, PooledSigner
 use simlsh::text::{DfCounter, Idf, Mode, StopWords, Tokenizer, Weighting, idf_key};
 use simlsh::{Error, Signer};
 
+mod text_reference;
+use text_reference::{RefWeighting, Spec};
+
 fn tmp(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("simlsh-text-{}", std::process::id()));
     std::fs::create_dir_all(&d).unwrap();
@@ -470,5 +473,121 @@ proptest::proptest! {
         let want: Vec<String> = ranked.iter().map(|(_, w)| (*w).clone()).collect();
         let got = tok(Tokenizer::builder().top_k(Some(k))).features(&text);
         proptest::prop_assert_eq!(got.tokens, want);
+    }
+}
+
+fn bundled(name: &str) -> Vec<String> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("datasets");
+    let p = match name {
+        "poems" => root.join("chinese-poetry-3k/poems.jsonl"),
+        _ => root.join("healthtweets-10k/healthtweets-10k.csv"),
+    };
+    let format = InputFormat::from_path(&p).unwrap();
+    let (docs, _) = read_documents(&p, format, &TextOptions::default()).unwrap();
+    docs.into_iter().map(|d| d.text).collect()
+}
+
+fn tokenizer_of(s: &Spec) -> Tokenizer {
+    tok(Tokenizer::builder()
+        .mode(s.mode)
+        .ngram(s.ngram)
+        .lowercase(s.lowercase)
+        .keep_punctuation(s.keep_punctuation)
+        .stop_words(s.stop_words.clone())
+        .hmm(s.hmm))
+}
+
+/// Every mode, with shingles, stop words, punctuation kept and case kept.
+fn reference_specs() -> Vec<Spec> {
+    let mut out = Vec::new();
+    let mut modes = vec![Mode::Words, Mode::Chars];
+    if cfg!(feature = "cjk") {
+        modes.extend([Mode::Cjk, Mode::Auto]);
+    }
+    for mode in modes {
+        for ngram in [1, 2, 3] {
+            out.push(Spec {
+                mode,
+                ngram,
+                ..Spec::default()
+            });
+        }
+        out.push(Spec {
+            mode,
+            ngram: 2,
+            lowercase: false,
+            keep_punctuation: true,
+            stop_words: StopWords::english().union(&StopWords::from_words(["的", "之", "風"])),
+            hmm: false,
+        });
+    }
+    out
+}
+
+/// The single-pass tokenizer against the straightforward pipeline (`text_reference`) on the
+/// bundled poems and tweets, for every mode: the same tokens, the same document frequencies,
+/// the same weighted features in the same order, and bit-identical signatures from
+/// `sign_corpus` (hashing trick at 256 bits, pooled at 64).
+#[test]
+fn single_pass_equals_the_straightforward_pipeline_on_the_bundled_data() {
+    let hashing = HashingTrick::builder().bits(256).seed(5).build().unwrap();
+    let pooled = PooledSigner::builder().bits(64).seed(5).build().unwrap();
+    for set in ["poems", "tweets"] {
+        let all = bundled(set);
+        for spec in reference_specs() {
+            // jieba is the slow part: a third of the tweets is enough for its modes.
+            let n = if set == "tweets" && matches!(spec.mode, Mode::Cjk | Mode::Auto) {
+                3000
+            } else {
+                all.len()
+            };
+            let docs: Vec<&str> = all[..n].iter().map(String::as_str).collect();
+            let base = tokenizer_of(&spec);
+            for d in docs.iter().step_by(7) {
+                assert_eq!(base.tokens(d), text_reference::tokens(&spec, d), "{spec:?}: {d}");
+            }
+            let idf = Idf::fit(&base, &docs);
+            let RefWeighting::TfIdf(n_docs, df) = text_reference::fit(&spec, &docs) else {
+                unreachable!()
+            };
+            assert_eq!(idf.docs(), n_docs);
+            let mut want: Vec<(u64, u32)> = df.iter().map(|(&k, &v)| (k, v)).collect();
+            want.sort_unstable();
+            assert_eq!(idf.entries(), &want[..], "{set} {spec:?}: document frequencies");
+            let cases = [
+                (Weighting::Binary, RefWeighting::Binary, None),
+                (Weighting::Tf, RefWeighting::Tf, Some(5)),
+                (
+                    Weighting::TfIdf(std::sync::Arc::new(idf.clone())),
+                    RefWeighting::TfIdf(n_docs, df.clone()),
+                    None,
+                ),
+                (
+                    Weighting::TfIdf(std::sync::Arc::new(idf)),
+                    RefWeighting::TfIdf(n_docs, df),
+                    Some(20),
+                ),
+            ];
+            for (weighting, reference, top_k) in cases {
+                let t = tok(base.to_builder().weighting(weighting).top_k(top_k));
+                let signers: [&dyn Signer; 2] = [&hashing, &pooled];
+                for s in signers {
+                    let sigs = t.sign_corpus(s, &docs).unwrap();
+                    for (i, d) in docs.iter().enumerate() {
+                        let (tokens, weights) = text_reference::features(&spec, &reference, top_k, d);
+                        let refs: Vec<&str> = tokens.iter().map(String::as_str).collect();
+                        assert_eq!(
+                            sigs.get(i),
+                            s.sign_tokens(&refs, &weights).unwrap(),
+                            "{set} {spec:?} {top_k:?} row {i}"
+                        );
+                        if i % 5 == 0 {
+                            let f = t.features(d);
+                            assert_eq!((f.tokens, f.weights), (tokens, weights));
+                        }
+                    }
+                }
+            }
+        }
     }
 }
