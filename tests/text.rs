@@ -544,7 +544,11 @@ fn single_pass_equals_the_straightforward_pipeline_on_the_bundled_data() {
             let docs: Vec<&str> = all[..n].iter().map(String::as_str).collect();
             let base = tokenizer_of(&spec);
             for d in docs.iter().step_by(7) {
-                assert_eq!(base.tokens(d), text_reference::tokens(&spec, d), "{spec:?}: {d}");
+                assert_eq!(
+                    base.tokens(d),
+                    text_reference::tokens(&spec, d),
+                    "{spec:?}: {d}"
+                );
             }
             let idf = Idf::fit(&base, &docs);
             let RefWeighting::TfIdf(n_docs, df) = text_reference::fit(&spec, &docs) else {
@@ -553,7 +557,11 @@ fn single_pass_equals_the_straightforward_pipeline_on_the_bundled_data() {
             assert_eq!(idf.docs(), n_docs);
             let mut want: Vec<(u64, u32)> = df.iter().map(|(&k, &v)| (k, v)).collect();
             want.sort_unstable();
-            assert_eq!(idf.entries(), &want[..], "{set} {spec:?}: document frequencies");
+            assert_eq!(
+                idf.entries(),
+                &want[..],
+                "{set} {spec:?}: document frequencies"
+            );
             let cases = [
                 (Weighting::Binary, RefWeighting::Binary, None),
                 (Weighting::Tf, RefWeighting::Tf, Some(5)),
@@ -574,7 +582,8 @@ fn single_pass_equals_the_straightforward_pipeline_on_the_bundled_data() {
                 for s in signers {
                     let sigs = t.sign_corpus(s, &docs).unwrap();
                     for (i, d) in docs.iter().enumerate() {
-                        let (tokens, weights) = text_reference::features(&spec, &reference, top_k, d);
+                        let (tokens, weights) =
+                            text_reference::features(&spec, &reference, top_k, d);
                         let refs: Vec<&str> = tokens.iter().map(String::as_str).collect();
                         assert_eq!(
                             sigs.get(i),
