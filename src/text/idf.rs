@@ -117,7 +117,7 @@ impl Directory {
 
 /// Hints the CPU to fetch the cache line holding `x` (no effect on other architectures).
 #[inline(always)]
-fn prefetch<T>(x: &T) {
+pub(crate) fn prefetch<T>(x: &T) {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: a prefetch is only a hint: it never faults and does not change memory; the
     // pointer comes from a reference, so it is valid anyway.

@@ -12,6 +12,7 @@ use super::segment::{self, Span};
 use super::{Mode, TokenizerBuilder, Weighting};
 use crate::rng::hash_bytes;
 use crate::text::IDF_HASH_SEED;
+use crate::text::idf::prefetch;
 
 /// Slot value of an empty hash-table slot.
 const EMPTY: u32 = u32::MAX;
@@ -50,12 +51,25 @@ impl Bufs {
     }
 }
 
+/// A hash-table slot: a feature's key and its index among the distinct features, or
+/// `idx == EMPTY`.
+#[derive(Clone, Copy, Debug)]
+struct Slot {
+    key: u64,
+    idx: u32,
+}
+
+const FREE: Slot = Slot { key: 0, idx: EMPTY };
+
+/// Occurrences hashed ahead of their insertion, so that their slots are fetched in parallel.
+const AHEAD: usize = 16;
+
 /// The distinct features of the current document, in order of first occurrence.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Distinct {
-    /// Open addressing, linear probing: the index of a distinct feature, or [`EMPTY`].
-    /// Empty between documents (only the slots used are reset).
-    slots: Vec<u32>,
+    /// Open addressing, linear probing, at most half full; keys stored in the slots, so that
+    /// a probe reads one cache line. Empty between documents (only the slots used are reset).
+    slots: Vec<Slot>,
     /// The slot of each distinct feature, to reset it.
     slot_of: Vec<u32>,
     /// [`idf_key`](super::idf_key) of each distinct feature.
@@ -72,7 +86,7 @@ impl Distinct {
     /// Empties the set and makes room for `n` insertions.
     fn reset(&mut self, n: usize) {
         for &s in &self.slot_of {
-            self.slots[s as usize] = EMPTY;
+            self.slots[s as usize] = FREE;
         }
         self.slot_of.clear();
         self.keys.clear();
@@ -82,31 +96,50 @@ impl Distinct {
         let want = (2 * n).next_power_of_two().max(16);
         // Grow to a load of at most 1/2; give back a large table a small document left over.
         if self.slots.len() < want || self.slots.len() > (want << 4).max(1 << 16) {
-            self.slots = vec![EMPTY; want];
+            self.slots = vec![FREE; want];
         }
     }
 
-    /// Counts one occurrence of the feature `span` of `text`.
+    /// Counts the occurrences `spans` of features of `text`. The keys of the next
+    /// [`AHEAD`] occurrences are computed and their slots prefetched before they are
+    /// inserted: on a long document, whose table does not fit in the cache, the misses
+    /// overlap.
+    fn insert_all(&mut self, text: &str, spans: &[Span]) {
+        let mask = self.slots.len() - 1;
+        let mut keys = [0u64; AHEAD];
+        for chunk in spans.chunks(AHEAD) {
+            for (k, s) in keys.iter_mut().zip(chunk) {
+                *k = hash_bytes(s.get(text).as_bytes(), IDF_HASH_SEED);
+                prefetch(&self.slots[*k as usize & mask]);
+            }
+            for (&k, &s) in keys.iter().zip(chunk) {
+                self.insert(text, s, k);
+            }
+        }
+    }
+
+    /// Counts one occurrence of the feature `span` of `text`, whose key is `key`.
     #[inline]
-    fn insert(&mut self, text: &str, span: Span) {
-        let bytes = span.get(text).as_bytes();
-        let key = hash_bytes(bytes, IDF_HASH_SEED);
+    fn insert(&mut self, text: &str, span: Span, key: u64) {
         let mask = self.slots.len() - 1;
         let mut i = key as usize & mask;
         loop {
             let s = self.slots[i];
-            if s == EMPTY {
-                self.slots[i] = self.keys.len() as u32;
+            if s.idx == EMPTY {
+                self.slots[i] = Slot {
+                    key,
+                    idx: self.keys.len() as u32,
+                };
                 self.slot_of.push(i as u32);
                 self.keys.push(key);
                 self.first.push(span);
                 self.counts.push(1);
                 return;
             }
-            let s = s as usize;
-            if self.keys[s] == key {
-                if self.first[s].get(text).as_bytes() == bytes {
-                    self.counts[s] += 1;
+            if s.key == key {
+                let d = s.idx as usize;
+                if self.first[d].get(text) == span.get(text) {
+                    self.counts[d] += 1;
                     return;
                 }
                 self.collided = true;
@@ -245,9 +278,7 @@ pub(crate) fn features(b: &TokenizerBuilder, input: &str, s: &mut Scratch) -> So
 pub(crate) fn count(input: &str, source: Source, s: &mut Scratch) {
     s.distinct.reset(s.feats.len());
     let text = s.bufs.get(input, source);
-    for &f in &s.feats {
-        s.distinct.insert(text, f);
-    }
+    s.distinct.insert_all(text, &s.feats);
 }
 
 /// Weighs the distinct features and keeps the top K: fills `s.kept` (in order of first
@@ -347,9 +378,8 @@ mod tests {
         let mut d = Distinct::default();
         let text = "abab";
         d.reset(4);
-        for (a, b) in [(0, 2), (2, 4), (1, 3), (0, 2)] {
-            d.insert(text, Span { start: a, end: b });
-        }
+        let spans = [(0, 2), (2, 4), (1, 3), (0, 2)].map(|(start, end)| Span { start, end });
+        d.insert_all(text, &spans);
         assert_eq!(d.counts, [3, 1]);
         assert_eq!(
             d.first,
@@ -358,7 +388,16 @@ mod tests {
         assert!(!d.collided);
         // Reset keeps the table empty: a second document starts from nothing.
         d.reset(1);
-        d.insert(text, Span { start: 1, end: 3 });
+        d.insert_all(text, &[Span { start: 1, end: 3 }]);
         assert_eq!((d.len(), d.counts[0]), (1, 1));
+        // Two different features with one key (forced here) are kept apart.
+        d.reset(3);
+        d.insert(text, Span { start: 0, end: 2 }, 42);
+        d.insert(text, Span { start: 1, end: 3 }, 42);
+        d.insert(text, Span { start: 2, end: 4 }, 42);
+        assert_eq!(
+            (d.len(), d.counts.as_slice(), d.collided),
+            (2, &[2, 1][..], true)
+        );
     }
 }

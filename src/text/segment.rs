@@ -203,28 +203,63 @@ fn is_simple(c: char) -> bool {
 }
 
 /// Extended grapheme clusters of `text` into `out`, with each cluster's "has a letter or
-/// digit" flag into `alnum`. A text made only of [`is_simple`] characters is split per
-/// character; any other goes through `unicode-segmentation`.
+/// digit" flag into `alnum`. Runs of [`is_simple`] characters are split per character;
+/// around any other character, the region from the simple character before it to the first
+/// simple character followed by another simple one goes through `unicode-segmentation`.
+/// That is exact: both ends of such a region are boundaries (simple on both sides, rule
+/// GB999), and the rules that look back further (emoji sequences, regional-indicator pairs,
+/// Indic conjuncts) stop at a simple character.
 pub(crate) fn graphemes(text: &str, out: &mut Vec<Span>, alnum: &mut Vec<bool>) {
-    let start = out.len();
+    let base = out.len();
+    let mut segment = |from: usize, to: usize, out: &mut Vec<Span>, alnum: &mut Vec<bool>| {
+        for (i, g) in text[from..to].grapheme_indices(true) {
+            out.push(Span {
+                start: from + i,
+                end: from + i + g.len(),
+            });
+            alnum.push(has_alnum(g));
+        }
+    };
+    // The start of the region being collected, and whether its last character is simple.
+    let mut region: Option<usize> = None;
+    let mut last_simple = false;
     for (i, c) in text.char_indices() {
-        if !is_simple(c) {
-            out.truncate(start);
-            alnum.truncate(start);
-            for (i, g) in text.grapheme_indices(true) {
+        let simple = is_simple(c);
+        match region {
+            None if simple => {
                 out.push(Span {
                     start: i,
-                    end: i + g.len(),
+                    end: i + c.len_utf8(),
                 });
-                alnum.push(has_alnum(g));
+                alnum.push(is_alnum(c));
             }
-            return;
+            None => {
+                // Take back the simple character just before, if any: the region starts there.
+                let from = match out.last() {
+                    Some(&u) if out.len() > base && u.end == i => {
+                        out.pop();
+                        alnum.pop();
+                        u.start
+                    }
+                    _ => i,
+                };
+                region = Some(from);
+                last_simple = false;
+            }
+            Some(from) if simple && last_simple => {
+                segment(from, i, out, alnum);
+                region = None;
+                out.push(Span {
+                    start: i,
+                    end: i + c.len_utf8(),
+                });
+                alnum.push(is_alnum(c));
+            }
+            Some(_) => last_simple = simple,
         }
-        out.push(Span {
-            start: i,
-            end: i + c.len_utf8(),
-        });
-        alnum.push(is_alnum(c));
+    }
+    if let Some(from) = region {
+        segment(from, text.len(), out, alnum);
     }
 }
 
@@ -289,13 +324,28 @@ mod tests {
         let got: Vec<&str> = spans.iter().map(|s| s.get(&text)).collect();
         let want: Vec<&str> = text.graphemes(true).collect();
         assert_eq!(got, want);
-        // A combining mark makes the text take the general path.
-        let text = "ce\u{301}中\u{302A}";
-        spans.clear();
-        alnum.clear();
-        graphemes(text, &mut spans, &mut alnum);
-        let got: Vec<&str> = spans.iter().map(|s| s.get(text)).collect();
-        assert_eq!(got, text.graphemes(true).collect::<Vec<_>>());
-        assert_eq!(alnum, [true, true, true]);
+        // Combining marks, emoji sequences, flags, Hangul and CR LF between simple characters:
+        // the regions around them go through UAX #29, with the same clusters as the whole
+        // text would give.
+        for text in [
+            "ce\u{301}中\u{302A}",
+            "\u{301}ab",
+            "a\u{301}",
+            "中👨\u{200D}👩\u{200D}👧ab🇫🇷🇩🇪x🇫c",
+            "ab\r\ncd\u{1100}\u{1161}\u{11A8}e\u{0915}\u{094D}\u{0937}f",
+            "x\u{0600}1y",
+            "é中é中é",
+        ] {
+            spans.clear();
+            alnum.clear();
+            graphemes(text, &mut spans, &mut alnum);
+            let got: Vec<&str> = spans.iter().map(|s| s.get(text)).collect();
+            assert_eq!(got, text.graphemes(true).collect::<Vec<_>>(), "{text:?}");
+            let want: Vec<bool> = got
+                .iter()
+                .map(|g| g.chars().any(char::is_alphanumeric))
+                .collect();
+            assert_eq!(alnum, want, "{text:?}");
+        }
     }
 }
