@@ -907,3 +907,92 @@ fn very_long_lines_are_read_and_tokenised_exactly() {
         assert_eq!((f.tokens, f.weights), (tokens, weights));
     }
 }
+
+/// jieba's keyword weights against Python jieba 0.42.1's
+/// `jieba.analyse.extract_tags(text, topK=5, withWeight=True)` (values pinned from it): the
+/// same five keywords with the same weights, ties kept by first occurrence as Python's stable
+/// sort keeps them (the poem: five words tie at the median IDF, a sixth follows).
+#[cfg(feature = "cjk")]
+#[test]
+fn jieba_keywords_are_the_keywords_and_weights_of_python_jieba() {
+    let poem = "道吾當年不肯道，漸源中路沒商量。\n先師靈骨今猶在，無用扶鍬上法堂。";
+    let cases: [(&str, [(&str, f64); 5]); 3] = [
+        (
+            "今天纽约的天气真好啊，京华大酒店的张尧经理吃了一只北京烤鸭。后天纽约的天气不好，昨天纽约的天气也不好，北京烤鸭真好吃",
+            [
+                ("北京烤鸭", 1.25143832909),
+                ("纽约", 1.0095837162795),
+                ("天气", 0.9689915916884999),
+                ("张尧", 0.597738375145),
+                ("不好", 0.567116653301),
+            ],
+        ),
+        (
+            "此外，公司拟对全资子公司吉林欧亚置业有限公司增资4.3亿元，增资后，吉林欧亚置业注册资本由7000万元增加到5亿元。吉林欧亚置业主要经营范围为房地产开发及百货零售等业务。目前在建吉林欧亚城市商业综合体项目。2013年，实现营业收入0万元，实现净利润-139.13万元。",
+            [
+                ("欧亚", 0.7300142700289363),
+                ("吉林", 0.659038184373617),
+                ("置业", 0.4887134522112766),
+                ("万元", 0.3392722481859574),
+                ("增资", 0.33582401985234045),
+            ],
+        ),
+        (
+            poem,
+            [
+                ("當年", 1.3283075003222222),
+                ("漸源", 1.3283075003222222),
+                ("先師", 1.3283075003222222),
+                ("靈骨", 1.3283075003222222),
+                ("無用", 1.3283075003222222),
+            ],
+        ),
+    ];
+    let t = tok(Tokenizer::builder()
+        .mode(Mode::Cjk)
+        .weighting(Weighting::JiebaKeywords)
+        .top_k(Some(5)));
+    for (text, python) in cases {
+        let f = t.features(text);
+        let mut got: Vec<(String, f32)> = f.tokens.into_iter().zip(f.weights).collect();
+        let mut want: Vec<(String, f32)> = python
+            .iter()
+            .map(|&(w, x)| (w.to_string(), x as f32))
+            .collect();
+        got.sort_by(|a, b| a.0.cmp(&b.0));
+        want.sort_by(|a, b| a.0.cmp(&b.0));
+        assert_eq!(got.len(), 5);
+        for (g, w) in got.iter().zip(&want) {
+            assert_eq!(g.0, w.0, "{text}");
+            assert!(
+                (g.1 - w.1).abs() <= 1e-6 * w.1,
+                "{}: {} vs {}",
+                g.0,
+                g.1,
+                w.1
+            );
+        }
+    }
+    // Without top K: every keyword, single characters dropped (the poem's 道, 沒, 上, …).
+    let all = tok(t.to_builder().top_k(None));
+    let f = all.features(poem);
+    assert_eq!(
+        f.tokens,
+        [
+            "當年", "不肯", "漸源", "中路", "商量", "先師", "靈骨", "無用", "法堂"
+        ]
+    );
+    // Only jieba's words can be its keywords.
+    for b in [
+        Tokenizer::builder().mode(Mode::Words),
+        Tokenizer::builder().mode(Mode::Cjk).ngram(2),
+    ] {
+        assert!(matches!(
+            b.weighting(Weighting::JiebaKeywords).build(),
+            Err(Error::InvalidParameter {
+                name: "weighting",
+                ..
+            })
+        ));
+    }
+}

@@ -59,6 +59,13 @@ pub enum Weighting {
     Tf,
     /// Count × smoothed IDF of a fitted table.
     TfIdf(Arc<Idf>),
+    /// jieba's keyword weights, as Python's `jieba.analyse.extract_tags`: count × the IDF of
+    /// jieba's bundled table (the table's median for words it lacks) / the number of keyword
+    /// occurrences, over the words of at least two characters that are not jieba's stop
+    /// words (the others are dropped). Needs [`Mode::Cjk`] with `ngram(1)` (and the `cjk`
+    /// feature); with [`top_k`](TokenizerBuilder::top_k) it keeps `extract_tags`'s `topK`
+    /// keywords (equal weights: the first occurring, as Python's stable sort does).
+    JiebaKeywords,
 }
 
 /// Builder of a [`Tokenizer`]: `Default`, chained setters, [`build`](TokenizerBuilder::build).
@@ -175,6 +182,23 @@ impl TokenizerBuilder {
         }
         if self.ngram == 0 {
             return Err(Error::param("ngram", "must be at least 1"));
+        }
+        if matches!(self.weighting, Weighting::JiebaKeywords) {
+            if !cfg!(feature = "cjk") {
+                return Err(Error::Unsupported(
+                    "jieba keyword weights need jieba: build simlsh with its `cjk` feature".into(),
+                ));
+            }
+            if self.mode != Mode::Cjk || self.ngram != 1 {
+                return Err(Error::param(
+                    "weighting",
+                    format!(
+                        "jieba keyword weights need mode cjk and ngram 1, not mode {} and ngram {}",
+                        self.mode.name(),
+                        self.ngram
+                    ),
+                ));
+            }
         }
         if self.top_k == Some(0) {
             return Err(Error::param(

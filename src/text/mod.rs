@@ -58,6 +58,8 @@
 mod config;
 mod corpus;
 mod idf;
+#[cfg(feature = "cjk")]
+mod keywords;
 mod scan;
 mod segment;
 mod stopwords;

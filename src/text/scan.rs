@@ -168,6 +168,9 @@ pub(crate) struct Scratch {
     /// The distinct features kept (indices into `distinct`), in order of first occurrence.
     pub kept: Vec<u32>,
     idf: Vec<f64>,
+    /// jieba's keyword weights of the document, sorted by word.
+    #[cfg(feature = "cjk")]
+    keywords: Vec<(String, f64)>,
     /// Token slices handed to the signer; always empty between documents (see [`with_refs`]).
     refs: Vec<&'static str>,
 }
@@ -281,9 +284,9 @@ pub(crate) fn count(input: &str, source: Source, s: &mut Scratch) {
     s.distinct.insert_all(text, &s.feats);
 }
 
-/// Weighs the distinct features and keeps the top K: fills `s.kept` (in order of first
-/// occurrence) and `s.weights` (one per kept feature).
-pub(crate) fn weigh(b: &TokenizerBuilder, s: &mut Scratch) {
+/// Weighs the distinct features (spans of `source`) and keeps the top K: fills `s.kept` (in
+/// order of first occurrence) and `s.weights` (one per kept feature).
+pub(crate) fn weigh(b: &TokenizerBuilder, input: &str, source: Source, s: &mut Scratch) {
     let d = &s.distinct;
     let w = &mut s.weights;
     w.clear();
@@ -299,11 +302,30 @@ pub(crate) fn weigh(b: &TokenizerBuilder, s: &mut Scratch) {
                     .map(|(&c, &i)| (c as f64 * i) as f32),
             );
         }
+        #[cfg(feature = "cjk")]
+        Weighting::JiebaKeywords => {
+            // Mode::Cjk, ngram 1 (checked by the builder): the features are the words jieba
+            // cut from this text; those that are not keywords get NaN and are dropped below.
+            let text = s.bufs.get(input, source);
+            super::keywords::weights(text, b.hmm, &mut s.keywords);
+            let kw = &s.keywords;
+            w.extend(d.first.iter().map(|f| {
+                let word = f.get(text);
+                kw.binary_search_by(|k| k.0.as_str().cmp(word))
+                    .map_or(f32::NAN, |i| kw[i].1 as f32)
+            }));
+        }
+        #[cfg(not(feature = "cjk"))]
+        Weighting::JiebaKeywords => {
+            let _ = (input, source);
+            unreachable!("refused by TokenizerBuilder::build")
+        }
     }
     let kept = &mut s.kept;
     kept.clear();
-    kept.extend(0..d.len() as u32);
-    if let Some(k) = b.top_k {
+    kept.extend((0..d.len() as u32).filter(|&j| !w[j as usize].is_nan()));
+    let k = b.top_k.unwrap_or(usize::MAX);
+    if k < kept.len() || kept.len() < d.len() {
         if k < kept.len() {
             // Heaviest first, ties by first occurrence: a strict total order, so the K
             // selected are unique; then back to document order.
@@ -312,13 +334,13 @@ pub(crate) fn weigh(b: &TokenizerBuilder, s: &mut Scratch) {
             kept.select_nth_unstable_by(k - 1, by_weight);
             kept.truncate(k);
             kept.sort_unstable();
-            // `kept` is increasing, so `kept[j] ≥ j`: compacting in place reads before it
-            // overwrites.
-            for j in 0..k {
-                w[j] = w[kept[j] as usize];
-            }
-            w.truncate(k);
         }
+        // `kept` is increasing, so `kept[j] ≥ j`: compacting in place reads before it
+        // overwrites.
+        for j in 0..kept.len() {
+            w[j] = w[kept[j] as usize];
+        }
+        w.truncate(kept.len());
     }
 }
 
@@ -327,7 +349,7 @@ pub(crate) fn weigh(b: &TokenizerBuilder, s: &mut Scratch) {
 pub(crate) fn scan(b: &TokenizerBuilder, input: &str, s: &mut Scratch) -> Source {
     let source = features(b, input, s);
     count(input, source, s);
-    weigh(b, s);
+    weigh(b, input, source, s);
     source
 }
 

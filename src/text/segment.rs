@@ -211,7 +211,7 @@ fn is_simple(c: char) -> bool {
 /// Indic conjuncts) stop at a simple character.
 pub(crate) fn graphemes(text: &str, out: &mut Vec<Span>, alnum: &mut Vec<bool>) {
     let base = out.len();
-    let mut segment = |from: usize, to: usize, out: &mut Vec<Span>, alnum: &mut Vec<bool>| {
+    let segment = |from: usize, to: usize, out: &mut Vec<Span>, alnum: &mut Vec<bool>| {
         for (i, g) in text[from..to].grapheme_indices(true) {
             out.push(Span {
                 start: from + i,
