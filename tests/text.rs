@@ -4,7 +4,7 @@
 //! single pass against the straightforward pipeline; documents without features; feature
 //! rows and exact cosines; document records, ids, unclosed CSV quotes and very long lines.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use simlsh::io::{
@@ -76,6 +76,7 @@ fn stop_word_files_are_read_with_comments_and_bad_lines_named() {
     }
 }
 
+#[cfg(feature = "cjk")]
 #[test]
 fn jieba_segments_chinese_and_auto_mode_mixes_segmenters() {
     let t = tok(Tokenizer::builder().mode(Mode::Cjk).hmm(false));
@@ -138,8 +139,10 @@ fn shingles_of_characters_and_words() {
     // Word shingles.
     let t = tok(Tokenizer::builder().ngram(2));
     assert_eq!(t.tokens("A b, c!"), ["a b", "b c"]);
-    let t = tok(Tokenizer::builder().mode(Mode::Cjk).hmm(false).ngram(2));
-    assert_eq!(t.tokens("一个叛徒"), ["一个 叛徒"]);
+    if cfg!(feature = "cjk") {
+        let t = tok(Tokenizer::builder().mode(Mode::Cjk).hmm(false).ngram(2));
+        assert_eq!(t.tokens("一个叛徒"), ["一个 叛徒"]);
+    }
     assert!(matches!(
         Tokenizer::builder().ngram(0).build(),
         Err(Error::InvalidParameter { name: "ngram", .. })
@@ -271,7 +274,8 @@ fn idf_counting_is_the_same_one_by_one_in_batches_and_on_any_thread_count() {
 #[test]
 fn idf_files_round_trip_and_errors_name_the_line() {
     let t = tok(Tokenizer::builder()
-        .mode(Mode::Cjk)
+        .mode(Mode::Chars)
+        .ngram(2)
         .stop_words(StopWords::english()));
     let idf = Idf::fit(&t, ["我们中出了一个叛徒", "今天天气很好", "我们今天"]);
     let p = tmp("model.idf");
@@ -387,6 +391,7 @@ fn sign_corpus_equals_per_document_signing_on_any_thread_count() {
 /// The classic Chinese pipeline on the bundled poems (jieba, TF-IDF keywords, 64-bit
 /// simhash): exact duplicates collide, near duplicates are close, unrelated poems sit near
 /// 32 of 64 bits.
+#[cfg(feature = "cjk")]
 #[test]
 fn chinese_poems_duplicates_collide_and_unrelated_poems_are_half_apart() {
     let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("datasets/chinese-poetry-3k/poems.jsonl");
@@ -401,6 +406,7 @@ fn chinese_poems_duplicates_collide_and_unrelated_poems_are_half_apart() {
     let sigs = t.sign_corpus(&signer, &docs).unwrap();
 
     let first_line = |d: &str| d.split(['，', '。', '\n']).next().unwrap().to_string();
+    use std::collections::BTreeMap;
     let mut by_text: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
     let mut by_first: BTreeMap<String, Vec<usize>> = BTreeMap::new();
     for (i, d) in docs.iter().enumerate() {
@@ -995,4 +1001,20 @@ fn jieba_keywords_are_the_keywords_and_weights_of_python_jieba() {
             })
         ));
     }
+}
+
+/// Built without the `cjk` feature, the jieba modes and weights are refused, not guessed.
+#[cfg(not(feature = "cjk"))]
+#[test]
+fn without_the_cjk_feature_jieba_is_refused() {
+    for b in [
+        Tokenizer::builder().mode(Mode::Cjk),
+        Tokenizer::builder().mode(Mode::Auto),
+    ] {
+        assert!(matches!(b.build(), Err(Error::Unsupported(_))));
+    }
+    let b = Tokenizer::builder()
+        .mode(Mode::Cjk)
+        .weighting(Weighting::JiebaKeywords);
+    assert!(matches!(b.build(), Err(Error::Unsupported(_))));
 }

@@ -25,24 +25,37 @@
 //!    by one space (words) or nothing (characters). A document with fewer than `n` units gives
 //!    one feature, all of them.
 //! 5. **Weight** ([`Weighting`]) each distinct feature: [`Binary`](Weighting::Binary) 1,
-//!    [`Tf`](Weighting::Tf) (default) its count in the document, or
+//!    [`Tf`](Weighting::Tf) (default) its count in the document,
 //!    [`TfIdf`](Weighting::TfIdf) count × [`Idf::idf`] (no normalisation: a signature does
-//!    not depend on the scale of its input). Features are listed in order of first
-//!    occurrence.
+//!    not depend on the scale of its input), or
+//!    [`JiebaKeywords`](Weighting::JiebaKeywords) jieba's own keyword weights (its bundled
+//!    IDF table and stop words, Python's `jieba.analyse.extract_tags`). Features are listed
+//!    in order of first occurrence.
 //! 6. **Top K** ([`top_k`](TokenizerBuilder::top_k)): keep the `K` heaviest features; among
 //!    equal weights the one occurring first in the document wins. The kept features stay in
-//!    order of first occurrence.
+//!    order of first occurrence, the order in which they are added into a signature.
 //!
 //! The result, [`Features`], goes to [`Signer::sign_tokens`]; features are hashed by the
 //! signer (the hashing trick), so no vocabulary is held. Document frequencies are counted per
 //! token hash ([`idf_key`], a fixed XXH3 independent of any signer seed) in a sorted
 //! `Vec<(u64, u32)>`.
 //!
+//! **One pass per document.** [`Tokenizer::sign_corpus`] runs the whole pipeline and the
+//! signer's accumulation in one pass per document, in buffers each thread reuses: features
+//! are byte spans of the normalised text, their distinct set is a hash table keyed by
+//! [`idf_key`] (bytes compared on a key match, so two features are never merged), and no
+//! string is allocated per token. The time is linear in the length of a document, however
+//! long. [`Tokenizer::sign_corpus_with`] returns, from the same pass, each document's
+//! feature count — a document without features (empty, punctuation or stop words only) has
+//! the all-zero signature and must not be paired with other such documents — and on request
+//! the weighted features as sparse rows ([`FeatureRows`]) for exact cosines.
+//!
 //! The classic Chinese near-duplicate pipeline (segment, TF-IDF keywords, 64-bit simhash,
 //! Hamming distance ≤ 3):
 //!
 //! ```
-//! use simlsh::text::{Idf, Mode, Tokenizer};
+//! # #[cfg(feature = "cjk")] {
+//! use simlsh::text::{Idf, Mode, Tokenizer, Weighting};
 //! use simlsh::{HashingTrick, Signer};
 //!
 //! let docs = ["我们中出了一个叛徒", "我们中出了一个叛徒！", "今天天气很好"];
@@ -52,8 +65,17 @@
 //! let signer = HashingTrick::builder().bits(64).seed(1).build()?;
 //! let sigs = tok.sign_corpus(&signer, &docs)?;
 //! assert_eq!(sigs.distance(0, 1), 0); // punctuation is dropped
+//!
+//! // jieba's own keywords, without fitting anything: its IDF table, its stop words.
+//! let jieba = base.to_builder().weighting(Weighting::JiebaKeywords).top_k(Some(20)).build()?;
+//! assert_eq!(jieba.features(docs[0]).tokens, ["我们", "中出", "一个", "叛徒"]);
+//! # }
 //! # Ok::<(), simlsh::Error>(())
 //! ```
+//!
+//! Jieba (the modes [`Cjk`](Mode::Cjk) and [`Auto`](Mode::Auto), and
+//! [`JiebaKeywords`](Weighting::JiebaKeywords)) is the crate's `cjk` feature, on by default;
+//! without it, [`TokenizerBuilder::build`] refuses them with [`Error::Unsupported`](crate::Error::Unsupported).
 
 mod config;
 mod corpus;
