@@ -177,7 +177,7 @@ impl FeatureRows {
     }
 
     /// Appends a row from `(key, weight)` pairs in any order (sorted and merged here).
-    fn push_pairs(&mut self, pairs: &mut Vec<(u64, f32)>) {
+    fn push_pairs(&mut self, pairs: &mut [(u64, f32)]) {
         pairs.sort_unstable_by_key(|p| p.0);
         for &(k, w) in pairs.iter() {
             if self.keys.len() > *self.indptr.last().expect("indptr starts at 0")

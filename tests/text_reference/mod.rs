@@ -145,28 +145,33 @@ pub fn tokens(s: &Spec, text: &str) -> Vec<String> {
     out
 }
 
-/// Document frequencies of the reference tokens: `(N, df by idf_key)`.
-pub fn fit(s: &Spec, docs: &[&str]) -> RefWeighting {
+/// Document frequencies of the documents' reference tokens: `(N, df by idf_key)`.
+pub fn fit(tokens: &[Vec<String>]) -> RefWeighting {
     let mut df = std::collections::HashMap::new();
-    for d in docs {
-        let mut keys: Vec<u64> = tokens(s, d).iter().map(|t| idf_key(t)).collect();
+    for d in tokens {
+        let mut keys: Vec<u64> = d.iter().map(|t| idf_key(t)).collect();
         keys.sort_unstable();
         keys.dedup();
         for k in keys {
             *df.entry(k).or_insert(0u32) += 1;
         }
     }
-    RefWeighting::TfIdf(docs.len() as u64, df)
+    RefWeighting::TfIdf(tokens.len() as u64, df)
 }
 
-/// The weighted distinct features, in order of first occurrence, top K applied.
+/// The weighted distinct features of a document, in order of first occurrence, top K
+/// applied.
 pub fn features(
     s: &Spec,
     w: &RefWeighting,
     top_k: Option<usize>,
     text: &str,
 ) -> (Vec<String>, Vec<f32>) {
-    let toks = tokens(s, text);
+    weigh(tokens(s, text), w, top_k)
+}
+
+/// [`features`] of a document given by its reference tokens.
+pub fn weigh(toks: Vec<String>, w: &RefWeighting, top_k: Option<usize>) -> (Vec<String>, Vec<f32>) {
     let mut distinct: Vec<(String, u32)> = Vec::new();
     let mut index: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
     for t in toks {
