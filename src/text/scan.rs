@@ -232,14 +232,11 @@ pub(crate) fn features(b: &TokenizerBuilder, input: &str, s: &mut Scratch) -> So
                 });
             }
         };
-        if n == 1 || units.len() < n {
-            if n == 1 {
-                (0..units.len()).for_each(|i| push(i, i));
-            } else if !units.is_empty() {
-                push(0, units.len() - 1);
-            }
-        } else {
-            (0..=units.len() - n).for_each(|i| push(i, i + n - 1));
+        let len = units.len();
+        if len >= n {
+            (0..=len - n).for_each(|i| push(i, i + n - 1));
+        } else if len > 0 {
+            push(0, len - 1);
         }
         return source;
     }
