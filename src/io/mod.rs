@@ -28,7 +28,9 @@ pub mod svmlight;
 pub mod vecs;
 
 pub use atomic::write_atomic;
-pub use documents::{Document, Documents, TextOptions, documents, read_documents};
+pub use documents::{
+    Document, Documents, TextOptions, documents, read_documents, read_documents_with_ids,
+};
 pub use format::{FileKind, IndexFile, Writer};
 pub use input::{InputFormat, VectorInput, VectorOptions, Vectors, read_vectors};
 pub use lines::{BadLines, OnBadLine};
