@@ -12,6 +12,7 @@
 //! | signatures | [`signature`] | [`Signature`], [`SignatureMatrix`] |
 //! | signers | [`signers`] | the [`Signer`] trait, [`HyperplaneSigner`], [`HashingTrick`], [`PooledSigner`], [`Accumulator`] |
 //! | estimates | [`estimate`] | [`estimate::estimate`], [`estimate::Planner`], [`estimate::BitsPlanner`] |
+//! | CPU dispatch | [`cpu`] | [`cpu::features`], the scalar / x86 kernel layer |
 //! | popcount kernels | [`hamming`] | [`hamming::distance`], [`hamming::scan_radius`], [`hamming::scan_knn`] |
 //! | indexes | [`index`] | the [`HammingIndex`] trait, [`LinearScan`] |
 //! | files | [`io`] | the versioned format, [`io::save_signatures`], [`io::load_index`] |
@@ -72,6 +73,7 @@
 //! between processes.
 #![deny(missing_docs)]
 
+pub mod cpu;
 pub mod error;
 pub mod estimate;
 pub mod hamming;
@@ -83,6 +85,7 @@ pub mod signature;
 pub mod signers;
 pub mod storage;
 pub mod text;
+pub(crate) mod util;
 pub mod workloads;
 
 pub use error::{Error, Result};

@@ -41,7 +41,6 @@ macro_rules! by_words {
         }
     };
 }
-#[cfg(target_arch = "x86_64")]
 pub(crate) use by_words;
 
 /// Hamming distance of the first `w` words of `a` and `b` (`w` is a constant in the

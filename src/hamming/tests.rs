@@ -111,7 +111,7 @@ fn brute_knn(queries: &[u64], codes: &[u64], w: usize, k: usize) -> Vec<Vec<Neig
 
 #[test]
 fn dispatch_picks_best_available_set() {
-    let forced = force_scalar_from_env();
+    let forced = crate::cpu::forced_scalar();
     let expected = if forced {
         "scalar"
     } else {

@@ -72,20 +72,20 @@ pub mod design;
 mod layout;
 mod store;
 
-use std::collections::BinaryHeap;
-
 use rayon::prelude::*;
 
 pub(crate) use self::design::join_plan;
 pub use self::design::{MAX_TABLES, Plan, min_tables, plan};
+use self::layout::sort_pairs;
 pub(crate) use self::layout::{Layout, counting_sort};
-use self::layout::{prefetch, sort_pairs};
 use self::store::Store;
 use super::{HammingIndex, Hit, Id, IdSet, check_code, check_queries};
+use crate::cpu::{prefetch, with_popcnt};
 use crate::error::{Error, Result};
 use crate::hamming;
 use crate::signature::{SignatureMatrix, last_word_mask, words_for};
 use crate::storage::Buf;
+use crate::util::topk::TopK;
 
 /// (query, table) searches run together, phase by phase, so that their memory accesses
 /// overlap.
@@ -347,37 +347,6 @@ pub struct PermutedTables {
     main_ids: MainIds,
 }
 
-/// The `k` best hits seen so far, by `(distance, id)`.
-struct TopHits {
-    k: usize,
-    heap: BinaryHeap<Hit>,
-}
-
-impl TopHits {
-    fn new(k: usize) -> Self {
-        TopHits {
-            k,
-            heap: BinaryHeap::with_capacity(k + 1),
-        }
-    }
-
-    /// Whether a hit at distance `d` may enter.
-    #[inline(always)]
-    fn accepts(&self, d: u32) -> bool {
-        self.heap.len() < self.k || self.heap.peek().is_some_and(|w| d <= w.distance)
-    }
-
-    fn offer(&mut self, h: Hit) {
-        if self.heap.len() < self.k {
-            self.heap.push(h);
-        } else if let Some(mut worst) = self.heap.peek_mut() {
-            if h < *worst {
-                *worst = h;
-            }
-        }
-    }
-}
-
 /// Merges two sorted runs of `(key, value)` pairs.
 fn merge_sorted(a: impl Iterator<Item = (u64, u32)>, b: &[(u64, u32)]) -> Vec<(u64, u32)> {
     let mut out = Vec::with_capacity(b.len());
@@ -619,23 +588,7 @@ impl PermutedTables {
         if self.store.len() == 0 {
             return;
         }
-        #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("popcnt") {
-            // SAFETY: the CPU has POPCNT, checked just above.
-            unsafe { self.probe_popcnt(queries, r, outs) };
-            return;
-        }
-        self.probe_body(queries, r, outs);
-    }
-
-    /// [`probe`](Self::probe) compiled with hardware popcount.
-    ///
-    /// # Safety
-    /// The CPU must support POPCNT.
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "popcnt")]
-    unsafe fn probe_popcnt(&self, queries: &[u64], r: u32, outs: &mut [Vec<Hit>]) {
-        self.probe_body(queries, r, outs);
+        with_popcnt(|| self.probe_body(queries, r, outs));
     }
 
     /// The probe, software-pipelined: the (query, table) searches are run [`UNIT`] at a time,
@@ -860,14 +813,14 @@ impl PermutedTables {
         w: usize,
         id_of: impl Fn(usize) -> Id,
         tables: bool,
-        top: &mut TopHits,
+        top: &mut TopK<Hit>,
     ) -> Result<()> {
         let mut dist = [0u32; SCAN_BLOCK];
         for (b, block) in codes.chunks(SCAN_BLOCK * w).enumerate() {
             let dist = &mut dist[..block.len() / w];
             hamming::distances(q, block, w, dist)?;
             for (i, &d) in dist.iter().enumerate() {
-                if top.accepts(d) {
+                if top.worst().is_none_or(|w| d <= w.distance) {
                     let id = id_of(b * SCAN_BLOCK + i);
                     if !(tables && self.is_dead(id)) {
                         top.offer(Hit { distance: d, id });
@@ -880,7 +833,7 @@ impl PermutedTables {
 
     /// The exact k nearest by scanning every code.
     fn scan_knn(&self, q: &[u64], k: usize, out: &mut Vec<Hit>) -> Result<()> {
-        let mut top = TopHits::new(k);
+        let mut top = TopK::new(k);
         let w = self.words();
         if self.store.len() > 0 {
             if w == 1 {
@@ -894,11 +847,11 @@ impl PermutedTables {
             }
         }
         let delta = &self.delta_ids;
-        let mut dtop = TopHits::new(k);
+        let mut dtop = TopK::new(k);
         self.offer_all(q, &self.delta_codes, w, |i| delta[i], false, &mut dtop)?;
         out.clear();
-        out.extend(top.heap.into_vec());
-        out.extend(dtop.heap.into_vec());
+        top.drain_sorted_into(out);
+        dtop.drain_sorted_into(out);
         out.sort_unstable();
         out.truncate(k);
         Ok(())
