@@ -290,8 +290,25 @@ impl Kernels {
     }
 
     /// Hamming distance of two codes of the same length. See [`distance`].
+    ///
+    /// # Errors
+    /// [`Error::LengthMismatch`] if the slices differ in length.
     #[inline]
-    pub fn distance(&self, a: &[u64], b: &[u64]) -> u32 {
+    pub fn distance(&self, a: &[u64], b: &[u64]) -> Result<u32> {
+        if a.len() != b.len() {
+            return Err(Error::LengthMismatch {
+                what: "hamming::distance: words of the two codes",
+                left: a.len(),
+                right: b.len(),
+            });
+        }
+        Ok(self.distance_eq(a, b))
+    }
+
+    /// [`distance`](Self::distance) of two slices the caller knows to have the same length
+    /// (checked in debug builds only).
+    #[inline]
+    pub(crate) fn distance_eq(&self, a: &[u64], b: &[u64]) -> u32 {
         debug_assert_eq!(a.len(), b.len(), "hamming::distance: lengths differ");
         // SAFETY: `self` comes from a constructor that checked the CPU features this set was
         // compiled for; the kernel accepts slices of any lengths.
@@ -418,10 +435,12 @@ pub fn kernel_name() -> &'static str {
 /// Hamming distance of two codes of the same length (any number of words).
 ///
 /// Dispatched; the 1-, 2- and 4-word cases are unrolled, and codes of 64 words or more use
-/// the AVX2 Harley–Seal popcount of the XOR when available. Slices of different lengths are a
-/// caller bug, caught by a `debug_assert`; release builds compare the common prefix.
+/// the AVX2 Harley–Seal popcount of the XOR when available.
+///
+/// # Errors
+/// [`Error::LengthMismatch`] if the slices differ in length.
 #[inline]
-pub fn distance(a: &[u64], b: &[u64]) -> u32 {
+pub fn distance(a: &[u64], b: &[u64]) -> Result<u32> {
     Kernels::dispatched().distance(a, b)
 }
 

@@ -225,9 +225,9 @@ pub(crate) fn scan_knn_raw(queries: &[u64], codes: &[u64], words: usize, heaps: 
 
 /// Portable [`super::distance`]: Hamming distance of two equal-length codes.
 ///
-/// Slices of different lengths are a caller bug (checked by `debug_assert`); release builds
-/// compare the common prefix.
-pub fn distance(a: &[u64], b: &[u64]) -> u32 {
+/// # Errors
+/// As [`super::distance`].
+pub fn distance(a: &[u64], b: &[u64]) -> Result<u32> {
     Kernels::scalar().distance(a, b)
 }
 

@@ -83,7 +83,7 @@ use super::{HammingIndex, Hit, Id, IdSet, check_code, check_queries};
 use crate::cpu::{prefetch, with_popcnt};
 use crate::error::{Error, Result};
 use crate::hamming;
-use crate::signature::{SignatureMatrix, last_word_mask, words_for};
+use crate::signature::{SignatureMatrix, words_for};
 use crate::storage::Buf;
 use crate::util::topk::TopK;
 
@@ -344,7 +344,11 @@ pub struct PermutedTables {
     delta_ids: Vec<u32>,
     /// Ids whose table entries are stale.
     dead: IdSet,
+    /// The ids of the tables (for a loaded index, computed by the check before the first
+    /// change).
     main_ids: MainIds,
+    /// Whether the contents are known to be valid (built here, or checked).
+    validated: bool,
 }
 
 /// Merges two sorted runs of `(key, value)` pairs.
@@ -425,14 +429,17 @@ impl PermutedTables {
             delta_ids: Vec::new(),
             dead: IdSet::default(),
             main_ids,
+            validated: true,
         }
     }
 
     /// Rebuilds an index from its parameters and arrays (see the module's "Persistence"),
-    /// checking their shapes, the directories and sort order of every table, that every
-    /// table holds each stored code exactly once, that wide tables' keys match the codes,
-    /// and that the delta and dead ids are consistent. Narrow tables are not checked to hold
-    /// the *same* code under an id in every table.
+    /// checking the parameters, the shapes of the arrays and the table directories (small
+    /// arrays), but not the contents of the tables, codes and ids: `O(tables · 2^b)`, not
+    /// `O(N)`. Searches never panic or read out of bounds whatever those contents;
+    /// [`validate`](HammingIndex::validate) checks them (every table sorted, holding each
+    /// stored code exactly once, wide tables' keys matching the codes, the delta and dead
+    /// ids consistent), and runs before the first change.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn from_parts(
         bits: usize,
@@ -447,64 +454,47 @@ impl PermutedTables {
         delta_ids: Vec<u32>,
         dead_ids: &[u32],
     ) -> Result<Self> {
-        design::check_design(bits, radius, &levels)?;
-        let bad = |what: &str| Error::param("index data", what.to_string());
+        super::check_bits(bits)?;
+        let tables = Plan::for_levels(bits, radius, 0, &levels)?.tables;
+        // The layout holds every table's key positions: refuse designs whose layout would
+        // dwarf the data (a crafted width), beyond 256 MiB.
+        let data = dir.data_bytes() + keys.len() + vals.data_bytes() + codes.data_bytes();
+        let layout = (tables as u128) * (bits as u128) * 4;
+        if layout > (1u128 << 28).max(16 * data as u128 + 16 * delta_codes.len() as u128) {
+            return Err(Error::param(
+                "param bits",
+                format!("{bits}-bit codes in {tables} tables: a layout far larger than the data"),
+            ));
+        }
+        let bad = |field: &'static str, what: &str| Error::param(field, what.to_string());
         let layout = Layout::new(bits, radius, &levels);
         let w = words_for(bits);
         let store = Store::from_parts(&layout, dir, keys, vals)?;
         let m = store.len();
-        let main_ids = if w == 1 {
+        if w == 1 {
             if !codes.is_empty() || !row_ids.is_empty() {
-                return Err(bad("codes of at most 64 bits live in the tables only"));
+                return Err(bad(
+                    "section codes",
+                    "codes of at most 64 bits live in the tables only",
+                ));
             }
-            MainIds::from_ids(store.vals()[..m].iter().copied())
-                .ok_or_else(|| bad("repeated id"))?
-        } else {
-            if codes.len() != m * w || row_ids.len() != m {
-                return Err(bad("codes and row ids do not match the tables"));
-            }
-            if row_ids.windows(2).any(|p| p[0] >= p[1]) {
-                return Err(bad("row ids are not increasing"));
-            }
-            if codes
-                .chunks_exact(w)
-                .any(|c| c[w - 1] & !last_word_mask(bits) != 0)
-            {
-                return Err(bad("padding bits set in a code"));
-            }
-            MainIds::from_ids(row_ids.iter().copied()).ok_or_else(|| bad("repeated id"))?
-        };
-        for (t, tl) in layout.tables.iter().enumerate() {
-            let mut seen = IdSet::default();
-            for (k, v) in store.table(t) {
-                let ok = if w == 1 {
-                    main_ids.contains(v) && k & !tl.valid == 0
-                } else {
-                    (v as usize) < m && tl.keyword(&codes[v as usize * w..][..w]) == k
-                };
-                if !ok || !seen.insert(v) {
-                    return Err(bad("a table does not hold every code once"));
-                }
-            }
+        } else if m.checked_mul(w) != Some(codes.len()) || row_ids.len() != m {
+            return Err(bad(
+                "section codes",
+                "codes and row ids do not match the tables",
+            ));
         }
-        if delta_codes.len() != delta_ids.len() * w
-            || delta_codes
-                .chunks_exact(w)
-                .any(|c| c[w - 1] & !last_word_mask(bits) != 0)
-        {
-            return Err(bad("bad delta codes"));
+        if delta_ids.len().checked_mul(w) != Some(delta_codes.len()) {
+            return Err(bad("section delta_codes", "one code per delta id expected"));
         }
         let mut dead = IdSet::default();
         for &id in dead_ids {
-            if !main_ids.contains(id) || !dead.insert(id) {
-                return Err(bad("a dead id is not in the tables"));
+            if !dead.insert(id) {
+                return Err(bad("section dead", "an id is listed twice"));
             }
         }
-        let mut delta_set = IdSet::default();
-        for &id in &delta_ids {
-            if !delta_set.insert(id) || (main_ids.contains(id) && !dead.contains(id)) {
-                return Err(bad("a delta id is stored twice"));
-            }
+        if dead.len() > m {
+            return Err(bad("section dead", "more dead ids than codes"));
         }
         Ok(PermutedTables {
             bits,
@@ -517,8 +507,63 @@ impl PermutedTables {
             delta_codes,
             delta_ids,
             dead,
-            main_ids,
+            main_ids: MainIds::Range(0),
+            validated: false,
         })
+    }
+
+    /// The ids the tables hold, checking the contents (see
+    /// [`validate`](HammingIndex::validate)).
+    fn checked_main_ids(&self) -> Result<MainIds> {
+        let bad = |field: &'static str, what: &str| Error::param(field, what.to_string());
+        let (w, m, bits) = (self.words(), self.store.len(), self.bits);
+        self.store.validate(&self.layout)?;
+        let main_ids = if w == 1 {
+            MainIds::from_ids(self.store.vals()[..m].iter().copied())
+                .ok_or_else(|| bad("section vals", "repeated id"))?
+        } else {
+            super::check_increasing("section row_ids", &self.row_ids)?;
+            super::check_codes(bits, &self.codes)
+                .map_err(|_| bad("section codes", "padding bits set in a code"))?;
+            MainIds::from_ids(self.row_ids.iter().copied())
+                .ok_or_else(|| bad("section row_ids", "repeated id"))?
+        };
+        for (t, tl) in self.layout.tables.iter().enumerate() {
+            let mut seen = IdSet::default();
+            for (k, v) in self.store.table(t) {
+                let ok = if w == 1 {
+                    main_ids.contains(v) && k & !tl.valid == 0
+                } else {
+                    (v as usize) < m && tl.keyword(&self.codes[v as usize * w..][..w]) == k
+                };
+                if !ok || !seen.insert(v) {
+                    return Err(bad("section vals", "a table does not hold every code once"));
+                }
+            }
+        }
+        super::check_codes(bits, &self.delta_codes)
+            .map_err(|_| bad("section delta_codes", "padding bits set in a code"))?;
+        for id in self.dead.iter() {
+            if !main_ids.contains(id) {
+                return Err(bad("section dead", "a dead id is not in the tables"));
+            }
+        }
+        let mut delta_set = IdSet::default();
+        for &id in &self.delta_ids {
+            if !delta_set.insert(id) || (main_ids.contains(id) && !self.dead.contains(id)) {
+                return Err(bad("section delta_ids", "an id is stored twice"));
+            }
+        }
+        Ok(main_ids)
+    }
+
+    /// Checks the contents once before the first change of a loaded index.
+    fn ensure_valid(&mut self) -> Result<()> {
+        if !self.validated {
+            self.main_ids = self.checked_main_ids()?;
+            self.validated = true;
+        }
+        Ok(())
     }
 
     /// The arrays of the index, in the order of [`from_parts`](Self::from_parts):
@@ -692,9 +737,9 @@ impl PermutedTables {
             // The rows' codes, all in flight before any is read.
             for &(_, _, pos, _) in items {
                 let v = self.store.vals()[pos] as usize;
-                prefetch(&self.codes[v * w]);
-                prefetch(&self.codes[v * w + w - 1]);
-                prefetch(&self.row_ids[v]);
+                prefetch(self.codes.as_ptr().wrapping_add(v * w));
+                prefetch(self.codes.as_ptr().wrapping_add(v * w + w - 1));
+                prefetch(self.row_ids.as_ptr().wrapping_add(v));
             }
         }
         for &(q, t, pos, lower) in items {
@@ -709,7 +754,10 @@ impl PermutedTables {
                 continue;
             }
             let query = &queries[q as usize * w..(q as usize + 1) * w];
-            let code = &self.codes[v as usize * w..][..w];
+            // A row out of range (an unchecked corrupt file) is no candidate.
+            let Some(code) = self.codes.get(v as usize * w..(v as usize + 1) * w) else {
+                continue;
+            };
             let d: u32 = code
                 .iter()
                 .zip(query)
@@ -973,8 +1021,13 @@ impl HammingIndex for PermutedTables {
             + self.layout.bytes()
     }
 
+    fn validate(&self) -> Result<()> {
+        self.checked_main_ids().map(|_| ())
+    }
+
     fn insert(&mut self, id: Id, code: &[u64]) -> Result<()> {
         check_code(self.bits, code)?;
+        self.ensure_valid()?;
         if self.contains(id) {
             return Err(Error::param("id", format!("id {id} is already stored")));
         }
@@ -987,6 +1040,7 @@ impl HammingIndex for PermutedTables {
     }
 
     fn remove(&mut self, id: Id) -> Result<bool> {
+        self.ensure_valid()?;
         if let Some(i) = self.delta_ids.iter().position(|&x| x == id) {
             let w = self.words();
             let last = self.delta_ids.len() - 1;
@@ -1048,6 +1102,7 @@ impl HammingIndex for PermutedTables {
 mod tests {
     use super::*;
     use crate::rng::Rng;
+    use crate::signature::last_word_mask;
 
     fn random_matrix(rng: &mut Rng, bits: usize, n: usize) -> SignatureMatrix {
         let w = words_for(bits);
@@ -1089,14 +1144,23 @@ mod tests {
                 assert_eq!(rebuilt.radius(q, 3).unwrap(), idx.radius(q, 3).unwrap());
                 assert_eq!(rebuilt.knn(q, 5).unwrap(), idx.knn(q, 5).unwrap());
             }
-            // A broken directory, a repeated value, a stale dead id: errors, not panics.
+            // A broken directory is refused on loading; a repeated value and a stale dead id
+            // by `validate` and before the first change; queries never panic.
             let mut bad_dir = d.to_vec();
             bad_dir[1] = 10_000;
             let mut repeated = v.to_vec();
             repeated[3] = repeated[4];
             assert!(rebuild(bad_dir, v.to_vec(), &dead).is_err());
-            assert!(rebuild(d.to_vec(), repeated, &dead).is_err());
-            assert!(rebuild(d.to_vec(), v.to_vec(), &[5, 5000]).is_err());
+            assert!(rebuilt.validate().is_ok());
+            for (vals, dead) in [(repeated, dead.clone()), (v.to_vec(), vec![5, 5000])] {
+                let mut bad = rebuild(d.to_vec(), vals, &dead).unwrap();
+                for q in sigs.rows().take(5) {
+                    bad.radius(q, 3).unwrap();
+                    bad.knn(q, 5).unwrap();
+                }
+                assert!(bad.validate().is_err());
+                assert!(bad.insert(4000, sigs.row(0)).is_err());
+            }
         }
     }
 

@@ -124,6 +124,7 @@ impl MultiIndexBuilder {
             delta_codes: Vec::new(),
             delta_ids: Vec::new(),
             pool: Pool::default(),
+            validated: true,
         };
         idx.install(Vec::new(), Vec::new());
         Ok(idx)

@@ -172,6 +172,8 @@ pub struct MultiIndex {
     delta_ids: Vec<u32>,
     /// Query scratch, reused across queries.
     pool: Pool<Scratch>,
+    /// Whether the contents are known to be valid (built here, or checked).
+    validated: bool,
 }
 
 impl std::fmt::Debug for MultiIndex {
@@ -270,11 +272,25 @@ impl MultiIndex {
         self.n_dead
     }
 
+    /// Checks the contents once before the first change of a loaded index.
+    fn ensure_valid(&mut self) -> Result<()> {
+        if !self.validated {
+            self.check_contents()?;
+            self.validated = true;
+        }
+        Ok(())
+    }
+
     /// Merges the delta into the tables and drops the tombstones (recomputing `m` when it is
     /// automatic); tables are rebuilt in parallel.
-    pub fn compact(&mut self) {
+    ///
+    /// # Errors
+    /// As [`validate`](HammingIndex::validate), for a loaded index whose contents are
+    /// inconsistent.
+    pub fn compact(&mut self) -> Result<()> {
+        self.ensure_valid()?;
         if self.delta_ids.is_empty() && self.n_dead == 0 {
-            return;
+            return Ok(());
         }
         let w = self.words;
         let live = self.ids.len() - self.n_dead + self.delta_ids.len();
@@ -298,6 +314,7 @@ impl MultiIndex {
             }
         }
         self.install(codes, ids);
+        Ok(())
     }
 
     /// Makes `codes` / `ids` (sorted by id) the main part, with an empty delta, and builds the
@@ -676,8 +693,13 @@ impl HammingIndex for MultiIndex {
             + self.delta_ids.capacity() * 4
     }
 
+    fn validate(&self) -> Result<()> {
+        self.check_contents()
+    }
+
     fn insert(&mut self, id: Id, code: &[u64]) -> Result<()> {
         check_code(self.bits, code)?;
+        self.ensure_valid()?;
         let pos = match self.delta_ids.binary_search(&id) {
             Ok(_) => None,
             Err(p) => self.main_row(id).is_none().then_some(p),
@@ -693,12 +715,13 @@ impl HammingIndex for MultiIndex {
         self.delta_codes
             .splice(pos * w..pos * w, code.iter().copied());
         if self.delta_ids.len() > self.delta_cap() {
-            self.compact();
+            self.compact()?;
         }
         Ok(())
     }
 
     fn remove(&mut self, id: Id) -> Result<bool> {
+        self.ensure_valid()?;
         if let Ok(pos) = self.delta_ids.binary_search(&id) {
             let w = self.words;
             self.delta_ids.remove(pos);
@@ -711,7 +734,7 @@ impl HammingIndex for MultiIndex {
         self.dead.to_mut()[row / 64] |= 1 << (row % 64);
         self.n_dead += 1;
         if self.n_dead > self.delta_cap().max(self.ids.len() / 8) {
-            self.compact();
+            self.compact()?;
         }
         Ok(true)
     }

@@ -7,7 +7,7 @@ use super::cost::Costs;
 use super::layout::layout;
 use crate::error::{Error, Result};
 use crate::hamming;
-use crate::signature::{last_word_mask, words_for};
+use crate::signature::words_for;
 use crate::storage::Buf;
 
 /// The arrays and parameters that define a [`MultiIndex`], for the persistence layer.
@@ -41,19 +41,27 @@ pub(crate) struct MultiIndexParts {
 }
 
 impl MultiIndex {
-    /// Rebuilds the index from its arrays (see [`MultiIndexParts`]), validating their shapes
-    /// and invariants: sizes, sorted ids, directories monotone and ending at `N`, each table a
-    /// permutation of the rows, sparse keys sorted and in their directory bucket, padding bits
-    /// zero. Whether the tables agree with the codes is not checked (that is the job of the
-    /// file's checksum): inconsistent tables give wrong answers but never a panic.
+    /// Rebuilds the index from its arrays (see [`MultiIndexParts`]), checking the parameters
+    /// and the shapes of the arrays (`O(N / 64)`: the tombstones are counted), not their
+    /// contents: searches never panic or read out of bounds whatever those are, and
+    /// [`validate`](HammingIndex::validate) checks them (sorted ids, directories monotone
+    /// and ending at `N`, each table a permutation of the rows, sparse keys sorted in their
+    /// buckets, padding bits zero, delta ids apart from the tables) before the first change.
     ///
     /// # Errors
-    /// [`Error::InvalidParameter`] describing the first violated invariant.
+    /// [`Error::InvalidParameter`] naming the parameter or section at fault.
     pub(crate) fn from_parts(parts: MultiIndexParts) -> Result<Self> {
-        let bad = |what: &str| Error::param("index data", what.to_string());
+        let bad = |field: &'static str, what: &str| Error::param(field, what.to_string());
         let bits = parts.bits;
+        crate::index::check_bits(bits)?;
+        let m = parts.substrings;
+        // Every table has a directory of at least two entries: this bounds `m` (and with it
+        // `bits`) by the file before anything is allocated.
+        if m == 0 || m > parts.dirs.len() / 2 {
+            return Err(bad("param substrings", "does not match the directories"));
+        }
         let builder = MultiIndexBuilder {
-            substrings: Some(parts.substrings),
+            substrings: Some(m),
             delta_limit: parts.delta_limit,
             fallback: parts.fallback,
         };
@@ -61,66 +69,38 @@ impl MultiIndex {
         let w = words_for(bits);
         let n = parts.ids.len();
         if n >= u32::MAX as usize {
-            return Err(bad("too many rows"));
+            return Err(bad("section ids", "too many rows"));
         }
-        if parts.codes.len() != n * w || parts.ids.windows(2).any(|p| p[0] >= p[1]) {
-            return Err(bad("codes and ids are inconsistent"));
-        }
-        let mask = last_word_mask(bits);
-        let padded = |c: &[u64]| c.chunks(w).any(|c| c[w - 1] & !mask != 0);
-        if padded(&parts.codes) || padded(&parts.delta_codes) {
-            return Err(bad("codes have bits set beyond the signature width"));
+        if n.checked_mul(w) != Some(parts.codes.len()) {
+            return Err(bad("section codes", "one code per id expected"));
         }
         if parts.dead.len() != n.div_ceil(64)
             || (n % 64 != 0 && parts.dead.last().is_some_and(|d| d >> (n % 64) != 0))
         {
-            return Err(bad("tombstones do not match the rows"));
+            return Err(bad("section dead", "tombstones do not match the rows"));
         }
         let n_dead = hamming::popcount(&parts.dead) as usize;
-        let m = parts.substrings;
         let (subs, dirs_len, keys_len) = layout(bits, m, n);
-        if parts.rows.len() != m * n || parts.dirs.len() != dirs_len || parts.keys.len() != keys_len
-        {
-            return Err(bad("table arrays have the wrong sizes"));
+        if m.checked_mul(n) != Some(parts.rows.len()) {
+            return Err(bad(
+                "section rows",
+                "one row per code and substring expected",
+            ));
         }
-        let mut seen = vec![0u64; n.div_ceil(64)];
-        for (t, s) in subs.iter().enumerate() {
-            let dir = &parts.dirs[s.dir_start..s.dir_start + (1usize << s.prefix) + 1];
-            if dir[0] != 0
-                || dir[dir.len() - 1] as usize != n
-                || dir.windows(2).any(|p| p[0] > p[1])
-            {
-                return Err(bad("a directory is not monotone from 0 to N"));
-            }
-            seen.fill(0);
-            for &row in &parts.rows[t * n..(t + 1) * n] {
-                let row = row as usize;
-                if row >= n || seen[row / 64] >> (row % 64) & 1 == 1 {
-                    return Err(bad("a table is not a permutation of the rows"));
-                }
-                seen[row / 64] |= 1 << (row % 64);
-            }
-            if !s.dense() {
-                let keys = &parts.keys[s.key_start..s.key_start + n];
-                let shift = s.width - s.prefix;
-                let top = if s.width == 64 {
-                    u64::MAX
-                } else {
-                    (1u64 << s.width) - 1
-                };
-                for b in 0..(1usize << s.prefix) {
-                    let ks = &keys[dir[b] as usize..dir[b + 1] as usize];
-                    if ks.windows(2).any(|p| p[0] > p[1])
-                        || ks.iter().any(|&k| k > top || (k >> shift) as usize != b)
-                    {
-                        return Err(bad("sparse keys are not sorted in their buckets"));
-                    }
-                }
-            }
+        if parts.dirs.len() != dirs_len {
+            return Err(bad(
+                "section dirs",
+                "the directories do not match the substrings",
+            ));
         }
-        let nd = parts.delta_ids.len();
-        if parts.delta_codes.len() != nd * w || parts.delta_ids.windows(2).any(|p| p[0] >= p[1]) {
-            return Err(bad("delta codes and ids are inconsistent"));
+        if parts.keys.len() != keys_len {
+            return Err(bad(
+                "section keys",
+                "the keys do not match the sparse tables",
+            ));
+        }
+        if parts.delta_ids.len().checked_mul(w) != Some(parts.delta_codes.len()) {
+            return Err(bad("section delta_codes", "one code per delta id expected"));
         }
         let mut idx = builder.empty(bits)?;
         idx.fixed_m = (!parts.auto_substrings).then_some(m);
@@ -133,14 +113,75 @@ impl MultiIndex {
         idx.rows = parts.rows;
         idx.dirs = parts.dirs;
         idx.keys = parts.keys;
-        for &id in &parts.delta_ids {
-            if idx.main_row(id).is_some() {
-                return Err(bad("a delta id is also stored in the tables"));
-            }
-        }
         idx.delta_codes = parts.delta_codes;
         idx.delta_ids = parts.delta_ids;
+        idx.validated = false;
         Ok(idx)
+    }
+
+    /// The checks of [`validate`](HammingIndex::validate): `O(m · N)`.
+    pub(super) fn check_contents(&self) -> Result<()> {
+        let bad = |field: &'static str, what: &str| Error::param(field, what.to_string());
+        let (bits, n) = (self.bits, self.ids.len());
+        crate::index::check_increasing("section ids", &self.ids)?;
+        crate::index::check_codes(bits, &self.codes)
+            .map_err(|_| bad("section codes", "bits set beyond the signature width"))?;
+        crate::index::check_codes(bits, &self.delta_codes)
+            .map_err(|_| bad("section delta_codes", "bits set beyond the signature width"))?;
+        let mut seen = vec![0u64; n.div_ceil(64)];
+        for (t, s) in self.subs.iter().enumerate() {
+            let dir = &self.dirs[s.dir_start..s.dir_start + (1usize << s.prefix) + 1];
+            if dir[0] != 0
+                || dir[dir.len() - 1] as usize != n
+                || dir.windows(2).any(|p| p[0] > p[1])
+            {
+                return Err(bad(
+                    "section dirs",
+                    "a directory is not monotone from 0 to N",
+                ));
+            }
+            seen.fill(0);
+            for &row in &self.rows[t * n..(t + 1) * n] {
+                let row = row as usize;
+                if row >= n || seen[row / 64] >> (row % 64) & 1 == 1 {
+                    return Err(bad(
+                        "section rows",
+                        "a table is not a permutation of the rows",
+                    ));
+                }
+                seen[row / 64] |= 1 << (row % 64);
+            }
+            if !s.dense() {
+                let keys = &self.keys[s.key_start..s.key_start + n];
+                let shift = s.width - s.prefix;
+                let top = if s.width == 64 {
+                    u64::MAX
+                } else {
+                    (1u64 << s.width) - 1
+                };
+                for b in 0..(1usize << s.prefix) {
+                    let ks = &keys[dir[b] as usize..dir[b + 1] as usize];
+                    if ks.windows(2).any(|p| p[0] > p[1])
+                        || ks.iter().any(|&k| k > top || (k >> shift) as usize != b)
+                    {
+                        return Err(bad(
+                            "section keys",
+                            "sparse keys are not sorted in their buckets",
+                        ));
+                    }
+                }
+            }
+        }
+        crate::index::check_increasing("section delta_ids", &self.delta_ids)?;
+        for &id in &self.delta_ids {
+            if self.main_row(id).is_some() {
+                return Err(bad(
+                    "section delta_ids",
+                    "a delta id is also stored in the tables",
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// The arrays and parameters defining the index (see [`MultiIndexParts`]), sharing mapped
@@ -169,7 +210,7 @@ mod tests {
     use super::*;
     use crate::index::{HammingIndex, LinearScan};
     use crate::rng::Rng;
-    use crate::signature::SignatureMatrix;
+    use crate::signature::{SignatureMatrix, last_word_mask};
 
     fn random_matrix(rng: &mut Rng, bits: usize, n: usize) -> SignatureMatrix {
         let w = words_for(bits);
@@ -228,20 +269,35 @@ mod tests {
                 }),
                 Box::new(|p| p.delta_ids[0] = 100),
             ];
+            // Each corruption is rejected on loading (shapes) or by `validate` (contents);
+            // queries on an unvalidated index never panic.
+            let rejected = |parts: MultiIndexParts| match MultiIndex::from_parts(parts) {
+                Err(_) => true,
+                Ok(bad) => {
+                    for q in sigs.rows().take(5) {
+                        bad.radius(q, 10).unwrap();
+                        bad.knn(q, 5).unwrap();
+                    }
+                    bad.validate().is_err()
+                }
+            };
             for (i, c) in corrupt.iter().enumerate() {
                 let mut parts = idx.to_parts();
                 c(&mut parts);
-                assert!(
-                    MultiIndex::from_parts(parts).is_err(),
-                    "m={m} corruption {i}"
-                );
+                assert!(rejected(parts), "m={m} corruption {i}");
             }
             if m == 2 {
                 let mut parts = idx.to_parts();
                 let k = parts.keys.to_mut();
                 k.swap(0, 5);
-                assert!(MultiIndex::from_parts(parts).is_err(), "unsorted keys");
+                assert!(rejected(parts), "unsorted keys");
             }
+            assert!(
+                MultiIndex::from_parts(idx.to_parts())
+                    .unwrap()
+                    .validate()
+                    .is_ok()
+            );
         }
     }
 }

@@ -111,7 +111,11 @@ impl Probe<'_> {
             let t = sp.table as usize;
             let s = &v.subs[t];
             let d = v.slot(t, sp.value);
-            let (lo, hi) = (v.dirs[d] as usize, v.dirs[d + 1] as usize);
+            let (mut lo, mut hi) = (v.dirs[d] as usize, v.dirs[d + 1] as usize);
+            if lo > hi || hi > v.n {
+                // A corrupt directory of an unchecked file: no candidates, no panic.
+                (lo, hi) = (0, 0);
+            }
             (sp.lo, sp.hi) = (lo, hi);
             if s.dense() {
                 sp.lo += t * v.n;
@@ -146,6 +150,9 @@ impl Probe<'_> {
         for sp in self.spans.iter() {
             for &row in &v.rows[sp.lo..sp.hi] {
                 let r = row as usize;
+                if r >= v.n {
+                    continue; // a corrupt row of an unchecked file
+                }
                 if let Some((stamps, _)) = &self.stamps {
                     prefetch(&stamps[r]);
                 }

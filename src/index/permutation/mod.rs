@@ -7,7 +7,7 @@ use rayon::prelude::*;
 
 use super::{HammingIndex, Hit, Id, check_code, check_queries};
 use crate::error::{Error, Result};
-use crate::signature::{SignatureMatrix, last_word_mask, words_for};
+use crate::signature::{SignatureMatrix, words_for};
 use crate::storage::Buf;
 use crate::util::pool::Pool;
 
@@ -129,6 +129,8 @@ pub struct PermutationIndex {
     n_dead: usize,
     /// Query scratch, reused across queries (one per concurrent query).
     pool: Pool<Scratch>,
+    /// Whether the contents are known to be valid (built here, or checked).
+    validated: bool,
 }
 
 impl std::fmt::Debug for PermutationIndex {
@@ -204,6 +206,7 @@ impl PermutationIndex {
             dead: Vec::new(),
             n_dead: 0,
             pool: Pool::default(),
+            validated: true,
         }
     }
 
@@ -232,53 +235,47 @@ impl PermutationIndex {
         keys: Buf<u64>,
         order: Buf<u32>,
     ) -> Result<Self> {
-        let bad = |what: &str| Error::param("index data", what.to_string());
-        if bits == 0 || perms.is_empty() || perms.len() % bits != 0 {
-            return Err(bad("permutations do not match the width"));
+        let bad = |field: &'static str, what: &str| Error::param(field, what.to_string());
+        super::check_bits(bits)?;
+        if perms.is_empty() || perms.len() % bits != 0 {
+            return Err(bad("section perms", "permutations do not match the width"));
         }
         if beam == 0 {
-            return Err(Error::param("beam", "must be at least 1"));
+            return Err(Error::param("param beam", "must be at least 1"));
         }
         let q = perms.len() / bits;
+        // The permutations are small (q · f entries) and every query reads them: checked here.
         let mut seen = vec![false; bits];
         for p in perms.chunks_exact(bits) {
             seen.fill(false);
             for &j in p {
                 match seen.get_mut(j as usize) {
                     Some(s) if !*s => *s = true,
-                    _ => return Err(bad("a permutation is not a permutation of the bits")),
+                    _ => {
+                        return Err(bad(
+                            "section perms",
+                            "a permutation is not a permutation of the bits",
+                        ));
+                    }
                 }
             }
         }
         let w = words_for(bits);
         let n = ids.len();
-        if n >= u32::MAX as usize || codes.len() != n * w {
-            return Err(bad("codes and ids are inconsistent"));
+        if n >= u32::MAX as usize || n.checked_mul(w) != Some(codes.len()) {
+            return Err(bad("section codes", "one code per id expected"));
         }
-        if ids.windows(2).any(|p| p[0] >= p[1]) {
-            return Err(bad("ids are not strictly increasing"));
+        if q.checked_mul(n) != Some(keys.len()) {
+            return Err(bad(
+                "section keys",
+                "one key per code and permutation expected",
+            ));
         }
-        let mask = last_word_mask(bits);
-        if codes.chunks_exact(w).any(|c| c[w - 1] & !mask != 0) {
-            return Err(bad("a code has padding bits set"));
-        }
-        if keys.len() != q * n || order.len() != q * n {
-            return Err(bad("sorted lists have the wrong length"));
-        }
-        if n > 0 {
-            let mut seen = vec![false; n];
-            for (kt, ot) in keys.chunks_exact(n).zip(order.chunks_exact(n)) {
-                if kt.windows(2).any(|p| p[0] > p[1]) {
-                    return Err(bad("keys are not sorted"));
-                }
-                seen.fill(false);
-                for &s in ot {
-                    match seen.get_mut(s as usize) {
-                        Some(x) if !*x => *x = true,
-                        _ => return Err(bad("a sorted list is not a permutation of the slots")),
-                    }
-                }
-            }
+        if order.len() != keys.len() {
+            return Err(bad(
+                "section order",
+                "one slot per code and permutation expected",
+            ));
         }
         Ok(PermutationIndex {
             bits,
@@ -294,7 +291,47 @@ impl PermutationIndex {
             dead: Vec::new(),
             n_dead: 0,
             pool: Pool::default(),
+            validated: false,
         })
+    }
+
+    /// The checks of [`validate`](HammingIndex::validate): `O(q · n)`.
+    fn check_contents(&self) -> Result<()> {
+        let bad = |field: &'static str, what: &str| Error::param(field, what.to_string());
+        let n = self.n;
+        super::check_increasing("section ids", &self.ids[..n])?;
+        super::check_codes(self.bits, &self.codes)
+            .map_err(|_| bad("section codes", "a code has padding bits set"))?;
+        if n > 0 {
+            let mut seen = vec![false; n];
+            for (kt, ot) in self.keys.chunks_exact(n).zip(self.order.chunks_exact(n)) {
+                if kt.windows(2).any(|p| p[0] > p[1]) {
+                    return Err(bad("section keys", "keys are not sorted"));
+                }
+                seen.fill(false);
+                for &s in ot {
+                    match seen.get_mut(s as usize) {
+                        Some(x) if !*x => *x = true,
+                        _ => {
+                            return Err(bad(
+                                "section order",
+                                "a sorted list is not a permutation of the slots",
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks the contents once before the first change of a loaded index.
+    fn ensure_valid(&mut self) -> Result<()> {
+        if !self.validated {
+            self.check_contents()?;
+            self.validated = true;
+        }
+        Ok(())
     }
 
     /// Number of permutations `q`.
@@ -325,10 +362,16 @@ impl PermutationIndex {
     /// Merges the delta into the sorted lists and drops tombstones now (otherwise done
     /// automatically when they grow; see [`PermutationIndex`]). Afterwards the
     /// arrays equal those of a fresh build of the stored `(id, code)` pairs.
-    pub fn compact(&mut self) {
+    ///
+    /// # Errors
+    /// As [`validate`](HammingIndex::validate), for a loaded index whose contents are
+    /// inconsistent.
+    pub fn compact(&mut self) -> Result<()> {
+        self.ensure_valid()?;
         if self.ids.len() > self.n || self.n_dead > 0 {
             self.merge();
         }
+        Ok(())
     }
 
     /// True when there is no delta and no tombstone (the arrays are a full description).
@@ -518,8 +561,13 @@ impl HammingIndex for PermutationIndex {
             + self.dead.capacity() * 8
     }
 
+    fn validate(&self) -> Result<()> {
+        self.check_contents()
+    }
+
     fn insert(&mut self, id: Id, code: &[u64]) -> Result<()> {
         check_code(self.bits, code)?;
+        self.ensure_valid()?;
         if self.find(id).is_some() {
             return Err(Error::param("id", format!("id {id} is already stored")));
         }
@@ -533,6 +581,7 @@ impl HammingIndex for PermutationIndex {
     }
 
     fn remove(&mut self, id: Id) -> Result<bool> {
+        self.ensure_valid()?;
         let Some(slot) = self.find(id) else {
             return Ok(false);
         };
@@ -612,6 +661,7 @@ mod tests {
     use super::keys::gallop_equal;
     use super::*;
     use crate::rng::Rng;
+    use crate::signature::last_word_mask;
 
     fn random_matrix(rng: &mut Rng, bits: usize, n: usize) -> SignatureMatrix {
         let w = words_for(bits);
@@ -789,20 +839,67 @@ mod tests {
         assert_eq!(back.permutations(), 4);
         let mut p = perms.clone();
         p[3] = p[4];
-        assert!(make(p, codes.clone(), ids.clone(), keys.clone(), order.clone()).is_err());
+        // Rejected on loading (shapes, permutations) or by `validate` (contents), and
+        // queries on an unvalidated index never panic.
+        let rejected = |r: crate::error::Result<PermutationIndex>| match r {
+            Err(_) => true,
+            Ok(bad) => {
+                bad.knn_batch(qs.as_slice(), 7).unwrap();
+                bad.radius_batch(qs.as_slice(), 30).unwrap();
+                bad.validate().is_err()
+            }
+        };
+        assert!(back.validate().is_ok());
+        assert!(rejected(make(
+            p,
+            codes.clone(),
+            ids.clone(),
+            keys.clone(),
+            order.clone()
+        )));
         let mut c = codes.clone();
         c[1] |= 1 << 63;
-        assert!(make(perms.clone(), c, ids.clone(), keys.clone(), order.clone()).is_err());
+        assert!(rejected(make(
+            perms.clone(),
+            c,
+            ids.clone(),
+            keys.clone(),
+            order.clone()
+        )));
         let mut i = ids.clone();
         i.swap(0, 1);
-        assert!(make(perms.clone(), codes.clone(), i, keys.clone(), order.clone()).is_err());
+        assert!(rejected(make(
+            perms.clone(),
+            codes.clone(),
+            i,
+            keys.clone(),
+            order.clone()
+        )));
         let mut k = keys.clone();
         k.swap(0, 299);
-        assert!(make(perms.clone(), codes.clone(), ids.clone(), k, order.clone()).is_err());
+        assert!(rejected(make(
+            perms.clone(),
+            codes.clone(),
+            ids.clone(),
+            k,
+            order.clone()
+        )));
         let mut o = order.clone();
         o[5] = 300;
-        assert!(make(perms.clone(), codes.clone(), ids.clone(), keys.clone(), o).is_err());
-        assert!(make(perms[..99].to_vec(), codes, ids, keys, order).is_err());
+        assert!(rejected(make(
+            perms.clone(),
+            codes.clone(),
+            ids.clone(),
+            keys.clone(),
+            o
+        )));
+        assert!(rejected(make(
+            perms[..99].to_vec(),
+            codes,
+            ids,
+            keys,
+            order
+        )));
     }
     #[test]
     fn merged_delta_and_tombstones_equal_a_fresh_build() {
@@ -820,7 +917,7 @@ mod tests {
         for i in (0..400).step_by(7) {
             idx.insert(i as u32, m.row(i)).unwrap();
         }
-        idx.compact();
+        idx.compact().unwrap();
         assert!(idx.is_compact());
         assert_eq!(parts(&idx), parts(&full));
     }

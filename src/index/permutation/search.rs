@@ -55,11 +55,11 @@ pub(super) const PREFETCH_LINES: usize = 2;
 #[inline]
 pub(super) fn distance_within(kern: &Kernels, a: &[u64], b: &[u64], limit: u32) -> Option<u32> {
     if a.len() <= LINE_WORDS {
-        return Some(kern.distance(a, b)).filter(|&d| d <= limit);
+        return Some(kern.distance_eq(a, b)).filter(|&d| d <= limit);
     }
     let mut d = 0;
     for (x, y) in a.chunks(LINE_WORDS).zip(b.chunks(LINE_WORDS)) {
-        d += kern.distance(x, y);
+        d += kern.distance_eq(x, y);
         if d > limit {
             return None;
         }
@@ -110,8 +110,11 @@ impl PermutationIndex {
             let perm = &self.perms[t * bits..(t + 1) * bits];
             let hi = lo + gallop_equal(&keys[lo..], qk);
             let order = &order[t * n + lo..t * n + hi];
+            // A slot out of range (an unchecked corrupt file) compares as not below.
             *p = lo
-                + order.partition_point(|&s| cmp_tail(perm, self.code(s as usize), query).is_lt());
+                + order.partition_point(|&s| {
+                    (s as usize) < n && cmp_tail(perm, self.code(s as usize), query).is_lt()
+                });
         }
     }
 
@@ -155,7 +158,8 @@ impl PermutationIndex {
                 let order = &all_order[t * n..(t + 1) * n];
                 let (mut lo, mut hi) = (p, p);
                 let mut take = |slot: u32| -> bool {
-                    let live = !self.is_dead(slot as usize);
+                    // A slot out of range (an unchecked corrupt file) is skipped.
+                    let live = (slot as usize) < n && !self.is_dead(slot as usize);
                     if live {
                         window.push(slot);
                     }
@@ -242,7 +246,7 @@ impl PermutationIndex {
         }
         for slot in n..self.ids.len() {
             s.top.offer(Hit {
-                distance: kern.distance(query, self.code(slot)),
+                distance: kern.distance_eq(query, self.code(slot)),
                 id: self.ids[slot],
             });
         }
