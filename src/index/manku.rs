@@ -1059,6 +1059,56 @@ impl HammingIndex for PermutedTables {
         Ok(true)
     }
 
+    fn insert_batch(&mut self, ids: &[Id], codes: &[u64]) -> Result<()> {
+        super::check_batch(self.bits, ids, codes)?;
+        self.ensure_valid()?;
+        let mut delta = IdSet::default();
+        for &id in &self.delta_ids {
+            delta.insert(id);
+        }
+        if let Some(&id) = ids.iter().find(|&&id| {
+            delta.contains(id) || (self.main_ids.contains(id) && !self.dead.contains(id))
+        }) {
+            return Err(super::duplicate(id));
+        }
+        self.delta_codes.extend_from_slice(codes);
+        self.delta_ids.extend_from_slice(ids);
+        if self.delta_ids.len() > self.delta_limit() {
+            self.merge();
+        }
+        Ok(())
+    }
+
+    fn remove_batch(&mut self, ids: &[Id]) -> Result<usize> {
+        self.ensure_valid()?;
+        let mut rm = IdSet::default();
+        for &id in ids {
+            rm.insert(id);
+        }
+        // The delta in one pass, then the tables' ids marked dead; one merge at most.
+        let w = self.words();
+        let mut kept = 0;
+        for i in 0..self.delta_ids.len() {
+            if !rm.contains(self.delta_ids[i]) {
+                self.delta_ids[kept] = self.delta_ids[i];
+                self.delta_codes.copy_within(i * w..(i + 1) * w, kept * w);
+                kept += 1;
+            }
+        }
+        let mut removed = self.delta_ids.len() - kept;
+        self.delta_ids.truncate(kept);
+        self.delta_codes.truncate(kept * w);
+        for id in rm.iter() {
+            if self.main_ids.contains(id) && self.dead.insert(id) {
+                removed += 1;
+            }
+        }
+        if self.dead.len() > self.dead_limit() {
+            self.merge();
+        }
+        Ok(removed)
+    }
+
     fn radius_into(&self, query: &[u64], r: u32, out: &mut Vec<Hit>) -> Result<()> {
         check_code(self.bits, query)?;
         out.clear();

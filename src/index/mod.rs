@@ -20,6 +20,7 @@ mod linear;
 pub mod manku;
 pub(crate) mod mih;
 mod permutation;
+pub mod results;
 pub mod spec;
 
 pub use linear::LinearScan;
@@ -29,6 +30,7 @@ pub use permutation::{
     DEFAULT_BEAM, DEFAULT_PERMUTATIONS, DEFAULT_SEED, PermutationBuilder, PermutationIndex,
     recall_at_k,
 };
+pub use results::{KnnResults, NO_DISTANCE, NO_ID, RangeResults};
 pub use spec::{
     IndexSpec, KindInfo, MankuDesign, MankuSpec, MihSpec, ParamInfo, PermutationSpec, kinds,
 };
@@ -142,6 +144,45 @@ pub trait HammingIndex: Send + Sync {
         let w = check_queries(self.bits(), queries)?;
         queries.par_chunks(w).map(|q| self.knn(q, k)).collect()
     }
+
+    /// [`radius_batch`](Self::radius_batch) as flat arrays (`lims`, `ids`, `distances`, as
+    /// FAISS `range_search` returns them).
+    fn radius_flat(&self, queries: &[u64], r: u32) -> Result<RangeResults> {
+        Ok(RangeResults::from_hits(&self.radius_batch(queries, r)?))
+    }
+
+    /// [`knn_batch`](Self::knn_batch) as two `N × k` arrays, padded with `-1` ids and
+    /// `u32::MAX` distances where fewer than `k` codes are stored (as FAISS `search`).
+    fn knn_flat(&self, queries: &[u64], k: usize) -> Result<KnnResults> {
+        Ok(KnnResults::from_hits(&self.knn_batch(queries, k)?, k))
+    }
+
+    /// Stores `codes` (row-major, one code per id) under `ids`: all of them, or none when
+    /// an id is already stored or repeated, or a code is malformed. Indexes merge a batch
+    /// into their tables at most once, where a loop of [`insert`](Self::insert) may merge
+    /// many times.
+    ///
+    /// # Errors
+    /// As [`insert`](Self::insert); [`Error::LengthMismatch`] when `codes` does not hold one
+    /// code per id.
+    fn insert_batch(&mut self, ids: &[Id], codes: &[u64]) -> Result<()> {
+        check_batch(self.bits(), ids, codes)?;
+        for (&id, code) in ids.iter().zip(codes.chunks_exact(words_for(self.bits()))) {
+            self.insert(id, code)?;
+        }
+        Ok(())
+    }
+
+    /// Removes every id of `ids` that is stored (ids not stored, or repeated, are skipped);
+    /// returns how many were removed. One pass over the index, where a loop of
+    /// [`remove`](Self::remove) may rewrite it per id.
+    fn remove_batch(&mut self, ids: &[Id]) -> Result<usize> {
+        let mut n = 0;
+        for &id in ids {
+            n += usize::from(self.remove(id)?);
+        }
+        Ok(n)
+    }
 }
 
 /// Largest signature width an index accepts: distances must fit in a `u32`
@@ -168,6 +209,32 @@ pub(crate) fn check_codes(bits: usize, codes: &[u64]) -> Result<usize> {
         return Err(Error::PaddingBits { row, bits });
     }
     Ok(codes.len() / w)
+}
+
+/// Checks a batch of inserts: one well-formed code per id, no id repeated.
+pub(crate) fn check_batch(bits: usize, ids: &[Id], codes: &[u64]) -> Result<()> {
+    let rows = check_codes(bits, codes)?;
+    if rows != ids.len() {
+        return Err(Error::LengthMismatch {
+            what: "codes vs ids of a batch",
+            left: rows,
+            right: ids.len(),
+        });
+    }
+    let mut sorted = ids.to_vec();
+    sorted.sort_unstable();
+    if let Some(p) = sorted.windows(2).find(|p| p[0] == p[1]) {
+        return Err(Error::param(
+            "id",
+            format!("id {} is repeated in the batch", p[0]),
+        ));
+    }
+    Ok(())
+}
+
+/// The error of inserting an id that is stored.
+pub(crate) fn duplicate(id: Id) -> Error {
+    Error::param("id", format!("id {id} is already stored"))
 }
 
 /// Checks that `ids` are strictly increasing; `field` names the array.

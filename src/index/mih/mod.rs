@@ -739,6 +739,84 @@ impl HammingIndex for MultiIndex {
         Ok(true)
     }
 
+    fn insert_batch(&mut self, ids: &[Id], codes: &[u64]) -> Result<()> {
+        crate::index::check_batch(self.bits, ids, codes)?;
+        self.ensure_valid()?;
+        if let Some(&id) = ids
+            .iter()
+            .find(|&&id| self.delta_ids.binary_search(&id).is_ok() || self.main_row(id).is_some())
+        {
+            return Err(crate::index::duplicate(id));
+        }
+        if self.len() + ids.len() >= u32::MAX as usize - 1 {
+            return Err(Error::param("id", "the index would hold 2^32 - 2 codes"));
+        }
+        // One merge of the id-sorted delta and batch, then at most one compaction.
+        let w = self.words;
+        let mut order: Vec<usize> = (0..ids.len()).collect();
+        order.sort_unstable_by_key(|&i| ids[i]);
+        let total = self.delta_ids.len() + ids.len();
+        let (mut new_ids, mut new_codes) =
+            (Vec::with_capacity(total), Vec::with_capacity(total * w));
+        let (mut a, mut b) = (0, 0);
+        while a < self.delta_ids.len() || b < order.len() {
+            if b == order.len() || (a < self.delta_ids.len() && self.delta_ids[a] < ids[order[b]]) {
+                new_ids.push(self.delta_ids[a]);
+                new_codes.extend_from_slice(&self.delta_codes[a * w..(a + 1) * w]);
+                a += 1;
+            } else {
+                let i = order[b];
+                new_ids.push(ids[i]);
+                new_codes.extend_from_slice(&codes[i * w..(i + 1) * w]);
+                b += 1;
+            }
+        }
+        self.delta_ids = new_ids;
+        self.delta_codes = new_codes;
+        if self.delta_ids.len() > self.delta_cap() {
+            self.compact()?;
+        }
+        Ok(())
+    }
+
+    fn remove_batch(&mut self, ids: &[Id]) -> Result<usize> {
+        self.ensure_valid()?;
+        let mut rm = ids.to_vec();
+        rm.sort_unstable();
+        rm.dedup();
+        let w = self.words;
+        let mut kept = 0;
+        let mut j = 0;
+        for i in 0..self.delta_ids.len() {
+            let id = self.delta_ids[i];
+            while j < rm.len() && rm[j] < id {
+                j += 1;
+            }
+            if j < rm.len() && rm[j] == id {
+                continue;
+            }
+            self.delta_ids[kept] = id;
+            self.delta_codes.copy_within(i * w..(i + 1) * w, kept * w);
+            kept += 1;
+        }
+        let mut removed = self.delta_ids.len() - kept;
+        self.delta_ids.truncate(kept);
+        self.delta_codes.truncate(kept * w);
+        let rows: Vec<usize> = rm.iter().filter_map(|&id| self.main_row(id)).collect();
+        if !rows.is_empty() {
+            let dead = self.dead.to_mut();
+            for &row in &rows {
+                dead[row / 64] |= 1 << (row % 64);
+            }
+            self.n_dead += rows.len();
+            removed += rows.len();
+        }
+        if self.n_dead > self.delta_cap().max(self.ids.len() / 8) {
+            self.compact()?;
+        }
+        Ok(removed)
+    }
+
     fn radius_into(&self, query: &[u64], r: u32, out: &mut Vec<Hit>) -> Result<()> {
         check_code(self.bits, query)?;
         let plan = self.radius_plan(r, self.costs.scan);

@@ -604,6 +604,69 @@ impl HammingIndex for PermutationIndex {
         Ok(true)
     }
 
+    fn insert_batch(&mut self, ids: &[Id], codes: &[u64]) -> Result<()> {
+        super::check_batch(self.bits, ids, codes)?;
+        self.ensure_valid()?;
+        let mut delta = super::IdSet::default();
+        for &id in &self.ids[self.n..] {
+            delta.insert(id);
+        }
+        let stored = |id: Id| match self.ids[..self.n].binary_search(&id) {
+            Ok(s) if !self.is_dead(s) => true,
+            _ => delta.contains(id),
+        };
+        if let Some(&id) = ids.iter().find(|&&id| stored(id)) {
+            return Err(super::duplicate(id));
+        }
+        if self.ids.len() + ids.len() >= u32::MAX as usize - 1 {
+            return Err(Error::param("id", "the index would hold 2^32 - 1 codes"));
+        }
+        self.codes.to_mut().extend_from_slice(codes);
+        self.ids.to_mut().extend_from_slice(ids);
+        self.maybe_merge();
+        Ok(())
+    }
+
+    fn remove_batch(&mut self, ids: &[Id]) -> Result<usize> {
+        self.ensure_valid()?;
+        let mut rm = super::IdSet::default();
+        for &id in ids {
+            rm.insert(id);
+        }
+        let mut removed = 0;
+        // Sorted slots become tombstones; the delta is filtered in one pass.
+        for id in rm.iter() {
+            if let Ok(slot) = self.ids[..self.n].binary_search(&id) {
+                if !self.is_dead(slot) {
+                    if self.dead.is_empty() {
+                        self.dead = vec![0; self.n.div_ceil(64)];
+                    }
+                    self.dead[slot / 64] |= 1 << (slot % 64);
+                    self.n_dead += 1;
+                    removed += 1;
+                }
+            }
+        }
+        let (n, w) = (self.n, self.words());
+        if self.ids.len() > n && self.ids[n..].iter().any(|&id| rm.contains(id)) {
+            let (ids, codes) = (self.ids.to_mut(), self.codes.to_mut());
+            let mut kept = n;
+            for s in n..ids.len() {
+                if rm.contains(ids[s]) {
+                    removed += 1;
+                    continue;
+                }
+                ids[kept] = ids[s];
+                codes.copy_within(s * w..(s + 1) * w, kept * w);
+                kept += 1;
+            }
+            ids.truncate(kept);
+            codes.truncate(kept * w);
+        }
+        self.maybe_merge();
+        Ok(removed)
+    }
+
     fn radius_into(&self, query: &[u64], r: u32, out: &mut Vec<Hit>) -> Result<()> {
         check_code(self.bits, query)?;
         let mut found = self.radius_pass(query, r)?;
