@@ -61,7 +61,9 @@
 //! returns every stored signature at distance `≤ r` (inclusive), k-NN breaks ties by id.
 //! [`LinearScan`] compares every stored code by hardware popcount, sharing one pass over the
 //! data between a batch of queries: exact for any radius or `k`, no build, `8·⌈f/64⌉ + 4`
-//! bytes per code.
+//! bytes per code. [`index::IndexSpec`] names every kind and its parameters in one compact
+//! text form (`manku:k=3`, `mih:m=4`, `permutation:q=64,beam=128`) and builds it;
+//! [`index::kinds`] describes them.
 //!
 //! # Memory
 //!

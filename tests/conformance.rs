@@ -10,10 +10,13 @@ use simlsh::index::{HammingIndex, Hit, IndexSpec, LinearScan, MultiIndex, MultiI
 use simlsh::rng::Rng;
 use simlsh::signature::{SignatureMatrix, words_for};
 
+/// Builds an index of signatures (ids `0..N`).
+type Build = Box<dyn Fn(&SignatureMatrix) -> Box<dyn HammingIndex>>;
+
 /// An index type under test: how to build it from signatures (ids `0..N`) and empty.
 struct Kind {
     name: &'static str,
-    build: Box<dyn Fn(&SignatureMatrix) -> Box<dyn HammingIndex>>,
+    build: Build,
     empty: Box<dyn Fn(usize) -> Box<dyn HammingIndex>>,
 }
 

@@ -273,6 +273,13 @@ fn write_crafted(
     w.write(path).unwrap();
 }
 
+/// One crafted file: what was changed, the parameters and the arrays.
+type Variant = (
+    String,
+    std::collections::BTreeMap<String, String>,
+    Vec<Vec<u64>>,
+);
+
 /// Files with a valid checksum whose parameters or sections are crafted (huge widths and
 /// counts, truncated, extended, emptied or scrambled arrays) load as typed errors naming the
 /// file, or as indexes that answer queries and changes without panicking; none allocates
@@ -301,11 +308,7 @@ fn crafted_files_with_valid_checksums_are_errors_not_panics() {
         let f = IndexFile::open(&good).unwrap();
         let (kind, params, base) = (f.kind(), f.params().clone(), arrays(&f));
         let path = tmp(&format!("crafted-{bits}-{}.simlsh", idx.kind()));
-        let mut variants: Vec<(
-            String,
-            std::collections::BTreeMap<String, String>,
-            Vec<Vec<u64>>,
-        )> = Vec::new();
+        let mut variants: Vec<Variant> = Vec::new();
         for key in params.keys() {
             for v in [
                 "0",
@@ -452,5 +455,36 @@ fn wrong_version_kind_and_foreign_files_are_typed_errors() {
     assert!(matches!(
         load_index(&tmp("missing.simlsh")),
         Err(Error::Io { .. })
+    ));
+}
+
+/// A zero width, a bad parameter key or section name, and codes of unequal lengths are
+/// typed errors (they panicked, or in release builds gave a wrong distance).
+#[test]
+fn bad_widths_keys_and_lengths_are_typed_errors() {
+    use simlsh::storage::Buf;
+    assert!(matches!(
+        LinearScan::from_parts(0, Buf::default(), Buf::default()),
+        Err(Error::InvalidParameter { name: "bits", .. })
+    ));
+    assert!(LinearScan::from_parts(64, vec![1u64, 2].into(), vec![0u32].into()).is_err());
+    let mut w = Writer::new(FileKind::LinearScan);
+    for key in ["Bad Key", "", "a=b", "é"] {
+        assert!(
+            matches!(w.param(key, 1), Err(Error::InvalidParameter { .. })),
+            "{key:?}"
+        );
+    }
+    assert!(w.param("ok.key_1", "x\ny").is_ok());
+    assert!(w.u64s(&"x".repeat(25), &[]).is_err());
+    assert!(w.u64s("", &[]).is_err());
+    assert!(w.u64s("codes", &[]).is_ok() && w.u32s("codes", &[]).is_err());
+    assert!(matches!(
+        simlsh::hamming::distance(&[1, 2], &[1]),
+        Err(Error::LengthMismatch {
+            left: 2,
+            right: 1,
+            ..
+        })
     ));
 }

@@ -68,9 +68,14 @@
 //! their ids (`codes`, `row_ids`), the delta (`delta_codes`, `delta_ids`) and the dead ids.
 //! The table layout is recomputed from the parameters.
 
+mod builder;
 pub mod design;
 mod layout;
+mod parts;
+mod probe;
 mod store;
+
+pub use self::builder::PermutedTablesBuilder;
 
 use rayon::prelude::*;
 
@@ -79,200 +84,18 @@ pub use self::design::{MAX_TABLES, Plan, min_tables, plan};
 use self::layout::sort_pairs;
 pub(crate) use self::layout::{Layout, counting_sort};
 use self::store::Store;
-use super::{HammingIndex, Hit, Id, IdSet, check_code, check_queries};
-use crate::cpu::{prefetch, with_popcnt};
+use super::{HammingIndex, Hit, Id, IdSet, check_code};
 use crate::error::{Error, Result};
 use crate::hamming;
-use crate::signature::{SignatureMatrix, words_for};
+use crate::signature::words_for;
 use crate::storage::Buf;
 use crate::util::topk::TopK;
-
-/// (query, table) searches run together, phase by phase, so that their memory accesses
-/// overlap.
-const UNIT: usize = 32;
-
-/// Candidates whose ids are looked up together.
-const PENDING: usize = 64;
 
 /// Queries probed together by the batch searches.
 const QUERY_GROUP: usize = 64;
 
-/// One (query, table) search of a probe.
-#[derive(Clone, Copy, Debug, Default)]
-struct Search {
-    /// The query's key word for the table.
-    key: u64,
-    q: u32,
-    t: u32,
-    /// The key word's directory prefix.
-    bucket: usize,
-    /// The prefix's entries.
-    lo: usize,
-    hi: usize,
-}
-
-/// Candidates within the radius by their key words, awaiting their ids: `(query, table,
-/// position in keys / vals, distance of the key words)`.
-struct Pending {
-    items: [(u32, u32, usize, u32); PENDING],
-    len: usize,
-}
-
-impl Pending {
-    fn new() -> Self {
-        Pending {
-            items: [(0, 0, 0, 0); PENDING],
-            len: 0,
-        }
-    }
-
-    #[inline(always)]
-    fn is_full(&self) -> bool {
-        self.len == PENDING
-    }
-
-    #[inline(always)]
-    fn push(&mut self, q: u32, t: u32, pos: usize, lower: u32) {
-        self.items[self.len] = (q, t, pos, lower);
-        self.len += 1;
-    }
-}
-
 /// Codes per block of the exact k-NN scan.
 const SCAN_BLOCK: usize = 256;
-
-/// How the builder picks the design.
-#[derive(Clone, Debug, Default, PartialEq)]
-enum Design {
-    /// The planner, no memory limit.
-    #[default]
-    Auto,
-    /// Explicit levels (blocks per level).
-    Levels(Vec<usize>),
-    /// The planner with at most this many tables.
-    MaxTables(usize),
-    /// The planner within this many bytes.
-    Budget(u64),
-}
-
-/// Builder of [`PermutedTables`]: `PermutedTables::builder().bits(64).radius(3).blocks(4)`.
-///
-/// The design is, by priority of the last setter called: explicit [`blocks`](Self::blocks)
-/// or [`levels`](Self::levels), a [`plan`](Self::plan), at most [`tables`](Self::tables)
-/// tables, a [`memory_budget`](Self::memory_budget), or by default the [`plan`](self::plan())
-/// of least query cost for the data size (`2^20` codes for an empty index).
-#[derive(Clone, Debug, Default)]
-pub struct PermutedTablesBuilder {
-    bits: Option<usize>,
-    radius: Option<u32>,
-    design: Design,
-}
-
-impl PermutedTablesBuilder {
-    /// Signature width `f` (required for [`empty`](Self::empty); checked against the
-    /// signatures in [`build`](Self::build)).
-    pub fn bits(mut self, bits: usize) -> Self {
-        self.bits = Some(bits);
-        self
-    }
-
-    /// Radius `k` the tables answer exactly (default 3). Larger radii are answered by a scan.
-    pub fn radius(mut self, radius: u32) -> Self {
-        self.radius = Some(radius);
-        self
-    }
-
-    /// One level of `r` blocks: `C(r, k)` tables, each keyed on `r - k` blocks (`r > k`).
-    pub fn blocks(mut self, r: usize) -> Self {
-        self.design = Design::Levels(vec![r]);
-        self
-    }
-
-    /// Several levels (see [`Plan::levels`]), e.g. `[4, 4]` for Manku's 16-table design.
-    pub fn levels(mut self, levels: &[usize]) -> Self {
-        self.design = Design::Levels(levels.to_vec());
-        self
-    }
-
-    /// The planner's best design with at most `max_tables` tables for the data size.
-    pub fn tables(mut self, max_tables: usize) -> Self {
-        self.design = Design::MaxTables(max_tables);
-        self
-    }
-
-    /// The planner's best design whose tables fit in `bytes` for the data size.
-    pub fn memory_budget(mut self, bytes: u64) -> Self {
-        self.design = Design::Budget(bytes);
-        self
-    }
-
-    /// The design of `plan` (also sets the width and radius).
-    pub fn plan(mut self, plan: &Plan) -> Self {
-        self.bits = Some(plan.bits);
-        self.radius = Some(plan.radius);
-        self.design = Design::Levels(plan.levels.clone());
-        self
-    }
-
-    fn levels_for(&self, bits: usize, radius: u32, n: u64) -> Result<Vec<usize>> {
-        let levels = match &self.design {
-            Design::Levels(l) => l.clone(),
-            Design::Auto => plan(bits, radius, n, u64::MAX)?.levels,
-            Design::MaxTables(t) => {
-                design::plan_max_tables(bits, radius, n, *t)
-                    .ok_or_else(|| Error::param("tables", "must be at least 1"))?
-                    .levels
-            }
-            Design::Budget(b) => plan(bits, radius, n, *b)?.levels,
-        };
-        design::check_design(bits, radius, &levels)?;
-        Ok(levels)
-    }
-
-    /// An index of the rows of `sigs`, with ids `0..N`; tables are built in parallel.
-    ///
-    /// # Errors
-    /// [`Error::BitsMismatch`] if [`bits`](Self::bits) was set to another width;
-    /// [`Error::InvalidParameter`] for a design that does not hold the radius (`r <= k`), has
-    /// more than [`MAX_TABLES`] tables, or does not fit the budget, or for more than `2^32`
-    /// rows.
-    pub fn build<S: AsRef<[u64]>>(&self, sigs: &SignatureMatrix<S>) -> Result<PermutedTables> {
-        let bits = sigs.bits();
-        if let Some(b) = self.bits.filter(|&b| b != bits) {
-            return Err(Error::BitsMismatch {
-                expected: b,
-                got: bits,
-            });
-        }
-        let n = u32::try_from(sigs.len())
-            .map_err(|_| Error::param("signatures", "more than 2^32 rows"))?;
-        let radius = self.radius.unwrap_or(3);
-        let levels = self.levels_for(bits, radius, u64::from(n).max(1))?;
-        let ids: Vec<u32> = (0..n).collect();
-        Ok(PermutedTables::from_rows(
-            bits,
-            radius,
-            levels,
-            sigs.as_slice(),
-            &ids,
-        ))
-    }
-
-    /// An empty index (the automatic design is planned for `2^20` codes).
-    ///
-    /// # Errors
-    /// [`Error::InvalidParameter`] if [`bits`](Self::bits) is unset or 0, or as
-    /// [`build`](Self::build) for the design.
-    pub fn empty(&self) -> Result<PermutedTables> {
-        let bits = self
-            .bits
-            .filter(|&b| b > 0)
-            .ok_or_else(|| Error::param("bits", "an empty index needs a width of at least 1"))?;
-        let radius = self.radius.unwrap_or(3);
-        let levels = self.levels_for(bits, radius, 1 << 20)?;
-        Ok(PermutedTables::from_rows(bits, radius, levels, &[], &[]))
-    }
-}
 
 /// Which ids the sorted tables hold (dead ones included).
 #[derive(Clone, Debug)]
@@ -286,18 +109,20 @@ enum MainIds {
 impl MainIds {
     /// The set of `ids`, or `None` if one repeats.
     fn from_ids(ids: impl Iterator<Item = u32>) -> Option<MainIds> {
-        let mut set = IdSet::default();
-        let mut max = None;
-        for id in ids {
-            if !set.insert(id) {
-                return None;
-            }
-            max = max.max(Some(id));
+        let mut v: Vec<u32> = ids.collect();
+        v.sort_unstable();
+        Self::from_sorted(&v)
+    }
+
+    /// The set of sorted `ids`, or `None` if one repeats.
+    fn from_sorted(ids: &[u32]) -> Option<MainIds> {
+        if ids.windows(2).any(|p| p[0] == p[1]) {
+            return None;
         }
-        Some(match max {
+        Some(match ids.last() {
             None => MainIds::Range(0),
-            Some(m) if u64::from(m) + 1 == set.len() as u64 => MainIds::Range(set.len() as u64),
-            Some(_) => MainIds::Set(set),
+            Some(&m) if u64::from(m) + 1 == ids.len() as u64 => MainIds::Range(ids.len() as u64),
+            Some(_) => MainIds::Set(IdSet::from_sorted(ids)),
         })
     }
 
@@ -433,179 +258,6 @@ impl PermutedTables {
         }
     }
 
-    /// Rebuilds an index from its parameters and arrays (see the module's "Persistence"),
-    /// checking the parameters, the shapes of the arrays and the table directories (small
-    /// arrays), but not the contents of the tables, codes and ids: `O(tables · 2^b)`, not
-    /// `O(N)`. Searches never panic or read out of bounds whatever those contents;
-    /// [`validate`](HammingIndex::validate) checks them (every table sorted, holding each
-    /// stored code exactly once, wide tables' keys matching the codes, the delta and dead
-    /// ids consistent), and runs before the first change.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn from_parts(
-        bits: usize,
-        radius: u32,
-        levels: Vec<usize>,
-        dir: Buf<u32>,
-        keys: Buf<u8>,
-        vals: Buf<u32>,
-        codes: Buf<u64>,
-        row_ids: Buf<u32>,
-        delta_codes: Vec<u64>,
-        delta_ids: Vec<u32>,
-        dead_ids: &[u32],
-    ) -> Result<Self> {
-        super::check_bits(bits)?;
-        let tables = Plan::for_levels(bits, radius, 0, &levels)?.tables;
-        // The layout holds every table's key positions: refuse designs whose layout would
-        // dwarf the data (a crafted width), beyond 256 MiB.
-        let data = dir.data_bytes() + keys.len() + vals.data_bytes() + codes.data_bytes();
-        let layout = (tables as u128) * (bits as u128) * 4;
-        if layout > (1u128 << 28).max(16 * data as u128 + 16 * delta_codes.len() as u128) {
-            return Err(Error::param(
-                "param bits",
-                format!("{bits}-bit codes in {tables} tables: a layout far larger than the data"),
-            ));
-        }
-        let bad = |field: &'static str, what: &str| Error::param(field, what.to_string());
-        let layout = Layout::new(bits, radius, &levels);
-        let w = words_for(bits);
-        let store = Store::from_parts(&layout, dir, keys, vals)?;
-        let m = store.len();
-        if w == 1 {
-            if !codes.is_empty() || !row_ids.is_empty() {
-                return Err(bad(
-                    "section codes",
-                    "codes of at most 64 bits live in the tables only",
-                ));
-            }
-        } else if m.checked_mul(w) != Some(codes.len()) || row_ids.len() != m {
-            return Err(bad(
-                "section codes",
-                "codes and row ids do not match the tables",
-            ));
-        }
-        if delta_ids.len().checked_mul(w) != Some(delta_codes.len()) {
-            return Err(bad("section delta_codes", "one code per delta id expected"));
-        }
-        let mut dead = IdSet::default();
-        for &id in dead_ids {
-            if !dead.insert(id) {
-                return Err(bad("section dead", "an id is listed twice"));
-            }
-        }
-        if dead.len() > m {
-            return Err(bad("section dead", "more dead ids than codes"));
-        }
-        Ok(PermutedTables {
-            bits,
-            radius,
-            levels,
-            layout,
-            store,
-            codes,
-            row_ids,
-            delta_codes,
-            delta_ids,
-            dead,
-            main_ids: MainIds::Range(0),
-            validated: false,
-        })
-    }
-
-    /// The ids the tables hold, checking the contents (see
-    /// [`validate`](HammingIndex::validate)).
-    fn checked_main_ids(&self) -> Result<MainIds> {
-        let bad = |field: &'static str, what: &str| Error::param(field, what.to_string());
-        let (w, m, bits) = (self.words(), self.store.len(), self.bits);
-        self.store.validate(&self.layout)?;
-        let main_ids = if w == 1 {
-            MainIds::from_ids(self.store.vals()[..m].iter().copied())
-                .ok_or_else(|| bad("section vals", "repeated id"))?
-        } else {
-            super::check_increasing("section row_ids", &self.row_ids)?;
-            super::check_codes(bits, &self.codes)
-                .map_err(|_| bad("section codes", "padding bits set in a code"))?;
-            MainIds::from_ids(self.row_ids.iter().copied())
-                .ok_or_else(|| bad("section row_ids", "repeated id"))?
-        };
-        for (t, tl) in self.layout.tables.iter().enumerate() {
-            let mut seen = IdSet::default();
-            for (k, v) in self.store.table(t) {
-                let ok = if w == 1 {
-                    main_ids.contains(v) && k & !tl.valid == 0
-                } else {
-                    (v as usize) < m && tl.keyword(&self.codes[v as usize * w..][..w]) == k
-                };
-                if !ok || !seen.insert(v) {
-                    return Err(bad("section vals", "a table does not hold every code once"));
-                }
-            }
-        }
-        super::check_codes(bits, &self.delta_codes)
-            .map_err(|_| bad("section delta_codes", "padding bits set in a code"))?;
-        for id in self.dead.iter() {
-            if !main_ids.contains(id) {
-                return Err(bad("section dead", "a dead id is not in the tables"));
-            }
-        }
-        let mut delta_set = IdSet::default();
-        for &id in &self.delta_ids {
-            if !delta_set.insert(id) || (main_ids.contains(id) && !self.dead.contains(id)) {
-                return Err(bad("section delta_ids", "an id is stored twice"));
-            }
-        }
-        Ok(main_ids)
-    }
-
-    /// Checks the contents once before the first change of a loaded index.
-    fn ensure_valid(&mut self) -> Result<()> {
-        if !self.validated {
-            self.main_ids = self.checked_main_ids()?;
-            self.validated = true;
-        }
-        Ok(())
-    }
-
-    /// The arrays of the index, in the order of [`from_parts`](Self::from_parts):
-    /// directories, truncated keys and values of all tables, wide codes and their ids, delta
-    /// codes and ids, dead ids (increasing).
-    #[allow(clippy::type_complexity)]
-    pub(crate) fn parts(
-        &self,
-    ) -> (
-        &[u32],
-        &[u8],
-        &[u32],
-        &[u64],
-        &[u32],
-        &[u64],
-        &[u32],
-        Vec<u32>,
-    ) {
-        let main: &[u32] = if self.words() == 1 {
-            &self.store.vals()[..self.store.len()]
-        } else {
-            &self.row_ids
-        };
-        let mut dead: Vec<u32> = main
-            .iter()
-            .copied()
-            .filter(|&id| self.dead.contains(id))
-            .collect();
-        dead.sort_unstable();
-        let (dir, keys, vals) = self.store.parts();
-        (
-            dir,
-            keys,
-            vals,
-            &self.codes,
-            &self.row_ids,
-            &self.delta_codes,
-            &self.delta_ids,
-            dead,
-        )
-    }
-
     fn words(&self) -> usize {
         self.layout.words()
     }
@@ -625,152 +277,6 @@ impl PermutedTables {
 
     fn contains(&self, id: Id) -> bool {
         (self.main_ids.contains(id) && !self.dead.contains(id)) || self.delta_ids.contains(&id)
-    }
-
-    /// Probes every table for every query of `queries` (row-major, `outs.len()` codes) for
-    /// codes within `r <= radius`, appending them to `outs[q]` (unsorted, delta excluded).
-    fn probe(&self, queries: &[u64], r: u32, outs: &mut [Vec<Hit>]) {
-        if self.store.len() == 0 {
-            return;
-        }
-        with_popcnt(|| self.probe_body(queries, r, outs));
-    }
-
-    /// The probe, software-pipelined: the (query, table) searches are run [`UNIT`] at a time,
-    /// each phase (directory entry, keys, ids) for all of them before the next, with the
-    /// next phase's cache lines prefetched, so that their cache misses overlap.
-    #[inline(always)]
-    fn probe_body(&self, queries: &[u64], r: u32, outs: &mut [Vec<Hit>]) {
-        let st = &self.store;
-        let m = st.len();
-        let w = self.words();
-        let tables = &self.layout.tables;
-        let nt = tables.len();
-        let total = outs.len() * nt;
-        let mut pending = Pending::new();
-        let mut unit = [Search::default(); UNIT];
-        for first in (0..total).step_by(UNIT) {
-            let len = UNIT.min(total - first);
-            let unit = &mut unit[..len];
-            // Key words; their directory entries prefetched.
-            for (s, qt) in unit.iter_mut().zip(first..) {
-                let (q, t) = (qt / nt, qt % nt);
-                let tl = &tables[t];
-                let code = &queries[q * w..(q + 1) * w];
-                let key = if w == 1 {
-                    tl.keyword1(code[0])
-                } else {
-                    tl.keyword(code)
-                };
-                let bucket = st.shape(t).bucket(key);
-                prefetch(st.dir_entry(&st.shape(t), bucket));
-                *s = Search {
-                    key,
-                    q: q as u32,
-                    t: t as u32,
-                    bucket,
-                    lo: 0,
-                    hi: 0,
-                };
-            }
-            // The prefix's entries; their keys prefetched.
-            for s in unit.iter_mut() {
-                let sh = st.shape(s.t as usize);
-                s.lo = *st.dir_entry(&sh, s.bucket) as usize;
-                s.hi = *st.dir_entry(&sh, s.bucket + 1) as usize;
-                if s.hi > s.lo {
-                    prefetch(st.key_byte(&sh, s.lo));
-                    prefetch(st.key_byte(&sh, (s.lo + 64 / sh.kb).min(s.hi - 1)));
-                    prefetch(st.key_byte(&sh, s.hi - 1));
-                }
-            }
-            // The candidates: entries sharing the query's key.
-            for s in unit.iter() {
-                let t = s.t as usize;
-                let tl = &tables[t];
-                let sh = st.shape(t);
-                let high = sh.high(s.bucket);
-                // Key bits below the directory's: found by binary search, then checked.
-                let key_low = tl.prefix & sh.low;
-                let mut i = s.lo;
-                if key_low != 0 {
-                    let target = s.key & key_low;
-                    let mut len = s.hi - s.lo;
-                    while len > 0 {
-                        let half = len / 2;
-                        if st.rem(&sh, i + half) < target {
-                            i += half + 1;
-                            len -= half + 1;
-                        } else {
-                            len = half;
-                        }
-                    }
-                }
-                while i < s.hi {
-                    let rem = st.rem(&sh, i);
-                    if (rem ^ s.key) & key_low != 0 {
-                        break;
-                    }
-                    let x = (high | rem) ^ s.key;
-                    let lower = x.count_ones();
-                    if lower <= r && (w > 1 || !tl.prior_match1(x)) {
-                        if pending.is_full() {
-                            self.resolve(&mut pending, queries, r, outs);
-                        }
-                        prefetch(&st.vals()[t * m + i]);
-                        pending.push(s.q, s.t, t * m + i, lower);
-                    }
-                    i += 1;
-                }
-            }
-        }
-        self.resolve(&mut pending, queries, r, outs);
-    }
-
-    /// Turns pending candidates into hits: looks up their ids (and, for wide codes, checks the
-    /// full code), all independent loads.
-    #[inline(always)]
-    fn resolve(&self, pending: &mut Pending, queries: &[u64], r: u32, outs: &mut [Vec<Hit>]) {
-        let w = self.words();
-        let items = &pending.items[..pending.len];
-        if w > 1 {
-            // The rows' codes, all in flight before any is read.
-            for &(_, _, pos, _) in items {
-                let v = self.store.vals()[pos] as usize;
-                prefetch(self.codes.as_ptr().wrapping_add(v * w));
-                prefetch(self.codes.as_ptr().wrapping_add(v * w + w - 1));
-                prefetch(self.row_ids.as_ptr().wrapping_add(v));
-            }
-        }
-        for &(q, t, pos, lower) in items {
-            let v = self.store.vals()[pos];
-            if w == 1 {
-                if !self.is_dead(v) {
-                    outs[q as usize].push(Hit {
-                        distance: lower,
-                        id: v,
-                    });
-                }
-                continue;
-            }
-            let query = &queries[q as usize * w..(q as usize + 1) * w];
-            // A row out of range (an unchecked corrupt file) is no candidate.
-            let Some(code) = self.codes.get(v as usize * w..(v as usize + 1) * w) else {
-                continue;
-            };
-            let d: u32 = code
-                .iter()
-                .zip(query)
-                .map(|(a, b)| (a ^ b).count_ones())
-                .sum();
-            if d <= r && !self.layout.prior_match(t as usize, code, query) {
-                let id = self.row_ids[v as usize];
-                if !self.is_dead(id) {
-                    outs[q as usize].push(Hit { distance: d, id });
-                }
-            }
-        }
-        pending.len = 0;
     }
 
     /// Calls `f(first, keys)` on table 0's key words in entry order, [`SCAN_BLOCK`] at a
@@ -1116,10 +622,7 @@ impl HammingIndex for PermutedTables {
     }
 
     fn radius_batch(&self, queries: &[u64], r: u32) -> Result<Vec<Vec<Hit>>> {
-        let w = check_queries(self.bits, queries)?;
-        for q in queries.chunks_exact(w) {
-            check_code(self.bits, q)?;
-        }
+        let w = super::check_query_rows(self.bits, queries)?;
         let groups: Vec<Vec<Vec<Hit>>> = queries
             .par_chunks(w * QUERY_GROUP)
             .map(|qs| {
@@ -1152,7 +655,7 @@ impl HammingIndex for PermutedTables {
 mod tests {
     use super::*;
     use crate::rng::Rng;
-    use crate::signature::last_word_mask;
+    use crate::signature::{SignatureMatrix, last_word_mask};
 
     fn random_matrix(rng: &mut Rng, bits: usize, n: usize) -> SignatureMatrix {
         let w = words_for(bits);

@@ -14,7 +14,12 @@
 //!   `0..N`); an id is stored at most once.
 //! - Indexes are **dynamic**: [`insert`](HammingIndex::insert) and
 //!   [`remove`](HammingIndex::remove) may follow the build, and every search is exact at every
-//!   point.
+//!   point; [`insert_batch`](HammingIndex::insert_batch) and
+//!   [`remove_batch`](HammingIndex::remove_batch) change many ids with one merge.
+//! - Batches of queries also come as flat arrays in FAISS's shapes
+//!   ([`radius_flat`](HammingIndex::radius_flat), [`knn_flat`](HammingIndex::knn_flat)).
+//! - [`IndexSpec`] is every kind with its parameters, in a compact text form shared by the
+//!   command line and the bindings; [`HammingIndex::spec`] gives it back from an index.
 
 mod linear;
 pub mod manku;
@@ -237,6 +242,13 @@ pub(crate) fn duplicate(id: Id) -> Error {
     Error::param("id", format!("id {id} is already stored"))
 }
 
+/// Checks every query of a batch (whole codes, zero padding bits); returns the words per
+/// code.
+pub(crate) fn check_query_rows(bits: usize, queries: &[u64]) -> Result<usize> {
+    check_codes(bits, queries)?;
+    Ok(words_for(bits))
+}
+
 /// Checks that `ids` are strictly increasing; `field` names the array.
 pub(crate) fn check_increasing(field: &'static str, ids: &[u32]) -> Result<()> {
     if let Some(i) = ids.windows(2).position(|p| p[0] >= p[1]) {
@@ -287,6 +299,14 @@ pub struct IdSet {
 }
 
 impl IdSet {
+    /// The set of `ids`, which must be strictly increasing (a fast bulk build).
+    pub(crate) fn from_sorted(ids: &[Id]) -> Self {
+        IdSet {
+            set: roaring::RoaringBitmap::from_sorted_iter(ids.iter().copied())
+                .expect("strictly increasing ids"),
+        }
+    }
+
     /// True if `id` is in the set.
     #[inline]
     pub fn contains(&self, id: Id) -> bool {

@@ -4,7 +4,7 @@
 
 use rayon::prelude::*;
 
-use super::{HammingIndex, Hit, Id, check_code, check_queries};
+use super::{HammingIndex, Hit, Id, check_code};
 use crate::error::{Error, Result};
 use crate::hamming;
 use crate::signature::SignatureMatrix;
@@ -642,14 +642,6 @@ impl MultiIndex {
             .collect()
     }
 
-    /// Checks every query of a batch; returns the words per code.
-    fn check_batch(&self, queries: &[u64]) -> Result<usize> {
-        let w = check_queries(self.bits, queries)?;
-        for q in queries.chunks(w) {
-            check_code(self.bits, q)?;
-        }
-        Ok(w)
-    }
     /// The live main-part row holding `id`.
     fn main_row(&self, id: Id) -> Option<usize> {
         let row = self.ids.binary_search(&id).ok()?;
@@ -833,7 +825,7 @@ impl HammingIndex for MultiIndex {
     }
 
     fn radius_batch(&self, queries: &[u64], r: u32) -> Result<Vec<Vec<Hit>>> {
-        let w = self.check_batch(queries)?;
+        let w = crate::index::check_query_rows(self.bits, queries)?;
         match self.radius_plan(r, self.costs.scan_batch) {
             Some(plan) => {
                 let chunks: Vec<Vec<Vec<Hit>>> = queries
@@ -866,7 +858,7 @@ impl HammingIndex for MultiIndex {
     }
 
     fn knn_batch(&self, queries: &[u64], k: usize) -> Result<Vec<Vec<Hit>>> {
-        let w = self.check_batch(queries)?;
+        let w = crate::index::check_query_rows(self.bits, queries)?;
         // First pass: probe every query; those the cost model sends to a scan come back empty.
         let probed: Vec<Option<Vec<Hit>>> = queries
             .par_chunks(w)

@@ -5,7 +5,7 @@ use std::cmp::Ordering;
 
 use rayon::prelude::*;
 
-use super::{HammingIndex, Hit, Id, check_code, check_queries};
+use super::{HammingIndex, Hit, Id, check_code};
 use crate::error::{Error, Result};
 use crate::signature::{SignatureMatrix, words_for};
 use crate::storage::Buf;
@@ -685,10 +685,7 @@ impl HammingIndex for PermutationIndex {
     }
 
     fn radius_batch(&self, queries: &[u64], r: u32) -> Result<Vec<Vec<Hit>>> {
-        let w = check_queries(self.bits, queries)?;
-        for q in queries.chunks_exact(w) {
-            check_code(self.bits, q)?;
-        }
+        let w = super::check_query_rows(self.bits, queries)?;
         let chunks: Vec<Vec<Vec<Hit>>> = queries
             .par_chunks(w * RADIUS_BATCH)
             .map(|qs| self.radius_pass(qs, r))
@@ -697,10 +694,7 @@ impl HammingIndex for PermutationIndex {
     }
 
     fn knn_batch(&self, queries: &[u64], k: usize) -> Result<Vec<Vec<Hit>>> {
-        let w = check_queries(self.bits, queries)?;
-        for q in queries.chunks_exact(w) {
-            check_code(self.bits, q)?;
-        }
+        let w = super::check_query_rows(self.bits, queries)?;
         let chunks: Vec<Vec<Vec<Hit>>> = queries
             .par_chunks(w * KNN_BATCH)
             .map(|qs| {
