@@ -488,3 +488,26 @@ fn bad_widths_keys_and_lengths_are_typed_errors() {
         })
     ));
 }
+
+/// An empty multi-index file claiming 2^57 substrings of a 2^63-bit code (the previous
+/// loader asked for 4.6 EB), or 2^57 substrings of 64 bits: errors naming the field.
+#[test]
+fn empty_mih_file_with_huge_substrings_is_an_error() {
+    let path = tmp("empty-mih.simlsh");
+    for (bits, field) in [
+        ("9223372036854775808", "param bits"),
+        ("64", "param substrings"),
+    ] {
+        simlsh::MultiIndex::new(64).unwrap().save(&path).unwrap();
+        let f = IndexFile::open(&path).unwrap();
+        let mut params = f.params().clone();
+        params.insert("bits".into(), bits.into());
+        params.insert("substrings".into(), "144115188075855872".into());
+        write_crafted(&path, f.kind(), &params, &arrays(&f));
+        match load_index(&path) {
+            Err(Error::InvalidField { field: got, .. }) => assert_eq!(got, field),
+            Err(e) => panic!("{e}"),
+            Ok(_) => panic!("loaded"),
+        }
+    }
+}
