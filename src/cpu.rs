@@ -10,7 +10,7 @@
 //! | kernels | scalar reference | x86-64 kernels | needs |
 //! |---|---|---|---|
 //! | Hamming distances and scans ([`crate::hamming`]) | `hamming::scalar` | `popcnt`, `avx2` sets | POPCNT; AVX2 + POPCNT |
-//! | Manku probes, MIH probes, self-join pair checks | the same loops, baseline `count_ones` | the loops compiled with POPCNT ([`with_popcnt`]) | POPCNT |
+//! | Manku probes, MIH probes, self-join pair checks | the same loops, baseline `count_ones` | the loops compiled with POPCNT (`with_popcnt`) | POPCNT |
 //! | signers' accumulation and dense products ([`crate::signers`]) | `*_scalar` kernels | AVX2 + FMA kernels | AVX2, FMA |
 //!
 //! The choice is made here and nowhere else: [`detected`] asks the CPU once
@@ -113,30 +113,40 @@ pub fn features() -> Features {
     })
 }
 
-/// Runs `f` compiled with hardware `POPCNT` when [`features`] allows it (its `count_ones`
+/// A kernel body that [`with_popcnt`] compiles with hardware `POPCNT`: a small struct
+/// holding the arguments, whose [`run`](Self::run) must be `#[inline(always)]` (a closure
+/// would not do: it is not inlined into the `POPCNT` function, so its `count_ones` would stay
+/// the baseline bit trick).
+pub(crate) trait PopcntBody {
+    /// What the body returns.
+    type Output;
+
+    /// The body; `#[inline(always)]` in every implementation.
+    fn run(self) -> Self::Output;
+}
+
+/// Runs `body` compiled with hardware `POPCNT` when [`features`] allows it (its `count_ones`
 /// become one instruction each), else as it is (the scalar reference: a bit trick on
-/// baseline x86-64). Same result either way. `f`'s body should be `#[inline(always)]` code
-/// so that it is compiled into the `POPCNT` function.
+/// baseline x86-64). Same result either way.
 #[inline(always)]
-pub(crate) fn with_popcnt<R>(f: impl FnOnce() -> R) -> R {
+pub(crate) fn with_popcnt<B: PopcntBody>(body: B) -> B::Output {
     #[cfg(target_arch = "x86_64")]
     if features().popcnt {
         // SAFETY: `features().popcnt` is true only when `is_x86_feature_detected!("popcnt")`
         // found POPCNT on this CPU.
-        return unsafe { run_popcnt(f) };
+        return unsafe { run_popcnt(body) };
     }
-    f()
+    body.run()
 }
 
-/// `f()` compiled with `POPCNT`.
+/// `body.run()` compiled with `POPCNT` (the `#[inline(always)]` body is inlined here).
 ///
 /// # Safety
 /// The CPU has POPCNT.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "popcnt")]
-#[inline]
-unsafe fn run_popcnt<R>(f: impl FnOnce() -> R) -> R {
-    f()
+unsafe fn run_popcnt<B: PopcntBody>(body: B) -> B::Output {
+    body.run()
 }
 
 /// Hints the CPU to fetch the cache line holding `p` into all cache levels (no effect on
@@ -178,9 +188,16 @@ mod tests {
         assert_eq!(all.name(), "popcnt+avx2+fma");
         assert!(all.avx2_fma());
         // `with_popcnt` gives the scalar result, and prefetching any address is harmless.
+        struct Count<'a>(&'a [u64]);
+        impl PopcntBody for Count<'_> {
+            type Output = u32;
+            #[inline(always)]
+            fn run(self) -> u32 {
+                self.0.iter().map(|w| w.count_ones()).sum()
+            }
+        }
         let x = [0xF0F0_u64, u64::MAX, 1];
-        let n: u32 = with_popcnt(|| x.iter().map(|w| w.count_ones()).sum());
-        assert_eq!(n, 8 + 64 + 1);
+        assert_eq!(with_popcnt(Count(&x)), 8 + 64 + 1);
         prefetch(x.as_ptr().wrapping_add(1 << 40));
     }
 }

@@ -174,23 +174,8 @@ impl HammingIndex for LinearScan {
         {
             return Err(super::duplicate(ids[i]));
         }
-        // One merge of the two id-sorted runs.
-        let total = self.ids.len() + ids.len();
-        let (mut new_ids, mut new_codes) =
-            (Vec::with_capacity(total), Vec::with_capacity(total * w));
-        let (mut a, mut b) = (0, 0);
-        while a < self.ids.len() || b < order.len() {
-            if b == order.len() || (a < self.ids.len() && self.ids[a] < ids[order[b]]) {
-                new_ids.push(self.ids[a]);
-                new_codes.extend_from_slice(&self.codes[a * w..(a + 1) * w]);
-                a += 1;
-            } else {
-                let i = order[b];
-                new_ids.push(ids[i]);
-                new_codes.extend_from_slice(&codes[i * w..(i + 1) * w]);
-                b += 1;
-            }
-        }
+        let (new_ids, new_codes) =
+            super::rows::merge_by_id(w, (&self.ids, &self.codes), (ids, codes), &order);
         self.ids = new_ids.into();
         self.codes = new_codes.into();
         Ok(())
@@ -202,24 +187,9 @@ impl HammingIndex for LinearScan {
         rm.sort_unstable();
         rm.dedup();
         let w = self.words();
-        let (mut keep_ids, mut keep_codes) = (Vec::with_capacity(self.ids.len()), Vec::new());
-        keep_codes.reserve(self.codes.len());
-        let mut j = 0;
-        for (i, &id) in self.ids.iter().enumerate() {
-            while j < rm.len() && rm[j] < id {
-                j += 1;
-            }
-            if j < rm.len() && rm[j] == id {
-                continue;
-            }
-            keep_ids.push(id);
-            keep_codes.extend_from_slice(&self.codes[i * w..(i + 1) * w]);
-        }
-        let removed = self.ids.len() - keep_ids.len();
-        if removed > 0 {
-            self.ids = keep_ids.into();
-            self.codes = keep_codes.into();
-        }
+        let (ids, codes) = (self.ids.to_mut(), self.codes.to_mut());
+        let removed =
+            super::rows::retain_rows(ids, codes, w, 0, |id| rm.binary_search(&id).is_err());
         Ok(removed)
     }
 

@@ -593,17 +593,10 @@ impl HammingIndex for PermutedTables {
         }
         // The delta in one pass, then the tables' ids marked dead; one merge at most.
         let w = self.words();
-        let mut kept = 0;
-        for i in 0..self.delta_ids.len() {
-            if !rm.contains(self.delta_ids[i]) {
-                self.delta_ids[kept] = self.delta_ids[i];
-                self.delta_codes.copy_within(i * w..(i + 1) * w, kept * w);
-                kept += 1;
-            }
-        }
-        let mut removed = self.delta_ids.len() - kept;
-        self.delta_ids.truncate(kept);
-        self.delta_codes.truncate(kept * w);
+        let mut removed =
+            super::rows::retain_rows(&mut self.delta_ids, &mut self.delta_codes, w, 0, |id| {
+                !rm.contains(id)
+            });
         for id in rm.iter() {
             if self.main_ids.contains(id) && self.dead.insert(id) {
                 removed += 1;

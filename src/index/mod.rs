@@ -26,6 +26,7 @@ pub mod manku;
 pub(crate) mod mih;
 mod permutation;
 pub mod results;
+mod rows;
 pub mod spec;
 
 pub use linear::LinearScan;

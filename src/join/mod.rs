@@ -245,9 +245,25 @@ impl GroupCtx<'_> {
         }
     }
 
-    /// Every pair of a small group, compiled with `POPCNT` when the CPU dispatch allows it.
+    /// [`small_body`](Self::small_body) compiled with hardware popcount.
+    ///
+    /// # Safety
+    /// The CPU must support POPCNT.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "popcnt")]
+    unsafe fn small_popcnt(&self, g: &[(u64, u32)], out: &mut Vec<Pair>) {
+        self.small_body(g, out);
+    }
+
+    /// Every pair of a small group.
     fn small_group(&self, g: &[(u64, u32)], out: &mut Vec<Pair>) {
-        crate::cpu::with_popcnt(|| self.small_body(g, out));
+        #[cfg(target_arch = "x86_64")]
+        if crate::cpu::features().popcnt {
+            // SAFETY: the CPU has POPCNT (detected by the CPU dispatch layer).
+            unsafe { self.small_popcnt(g, out) };
+            return;
+        }
+        self.small_body(g, out);
     }
 
     /// The pairs of a bucket of entries sharing the top key bits: one group, or, when the key

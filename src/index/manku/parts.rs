@@ -110,9 +110,19 @@ impl PermutedTables {
             ids.sort_unstable();
             MainIds::from_sorted(&ids).ok_or_else(|| bad("section row_ids", "repeated id"))?
         };
-        let mut vals = Vec::with_capacity(m);
+        // Every table holds each value of table 0 once: a bitset of the values when they
+        // are dense (at most 8 bytes of bitset per entry), else a sorted copy per table.
+        let max = first.last().map_or(0, |&v| v as usize);
+        let dense = max / 64 < m.max(1);
+        let mut seen = if dense {
+            vec![0u64; max / 64 + 1]
+        } else {
+            Vec::new()
+        };
+        let mut vals = Vec::with_capacity(if dense { 0 } else { m });
         for (t, tl) in self.layout.tables.iter().enumerate() {
             vals.clear();
+            seen.fill(0);
             for (k, v) in self.store.table(t) {
                 let ok = if w == 1 {
                     k & !tl.valid == 0
@@ -122,10 +132,28 @@ impl PermutedTables {
                 if !ok {
                     return Err(bad("section keys", "a key does not match its code"));
                 }
-                vals.push(v);
+                if dense {
+                    let v = v as usize;
+                    if v > max || seen[v / 64] >> (v % 64) & 1 == 1 {
+                        return Err(bad("section vals", "a table does not hold every code once"));
+                    }
+                    seen[v / 64] |= 1 << (v % 64);
+                } else {
+                    vals.push(v);
+                }
             }
-            vals.sort_unstable();
-            if vals != first {
+            if !dense {
+                vals.sort_unstable();
+            }
+            // Dense: `m` distinct values within table 0's `m` (checked by their bits).
+            let same = if dense {
+                first
+                    .iter()
+                    .all(|&v| seen[v as usize / 64] >> (v % 64) & 1 == 1)
+            } else {
+                vals == first
+            };
+            if !same {
                 return Err(bad("section vals", "a table does not hold every code once"));
             }
         }

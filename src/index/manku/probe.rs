@@ -3,7 +3,7 @@
 //! module documentation of [`super`]).
 
 use super::PermutedTables;
-use crate::cpu::{prefetch, with_popcnt};
+use crate::cpu::{PopcntBody, prefetch, with_popcnt};
 use crate::index::Hit;
 
 /// (query, table) searches run together, phase by phase, so that their memory accesses
@@ -54,6 +54,23 @@ impl Pending {
     }
 }
 
+/// The arguments of [`PermutedTables::probe_body`], run with `POPCNT` when allowed.
+struct Probe<'a> {
+    idx: &'a PermutedTables,
+    queries: &'a [u64],
+    r: u32,
+    outs: &'a mut [Vec<Hit>],
+}
+
+impl PopcntBody for Probe<'_> {
+    type Output = ();
+
+    #[inline(always)]
+    fn run(self) {
+        self.idx.probe_body(self.queries, self.r, self.outs);
+    }
+}
+
 impl PermutedTables {
     /// Probes every table for every query of `queries` (row-major, `outs.len()` codes) for
     /// codes within `r <= radius`, appending them to `outs[q]` (unsorted, delta excluded).
@@ -61,7 +78,12 @@ impl PermutedTables {
         if self.store.len() == 0 {
             return;
         }
-        with_popcnt(|| self.probe_body(queries, r, outs));
+        with_popcnt(Probe {
+            idx: self,
+            queries,
+            r,
+            outs,
+        });
     }
 
     /// The probe, software-pipelined: the (query, table) searches are run [`UNIT`] at a time,

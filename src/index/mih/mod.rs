@@ -747,22 +747,12 @@ impl HammingIndex for MultiIndex {
         let w = self.words;
         let mut order: Vec<usize> = (0..ids.len()).collect();
         order.sort_unstable_by_key(|&i| ids[i]);
-        let total = self.delta_ids.len() + ids.len();
-        let (mut new_ids, mut new_codes) =
-            (Vec::with_capacity(total), Vec::with_capacity(total * w));
-        let (mut a, mut b) = (0, 0);
-        while a < self.delta_ids.len() || b < order.len() {
-            if b == order.len() || (a < self.delta_ids.len() && self.delta_ids[a] < ids[order[b]]) {
-                new_ids.push(self.delta_ids[a]);
-                new_codes.extend_from_slice(&self.delta_codes[a * w..(a + 1) * w]);
-                a += 1;
-            } else {
-                let i = order[b];
-                new_ids.push(ids[i]);
-                new_codes.extend_from_slice(&codes[i * w..(i + 1) * w]);
-                b += 1;
-            }
-        }
+        let (new_ids, new_codes) = crate::index::rows::merge_by_id(
+            w,
+            (&self.delta_ids, &self.delta_codes),
+            (ids, codes),
+            &order,
+        );
         self.delta_ids = new_ids;
         self.delta_codes = new_codes;
         if self.delta_ids.len() > self.delta_cap() {
@@ -776,24 +766,13 @@ impl HammingIndex for MultiIndex {
         let mut rm = ids.to_vec();
         rm.sort_unstable();
         rm.dedup();
-        let w = self.words;
-        let mut kept = 0;
-        let mut j = 0;
-        for i in 0..self.delta_ids.len() {
-            let id = self.delta_ids[i];
-            while j < rm.len() && rm[j] < id {
-                j += 1;
-            }
-            if j < rm.len() && rm[j] == id {
-                continue;
-            }
-            self.delta_ids[kept] = id;
-            self.delta_codes.copy_within(i * w..(i + 1) * w, kept * w);
-            kept += 1;
-        }
-        let mut removed = self.delta_ids.len() - kept;
-        self.delta_ids.truncate(kept);
-        self.delta_codes.truncate(kept * w);
+        let mut removed = crate::index::rows::retain_rows(
+            &mut self.delta_ids,
+            &mut self.delta_codes,
+            self.words,
+            0,
+            |id| rm.binary_search(&id).is_err(),
+        );
         let rows: Vec<usize> = rm.iter().filter_map(|&id| self.main_row(id)).collect();
         if !rows.is_empty() {
             let dead = self.dead.to_mut();

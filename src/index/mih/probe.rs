@@ -4,7 +4,7 @@
 
 use super::cost::Costs;
 use super::layout::{Flips, Substring};
-use crate::cpu::{prefetch, with_popcnt};
+use crate::cpu::{PopcntBody, prefetch, with_popcnt};
 use crate::hamming::scalar::{by_words, dist_words};
 use crate::index::Hit;
 use crate::util::topk::TopK;
@@ -351,13 +351,62 @@ pub(super) fn knn_body<const W: usize>(
     KnnEnd::Done
 }
 
+/// The arguments of [`radius_body`], run with `POPCNT` when allowed.
+struct RadiusProbe<'v, 'a, 'p, 'o> {
+    v: &'v View<'a>,
+    r: u32,
+    shells: &'v [u32],
+    p: &'v mut Probe<'p>,
+    outs: &'o mut [Vec<Hit>],
+}
+
+impl PopcntBody for RadiusProbe<'_, '_, '_, '_> {
+    type Output = ();
+
+    #[inline(always)]
+    fn run(self) {
+        let RadiusProbe {
+            v,
+            r,
+            shells,
+            p,
+            outs,
+        } = self;
+        by_words!(v.words, radius_body(v, r, shells, p, outs))
+    }
+}
+
+/// The arguments of [`knn_body`], run with `POPCNT` when allowed.
+struct KnnProbe<'v, 'a, 'p> {
+    v: &'v View<'a>,
+    run: &'v KnnRun<'v>,
+    p: &'v mut Probe<'p>,
+    heap: &'v mut TopK<u64>,
+}
+
+impl PopcntBody for KnnProbe<'_, '_, '_> {
+    type Output = KnnEnd;
+
+    #[inline(always)]
+    fn run(self) -> KnnEnd {
+        let KnnProbe { v, run, p, heap } = self;
+        by_words!(v.words, knn_body(v, run, p, heap))
+    }
+}
+
 /// [`radius_body`] for the code width, compiled with `POPCNT` when the CPU dispatch allows
 /// it ([`with_popcnt`]).
 pub(super) fn radius_probe(v: &View, r: u32, shells: &[u32], p: &mut Probe, outs: &mut [Vec<Hit>]) {
-    with_popcnt(|| by_words!(v.words, radius_body(v, r, shells, p, outs)))
+    with_popcnt(RadiusProbe {
+        v,
+        r,
+        shells,
+        p,
+        outs,
+    })
 }
 
 /// [`knn_body`] for the code width, compiled with `POPCNT` when the CPU dispatch allows it.
 pub(super) fn knn_probe(v: &View, run: &KnnRun, p: &mut Probe, heap: &mut TopK<u64>) -> KnnEnd {
-    with_popcnt(|| by_words!(v.words, knn_body(v, run, p, heap)))
+    with_popcnt(KnnProbe { v, run, p, heap })
 }

@@ -650,18 +650,7 @@ impl HammingIndex for PermutationIndex {
         let (n, w) = (self.n, self.words());
         if self.ids.len() > n && self.ids[n..].iter().any(|&id| rm.contains(id)) {
             let (ids, codes) = (self.ids.to_mut(), self.codes.to_mut());
-            let mut kept = n;
-            for s in n..ids.len() {
-                if rm.contains(ids[s]) {
-                    removed += 1;
-                    continue;
-                }
-                ids[kept] = ids[s];
-                codes.copy_within(s * w..(s + 1) * w, kept * w);
-                kept += 1;
-            }
-            ids.truncate(kept);
-            codes.truncate(kept * w);
+            removed += super::rows::retain_rows(ids, codes, w, n, |id| !rm.contains(id));
         }
         self.maybe_merge();
         Ok(removed)
