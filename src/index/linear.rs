@@ -188,8 +188,7 @@ impl HammingIndex for LinearScan {
         rm.dedup();
         let w = self.words();
         let (ids, codes) = (self.ids.to_mut(), self.codes.to_mut());
-        let removed =
-            super::rows::retain_rows(ids, codes, w, 0, |id| rm.binary_search(&id).is_err());
+        let removed = super::rows::retain_rows(ids, codes, w, 0, super::rows::not_in_sorted(&rm));
         Ok(removed)
     }
 

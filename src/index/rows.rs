@@ -28,13 +28,14 @@ pub(crate) fn merge_by_id(
 }
 
 /// Keeps, in place and in order, the rows from `from` on whose id `keep` accepts (rows
-/// before `from` are left alone); returns how many rows were dropped.
+/// before `from` are left alone; `keep` sees the ids in row order); returns how many rows
+/// were dropped.
 pub(crate) fn retain_rows(
     ids: &mut Vec<u32>,
     codes: &mut Vec<u64>,
     w: usize,
     from: usize,
-    keep: impl Fn(u32) -> bool,
+    mut keep: impl FnMut(u32) -> bool,
 ) -> usize {
     let mut kept = from;
     for r in from..ids.len() {
@@ -65,5 +66,20 @@ mod tests {
         assert_eq!(retain_rows(&mut ids, &mut codes, 2, 1, |id| id % 2 == 1), 2);
         assert_eq!(ids, vec![0, 1, 7, 9]);
         assert_eq!(codes, vec![0, 1, 10, 11, 70, 71, 90, 91]);
+        let mut keep = not_in_sorted(&[1, 7, 8]);
+        let kept: Vec<u32> = [0u32, 1, 7, 9].into_iter().filter(|&id| keep(id)).collect();
+        assert_eq!(kept, vec![0, 9]);
+    }
+}
+
+/// A `keep` test for [`retain_rows`] over ids visited in increasing order: false for the ids
+/// of `sorted` (increasing), by one forward pass over it.
+pub(crate) fn not_in_sorted(sorted: &[u32]) -> impl FnMut(u32) -> bool + '_ {
+    let mut j = 0;
+    move |id| {
+        while j < sorted.len() && sorted[j] < id {
+            j += 1;
+        }
+        !(j < sorted.len() && sorted[j] == id)
     }
 }

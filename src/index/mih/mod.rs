@@ -771,7 +771,7 @@ impl HammingIndex for MultiIndex {
             &mut self.delta_codes,
             self.words,
             0,
-            |id| rm.binary_search(&id).is_err(),
+            crate::index::rows::not_in_sorted(&rm),
         );
         let rows: Vec<usize> = rm.iter().filter_map(|&id| self.main_row(id)).collect();
         if !rows.is_empty() {
