@@ -51,6 +51,18 @@ pub(crate) fn retain_rows(
     dropped
 }
 
+/// A `keep` test for [`retain_rows`] over ids visited in increasing order: false for the ids
+/// of `sorted` (increasing), by one forward pass over it.
+pub(crate) fn not_in_sorted(sorted: &[u32]) -> impl FnMut(u32) -> bool + '_ {
+    let mut j = 0;
+    move |id| {
+        while j < sorted.len() && sorted[j] < id {
+            j += 1;
+        }
+        !(j < sorted.len() && sorted[j] == id)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -69,17 +81,5 @@ mod tests {
         let mut keep = not_in_sorted(&[1, 7, 8]);
         let kept: Vec<u32> = [0u32, 1, 7, 9].into_iter().filter(|&id| keep(id)).collect();
         assert_eq!(kept, vec![0, 9]);
-    }
-}
-
-/// A `keep` test for [`retain_rows`] over ids visited in increasing order: false for the ids
-/// of `sorted` (increasing), by one forward pass over it.
-pub(crate) fn not_in_sorted(sorted: &[u32]) -> impl FnMut(u32) -> bool + '_ {
-    let mut j = 0;
-    move |id| {
-        while j < sorted.len() && sorted[j] < id {
-            j += 1;
-        }
-        !(j < sorted.len() && sorted[j] == id)
     }
 }
