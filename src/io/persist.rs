@@ -311,8 +311,8 @@ impl IndexFile {
     /// it from the length of the `perms` section).
     ///
     /// # Errors
-    /// [`Error::Format`](crate::Error::Format) naming the file and the parameter that is
-    /// missing or not valid, or when the file holds signatures.
+    /// [`Error::InvalidField`] naming the file and the parameter that is missing or not
+    /// valid, or [`Error::Format`] when the file holds signatures.
     pub fn spec(&self) -> Result<IndexSpec> {
         let mut params = self.params().clone();
         if self.kind() == FileKind::Permutation && !params.contains_key("permutations") {
@@ -320,7 +320,16 @@ impl IndexFile {
             let perms = self.section_len("perms")?;
             params.insert("permutations".into(), (perms / bits).to_string());
         }
-        IndexSpec::from_params(self.kind(), &params).map_err(|e| into_field(self, e))
+        IndexSpec::from_params(self.kind(), &params).map_err(|e| match e {
+            Error::InvalidParameter {
+                name: "kind",
+                reason,
+            } => self.error(reason),
+            Error::InvalidParameter { name, reason } => {
+                self.field_error(format!("param {name}"), reason)
+            }
+            other => self.error(other.to_string()),
+        })
     }
 }
 

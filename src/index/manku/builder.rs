@@ -98,7 +98,7 @@ impl PermutedTablesBuilder {
     /// # Errors
     /// [`Error::BitsMismatch`] if [`bits`](Self::bits) was set to another width;
     /// [`Error::InvalidParameter`] for a design that does not hold the radius (`r <= k`), has
-    /// more than [`MAX_TABLES`] tables, or does not fit the budget, or for more than `2^32`
+    /// more than [`MAX_TABLES`](super::MAX_TABLES) tables, or does not fit the budget, or for more than `2^32`
     /// rows.
     pub fn build<S: AsRef<[u64]>>(&self, sigs: &SignatureMatrix<S>) -> Result<PermutedTables> {
         let bits = sigs.bits();
