@@ -36,5 +36,5 @@ pub use input::{InputFormat, VectorInput, VectorOptions, Vectors, read_vectors};
 pub use lines::{BadLines, OnBadLine};
 pub use mtx::{MatrixMarket, read_mtx};
 pub use npy::{Csr, read_npy_dense, read_npz_csr, read_signatures_npy, write_signatures_npy};
-pub use persist::{SignatureFile, load_index, load_signatures, save_signatures};
+pub use persist::{SignatureFile, load_index, load_signatures, save_signatures, verify_index};
 pub use svmlight::{IndexBase, Svmlight, SvmlightOptions, read_svmlight};
