@@ -143,11 +143,11 @@ fn npy_errors_name_the_file_and_the_byte_row_or_dtype() {
     let p = write("extra.npy", [&full[..], b"xx"].concat());
     assert_format_error(read_npy_dense(&p).unwrap_err(), &p, &["2 unexpected bytes"]);
 
-    let p = write("int.npy", npy_bytes(&array![[1i32, 2], [3, 4]]));
+    let p = write("str.npy", npy_raw("<U2", "(1, 2)", &[0u8; 16]));
     assert_format_error(
         read_npy_dense(&p).unwrap_err(),
         &p,
-        &["int32", "float32 or float64"],
+        &["str2", "not a number type", "`<U2`"],
     );
     let p = write("u64.npy", npy_bytes(&array![[1u64, 2]]));
     assert_format_error(

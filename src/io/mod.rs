@@ -17,22 +17,33 @@
 //! ([`OnBadLine`]).
 
 pub mod atomic;
+pub mod csr;
 pub mod documents;
 pub mod format;
 pub mod input;
+pub mod limits;
 pub mod lines;
 pub mod mtx;
 pub mod npy;
 pub mod persist;
+pub mod source;
 pub mod svmlight;
 pub mod vecs;
 
 pub use atomic::write_atomic;
 pub use documents::{Document, Documents, TextOptions, documents, read_documents};
 pub use format::{FileKind, IndexFile, Writer};
-pub use input::{InputFormat, VectorInput, VectorOptions, Vectors, read_vectors};
+pub use input::{
+    InputFormat, VectorInput, VectorOptions, Vectors, read_vectors, read_vectors_from,
+};
+pub use limits::Limits;
 pub use lines::{BadLines, OnBadLine};
-pub use mtx::{MatrixMarket, read_mtx};
-pub use npy::{Csr, read_npy_dense, read_npz_csr, read_signatures_npy, write_signatures_npy};
+pub use mtx::{MatrixMarket, read_mtx, read_mtx_from};
+pub use npy::{
+    Csr, read_npy_dense, read_npy_dense_from, read_npz, read_npz_csr, read_signatures_npy,
+    read_signatures_npy_from, write_signatures_npy,
+};
 pub use persist::{SignatureFile, load_index, load_signatures, save_signatures};
-pub use svmlight::{IndexBase, Svmlight, SvmlightOptions, read_svmlight};
+pub use source::is_stdin;
+pub use svmlight::{IndexBase, Svmlight, SvmlightOptions, read_svmlight, read_svmlight_from};
+pub use vecs::{read_vecs, read_vecs_from};
