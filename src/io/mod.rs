@@ -23,6 +23,7 @@ pub mod format;
 pub mod input;
 pub mod limits;
 pub mod lines;
+pub mod lock;
 pub mod mtx;
 pub mod npy;
 pub mod persist;
@@ -30,7 +31,7 @@ pub mod source;
 pub mod svmlight;
 pub mod vecs;
 
-pub use atomic::write_atomic;
+pub use atomic::{OutputSet, check_distinct, write_atomic};
 pub use documents::{Document, Documents, TextOptions, documents, read_documents};
 pub use format::{FileKind, IndexFile, Writer};
 pub use input::{
@@ -38,6 +39,7 @@ pub use input::{
 };
 pub use limits::Limits;
 pub use lines::{BadLines, OnBadLine};
+pub use lock::{LockGuard, lock_exclusive, try_lock_exclusive};
 pub use mtx::{MatrixMarket, read_mtx, read_mtx_from};
 pub use npy::{
     Csr, read_npy_dense, read_npy_dense_from, read_npz, read_npz_csr, read_signatures_npy,
