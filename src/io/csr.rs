@@ -4,7 +4,7 @@
 
 use sprs::CsMatI;
 
-use super::npy::decode::Int;
+use super::npy::decode::{Int, first_above};
 use crate::signers::sparse::sort_and_merge;
 
 /// The CSR matrix type of every sparse reader: `f32` values, `u32` column indices, `usize`
@@ -106,6 +106,64 @@ pub(crate) fn from_csc(
     drop(next);
     canonicalize(&mut out_ptr, &mut out_idx, &mut out_val);
     finish(rows, cols, out_ptr, out_idx, out_val)
+}
+
+/// Validates the rows of a CSR structure read from a file and brings them to canonical form:
+/// every index must be at most `lim` (as stored); rows found unsorted or with duplicates are
+/// sorted and merged in place ([`canonicalize`]). `Err(k)`: entry `k` is above `lim`.
+/// `indptr` must start at 0, never decrease and end at `indices.len() == data.len()`.
+pub(crate) fn validate_rows(
+    indptr: &mut [usize],
+    indices: &mut Vec<u32>,
+    data: &mut Vec<f32>,
+    lim: u64,
+) -> Result<(), usize> {
+    let mut canonical = true;
+    for r in 0..indptr.len().saturating_sub(1) {
+        let (a, b) = (indptr[r], indptr[r + 1]);
+        let s = &indices[a..b];
+        let Some(&last) = s.last() else { continue };
+        // One pass, vectorised: strictly increasing, so all are below the last.
+        if s.windows(2).fold(true, |ok, w| ok & (w[0] < w[1])) && last as u64 <= lim {
+            continue;
+        }
+        if let Some(k) = first_above(s, lim) {
+            return Err(a + k);
+        }
+        canonical = false;
+    }
+    if !canonical {
+        canonicalize(indptr, indices, data);
+    }
+    Ok(())
+}
+
+/// The matrix of a structure checked by [`validate_rows`] (and `cols` at most
+/// [`MAX_COLS`]), without checking it again.
+pub(crate) fn finish_validated(
+    rows: usize,
+    cols: usize,
+    indptr: Vec<usize>,
+    indices: Vec<u32>,
+    data: Vec<f32>,
+) -> Csr {
+    debug_assert!(
+        Csr::try_new((rows, cols), indptr.clone(), indices.clone(), data.clone()).is_ok()
+    );
+    // SAFETY: the caller checked that `indptr` has `rows + 1` entries, starts at 0, never
+    // decreases and ends at `indices.len() == data.len()`; `validate_rows` that every row is
+    // strictly increasing and below `cols` (sorting and merging the rows that were not);
+    // `cols <= u32::MAX` fits the `u32` indices, and `rows + 1` entries fit `usize`. These
+    // are the invariants `CsMatI::try_new` checks.
+    unsafe {
+        Csr::new_unchecked(
+            sprs::CompressedStorage::CSR,
+            (rows, cols),
+            indptr,
+            indices,
+            data,
+        )
+    }
 }
 
 /// The matrix of a canonical CSR structure (rows sorted, indices below `cols`, `cols` at

@@ -226,7 +226,7 @@ pub(crate) fn read_f32(
         }
     };
     if d.kind == b'f' && d.size != 8 {
-        if let Some(k) = v.iter().position(|x| !x.is_finite()) {
+        if let Some(k) = first_non_finite(&v) {
             return Err(Fail::Float {
                 index: k,
                 value: v[k] as f64,
@@ -271,6 +271,39 @@ impl Int for usize {
     }
 }
 
+/// The position of the first value of `v` above `lim`, in chunks the compiler vectorises.
+pub(crate) fn first_above<T: Int>(v: &[T], lim: u64) -> Option<usize> {
+    let mut base = 0;
+    for c in v.chunks(1024) {
+        if !c.iter().fold(true, |a, &x| a & (x.get() <= lim)) {
+            return c.iter().position(|&x| x.get() > lim).map(|k| base + k);
+        }
+        base += c.len();
+    }
+    None
+}
+
+/// The position of the first non-finite value of `v`, in chunks the compiler vectorises.
+fn first_non_finite(v: &[f32]) -> Option<usize> {
+    let mut base = 0;
+    for c in v.chunks(1024) {
+        if !c.iter().fold(true, |a, &x| a & x.is_finite()) {
+            return c.iter().position(|x| !x.is_finite()).map(|k| base + k);
+        }
+        base += c.len();
+    }
+    None
+}
+
+/// The value of raw integer bits `x` of a `bits`-bit type.
+pub(crate) fn signed_value(x: u64, bits: u32, signed: bool) -> i128 {
+    if signed && (x >> (bits - 1)) & 1 == 1 {
+        x as i128 - (1i128 << bits)
+    } else {
+        x as i128
+    }
+}
+
 /// Reads `count` elements of an integer type (any size, either byte order) into `T`; every
 /// value must lie in `0..=max` (`max` below `T::MAX`'s range is the caller's business).
 pub(crate) fn read_ints<T: Int>(
@@ -280,6 +313,28 @@ pub(crate) fn read_ints<T: Int>(
     avail: Avail,
     max: u64,
 ) -> Result<Vec<T>, Fail> {
+    let (v, lim) = read_ints_deferred::<T>(r, d, count, avail, max)?;
+    if let Some(lim) = lim {
+        if let Some(k) = first_above(&v, lim) {
+            return Err(Fail::Int {
+                index: k,
+                value: signed_value(v[k].get(), 8 * d.size as u32, d.kind == b'i'),
+            });
+        }
+    }
+    Ok(v)
+}
+
+/// As [`read_ints`], except that an array stored as `T` itself is returned unchecked, with
+/// the bound its raw values must not exceed (negative values of a signed type read as large
+/// ones): the caller checks it in a pass of its own. `None` when already checked.
+pub(crate) fn read_ints_deferred<T: Int>(
+    r: &mut dyn Read,
+    d: Dtype,
+    count: usize,
+    avail: Avail,
+    max: u64,
+) -> Result<(Vec<T>, Option<u64>), Fail> {
     let big = d.big;
     let check = |k: usize, x: i128| {
         if x < 0 || x > max as i128 {
@@ -291,28 +346,14 @@ pub(crate) fn read_ints<T: Int>(
     if matches!(d.kind, b'i' | b'u') && d.size == size_of::<T>() && d.native() {
         let v = read_raw::<T>(r, count, avail)?;
         let bits = 8 * d.size as u32;
-        let signed = d.kind == b'i';
-        let value = |x: u64| -> i128 {
-            if signed && (x >> (bits - 1)) & 1 == 1 {
-                x as i128 - (1i128 << bits)
-            } else {
-                x as i128
-            }
+        let lim = if d.kind == b'i' {
+            max.min((1u64 << (bits - 1)) - 1)
+        } else {
+            max
         };
-        if signed || max < u64::MAX {
-            if let Some(k) = v.iter().position(|&x| {
-                let y = value(x.get());
-                y < 0 || y > max as i128
-            }) {
-                return Err(Fail::Int {
-                    index: k,
-                    value: value(v[k].get()),
-                });
-            }
-        }
-        return Ok(v);
+        return Ok((v, (lim < u64::MAX).then_some(lim)));
     }
-    Ok(match (d.kind, d.size) {
+    let v = match (d.kind, d.size) {
         (b'i', 1) => read_conv::<T, 1>(r, count, avail, |k, b| check(k, b[0] as i8 as i128))?,
         (b'u', 1) => read_conv::<T, 1>(r, count, avail, |k, b| check(k, b[0] as i128))?,
         (b'i', 2) => {
@@ -339,7 +380,8 @@ pub(crate) fn read_ints<T: Int>(
                 d.name()
             )));
         }
-    })
+    };
+    Ok((v, None))
 }
 
 #[cfg(test)]

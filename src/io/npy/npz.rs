@@ -46,7 +46,7 @@ use std::path::Path;
 use ndarray::Array2;
 use zip::{CompressionMethod, ZipArchive};
 
-use super::decode::{Avail, Fail, read_f32, read_ints, read_raw};
+use super::decode::{Avail, Fail, read_f32, read_ints, read_ints_deferred, read_raw, signed_value};
 use super::header::{Header, HeaderError, read_full, read_header};
 use super::{Csr, dense_array};
 use crate::error::Result;
@@ -428,7 +428,7 @@ fn scipy(a: &mut Archive) -> std::result::Result<Csr, String> {
             let nnz = indptr[major];
             let row_of = |indptr: &[usize], k: usize| indptr.partition_point(|&p| p <= k) - 1;
             let i = a.need("indices")?;
-            let mut indices = a.member(i, |r, h, avail, _| {
+            let (mut indices, lim, dtype) = a.member(i, |r, h, avail, _| {
                 expect_len(h, nnz, |n| {
                     format!("{n} entries, but indptr ends at {nnz}")
                 })?;
@@ -437,7 +437,8 @@ fn scipy(a: &mut Archive) -> std::result::Result<Csr, String> {
                         "{nnz} entries in a matrix of shape ({rows}, {cols})"
                     )));
                 }
-                read_ints::<u32>(r, h.dtype, nnz, avail, minor.saturating_sub(1) as u64).map_err(
+                let max = minor.saturating_sub(1) as u64;
+                let (v, lim) = read_ints_deferred::<u32>(r, h.dtype, nnz, avail, max).map_err(
                     |f| match f {
                         Fail::Int { index, value } => Fail::Msg(format!(
                             "{row} {}: {col} index {value} is out of range for shape ({rows}, {cols})",
@@ -445,7 +446,8 @@ fn scipy(a: &mut Archive) -> std::result::Result<Csr, String> {
                         )),
                         f => f,
                     },
-                )
+                )?;
+                Ok((v, lim.unwrap_or(max), h.dtype))
             })?;
             let i = a.need("data")?;
             let mut data = a.member(i, |r, h, avail, _| {
@@ -459,9 +461,18 @@ fn scipy(a: &mut Archive) -> std::result::Result<Csr, String> {
                     f => f,
                 })
             })?;
+            // Indices in range and rows sorted, in one pass (stored as u32 or i32, the
+            // indices were read unchecked).
+            if let Err(k) = csr::validate_rows(&mut indptr, &mut indices, &mut data, lim) {
+                let value =
+                    signed_value(indices[k] as u64, 8 * dtype.size as u32, dtype.kind == b'i');
+                return Err(format!(
+                    "member `indices`: {row} {}: {col} index {value} is out of range for shape ({rows}, {cols})",
+                    row_of(&indptr, k)
+                ));
+            }
             if is_csr {
-                csr::canonicalize(&mut indptr, &mut indices, &mut data);
-                csr::finish(rows, cols, indptr, indices, data)
+                Ok(csr::finish_validated(rows, cols, indptr, indices, data))
             } else {
                 check_rows(a)?;
                 csr::from_csc(rows, cols, &indptr, &indices, &data)
