@@ -210,9 +210,6 @@ fn mtx(src: Source<'_>, on_bad: OnBadLine) -> Result<MatrixMarket> {
             Ok(())
         }
     };
-    if let Some(l) = len {
-        rows_fit(l)?;
-    }
     let mut bad = BadLines::default();
 
     if !coordinate {
@@ -232,6 +229,9 @@ fn mtx(src: Source<'_>, on_bad: OnBadLine) -> Result<MatrixMarket> {
                     ),
                 ));
             }
+        }
+        if let Some(l) = len {
+            rows_fit(l)?;
         }
         let mut vals: Vec<f32> = Vec::new();
         vals.reserve_exact(if rest.is_some() {
@@ -298,6 +298,9 @@ fn mtx(src: Source<'_>, on_bad: OnBadLine) -> Result<MatrixMarket> {
                 format!("size line `{size}` claims {nnz} entries, but only {rest} bytes follow"),
             ));
         }
+    }
+    if let Some(l) = len {
+        rows_fit(l)?;
     }
     let sym = if symmetry == Symmetry::General { 1 } else { 2 };
     let cap = if rest.is_some() {
