@@ -2,15 +2,18 @@
 //!
 //! Two runs that each read an index, add to it and write it back both succeed, and the one
 //! that renames last silently drops the other's additions. [`lock_exclusive`] serialises them:
-//! it takes an exclusive lock ([`File::lock`]) on a lock file beside the target,
-//! `.<name>.lock`, held until the returned guard is dropped (or the process ends: the system
-//! releases the locks of a dead process). The lock file itself is left in place: removing it
-//! would let a third run lock a new file while the second still holds the old one.
+//! it takes an exclusive lock (`flock(2)`, what `File::lock` of Rust 1.89 does on Unix) on a
+//! lock file beside the target, `.<name>.lock`, held until the returned guard is dropped (or
+//! the process ends: the system releases the locks of a dead process). The lock file itself is
+//! left in place: removing it would let a third run lock a new file while the second still
+//! holds the old one. Locks need a Unix system; elsewhere taking one is an
+//! [`Error::Unsupported`].
 //!
 //! The lock is advisory: it excludes only runs that take it. Readers need none, as writes
 //! replace the file atomically ([`write_atomic`](super::write_atomic)).
 
-use std::fs::{File, OpenOptions, TryLockError};
+use std::fs::{File, OpenOptions};
+use std::io;
 use std::path::{Path, PathBuf};
 
 use super::atomic::stage::{self, Dest};
@@ -32,8 +35,43 @@ impl LockGuard {
 
 impl Drop for LockGuard {
     fn drop(&mut self) {
-        let _ = self.file.unlock();
+        let _ = unlock(&self.file);
     }
+}
+
+/// Takes an exclusive lock on `file`, waiting (`block`) or not; `Ok(false)` if another open
+/// file holds it and `block` is false.
+#[cfg(unix)]
+pub(crate) fn flock(file: &File, block: bool) -> io::Result<bool> {
+    use rustix::fs::{FlockOperation, flock};
+    let op = if block {
+        FlockOperation::LockExclusive
+    } else {
+        FlockOperation::NonBlockingLockExclusive
+    };
+    match flock(file, op) {
+        Ok(()) => Ok(true),
+        Err(e) if e == rustix::io::Errno::WOULDBLOCK => Ok(false),
+        Err(e) => Err(e.into()),
+    }
+}
+
+#[cfg(not(unix))]
+pub(crate) fn flock(_: &File, _: bool) -> io::Result<bool> {
+    Err(io::Error::new(
+        io::ErrorKind::Unsupported,
+        "file locks need a Unix system",
+    ))
+}
+
+#[cfg(unix)]
+fn unlock(file: &File) -> io::Result<()> {
+    rustix::fs::flock(file, rustix::fs::FlockOperation::Unlock).map_err(Into::into)
+}
+
+#[cfg(not(unix))]
+fn unlock(_: &File) -> io::Result<()> {
+    Ok(())
 }
 
 /// The lock file of `path`: beside the file a symbolic link names, so that every link to one
@@ -88,7 +126,7 @@ fn open(path: &Path) -> Result<(File, PathBuf)> {
 /// ```
 pub fn lock_exclusive(path: &Path) -> Result<LockGuard> {
     let (file, lock) = open(path)?;
-    file.lock().map_err(|source| Error::Io {
+    flock(&file, true).map_err(|source| Error::Io {
         path: lock.clone(),
         source,
     })?;
@@ -98,9 +136,9 @@ pub fn lock_exclusive(path: &Path) -> Result<LockGuard> {
 /// Takes the exclusive lock of `path` if no one holds it; `None` if someone does.
 pub fn try_lock_exclusive(path: &Path) -> Result<Option<LockGuard>> {
     let (file, lock) = open(path)?;
-    match file.try_lock() {
-        Ok(()) => Ok(Some(LockGuard { file, path: lock })),
-        Err(TryLockError::WouldBlock) => Ok(None),
-        Err(TryLockError::Error(source)) => Err(Error::Io { path: lock, source }),
+    match flock(&file, false) {
+        Ok(true) => Ok(Some(LockGuard { file, path: lock })),
+        Ok(false) => Ok(None),
+        Err(source) => Err(Error::Io { path: lock, source }),
     }
 }

@@ -53,7 +53,7 @@ pub(crate) fn open(path: &Path) -> Result<Source<'static>> {
     }
     Ok(Source {
         name: path.to_path_buf(),
-        len: meta.is_file().then(|| meta.len()),
+        len: meta.is_file().then_some(meta.len()),
         reader: Box::new(file),
     })
 }

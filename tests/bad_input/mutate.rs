@@ -175,7 +175,7 @@ fn text_mutation(g: &mut Gen, b: &[u8]) -> (String, Vec<u8>) {
     let mut lines: Vec<String> = text.split('\n').map(str::to_string).collect();
     let li = g.below(lines.len());
     match g.below(6) {
-        0 | 1 | 2 => {
+        0..=2 => {
             // Replace a token (split at spaces and colons) of a line.
             let line = lines[li].clone();
             let mut parts: Vec<String> = Vec::new();
@@ -225,13 +225,8 @@ fn text_mutation(g: &mut Gen, b: &[u8]) -> (String, Vec<u8>) {
         _ => {
             let mut v = lines.join("\n").into_bytes();
             let at = g.below(v.len() + 1);
-            let bad: &[u8] = *g.pick(&[
-                &b"\xff"[..],
-                &b"\xc3"[..],
-                &b"\xed\xa0\x80"[..],
-                &b"\0"[..],
-                &b"\xef\xbb\xbf"[..],
-            ]);
+            const BAD: [&[u8]; 5] = [b"\xff", b"\xc3", b"\xed\xa0\x80", b"\0", b"\xef\xbb\xbf"];
+            let bad = *g.pick(&BAD);
             v.splice(at..at, bad.iter().copied());
             (format!("bytes {bad:?} inserted at {at}"), v)
         }

@@ -7,8 +7,8 @@
 //! through, as renaming over it would destroy it.
 //!
 //! **Temporaries.** A temporary file is named `.<name>.<pid>-<n>.simlsh-tmp` beside its
-//! destination and holds an exclusive advisory lock ([`File::try_lock`]) for as long as its
-//! writer has it open. A killed writer loses its lock with its process, so the next writer of
+//! destination and holds an exclusive advisory lock (`flock(2)`) for as long as its writer
+//! has it open. A killed writer loses its lock with its process, so the next writer of
 //! the same destination removes every temporary of that name whose lock it can take
 //! ([`clean_stale`]): a live writer's temporary is never touched.
 
@@ -16,6 +16,8 @@ use std::fs::{self, File, OpenOptions};
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::io::lock::flock;
 
 /// Suffix of every temporary file.
 pub(crate) const SUFFIX: &str = ".simlsh-tmp";
@@ -150,7 +152,17 @@ pub(crate) fn create(dir: &Path, dest: &Path) -> io::Result<Temp> {
             file,
             keep: false,
         };
-        t.file.try_lock().map_err(io::Error::from)?;
+        match flock(&t.file, false) {
+            Ok(true) => {}
+            // Another writer's cleaning took it first and removes it.
+            Ok(false) => {
+                t.keep();
+                continue;
+            }
+            // No locks on this system: temporaries are not cleaned either.
+            Err(e) if e.kind() == io::ErrorKind::Unsupported => return Ok(t),
+            Err(e) => return Err(e),
+        }
         // Between creating and locking, another writer's cleaning could have taken the lock
         // and removed the file: then start again under a new name.
         match fs::metadata(&t.path) {
@@ -178,7 +190,7 @@ pub(crate) fn clean_stale(dir: &Path, prefix: &str) -> usize {
         }
         let path = e.path();
         let Ok(f) = File::open(&path) else { continue };
-        if f.try_lock().is_ok() && fs::remove_file(&path).is_ok() {
+        if flock(&f, false).unwrap_or(false) && fs::remove_file(&path).is_ok() {
             removed += 1;
         }
     }

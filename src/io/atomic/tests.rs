@@ -205,7 +205,7 @@ fn temporaries_of_killed_writers_are_removed_and_live_ones_kept() {
     // A live writer's temporary (its lock held here) and another file's stay.
     let live = d.join(".out.bin.1-1.simlsh-tmp");
     let held = fs::File::create(&live).unwrap();
-    held.try_lock().unwrap();
+    assert!(crate::io::lock::flock(&held, false).unwrap());
     fs::write(d.join(".other.bin.5-5.simlsh-tmp"), b"not ours").unwrap();
     write_atomic(&out, |w| w.write_all(b"done")).unwrap();
     assert_eq!(fs::read(&out).unwrap(), b"done");
