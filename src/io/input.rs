@@ -9,7 +9,7 @@
 //! | [`Npy`](InputFormat::Npy) | `.npy` | `npy` | [`read_npy_dense`] |
 //! | [`Npz`](InputFormat::Npz) | `.npz` | `npz` | [`read_npz`] |
 //! | [`Svmlight`](InputFormat::Svmlight) | `.svm`, `.svmlight`, `.libsvm` | `svmlight`, `libsvm`, `svm` | [`read_svmlight`] |
-//! | [`MatrixMarket`](InputFormat::MatrixMarket) | `.mtx` | `mtx`, `matrix-market` | [`read_mtx`](super::read_mtx) |
+//! | [`MatrixMarket`](InputFormat::MatrixMarket) | `.mtx` | `mtx`, `matrix-market` | [`read_mtx`] |
 //! | [`Fvecs`](InputFormat::Fvecs), [`Ivecs`](InputFormat::Ivecs), [`Bvecs`](InputFormat::Bvecs) | `.fvecs`, `.ivecs`, `.bvecs` | same | [`read_vecs`] |
 //! | [`Text`](InputFormat::Text) | `.txt` | `text`, `txt`, `lines` | [`documents`](super::documents()) |
 //! | [`JsonLines`](InputFormat::JsonLines) | `.jsonl`, `.ndjson` | `jsonl`, `json-lines`, `ndjson` | [`documents`](super::documents()) |

@@ -1,10 +1,10 @@
-//! Files: the versioned binary format of signature matrices and indexes, atomic writes, and
-//! input formats.
+//! Files: the versioned binary format of signature matrices and indexes, writes that lose
+//! nothing, and input formats.
 //!
 //! Inputs ([`InputFormat`] picks one by extension or name):
 //!
-//! - vectors: dense [`.npy`](read_npy_dense), SciPy sparse [`.npz`](read_npz_csr),
-//!   [SVMlight / libsvm](read_svmlight), [MatrixMarket](read_mtx),
+//! - vectors: dense [`.npy`](read_npy_dense), [`.npz`](read_npz) (a SciPy sparse matrix or one
+//!   dense array of `np.savez`), [SVMlight / libsvm](read_svmlight), [MatrixMarket](read_mtx),
 //!   [`.fvecs` / `.ivecs` / `.bvecs`](vecs::read_vecs), all through [`read_vectors`];
 //! - text: plain lines, JSON Lines and CSV / TSV, through [`documents()`] and
 //!   [`read_documents`];
@@ -14,7 +14,17 @@
 //! Every reader reports bad input as a typed error naming the file and the line, row or byte
 //! ([`Error::Parse`](crate::Error::Parse) for text, [`Error::Format`](crate::Error::Format)
 //! for binary files), never a panic; line-oriented readers can skip bad lines instead
-//! ([`OnBadLine`]).
+//! ([`OnBadLine`]). A size claimed by a header is checked against the file before anything is
+//! allocated, a compressed archive may decompress only so far ([`Limits`]), and every vector
+//! format but `.npz` also reads standard input (the path `-`) or any reader
+//! ([`read_vectors_from`]). `tests/bad_input.rs` holds the readers to this with thousands of
+//! damaged and hostile inputs.
+//!
+//! Outputs ([`atomic`]): [`write_atomic`] replaces a file by a renamed temporary (keeping
+//! symbolic links, writing pipes and devices straight through, cleaning the temporaries of
+//! killed runs); [`OutputSet`] replaces several files together or none; [`check_distinct`]
+//! refuses an output that is an input; [`lock_exclusive`] serialises read-modify-write of a
+//! file by concurrent runs.
 
 pub mod atomic;
 pub mod csr;

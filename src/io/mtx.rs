@@ -18,6 +18,13 @@
 //! Errors name the file and line. Under [`OnBadLine::Skip`] a bad coordinate entry is skipped
 //! (and still counts toward the declared number of entries); a bad banner, size line or array
 //! value always fails, as does a file with fewer or more entries than declared.
+//!
+//! **Sizes.** The size line is checked against the bytes that follow it before anything is
+//! allocated: an array value takes at least 2 bytes (`0\n`), a coordinate entry at least 4
+//! (`1 1\n`), and rows, which need hold no bytes (empty rows of a coordinate matrix, rows of
+//! an array with 0 columns), may not outnumber the bytes of the input. Columns must fit `u32`
+//! indices (at most 2^32 − 1). Read from standard input (`-`) or any reader
+//! ([`read_mtx_from`]), the claims are checked as the data arrives.
 
 use std::io::{BufReader, Read};
 use std::path::Path;

@@ -13,8 +13,13 @@
 //! - The number of columns is `max index + 1` (after the base shift) or, when given, `dim`,
 //!   which every index must be below.
 //!
+//! - Indices must fit `u32` columns: the largest column is 2^32 − 2 (index 2^32 − 1 in a
+//!   1-based file), so that the number of columns fits too.
+//!
 //! Bad lines are [`Error::Parse`](crate::Error::Parse) errors naming the file, the line and the token; see
-//! [`OnBadLine`] for skipping them.
+//! [`OnBadLine`] for skipping them. Rows are parsed straight into the final arrays (a regular
+//! file's lines are counted first, so that the per-row arrays are allocated once); standard
+//! input (`-`) and any reader ([`read_svmlight_from`]) stream.
 
 use std::io::{BufRead, BufReader, Read, Seek};
 use std::path::Path;

@@ -1,6 +1,6 @@
 //! Where an output goes, and the temporary files that stage it.
 //!
-//! **Destinations.** [`resolve`] follows symbolic links to what they name: a regular file (or
+//! **Destinations.** Writes follow symbolic links to what they name: a regular file (or
 //! nothing yet) is replaced by renaming a temporary file over it, in the directory of the link's
 //! target, so that the link itself is kept; anything else (a FIFO, a character or block
 //! device, a socket, or a `/proc/<pid>/fd` link such as `/dev/stdout`) is written straight
@@ -10,7 +10,7 @@
 //! destination and holds an exclusive advisory lock (`flock(2)`) for as long as its writer
 //! has it open. A killed writer loses its lock with its process, so the next writer of
 //! the same destination removes every temporary of that name whose lock it can take
-//! ([`clean_stale`]): a live writer's temporary is never touched.
+//! ([`clean_stale_temporaries`]): a live writer's temporary is never touched.
 
 use std::fs::{self, File, OpenOptions};
 use std::io;
@@ -197,7 +197,8 @@ pub(crate) fn clean_stale(dir: &Path, prefix: &str) -> usize {
     removed
 }
 
-/// Removes the stale temporaries of `path`'s outputs (see [`clean_stale`]); returns how many.
+/// Removes the stale temporaries of `path`'s outputs (those whose writer is gone, see the
+/// [module docs](self)); returns how many.
 pub fn clean_stale_temporaries(path: &Path) -> io::Result<usize> {
     let dest = match resolve(path)? {
         Dest::Replace(p) => p,
