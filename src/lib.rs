@@ -14,6 +14,8 @@
 //! | estimates | [`estimate`] | [`estimate::estimate`], [`estimate::Planner`], [`estimate::BitsPlanner`] |
 //! | popcount kernels | [`hamming`] | [`hamming::distance`], [`hamming::scan_radius`], [`hamming::scan_knn`] |
 //! | indexes | [`index`] | the [`HammingIndex`] trait, [`LinearScan`] |
+//! | joins | [`join`] | [`join::self_join`], [`join::banded_join`], [`join::leader_clusters`] |
+//! | exact answers | [`verify`] | [`verify::VerifiedJoin`], [`verify::rerank`], [`verify::Vectors`] |
 //! | files | [`io`] | the versioned format, [`io::save_signatures`], [`io::load_index`] |
 //! | randomness | [`rng`] | platform-independent seeded generators and hashes |
 //! | workloads | [`workloads`] | the fixed benchmark workloads W1–W5 |
@@ -83,6 +85,7 @@ pub mod signature;
 pub mod signers;
 pub mod storage;
 pub mod text;
+pub mod verify;
 pub mod workloads;
 
 pub use error::{Error, Result};
