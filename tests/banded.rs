@@ -90,7 +90,10 @@ fn pool(threads: usize) -> rayon::ThreadPool {
 
 /// A layout: `(bits, width, bands, max_distance, max_group)`.
 fn layout() -> impl Strategy<Value = (usize, u32, usize, u32, usize)> {
-    (prop_oneof![Just(16usize), Just(64), Just(100), Just(130), Just(256)], 1u32..=24)
+    (
+        prop_oneof![Just(16usize), Just(64), Just(100), Just(130), Just(256)],
+        1u32..=24,
+    )
         .prop_flat_map(|(bits, width)| {
             let width = width.min(bits as u32);
             let max_bands = bits / width as usize;
@@ -205,10 +208,20 @@ proptest! {
 
 #[test]
 fn partition_errors_are_typed() {
-    let b = Banding::builder().bits(64).bands(4).width(16).build().unwrap();
+    let b = Banding::builder()
+        .bits(64)
+        .bands(4)
+        .width(16)
+        .build()
+        .unwrap();
     assert!(band_partition(&b, 4, &[1], &[0], &[], |_| {}).is_err());
     assert!(band_partition(&b, 0, &[1, 2], &[0], &[], |_| {}).is_err());
-    let wide = Banding::builder().bits(60).bands(3).width(20).build().unwrap();
+    let wide = Banding::builder()
+        .bits(60)
+        .bands(3)
+        .width(20)
+        .build()
+        .unwrap();
     // A bit set beyond the 60-bit width.
     assert!(band_partition(&wide, 0, &[1], &[u64::MAX], &[], |_| {}).is_err());
     let sigs = SignatureMatrix::from_parts(128, vec![0u64; 4]).unwrap();
@@ -234,6 +247,10 @@ fn hot_key_runs_are_capped_and_reported() {
     let (pairs, stats) = banded_join(&sigs, &b).unwrap();
     assert_eq!(pairs.len(), 10);
     assert!(pairs.iter().all(|p| p.i >= 30));
-    let keys: Vec<(u32, u64, usize)> = stats.capped.iter().map(|g| (g.band, g.key, g.rows)).collect();
+    let keys: Vec<(u32, u64, usize)> = stats
+        .capped
+        .iter()
+        .map(|g| (g.band, g.key, g.rows))
+        .collect();
     assert_eq!(keys, vec![(0, 0, 30), (1, 0, 30), (2, 0, 30), (3, 0, 30)]);
 }

@@ -18,10 +18,10 @@ mod poems;
 use std::time::Instant;
 
 use anyhow::{Result, bail};
+use simlsh::HashingTrick;
 use simlsh::estimate::{BandingPlanner, JoinPlanner};
 use simlsh::join::{UnionFind, sample_candidates};
-use simlsh::verify::{Candidates, SparseVectors, VerifiedJoin, Vectors};
-use simlsh::HashingTrick;
+use simlsh::verify::{Candidates, SparseVectors, Vectors, VerifiedJoin};
 
 struct Args {
     threshold: f64,
@@ -47,7 +47,10 @@ fn args() -> Result<Args> {
     };
     let mut it = std::env::args().skip(1);
     while let Some(k) = it.next() {
-        let mut val = || it.next().ok_or_else(|| anyhow::anyhow!("{k} needs a value"));
+        let mut val = || {
+            it.next()
+                .ok_or_else(|| anyhow::anyhow!("{k} needs a value"))
+        };
         match k.as_str() {
             "--threshold" => a.threshold = val()?.parse()?,
             "--recall" => a.recall = val()?.parse()?,
@@ -98,9 +101,15 @@ impl Stage {
 fn main() -> Result<()> {
     let a = args()?;
     if let Some(t) = a.threads {
-        rayon::ThreadPoolBuilder::new().num_threads(t).build_global()?;
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(t)
+            .build_global()?;
     }
-    let files: &[&str] = if a.song_only { &poems::FILES[..1] } else { &poems::FILES };
+    let files: &[&str] = if a.song_only {
+        &poems::FILES[..1]
+    } else {
+        &poems::FILES
+    };
     let t0 = Stage::start();
     let docs = poems::load(files, a.limit)?;
     let t_load = t0.done();
@@ -172,7 +181,11 @@ fn main() -> Result<()> {
     })?;
     let labels = uf.labels();
     let t_join = t4.done();
-    let clusters = labels.iter().enumerate().filter(|&(i, &l)| l as usize == i).count();
+    let clusters = labels
+        .iter()
+        .enumerate()
+        .filter(|&(i, &l)| l as usize == i)
+        .count();
     let stages = [
         ("load", t_load),
         ("features", t_feat),
@@ -203,7 +216,10 @@ fn main() -> Result<()> {
         let tag = if a.song_only { "song" } else { "tang-song" };
         let truth = poems::exact_pairs_cached(&vectors, a.threshold, tag, &poems::target_dir())?;
         found.sort_unstable();
-        let hit = found.iter().filter(|p| truth.binary_search(p).is_ok()).count();
+        let hit = found
+            .iter()
+            .filter(|p| truth.binary_search(p).is_ok())
+            .count();
         println!(
             "truth: {} pairs ({:.1} s); recall {:.4}; all found pairs true: {}",
             truth.len(),

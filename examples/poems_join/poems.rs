@@ -12,7 +12,7 @@ use simlsh::signature::words_for;
 use simlsh::signers::pack_into;
 use simlsh::text::{Features, Idf, Mode, Tokenizer, Weighting, idf_key};
 use simlsh::verify::{SparseVectors, Vectors};
-use simlsh::{Signer, SignatureMatrix};
+use simlsh::{SignatureMatrix, Signer};
 
 /// The poem files, Song first (the 254,248), then Tang.
 pub const FILES: [&str; 2] = ["poet.song.jsonl.gz", "poet.tang.jsonl.gz"];
@@ -24,7 +24,11 @@ pub fn data_dir() -> PathBuf {
         return d.into();
     }
     let here = Path::new(env!("CARGO_MANIFEST_DIR"));
-    for up in [here.join("../shared"), here.join("../../shared"), "/work/shared".into()] {
+    for up in [
+        here.join("../shared"),
+        here.join("../../shared"),
+        "/work/shared".into(),
+    ] {
         let d = up.join("datasets/chinese-poetry-tang-song");
         if d.is_dir() {
             return d;
@@ -121,7 +125,11 @@ pub fn exact_pairs(vectors: &SparseVectors, t: f64) -> Vec<(u32, u32)> {
     }
     let mut order: Vec<(u64, u32)> = df.iter().map(|(&k, &d)| (k, d)).collect();
     order.sort_unstable_by_key(|&(k, d)| (d, k));
-    let rank: HashMap<u64, u32> = order.iter().enumerate().map(|(r, &(k, _))| (k, r as u32)).collect();
+    let rank: HashMap<u64, u32> = order
+        .iter()
+        .enumerate()
+        .map(|(r, &(k, _))| (k, r as u32))
+        .collect();
     let rows: Vec<Vec<(u32, f32)>> = (0..n)
         .into_par_iter()
         .map(|i| {

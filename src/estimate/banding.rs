@@ -147,7 +147,11 @@ fn filtered(bits: usize, bands: usize, width: u32, radius: u64, q: f64) -> f64 {
     // Distribution of one band's distance.
     let pmf: Vec<f64> = (0..=w)
         .map(|d| {
-            let below = if d == 0 { 0.0 } else { cdf_unchecked(d as u64 - 1, w as u64, q) };
+            let below = if d == 0 {
+                0.0
+            } else {
+                cdf_unchecked(d as u64 - 1, w as u64, q)
+            };
             (cdf_unchecked(d as u64, w as u64, q) - below).max(0.0)
         })
         .collect();
@@ -539,7 +543,11 @@ mod tests {
     fn brute_filtered(bits: usize, bands: usize, width: u32, r: u64, q: f64) -> f64 {
         let w = width as u64;
         let pmf = |d: u64, n: u64| {
-            let below = if d == 0 { 0.0 } else { cdf_unchecked(d - 1, n, q) };
+            let below = if d == 0 {
+                0.0
+            } else {
+                cdf_unchecked(d - 1, n, q)
+            };
             cdf_unchecked(d, n, q) - below
         };
         let rest = (bits - bands * width as usize) as u64;
@@ -574,7 +582,10 @@ mod tests {
             let q = c.acos() / PI;
             let got = filtered_band_recall(f, b, w, r, c).unwrap();
             let want = brute_filtered(f, b, w, r, q);
-            assert!((got - want).abs() < 1e-12, "{f} {b} {w} {r} {c}: {got} vs {want}");
+            assert!(
+                (got - want).abs() < 1e-12,
+                "{f} {b} {w} {r} {c}: {got} vs {want}"
+            );
         }
         // Without a binding radius the filter is the plain band recall.
         let plain = band_recall(10, 6, 0.9).unwrap();
@@ -583,8 +594,18 @@ mod tests {
 
     #[test]
     fn plans_reach_the_target_with_the_fewest_bands() {
-        for &(t, target, f) in &[(0.8, 0.99, 4096usize), (0.9, 0.95, 256), (0.5, 0.9, 1024), (0.95, 0.999, 512)] {
-            let plan = BandingPlanner::new(t).recall(target).rows(100_000).bits(f).plan().unwrap();
+        for &(t, target, f) in &[
+            (0.8, 0.99, 4096usize),
+            (0.9, 0.95, 256),
+            (0.5, 0.9, 1024),
+            (0.95, 0.999, 512),
+        ] {
+            let plan = BandingPlanner::new(t)
+                .recall(target)
+                .rows(100_000)
+                .bits(f)
+                .plan()
+                .unwrap();
             assert!(plan.recall >= target, "{plan:?}");
             assert!(plan.band_recall >= plan.recall);
             assert!(plan.bands * plan.width as usize <= f);
@@ -596,15 +617,35 @@ mod tests {
             assert!(1.0 - cdf_unchecked(r, f as u64, q) <= FILTER_SHARE * (1.0 - target));
         }
         // Nothing fits: cosine 0.5 at recall 0.999 needs 7 one-bit bands, more than 4 bits.
-        assert!(BandingPlanner::new(0.5).recall(0.999).bits(4).plan().is_err());
-        assert!(BandingPlanner::new(0.5).recall(0.999).bits(7).plan().is_ok());
+        assert!(
+            BandingPlanner::new(0.5)
+                .recall(0.999)
+                .bits(4)
+                .plan()
+                .is_err()
+        );
+        assert!(
+            BandingPlanner::new(0.5)
+                .recall(0.999)
+                .bits(7)
+                .plan()
+                .is_ok()
+        );
     }
 
     #[test]
     fn chooser_prefers_hamming_near_one_and_bands_far_from_it() {
-        let near = JoinPlanner::new(0.98).rows(1_000_000).bits(64).plan().unwrap();
+        let near = JoinPlanner::new(0.98)
+            .rows(1_000_000)
+            .bits(64)
+            .plan()
+            .unwrap();
         assert_eq!(near.choice, JoinChoice::Hamming);
-        let far = JoinPlanner::new(0.8).rows(300_000).bits(2048).plan().unwrap();
+        let far = JoinPlanner::new(0.8)
+            .rows(300_000)
+            .bits(2048)
+            .plan()
+            .unwrap();
         assert_eq!(far.choice, JoinChoice::Banded);
         // The radius is the smallest reaching the target.
         let r = far.hamming.radius;

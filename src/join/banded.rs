@@ -123,7 +123,10 @@ impl BandingBuilder {
     pub fn build(self) -> Result<Banding> {
         let (f, b, w) = (self.bits, self.bands, self.width);
         if f == 0 {
-            return Err(Error::param("bits", "the signature width must be at least 1"));
+            return Err(Error::param(
+                "bits",
+                "the signature width must be at least 1",
+            ));
         }
         if b == 0 {
             return Err(Error::param("bands", "at least one band is needed"));
@@ -293,12 +296,21 @@ impl Banding {
     /// Walks the bands `< below` on which the rows whose XOR is `xor` agree, in increasing
     /// order, until `accept` returns true; returns whether it did.
     #[inline]
-    fn any_agree_below(&self, xor: &[u64], below: usize, mut accept: impl FnMut(usize) -> bool) -> bool {
+    fn any_agree_below(
+        &self,
+        xor: &[u64],
+        below: usize,
+        mut accept: impl FnMut(usize) -> bool,
+    ) -> bool {
         let w = self.width as usize;
         let end = below * w;
         for wi in 0..end.div_ceil(64) {
             let lim = end - wi * 64;
-            let m = if lim >= 64 { u64::MAX } else { (1u64 << lim) - 1 };
+            let m = if lim >= 64 {
+                u64::MAX
+            } else {
+                (1u64 << lim) - 1
+            };
             let (f, h) = (self.fields[wi] & m, self.tops[wi] & m);
             let x = xor[wi];
             let lo = f & !h;
@@ -478,7 +490,11 @@ fn distance_upto(a: &[u64], b: &[u64], max: u32) -> u32 {
             return d;
         }
     }
-    d + ra.iter().zip(rb).map(|(x, y)| (x ^ y).count_ones()).sum::<u32>()
+    d + ra
+        .iter()
+        .zip(rb)
+        .map(|(x, y)| (x ^ y).count_ones())
+        .sum::<u32>()
 }
 
 /// Entries whose rows are prefetched beyond the run being checked.
@@ -819,7 +835,11 @@ pub fn sample_candidates<S: AsRef<[u64]> + Sync>(
     }
     let stats = banded_join_each(&sub, banding, |_| {})?;
     let pairs = |m: usize| m as f64 * (m.max(1) - 1) as f64 / 2.0;
-    let rate = if s < 2 { 0.0 } else { stats.candidates as f64 / pairs(s) };
+    let rate = if s < 2 {
+        0.0
+    } else {
+        stats.candidates as f64 / pairs(s)
+    };
     Ok(CandidateSample {
         rows: s,
         candidates: stats.candidates,
@@ -837,8 +857,19 @@ mod tests {
     #[test]
     fn keys_read_the_bands_bits_across_words() {
         let mut rng = Xoshiro256PlusPlus::seed_from_u64(3);
-        for &(f, b, w) in &[(130usize, 10usize, 13u32), (192, 3, 64), (200, 4, 50), (64, 64, 1), (100, 1, 7)] {
-            let banding = Banding::builder().bits(f).bands(b).width(w).build().unwrap();
+        for &(f, b, w) in &[
+            (130usize, 10usize, 13u32),
+            (192, 3, 64),
+            (200, 4, 50),
+            (64, 64, 1),
+            (100, 1, 7),
+        ] {
+            let banding = Banding::builder()
+                .bits(f)
+                .bands(b)
+                .width(w)
+                .build()
+                .unwrap();
             for _ in 0..20 {
                 let sig: Vec<u64> = (0..words_for(f)).map(|_| rng.random()).collect();
                 for k in 0..b {
@@ -855,8 +886,19 @@ mod tests {
     #[test]
     fn first_agreeing_band_matches_the_keys() {
         let mut rng = Xoshiro256PlusPlus::seed_from_u64(5);
-        for &(f, b, w) in &[(256usize, 32usize, 8u32), (130, 10, 13), (192, 3, 64), (64, 64, 1), (300, 11, 27)] {
-            let banding = Banding::builder().bits(f).bands(b).width(w).build().unwrap();
+        for &(f, b, w) in &[
+            (256usize, 32usize, 8u32),
+            (130, 10, 13),
+            (192, 3, 64),
+            (64, 64, 1),
+            (300, 11, 27),
+        ] {
+            let banding = Banding::builder()
+                .bits(f)
+                .bands(b)
+                .width(w)
+                .build()
+                .unwrap();
             for _ in 0..300 {
                 let a: Vec<u64> = (0..words_for(f)).map(|_| rng.random()).collect();
                 // Copy about a quarter of the bands of `a` into `b`, so that they agree there.

@@ -116,7 +116,10 @@ impl VerifiedJoinBuilder {
             .ok_or_else(|| Error::param("threshold", "a cosine threshold is required"))?;
         let threshold = check_cosine("threshold", t)?;
         let candidates = self.candidates.ok_or_else(|| {
-            Error::param("candidates", "a candidate source (Hamming radius or banding) is required")
+            Error::param(
+                "candidates",
+                "a candidate source (Hamming radius or banding) is required",
+            )
         })?;
         Ok(VerifiedJoin {
             threshold,
@@ -148,9 +151,9 @@ impl VerifiedJoin {
                 radius: choice.hamming.radius as u32,
             },
             JoinChoice::Banded => {
-                let b = choice.banded.ok_or_else(|| {
-                    Error::param("bits", "no banding fits these signatures")
-                })?;
+                let b = choice
+                    .banded
+                    .ok_or_else(|| Error::param("bits", "no banding fits these signatures"))?;
                 Candidates::Banded(b.banding()?)
             }
         };

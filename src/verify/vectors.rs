@@ -52,7 +52,11 @@ pub trait Vectors: Sync {
 
 /// `1 / ‖x‖` from the sum of squares (0 for a zero row).
 fn inverse_norm(sum_sq: f64) -> f64 {
-    if sum_sq > 0.0 { 1.0 / sum_sq.sqrt() } else { 0.0 }
+    if sum_sq > 0.0 {
+        1.0 / sum_sq.sqrt()
+    } else {
+        0.0
+    }
 }
 
 /// Checks that every value is finite; names the first bad one by row and column.
@@ -426,7 +430,12 @@ mod tests {
     use sprs::TriMat;
 
     /// Random sparse rows over `dim` columns, about `density` filled, some rows empty.
-    fn random_dense(rng: &mut Xoshiro256PlusPlus, n: usize, dim: usize, density: f64) -> Array2<f32> {
+    fn random_dense(
+        rng: &mut Xoshiro256PlusPlus,
+        n: usize,
+        dim: usize,
+        density: f64,
+    ) -> Array2<f32> {
         Array2::from_shape_fn((n, dim), |(i, _)| {
             if i % 7 == 3 || rng.random::<f64>() > density {
                 0.0
