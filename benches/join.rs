@@ -84,10 +84,13 @@ fn pool() -> &'static ThreadPool {
 /// Cosines of the planted copies.
 const PLANTED: [f64; 5] = [0.8, 0.85, 0.9, 0.95, 1.0];
 
+/// A document's `(key, weight)` pairs.
+type Row = Vec<(u64, f32)>;
+
 /// Planted documents: `(key, weight)` rows and the planted pairs `(original, copy, cosine)`.
 /// Originals draw 60 keys below 2^40; a copy is `c·u + √(1 − c²)·v` with `v` a fresh unit
 /// document on keys at or above 2^40, disjoint from every original, so `cos(u, copy) = c`.
-fn planted(n: usize, seed: u64) -> (Vec<Vec<(u64, f32)>>, Vec<(u32, u32, f64)>) {
+fn planted(n: usize, seed: u64) -> (Vec<Row>, Vec<(u32, u32, f64)>) {
     let mut rng = Rng::new(seed);
     let doc = |rng: &mut Rng, base: u64| -> Vec<(u64, f64)> {
         let mut d: Vec<(u64, f64)> = (0..60)
@@ -99,7 +102,7 @@ fn planted(n: usize, seed: u64) -> (Vec<Vec<(u64, f32)>>, Vec<(u32, u32, f64)>) 
         d.iter_mut().for_each(|e| e.1 /= norm);
         d
     };
-    let mut rows: Vec<Vec<(u64, f32)>> = Vec::with_capacity(n);
+    let mut rows: Vec<Row> = Vec::with_capacity(n);
     let mut pairs = Vec::new();
     for i in 0..n {
         if i > 0 && rng.below(50) == 0 {
@@ -133,7 +136,7 @@ fn planted(n: usize, seed: u64) -> (Vec<Vec<(u64, f32)>>, Vec<(u32, u32, f64)>) 
 }
 
 /// Signs the rows with the hashing trick (seed 1), in parallel.
-fn sign(rows: &[Vec<(u64, f32)>], bits: usize) -> SignatureMatrix {
+fn sign(rows: &[Row], bits: usize) -> SignatureMatrix {
     let signer = HashingTrick::builder().bits(bits).seed(1).build().unwrap();
     let sigs: Vec<_> = rows
         .par_iter()

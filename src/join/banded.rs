@@ -560,6 +560,9 @@ fn sort_entries(entries: &mut Vec<(u64, u32)>, bits: u32, scratch: &mut Vec<(u64
     }
 }
 
+/// A band's `(key, row)` entries sorted by key, and its capped runs.
+type SortedBand = (Vec<(u64, u32)>, Vec<CappedGroup>);
+
 /// Number of bands grouped at once by [`banded_join_map`]: their sorted keys are held
 /// together (`8·N` bytes each... 16 with the row).
 fn chunk_bands() -> usize {
@@ -607,7 +610,7 @@ where
     for first in (0..banding.bands).step_by(chunk) {
         let last = (first + chunk).min(banding.bands);
         // Phase 1: sort each band of the chunk and find its capped runs.
-        let sorted: Vec<(Vec<(u64, u32)>, Vec<CappedGroup>)> = (first..last)
+        let sorted: Vec<SortedBand> = (first..last)
             .into_par_iter()
             .map(|band| {
                 let start = band * w as usize;

@@ -342,7 +342,7 @@ impl SparseVectors {
         }))
     }
 
-    fn push_row(&mut self, r: usize, buf: &mut Vec<(u64, f32)>) -> Result<()> {
+    fn push_row(&mut self, r: usize, buf: &mut [(u64, f32)]) -> Result<()> {
         check_finite(r, buf.iter().copied())?;
         buf.sort_unstable_by_key(|e| e.0);
         let start = self.keys.len();
