@@ -563,10 +563,51 @@ fn sort_entries(entries: &mut Vec<(u64, u32)>, bits: u32, scratch: &mut Vec<(u64
 /// A band's `(key, row)` entries sorted by key, and its capped runs.
 type SortedBand = (Vec<(u64, u32)>, Vec<CappedGroup>);
 
-/// Number of bands grouped at once by [`banded_join_map`]: their sorted keys are held
-/// together (`8·N` bytes each... 16 with the row).
-fn chunk_bands() -> usize {
-    2 * rayon::current_num_threads().max(1)
+/// Most bands grouped at once by [`banded_join_map`] (their keys are read in one pass over
+/// the rows, and their sorted entries held together).
+const CHUNK_BANDS: usize = 8;
+
+/// Bytes of sorted entries a chunk of bands may hold (16 per row and band).
+const CHUNK_BYTES: usize = 256 << 20;
+
+/// Number of bands grouped at once for `n` rows: at least two per thread (so that every
+/// thread has bands to sort and scan), at most [`CHUNK_BANDS`] and [`CHUNK_BYTES`].
+fn chunk_bands(n: usize) -> usize {
+    let threads = rayon::current_num_threads().max(1);
+    let by_memory = CHUNK_BYTES / (16 * n.max(1));
+    by_memory.clamp(1, CHUNK_BANDS).max(2 * threads)
+}
+
+/// The `(key, row)` entries of the bands `bands` (consecutive) for `rows`, one vector per band,
+/// read in one pass over the rows per group of bands, the groups in parallel.
+fn band_entries<S: AsRef<[u64]> + Sync>(
+    sigs: &SignatureMatrix<S>,
+    banding: &Banding,
+    rows: &[u32],
+    bands: std::ops::Range<usize>,
+) -> Vec<Vec<(u64, u32)>> {
+    let w = banding.width;
+    let threads = rayon::current_num_threads().max(1);
+    let per = bands.len().div_ceil(threads).max(1);
+    let groups: Vec<std::ops::Range<usize>> = bands
+        .clone()
+        .step_by(per)
+        .map(|b0| b0..(b0 + per).min(bands.end))
+        .collect();
+    groups
+        .into_par_iter()
+        .flat_map_iter(|g| {
+            let mut out: Vec<Vec<(u64, u32)>> =
+                g.clone().map(|_| Vec::with_capacity(rows.len())).collect();
+            for &i in rows {
+                let r = sigs.row(i as usize);
+                for (e, band) in out.iter_mut().zip(g.clone()) {
+                    e.push((band_bits(r, band * w as usize, w), i));
+                }
+            }
+            out
+        })
+        .collect()
 }
 
 /// The banded self-join, general form: the candidate pairs of the rows of `sigs` marked in
@@ -605,22 +646,18 @@ where
         .collect();
     let mut stats = BandStats::default();
     let mut capped = CappedSet::default();
-    let chunk = chunk_bands();
+    let chunk = chunk_bands(rows.len());
     let w = banding.width;
     for first in (0..banding.bands).step_by(chunk) {
         let last = (first + chunk).min(banding.bands);
         // Phase 1: sort each band of the chunk and find its capped runs.
-        let sorted: Vec<SortedBand> = (first..last)
+        let sorted: Vec<SortedBand> = band_entries(sigs, banding, &rows, first..last)
             .into_par_iter()
-            .map(|band| {
-                let start = band * w as usize;
-                let mut entries: Vec<(u64, u32)> = rows
-                    .iter()
-                    .map(|&i| (band_bits(sigs.row(i as usize), start, w), i))
-                    .collect();
-                sort_entries(&mut entries, w, &mut Vec::new());
+            .enumerate()
+            .map_init(Vec::new, |scratch, (o, mut entries)| {
+                sort_entries(&mut entries, w, scratch);
                 let mut c = Vec::new();
-                banding.capped_runs(band, &entries, &mut c);
+                banding.capped_runs(first + o, &entries, &mut c);
                 (entries, c)
             })
             .collect();
