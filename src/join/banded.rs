@@ -711,7 +711,7 @@ where
 /// let sigs = SignatureMatrix::from_parts(16, vec![0x12ab_u64, 0x34ab, 0x34cd, 0x5678]).unwrap();
 /// let banding = Banding::builder().bits(16).bands(2).width(8).build()?;
 /// let (pairs, stats) = banded_join(&sigs, &banding)?;
-/// assert_eq!(pairs, vec![Pair { i: 0, j: 1, distance: 4 }, Pair { i: 1, j: 2, distance: 3 }]);
+/// assert_eq!(pairs, vec![Pair { i: 0, j: 1, distance: 3 }, Pair { i: 1, j: 2, distance: 4 }]);
 /// assert_eq!(stats.candidates, 2);
 /// # Ok::<(), simlsh::Error>(())
 /// ```
@@ -766,7 +766,7 @@ pub fn banded_join_each<S: AsRef<[u64]> + Sync>(
 /// let sigs = [0x34ab_u64, 0x34cd, 0x5678];
 /// let mut pairs = Vec::new();
 /// let capped = band_partition(&banding, 1, &ids, &sigs, &[], |p| pairs.push(p))?;
-/// assert_eq!(pairs, vec![IdPair { a: 30, b: 70, distance: 3 }]);
+/// assert_eq!(pairs, vec![IdPair { a: 30, b: 70, distance: 4 }]);
 /// assert!(capped.is_empty());
 /// # Ok::<(), simlsh::Error>(())
 /// ```
