@@ -9,6 +9,7 @@ use proptest::prelude::*;
 use simlsh::SignatureMatrix;
 use simlsh::join::{
     Banding, CappedGroup, IdPair, Pair, band_partition, banded_join, banded_join_each,
+    sample_candidates,
 };
 use simlsh::rng::Rng;
 use simlsh::signature::{last_word_mask, words_for};
@@ -253,4 +254,63 @@ fn hot_key_runs_are_capped_and_reported() {
         .map(|g| (g.band, g.key, g.rows))
         .collect();
     assert_eq!(keys, vec![(0, 0, 30), (1, 0, 30), (2, 0, 30), (3, 0, 30)]);
+}
+
+#[test]
+fn sampled_candidate_rate_matches_the_join() {
+    let sigs = codes(400, 128, 8, 17);
+    let b = Banding::builder()
+        .bits(128)
+        .bands(8)
+        .width(8)
+        .build()
+        .unwrap();
+    let (pairs, stats) = banded_join(&sigs, &b).unwrap();
+    // The whole data as the sample: the join's own count.
+    let all = sample_candidates(&sigs, &b, 1000, 1).unwrap();
+    assert_eq!((all.rows, all.candidates), (400, pairs.len() as u64));
+    assert_eq!(all.candidates, stats.candidates);
+    assert!((all.expected - pairs.len() as f64).abs() < 1e-9);
+    // A sample: its candidates are the join's pairs among the sampled rows, and the same
+    // seed gives the same sample.
+    let s = sample_candidates(&sigs, &b, 150, 9).unwrap();
+    assert_eq!(s, sample_candidates(&sigs, &b, 150, 9).unwrap());
+    assert_eq!(s.rows, 150);
+    assert!((s.rate - s.candidates as f64 / (150.0 * 149.0 / 2.0)).abs() < 1e-15);
+    assert!((s.expected - s.rate * 400.0 * 399.0 / 2.0).abs() < 1e-6);
+    assert!(sample_candidates(&sigs, &b, 1, 9).is_err());
+}
+
+#[test]
+fn big_runs_equal_brute_force() {
+    // Short bands on 300 rows: runs of about 75 rows, compared by the batched kernel.
+    for &(bits, width, bands, max_distance) in &[
+        (64usize, 2u32, 20usize, 30u32),
+        (200, 3, 40, 90),
+        (256, 2, 128, 256),
+    ] {
+        let sigs = codes(300, bits, width as usize, 23);
+        let b = Banding::builder()
+            .bits(bits)
+            .bands(bands)
+            .width(width)
+            .max_distance(max_distance)
+            .max_group(120)
+            .build()
+            .unwrap();
+        let (want, capped) = brute(&sigs, &b);
+        let (got, stats) = banded_join(&sigs, &b).unwrap();
+        assert_eq!(got, want, "f={bits} w={width}");
+        let mut c = stats.capped.clone();
+        c.sort_unstable();
+        assert_eq!(c, capped);
+        let stream = |threads: usize| {
+            pool(threads).install(|| {
+                let mut v = Vec::new();
+                banded_join_each(&sigs, &b, |p| v.push(p)).unwrap();
+                v
+            })
+        };
+        assert_eq!(stream(1), stream(2));
+    }
 }

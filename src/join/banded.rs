@@ -32,6 +32,7 @@ use rayon::prelude::*;
 
 use super::Pair;
 use crate::error::{Error, Result};
+use crate::hamming;
 use crate::signature::{SignatureMatrix, words_for};
 
 /// Default [`BandingBuilder::max_group`]: runs of more rows than this are skipped (about
@@ -415,6 +416,7 @@ impl Banding {
         let max = self.max_distance;
         let mut xor = vec![0u64; words];
         let mut checked = 0u64;
+        let (mut codes, mut found) = (Vec::new(), Vec::new());
         // Rows are fetched at random: prefetch those of the next runs, PREFETCH_AHEAD entries
         // beyond the current run, skipping rows alone with their key.
         let lines = (words * 8).div_ceil(64).min(PREFETCH_LINES);
@@ -440,6 +442,13 @@ impl Banding {
                 continue;
             }
             checked += (run.len() * (run.len() - 1) / 2) as u64;
+            if run.len() >= BIG_RUN {
+                self.big_run(band, run, &row, capped, &mut codes, &mut found);
+                for &(ra, rb, d) in &found {
+                    emit(ra, rb, d);
+                }
+                continue;
+            }
             for (p, &(_, ra)) in run.iter().enumerate() {
                 let a = row(ra);
                 for &(_, rb) in &run[p + 1..] {
@@ -458,6 +467,51 @@ impl Banding {
             }
         }
         checked
+    }
+
+    /// The pairs of a big run: its codes gathered into `codes` and compared tile by tile with
+    /// the batched scan kernel at the filter's radius; the pairs this band reports replace
+    /// `found`, sorted by rows (the kernel's order is its tiling's).
+    fn big_run<'r>(
+        &self,
+        band: usize,
+        run: &[(u64, u32)],
+        row: &impl Fn(u32) -> &'r [u64],
+        capped: &CappedSet,
+        codes: &mut Vec<u64>,
+        found: &mut Vec<(u32, u32, u32)>,
+    ) {
+        let w = words_for(self.bits);
+        codes.clear();
+        for &(_, r) in run {
+            codes.extend_from_slice(row(r));
+        }
+        found.clear();
+        let mut xor = vec![0u64; w];
+        for a0 in (0..run.len()).step_by(RUN_TILE) {
+            let a1 = (a0 + RUN_TILE).min(run.len());
+            hamming::scan_radius(
+                &codes[a0 * w..a1 * w],
+                &codes[a0 * w..],
+                w,
+                self.max_distance,
+                |qa, cb, d| {
+                    let (a, b) = (a0 + qa, a0 + cb);
+                    if b <= a {
+                        return;
+                    }
+                    let (ca, cb) = (&codes[a * w..(a + 1) * w], &codes[b * w..(b + 1) * w]);
+                    for ((x, &u), &v) in xor.iter_mut().zip(ca).zip(cb) {
+                        *x = u ^ v;
+                    }
+                    if !self.reported_before(band, &xor, ca, capped) {
+                        found.push((run[a].1, run[b].1, d));
+                    }
+                },
+            )
+            .expect("shapes are consistent");
+        }
+        found.sort_unstable();
     }
 
     /// The runs of `entries` longer than the cap.
@@ -496,6 +550,12 @@ fn distance_upto(a: &[u64], b: &[u64], max: u32) -> u32 {
         .map(|(x, y)| (x ^ y).count_ones())
         .sum::<u32>()
 }
+
+/// Runs at least this long are compared with the batched scan kernel.
+const BIG_RUN: usize = 48;
+
+/// Rows per tile of a big run's scan.
+const RUN_TILE: usize = 64;
 
 /// Entries whose rows are prefetched beyond the run being checked.
 const PREFETCH_AHEAD: usize = 24;
