@@ -22,15 +22,28 @@ const FILTER_SHARE: f64 = 0.01;
 /// putting one row into one band (key, radix sort, run scan, fetching the row).
 pub const BAND_ROW_NS: f64 = 35.0;
 
-/// Cost model: one pair check of `f`-bit codes (XOR, popcount, first-band test), fixed part.
+/// Cost model: one pair check of `f`-bit codes in a run of fewer than 48 rows (XOR, popcount
+/// with early exit, first-band test), fixed part.
 pub const PAIR_NS: f64 = 2.5;
 
-/// Cost model: one pair check, per 64-bit word of the codes.
+/// Cost model: one pair check in a small run, per 64-bit word of the codes.
 pub const PAIR_WORD_NS: f64 = 0.5;
 
-/// Nanoseconds of one pair check of `bits`-bit codes.
-fn pair_ns(bits: usize) -> f64 {
-    PAIR_NS + PAIR_WORD_NS * bits.div_ceil(64) as f64
+/// Cost model: one pair check in a run of 48 rows or more (the batched scan kernel, which
+/// also compares each pair in both orders within a tile), fixed part.
+pub const KERNEL_PAIR_NS: f64 = 0.3;
+
+/// Cost model: one pair check in a big run, per 64-bit word of the codes.
+pub const KERNEL_WORD_NS: f64 = 0.2;
+
+/// Nanoseconds of one pair check of `bits`-bit codes in runs of `run` rows on average.
+fn pair_ns(bits: usize, run: f64) -> f64 {
+    let words = bits.div_ceil(64) as f64;
+    if run >= crate::join::BIG_RUN as f64 {
+        KERNEL_PAIR_NS + KERNEL_WORD_NS * words
+    } else {
+        PAIR_NS + PAIR_WORD_NS * words
+    }
 }
 
 /// Validates a recall target.
@@ -216,8 +229,8 @@ pub struct BandingPlan {
     pub recall: f64,
     /// Expected candidate pairs among random pairs, [`background_candidates`].
     pub candidates: f64,
-    /// Expected time on one core, nanoseconds, by the cost model ([`BAND_ROW_NS`],
-    /// [`PAIR_NS`], [`PAIR_WORD_NS`], and the signing cost if set).
+    /// Expected time on one core, nanoseconds, by the cost model ([`BAND_ROW_NS`], the pair
+    /// checks of small or big runs, and the signing cost if set).
     pub cost_ns: f64,
 }
 
@@ -259,7 +272,7 @@ impl BandingPlan {
 ///
 /// let plan = BandingPlanner::new(0.8).recall(0.95).rows(312_000).bits(1024).plan()?;
 /// assert!(plan.recall >= 0.95 && plan.bands * plan.width as usize <= 1024);
-/// assert!(plan.candidates < 312_000f64 * 312_000.0 / 2.0 / 100.0);
+/// assert!(plan.candidates < 312_000f64 * 312_000.0 / 2.0 / 50.0);
 /// # Ok::<(), simlsh::Error>(())
 /// ```
 #[derive(Clone, Debug, PartialEq)]
@@ -367,8 +380,9 @@ impl BandingPlanner {
                     }
                     b as usize
                 };
+                let run = n * 0.5f64.powi(w as i32);
                 let cost = b as f64 * n * BAND_ROW_NS
-                    + background_candidates(self.rows, b, w) * pair_ns(f)
+                    + background_candidates(self.rows, b, w) * pair_ns(f, run)
                     + self.sign_ns_per_bit * f as f64 * n;
                 if best.is_none_or(|x| cost < x.0) {
                     best = Some((cost, f, b, w, radius));
@@ -514,7 +528,7 @@ impl JoinPlanner {
             radius: r,
             recall: radius.chosen().recall_at_threshold,
             pair_checks,
-            cost_ns: pair_checks * pair_ns(self.bits),
+            cost_ns: pair_checks * pair_ns(self.bits, f64::INFINITY),
         };
         let banded = BandingPlanner::new(self.threshold)
             .recall(target)

@@ -552,7 +552,7 @@ fn distance_upto(a: &[u64], b: &[u64], max: u32) -> u32 {
 }
 
 /// Runs at least this long are compared with the batched scan kernel.
-const BIG_RUN: usize = 48;
+pub(crate) const BIG_RUN: usize = 48;
 
 /// Rows per tile of a big run's scan.
 const RUN_TILE: usize = 64;

@@ -12,7 +12,7 @@
 mod banded;
 mod graph;
 
-pub(crate) use banded::banded_join_map;
+pub(crate) use banded::{BIG_RUN, banded_join_map};
 pub use banded::{
     BandStats, Banding, BandingBuilder, CandidateSample, CappedGroup, DEFAULT_MAX_GROUP, IdPair,
     band_partition, banded_join, banded_join_each, sample_candidates,
