@@ -29,17 +29,18 @@ pub const PAIR_NS: f64 = 2.5;
 /// Cost model: one pair check in a small run, per 64-bit word of the codes.
 pub const PAIR_WORD_NS: f64 = 0.5;
 
-/// Cost model: one pair check in a run of 48 rows or more (the batched scan kernel, which
-/// also compares each pair in both orders within a tile), fixed part.
-pub const KERNEL_PAIR_NS: f64 = 0.3;
+/// Cost model: one pair check in a run of 48 rows or more of codes of at most 8 words (the
+/// batched scan kernel, specialised up to 8 words; it also compares each pair in both orders
+/// within a tile), fixed part.
+pub const KERNEL_PAIR_NS: f64 = 0.0;
 
 /// Cost model: one pair check in a big run, per 64-bit word of the codes.
-pub const KERNEL_WORD_NS: f64 = 0.2;
+pub const KERNEL_WORD_NS: f64 = 0.4;
 
 /// Nanoseconds of one pair check of `bits`-bit codes in runs of `run` rows on average.
 fn pair_ns(bits: usize, run: f64) -> f64 {
     let words = bits.div_ceil(64) as f64;
-    if run >= crate::join::BIG_RUN as f64 {
+    if run >= crate::join::BIG_RUN as f64 && words <= 8.0 {
         KERNEL_PAIR_NS + KERNEL_WORD_NS * words
     } else {
         PAIR_NS + PAIR_WORD_NS * words
