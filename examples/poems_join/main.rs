@@ -12,6 +12,11 @@
 //! Without `--bits` the width is planned among 256 … 4096 bits with the signing cost
 //! counted; with `--hamming` the candidates come from the exact Hamming join at the radius
 //! of the recall target.
+//!
+//! On 311,855 poems at τ = 0.8 (10,130 true pairs) with target 0.95 at τ, one thread: 256
+//! bits (23 bands of 9 bits) find 10,087 pairs (recall 0.996) in 2.7 s of CPU for the join,
+//! verification and components; 512 bits 0.997 in 3.3 s; 1024 bits 0.997 in 3.5 s. No pair
+//! found is false: every one is verified by its exact cosine.
 
 mod poems;
 
