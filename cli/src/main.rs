@@ -6,6 +6,8 @@
 
 mod cmd;
 mod common;
+mod input;
+mod join;
 
 use clap::{Parser, Subcommand};
 

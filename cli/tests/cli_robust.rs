@@ -72,7 +72,7 @@ fn a_reader_closing_the_pipe_ends_the_run_quietly_with_status_0() {
     let mut stdout = child.stdout.take().unwrap();
     let mut first = [0u8; 64];
     stdout.read_exact(&mut first).unwrap();
-    assert!(first.starts_with(b"row\tneighbor"));
+    assert!(first.starts_with(b"record\tneighbor"));
     drop(stdout);
     let out = child.wait_with_output().unwrap();
     assert_eq!(

@@ -12,11 +12,11 @@ use simlsh::io::documents::{TextOptions, read_documents};
 use simlsh::io::input::{InputFormat, VectorOptions, Vectors, read_vectors};
 use simlsh::io::lines::OnBadLine;
 use simlsh::signature::words_for;
-use simlsh::signers::{AnySigner, Signer, SignerInfo};
-use simlsh::text::{Idf, Mode, StopWords, Tokenizer, Weighting};
+use simlsh::signers::{AnySigner, Signer};
+use simlsh::text::{Idf, Mode, SignOptions, SignedCorpus, StopWords, Tokenizer, Weighting};
 use simlsh::{SignatureMatrix, io};
 
-use crate::common::{Ctx, SignerArgs, read_codes};
+use crate::common::{Ctx, SignerArgs};
 
 const EXAMPLE: &str = "Examples:
   simlsh sign datasets/glove-6B-50d-10k/vectors.fvecs glove.npy --signer gaussian --bits 256
@@ -138,26 +138,41 @@ pub fn tokenizer(t: &TextArgs, texts: &[&str], ctx: &mut Ctx) -> Result<Tokenize
 }
 
 /// Signs documents in chunks, with a progress bar on a terminal; rows are signed
-/// independently, so the result equals one `sign_corpus` call.
+/// independently, so the result equals one `sign_corpus_with` call.
+pub fn sign_corpus(
+    tokenizer: &Tokenizer,
+    signer: &AnySigner,
+    texts: &[&str],
+    opts: SignOptions,
+    ctx: &mut Ctx,
+) -> Result<SignedCorpus> {
+    ctx.phase("sign", |ctx| {
+        let pb = ctx.progress(texts.len() as u64, "signing");
+        let mut all: Option<SignedCorpus> = None;
+        for chunk in texts.chunks(20_000) {
+            let part = tokenizer.sign_corpus_with(signer, chunk, opts)?;
+            match &mut all {
+                Some(c) => c.append(part)?,
+                None => all = Some(part),
+            }
+            pb.inc(chunk.len() as u64);
+        }
+        pb.finish_and_clear();
+        match all {
+            Some(c) => Ok(c),
+            None => Ok(tokenizer.sign_corpus_with(signer, &[] as &[&str], opts)?),
+        }
+    })
+}
+
+/// [`sign_corpus`], the signatures alone.
 pub fn sign_texts(
     tokenizer: &Tokenizer,
     signer: &AnySigner,
     texts: &[&str],
     ctx: &mut Ctx,
 ) -> Result<SignatureMatrix> {
-    ctx.phase("sign", |ctx| {
-        let pb = ctx.progress(texts.len() as u64, "signing");
-        let mut sigs = SignatureMatrix::new(signer.bits())?;
-        for chunk in texts.chunks(20_000) {
-            let part = tokenizer.sign_corpus(signer, chunk)?;
-            for row in part.rows() {
-                sigs.push_words(part.bits(), row)?;
-            }
-            pb.inc(chunk.len() as u64);
-        }
-        pb.finish_and_clear();
-        Ok(sigs)
-    })
+    Ok(sign_corpus(tokenizer, signer, texts, SignOptions::default(), ctx)?.signatures)
 }
 
 /// Rows signed per chunk of [`sign_vectors`] (a multiple of the library's parallel blocks).
@@ -298,23 +313,6 @@ fn sign_text(
     let sigs = sign_texts(&tokenizer, &signer, &texts, ctx)?;
     ctx.record("rows", sigs.len());
     Ok((sigs, signer))
-}
-
-/// Signatures of the input: stored codes as they are, else vectors or documents signed.
-pub fn codes_or_sign(
-    a: &InputArgs,
-    s: &SignerArgs,
-    ctx: &mut Ctx,
-) -> Result<(SignatureMatrix, Option<SignerInfo>)> {
-    if a.format.is_none() {
-        if let Some(c) = read_codes(&a.input, ctx.bits_given, "--bits")? {
-            ctx.record("rows", c.sigs.len());
-            let m = SignatureMatrix::from_parts(c.sigs.bits(), c.sigs.as_slice().to_vec())?;
-            return Ok((m, None));
-        }
-    }
-    let (m, signer) = sign_input(a, s, ctx)?;
-    Ok((m, Some(signer.info())))
 }
 
 pub fn run(a: Args, ctx: &mut Ctx) -> Result<()> {
