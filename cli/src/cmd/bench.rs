@@ -13,7 +13,7 @@ use simlsh::signers::{AnySigner, Signer};
 use simlsh_workloads::quality_check;
 use sprs::CsMatI;
 
-use crate::common::{Ctx, SignerArgs, SignerKind, human_bytes, write_file};
+use crate::common::{Ctx, SignerArgs, SignerKind, human_bytes, to_stdout, write_file};
 
 const EXAMPLE: &str = "Example:
   simlsh bench --dims 1024,1048576 --widths 64,256 --nnz 32,256 --plot tradeoff.svg --stats bench.json";
@@ -126,7 +126,7 @@ pub fn run(a: Args, ctx: &mut Ctx) -> Result<()> {
         a.signers.clone()
     };
     let widths = if a.widths.is_empty() {
-        vec![ctx.bits]
+        vec![ctx.bits()]
     } else {
         a.widths.clone()
     };
@@ -220,7 +220,7 @@ fn report(a: &Args, ctx: &mut Ctx, rows: &[Row]) -> Result<()> {
             r.rmse_ratio
         ));
     }
-    print!("{table}");
+    to_stdout(|w| w.write_all(table.as_bytes()))?;
     if let Some(p) = &a.table {
         write_file(p, |w| w.write_all(table.as_bytes()))?;
     }

@@ -9,8 +9,8 @@ use clap::Parser;
 use simlsh::estimate;
 use simlsh::join::{clusters, self_join};
 
-use super::sign::{InputArgs, codes_or_sign, to_stdout};
-use crate::common::{Ctx, SignerArgs, write_file};
+use super::sign::{InputArgs, codes_or_sign};
+use crate::common::{Ctx, SignerArgs, print_line, to_stdout, write_file};
 
 const EXAMPLE: &str = "Examples:
   simlsh cluster datasets/glove-6B-50d-10k/vectors.fvecs --signer gaussian --bits 128 --cosine 0.9 --out clusters.tsv
@@ -74,7 +74,7 @@ pub fn run(a: Args, ctx: &mut Ctx) -> Result<()> {
     match &a.out {
         Some(p) => {
             write_file(p, body)?;
-            println!("{summary}");
+            print_line(summary)?;
         }
         None => {
             to_stdout(body)?;

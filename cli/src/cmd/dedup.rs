@@ -9,7 +9,7 @@ use simlsh::io::input::InputFormat;
 use simlsh::{SignatureMatrix, Signer};
 
 use super::sign::{self, InputArgs};
-use crate::common::{Ctx, SignerArgs, write_file};
+use crate::common::{Ctx, SignerArgs, print_line, read_codes, write_file};
 
 const EXAMPLE: &str = "Examples:
   simlsh dedup datasets/healthtweets-10k/healthtweets-10k.csv --radius 3 --pairs pairs.tsv --output unique.txt
@@ -55,16 +55,21 @@ struct Input {
 }
 
 pub fn run(a: Args, ctx: &mut Ctx) -> Result<()> {
-    let format = sign::format_of(&a.input.input, a.input.format)?;
-    let input = if let Some(sigs) = sign::stored_codes(&a.input.input, ctx.bits)? {
+    let codes = match a.input.format {
+        None => read_codes(&a.input.input, ctx.bits_given, "--bits")?,
+        Some(_) => None,
+    };
+    let input = if let Some(c) = codes {
+        let sigs = SignatureMatrix::from_parts(c.sigs.bits(), c.sigs.as_slice().to_vec())?;
         let names = (0..sigs.len()).collect();
         Input {
             sigs,
             names,
             texts: None,
-            signer: "none (codes given)".into(),
+            signer: c.signer.unwrap_or_else(|| "none (codes given)".into()),
         }
-    } else if format.is_text() {
+    } else if sign::format_of(&a.input.input, a.input.format)?.is_text() {
+        let format = sign::format_of(&a.input.input, a.input.format)?;
         read_text(&a, format, ctx)?
     } else {
         let (sigs, signer) = sign::sign_input(&a.input, &a.signer, ctx)?;
@@ -84,7 +89,7 @@ pub fn run(a: Args, ctx: &mut Ctx) -> Result<()> {
     } = input;
     let radius = match (a.radius, a.cosine) {
         (Some(r), _) => r,
-        (None, Some(c)) => simlsh::estimate::max_hamming_for_cosine(c, ctx.bits as u64)? as u32,
+        (None, Some(c)) => simlsh::estimate::max_hamming_for_cosine(c, sigs.bits() as u64)? as u32,
         (None, None) => 3,
     };
     let pairs = ctx.phase("join", |ctx| {
@@ -143,10 +148,10 @@ pub fn run(a: Args, ctx: &mut Ctx) -> Result<()> {
     ctx.record("clusters", in_clusters);
     ctx.record("removed", removed);
     ctx.record("radius", radius);
-    println!(
+    print_line(format_args!(
         "documents {n}  pairs {}  clusters {in_clusters}  removed {removed}  (f = {bits}, radius {radius}, signer {signer})",
         pairs.len()
-    );
+    ))?;
     Ok(())
 }
 
@@ -161,7 +166,9 @@ fn read_text(a: &Args, format: InputFormat, ctx: &mut Ctx) -> Result<Input> {
     sign::report_bad(ctx, &bad);
     let texts: Vec<&str> = docs.iter().map(|d| d.text.as_str()).collect();
     let tokenizer = sign::tokenizer(&a.input.text, &texts, ctx)?;
-    let signer = a.signer.build(a.signer.signer, None, ctx.bits, ctx.seed)?;
+    let signer = a
+        .signer
+        .build(a.signer.signer, None, ctx.bits(), ctx.seed)?;
     let sigs = sign::sign_texts(&tokenizer, &signer, &texts, ctx)?;
     Ok(Input {
         sigs,

@@ -6,7 +6,7 @@
 //! leave its temporary file behind; the next `add` or `remove` on the same index deletes the
 //! temporary files of processes that no longer run.
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
@@ -14,12 +14,12 @@ use clap::{Parser, Subcommand, ValueEnum};
 use simlsh::HammingIndex;
 use simlsh::estimate;
 use simlsh::index::{MultiIndex, PermutationIndex, PermutedTables};
-use simlsh::io::{IndexFile, load_index, load_signatures, read_signatures_npy};
+use simlsh::io::{IndexFile, load_index};
 use simlsh::signature::SignatureMatrix;
 use simlsh::storage::Buf;
 use simlsh::{Hit, LinearScan};
 
-use crate::common::{Ctx, human_bytes, write_file};
+use crate::common::{Ctx, human_bytes, read_codes, to_stdout, write_file};
 
 const EXAMPLE: &str = "Examples:
   simlsh index build codes.npy codes.idx --kind manku --radius 3
@@ -180,46 +180,27 @@ pub fn run(a: Args, ctx: &mut Ctx) -> Result<()> {
     }
 }
 
-/// Reads signatures from a `.npy` (recognised by its magic) or a simlsh signature file.
-/// `bits` is the width wanted (`None`: 64 × words for `.npy`, the recorded one otherwise); a
-/// simlsh file of another width is an error.
-fn read_sigs(path: &Path, bits: Option<usize>) -> Result<SignatureMatrix<Buf<u64>>> {
-    let mut magic = [0u8; 6];
-    let n = std::fs::File::open(path)
-        .and_then(|mut f| f.read(&mut magic))
-        .with_context(|| format!("reading {}", path.display()))?;
-    let m = if n == 6 && &magic == b"\x93NUMPY" {
-        let m = read_signatures_npy(path, None)
-            .with_context(|| format!("reading signatures from {}", path.display()))?;
-        match bits {
-            Some(b) if b != m.bits() => {
-                let words = m.words_per_row();
-                if b.div_ceil(64) != words {
-                    bail!(
-                        "{}: {words} words per code, but a {b}-bit code has {}",
-                        path.display(),
-                        b.div_ceil(64)
-                    );
-                }
-                read_signatures_npy(path, Some(b))
-                    .with_context(|| format!("reading signatures from {}", path.display()))?
-            }
-            _ => m,
-        }
-    } else {
-        let m = load_signatures(path)
-            .with_context(|| format!("reading signatures from {}", path.display()))?
-            .matrix;
-        if let Some(b) = bits.filter(|&b| b != m.bits()) {
-            bail!(
-                "{}: holds {}-bit signatures, {b} bits expected",
-                path.display(),
-                m.bits()
-            );
-        }
-        m
-    };
-    Ok(m)
+/// Reads signature codes (a `.npy` of uint64 words or a simlsh signature file) of width
+/// `bits` when known (an index's width, or `--bits`).
+fn read_sigs(path: &Path, bits: Option<usize>, source: &str) -> Result<SignatureMatrix<Buf<u64>>> {
+    match read_codes(path, bits, source)? {
+        Some(c) => Ok(c.sigs),
+        None => bail!(
+            "{}: not signature codes (a .npy array of uint64 words or a simlsh signature file)",
+            path.display()
+        ),
+    }
+}
+
+/// The width of codes for index `idx`: its own; a `--bits` that disagrees is an error.
+fn index_bits(idx: &dyn HammingIndex, ctx: &Ctx) -> Result<Option<usize>> {
+    match ctx.bits_given {
+        Some(b) if b != idx.bits() => bail!(
+            "--bits {b} disagrees with the index, which holds {}-bit codes",
+            idx.bits()
+        ),
+        _ => Ok(Some(idx.bits())),
+    }
 }
 
 fn open_index(path: &Path) -> Result<Box<dyn HammingIndex>> {
@@ -266,8 +247,8 @@ fn clean_stale_temporaries(path: &Path) {
 }
 
 fn build(a: BuildArgs, ctx: &mut Ctx) -> Result<()> {
-    let bits = (ctx.bits != 64).then_some(ctx.bits);
-    let sigs = ctx.phase("read", |_| read_sigs(&a.sigs, bits))?;
+    let bits = ctx.bits_given;
+    let sigs = ctx.phase("read", |_| read_sigs(&a.sigs, bits, "--bits"))?;
     let seed = ctx.seed;
     let idx: Box<dyn HammingIndex> = ctx
         .phase("build", |ctx| {
@@ -306,7 +287,8 @@ fn build(a: BuildArgs, ctx: &mut Ctx) -> Result<()> {
 
 fn add(a: AddArgs, ctx: &mut Ctx) -> Result<()> {
     let mut idx = ctx.phase("load", |_| open_index(&a.index))?;
-    let sigs = ctx.phase("read", |_| read_sigs(&a.sigs, Some(idx.bits())))?;
+    let bits = index_bits(idx.as_ref(), ctx)?;
+    let sigs = ctx.phase("read", |_| read_sigs(&a.sigs, bits, "the index"))?;
     let n = sigs.len();
     if n > 0
         && u32::try_from(n - 1)
@@ -415,7 +397,8 @@ pub const QUERY_BATCH: usize = 8192;
 
 fn query(a: QueryArgs, ctx: &mut Ctx) -> Result<()> {
     let idx = ctx.phase("load", |_| open_index(&a.index))?;
-    let queries = ctx.phase("read", |_| read_sigs(&a.queries, Some(idx.bits())))?;
+    let bits = index_bits(idx.as_ref(), ctx)?;
+    let queries = ctx.phase("read", |_| read_sigs(&a.queries, bits, "the index"))?;
     let results = ctx.phase("search", |ctx| {
         type Search<'a> = Box<dyn Fn(&[u64]) -> simlsh::Result<Vec<Vec<Hit>>> + 'a>;
         let index = idx.as_ref();
@@ -432,13 +415,7 @@ fn query(a: QueryArgs, ctx: &mut Ctx) -> Result<()> {
     let hits: usize = results.iter().map(Vec::len).sum();
     ctx.phase("write", |_| match &a.out {
         Some(p) => write_file(p, |w| write_hits(w, &results, f, a.format)),
-        None => {
-            let stdout = std::io::stdout();
-            let mut w = std::io::BufWriter::new(stdout.lock());
-            write_hits(&mut w, &results, f, a.format)
-                .and_then(|()| w.flush())
-                .context("writing to stdout")
-        }
+        None => to_stdout(|w| write_hits(w, &results, f, a.format)),
     })?;
     ctx.record("queries", queries.len());
     ctx.record("hits", hits);
@@ -466,6 +443,5 @@ fn info(a: InfoArgs) -> Result<()> {
     for (k, v) in file.params() {
         out.push_str(&format!("param.{k}\t{v}\n"));
     }
-    print!("{out}");
-    Ok(())
+    to_stdout(|w| w.write_all(out.as_bytes()))
 }

@@ -10,8 +10,8 @@ use simlsh::index::{HammingIndex, LinearScan, MultiIndex, PermutationIndex};
 use simlsh::{Hit, SignatureMatrix};
 
 use super::index::QUERY_BATCH;
-use super::sign::{InputArgs, codes_or_sign, to_stdout};
-use crate::common::{Ctx, SignerArgs, write_file};
+use super::sign::{InputArgs, codes_or_sign};
+use crate::common::{Ctx, SignerArgs, to_stdout, write_file};
 
 const EXAMPLE: &str = "Examples:
   simlsh knn datasets/glove-6B-50d-10k/vectors.fvecs --k 10 --signer gaussian --bits 128 --out knn.tsv

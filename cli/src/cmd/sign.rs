@@ -16,7 +16,7 @@ use simlsh::signers::{AnySigner, Signer, SignerInfo};
 use simlsh::text::{Idf, Mode, StopWords, Tokenizer, Weighting};
 use simlsh::{SignatureMatrix, io};
 
-use crate::common::{Ctx, SignerArgs};
+use crate::common::{Ctx, SignerArgs, read_codes};
 
 const EXAMPLE: &str = "Examples:
   simlsh sign datasets/glove-6B-50d-10k/vectors.fvecs glove.npy --signer gaussian --bits 256
@@ -270,7 +270,12 @@ pub fn sign_input(
     let v = ctx.phase("read", |_| Ok(read_vectors(&a.input, format, &opts)?))?;
     report_bad(ctx, &v.bad);
     let signer = ctx.phase("signer", |ctx| {
-        s.build(s.signer, Some(v.vectors.cols() as u64), ctx.bits, ctx.seed)
+        s.build(
+            s.signer,
+            Some(v.vectors.cols() as u64),
+            ctx.bits(),
+            ctx.seed,
+        )
     })?;
     let sigs = ctx
         .phase("sign", |ctx| sign_vectors(&v.vectors, &signer, ctx))
@@ -294,39 +299,10 @@ fn sign_text(
     report_bad(ctx, &bad);
     let texts: Vec<&str> = docs.iter().map(|d| d.text.as_str()).collect();
     let tokenizer = tokenizer(&a.text, &texts, ctx)?;
-    let signer = s.build(s.signer, None, ctx.bits, ctx.seed)?;
+    let signer = s.build(s.signer, None, ctx.bits(), ctx.seed)?;
     let sigs = sign_texts(&tokenizer, &signer, &texts, ctx)?;
     ctx.record("rows", sigs.len());
     Ok((sigs, signer))
-}
-
-/// Signatures stored in `path` (`.npy` of uint64 words or a `.simlsh` signature file), or
-/// `None` when `path` holds something else. A `.npy` is taken as codes when its dtype is
-/// uint64; its width is `--bits` when that fits its words, else 64 per word.
-pub fn stored_codes(path: &Path, bits: usize) -> Result<Option<SignatureMatrix>> {
-    let ext = path
-        .extension()
-        .and_then(|e| e.to_str())
-        .map(str::to_ascii_lowercase);
-    match ext.as_deref() {
-        Some("simlsh") => {
-            let f = io::load_signatures(path)?;
-            Ok(Some(SignatureMatrix::from_parts(
-                f.matrix.bits(),
-                f.matrix.as_slice().to_vec(),
-            )?))
-        }
-        Some("npy") => {
-            let Ok(m) = io::read_signatures_npy(path, None) else {
-                return Ok(None);
-            };
-            let w = m.words_per_row();
-            let f = if bits.div_ceil(64) == w { bits } else { 64 * w };
-            let m = io::read_signatures_npy(path, Some(f))?;
-            Ok(Some(SignatureMatrix::from_parts(f, m.as_slice().to_vec())?))
-        }
-        _ => Ok(None),
-    }
 }
 
 /// Signatures of the input: stored codes as they are, else vectors or documents signed.
@@ -336,8 +312,9 @@ pub fn codes_or_sign(
     ctx: &mut Ctx,
 ) -> Result<(SignatureMatrix, Option<SignerInfo>)> {
     if a.format.is_none() {
-        if let Some(m) = stored_codes(&a.input, ctx.bits)? {
-            ctx.record("rows", m.len());
+        if let Some(c) = read_codes(&a.input, ctx.bits_given, "--bits")? {
+            ctx.record("rows", c.sigs.len());
+            let m = SignatureMatrix::from_parts(c.sigs.bits(), c.sigs.as_slice().to_vec())?;
             return Ok((m, None));
         }
     }
@@ -368,13 +345,4 @@ pub fn run(a: Args, ctx: &mut Ctx) -> Result<()> {
         signer.info().kind
     ));
     Ok(())
-}
-
-/// Writes `body` to standard output (buffered); a closed pipe (`| head`) is not an error.
-pub fn to_stdout(body: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()>) -> Result<()> {
-    let mut w = std::io::BufWriter::new(std::io::stdout().lock());
-    match body(&mut w).and_then(|()| std::io::Write::flush(&mut w)) {
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        r => Ok(r.context("writing to standard output")?),
-    }
 }
