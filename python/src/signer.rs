@@ -95,11 +95,11 @@ fn check_width(signer: &AnySigner, cols: usize) -> PyResult<()> {
     }
 }
 
-/// The first structural problem of a CSR matrix (`indptr`, `indices` of a matrix with `cols`
-/// columns), as the library's error naming the row: indptr not starting at 0 or decreasing,
-/// or longer than the indices; indices negative, not strictly increasing within a row, or not
-/// below `cols`.
-fn check_csr<I: SpIndex, P: SpIndex>(indptr: &[P], indices: &[I], cols: usize) -> Result<(), Error> {
+/// Checks the structure of a CSR matrix (`indptr`, `indices` of a matrix with `cols`
+/// columns) and returns whether every row's indices are strictly increasing. Errors are the
+/// library's, naming the row: indptr not starting at 0, decreasing or beyond the indices;
+/// an index negative or not below `cols`.
+fn check_csr<I: SpIndex, P: SpIndex>(indptr: &[P], indices: &[I], cols: usize) -> Result<bool, Error> {
     let bad = |reason: String| Error::param("indptr", reason);
     if indptr.is_empty() {
         return Err(bad("indptr is empty (it has one entry per row plus one)".into()));
@@ -123,32 +123,84 @@ fn check_csr<I: SpIndex, P: SpIndex>(indptr: &[P], indices: &[I], cols: usize) -
             right: indices.len(),
         });
     }
-    let row_error = |r: usize| -> Option<Error> {
-        let ids = &indices[at(r).expect("checked")..at(r + 1).expect("checked")];
-        let col = |k: usize| ids[k].try_index().map_or(u64::MAX, |c| c as u64);
-        if ids.first().is_some_and(|&c| c < I::zero()) {
-            return Some(Error::param("indices", format!("row {r}: negative feature index")));
-        }
-        if let Some(k) = ids.windows(2).position(|p| p[0] >= p[1]) {
-            return Some(Error::UnsortedIndices {
-                row: r,
-                col: col(k + 1),
-                prev: col(k),
-            });
-        }
-        match ids.last() {
-            Some(&last) if last.try_index().is_none_or(|c| c >= cols) => Some(Error::IndexOutOfRange {
-                row: r,
-                col: col(ids.len() - 1),
-                dim: cols as u64,
-            }),
-            _ => None,
-        }
+    let row = |r: usize| &indices[at(r).expect("checked")..at(r + 1).expect("checked")];
+    // One branch-free pass per row (it vectorises): sorted, and within 0..cols.
+    let row_ok = |r: usize| -> (bool, bool) {
+        let ids = row(r);
+        let sorted = ids[1.min(ids.len())..]
+            .iter()
+            .zip(ids)
+            .fold(true, |ok, (b, a)| ok & (a < b));
+        let in_range = ids.iter().fold(true, |ok, &c| ok & (c >= I::zero()) & c.try_index().is_some_and(|c| c < cols));
+        (sorted, in_range)
     };
-    match (0..rows).into_par_iter().find_first(|&r| row_error(r).is_some()) {
-        Some(r) => Err(row_error(r).expect("found above")),
-        None => Ok(()),
+    let (sorted, in_range) = (0..rows)
+        .into_par_iter()
+        .map(row_ok)
+        .reduce(|| (true, true), |a, b| (a.0 & b.0, a.1 & b.1));
+    if !in_range {
+        let r = (0..rows)
+            .into_par_iter()
+            .find_first(|&r| !row_ok(r).1)
+            .expect("a row out of range");
+        let ids = row(r);
+        let k = ids
+            .iter()
+            .position(|&c| c < I::zero() || c.try_index().is_none_or(|c| c >= cols))
+            .expect("an index out of range");
+        return Err(match ids[k].try_index() {
+            Some(c) if ids[k] >= I::zero() => Error::IndexOutOfRange {
+                row: r,
+                col: c as u64,
+                dim: cols as u64,
+            },
+            _ => Error::param("indices", format!("row {r}: negative feature index")),
+        });
     }
+    Ok(sorted)
+}
+
+/// Rows `lo..hi` of a CSR matrix whose rows may be unsorted or hold duplicate indices, sorted
+/// and with duplicates summed (SciPy's meaning of duplicates): `(indptr, indices, data)` of the
+/// chunk, indptr from 0.
+fn sorted_rows<I: SpIndex + Sync + Send, P: SpIndex + Sync>(
+    indptr: &[P],
+    indices: &[I],
+    data: &[f32],
+    base: usize,
+) -> (Vec<usize>, Vec<I>, Vec<f32>) {
+    let rows: Vec<(Vec<I>, Vec<f32>)> = (0..indptr.len() - 1)
+        .into_par_iter()
+        .map(|r| {
+            let (a, b) = (indptr[r].index() - base, indptr[r + 1].index() - base);
+            let mut e: Vec<(I, f32)> = indices[a..b]
+                .iter()
+                .copied()
+                .zip(data[a..b].iter().copied())
+                .collect();
+            e.sort_by_key(|x| x.0);
+            let mut ids: Vec<I> = Vec::with_capacity(e.len());
+            let mut vals: Vec<f32> = Vec::with_capacity(e.len());
+            for (i, v) in e {
+                if ids.last() == Some(&i) {
+                    *vals.last_mut().expect("paired") += v;
+                } else {
+                    ids.push(i);
+                    vals.push(v);
+                }
+            }
+            (ids, vals)
+        })
+        .collect();
+    let mut p = Vec::with_capacity(rows.len() + 1);
+    p.push(0usize);
+    let (mut ids, mut vals) = (Vec::new(), Vec::new());
+    for (i, v) in rows {
+        ids.extend(i);
+        vals.extend(v);
+        p.push(ids.len());
+    }
+    (p, ids, vals)
 }
 
 impl PySigner {
@@ -224,7 +276,7 @@ impl PySigner {
 
     /// Signs a CSR matrix given by its arrays, in chunks of rows. `data` is converted to
     /// `f32` chunk by chunk when it is not already.
-    fn csr<'py, I: SpIndex + Sync, P: SpIndex + Sync, T: Copy + Sync + Into<f64>>(
+    fn csr<'py, I: Idx, P: SpIndex + Sync, T: Copy + Sync + Into<f64>>(
         &self,
         py: Python<'py>,
         indptr: &[P],
@@ -241,7 +293,7 @@ impl PySigner {
                 right: data.len(),
             }));
         }
-        t.run(py, || check_csr(indptr, indices, cols)).py()?;
+        let sorted = t.run(py, || check_csr(indptr, indices, cols)).py()?;
         if let Some(d) = self.inner.dim() {
             if cols as u64 > d {
                 return Err(to_py(Error::DimensionMismatch {
@@ -250,27 +302,42 @@ impl PySigner {
                 }));
             }
         }
+        // Checked non-negative: the same values as unsigned integers, whose conversion to
+        // an index is free in the signers' inner loops (a signed one is checked).
+        let indices = I::unsigned(indices);
         let rows = indptr.len() - 1;
         let mut out = Out::new(rows, self.bits());
         let signer = &*self.inner;
         t.chunked(py, rows, SIGN_CHUNK, |r: Range<usize>| {
             let (a, b) = (indptr[r.start].index(), indptr[r.end].index());
             let vals = as_f32(&data[a..b]);
-            // SAFETY: `check_csr` verified the whole matrix: indptr starts at 0, never
-            // decreases and ends within the indices; each row's indices are non-negative,
-            // strictly increasing and below `cols`. A chunk of rows keeps these properties,
-            // with `indptr[r.start..=r.end]` offset by `a`, the start of its indices and data
-            // (sprs subtracts the first indptr entry, as in its own `slice_outer`).
-            let m: CsMatViewI<'_, f32, I, P> = unsafe {
-                CsMatViewI::new_unchecked(
-                    CompressedStorage::CSR,
-                    (r.len(), cols),
-                    &indptr[r.start..=r.end],
-                    &indices[a..b],
-                    &vals[..],
-                )
-            };
-            let sigs = signer.sign_csr(m).map_err(|e| to_py(shift_rows(e, r.start)))?;
+            let sigs = if sorted {
+                // SAFETY: `check_csr` verified the whole matrix: indptr starts at 0, never
+                // decreases and ends within the indices; each row's indices are
+                // non-negative, strictly increasing (`sorted`) and below `cols`. A chunk of
+                // rows keeps these properties, with `indptr[r.start..=r.end]` offset by `a`,
+                // the start of its indices and data (sprs subtracts the first indptr entry,
+                // as in its own `slice_outer`).
+                let m: CsMatViewI<'_, f32, I::U, P> = unsafe {
+                    CsMatViewI::new_unchecked(
+                        CompressedStorage::CSR,
+                        (r.len(), cols),
+                        &indptr[r.start..=r.end],
+                        &indices[a..b],
+                        &vals[..],
+                    )
+                };
+                signer.sign_csr(m)
+            } else {
+                let (p, ids, v) = sorted_rows(&indptr[r.start..=r.end], &indices[a..b], &vals, a);
+                // SAFETY: as above, and `sorted_rows` made each row strictly increasing
+                // (sorted, duplicates merged) with indptr from 0 to the length of `ids`.
+                let m: CsMatViewI<'_, f32, I::U, usize> = unsafe {
+                    CsMatViewI::new_unchecked(CompressedStorage::CSR, (r.len(), cols), &p[..], &ids[..], &v[..])
+                };
+                signer.sign_csr(m)
+            }
+            .map_err(|e| to_py(shift_rows(e, r.start)))?;
             out.put(r.start, &sigs);
             Ok(())
         })?;
@@ -295,6 +362,28 @@ impl PySigner {
             Ok(())
         })?;
         Ok(out.into_py(py))
+    }
+}
+
+/// A signed index type of SciPy's arrays and its unsigned twin.
+trait Idx: SpIndex + Sync + Send {
+    /// The unsigned type of the same width.
+    type U: SpIndex + Sync + Send;
+    /// The same bits as the unsigned type (equal values for non-negative indices).
+    fn unsigned(s: &[Self]) -> &[Self::U];
+}
+
+impl Idx for i32 {
+    type U = u32;
+    fn unsigned(s: &[i32]) -> &[u32] {
+        bytemuck::cast_slice(s)
+    }
+}
+
+impl Idx for i64 {
+    type U = u64;
+    fn unsigned(s: &[i64]) -> &[u64] {
+        bytemuck::cast_slice(s)
     }
 }
 
