@@ -256,7 +256,7 @@ impl PySigner {
                 let v = src[[i, j]];
                 return Err(if v.is_finite() {
                     value_error(format!(
-                        "row {}, column {j}: value {v} is beyond the range of float32",
+                        "row {}, column {j}: value {v:e} is beyond the range of float32",
                         r.start + i
                     ))
                 } else {
