@@ -6,8 +6,8 @@
 //! to a smaller row count for a quick run.
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use simlsh::Signer;
 use simlsh::signers::{Distribution, HashingTrick, HyperplaneSigner, PooledSigner};
+use simlsh::{Signer, SignerExt};
 use simlsh_workloads::{W1, W2_DIM, w1, w2};
 use std::hint::black_box;
 

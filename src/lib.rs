@@ -86,7 +86,10 @@ pub mod text;
 pub use error::{Error, Result};
 pub use index::{HammingIndex, Hit, Id, LinearScan, MultiIndex};
 pub use signature::{Signature, SignatureMatrix};
-pub use signers::{Accumulator, HashingTrick, HyperplaneSigner, PooledSigner, Signer, SignerInfo};
+pub use signers::{
+    Accumulator, HashingTrick, HyperplaneSigner, PooledSigner, Signer, SignerExt, SignerInfo,
+    SignerSpec,
+};
 
 /// The README's code examples, compiled and run as doctests.
 #[doc = include_str!("../README.md")]

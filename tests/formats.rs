@@ -13,7 +13,7 @@ use simlsh::io::{
 };
 use simlsh::rng::Rng;
 use simlsh::signers::HashingTrick;
-use simlsh::{Error, SignatureMatrix, Signer};
+use simlsh::{Error, SignatureMatrix, Signer, SignerExt};
 
 mod npyzip;
 use npyzip::{npy_bytes, npy_raw, zip_of};

@@ -12,7 +12,7 @@
 //! RMSE at f = 256 is ≈ 1.12 × the ideal, while Gaussian-valued projections (pooled) meet it.
 
 use simlsh::signers::{Distribution, HashingTrick, HyperplaneSigner, PooledSigner};
-use simlsh::{SignatureMatrix, Signer};
+use simlsh::{SignatureMatrix, Signer, SignerExt};
 use simlsh_workloads::{QUALITY_PAIRS, W1, W2_DIM, dense_pairs_cosine, quality_check, w1, w2};
 
 const SEEDS: u64 = 8;

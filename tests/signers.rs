@@ -8,7 +8,7 @@ use proptest::prelude::*;
 use signer_set::all_signers;
 use simlsh::rng::Rng;
 use simlsh::signers::{Distribution, HashingTrick, HyperplaneSigner, sparse::sort_and_merge};
-use simlsh::{Error, Signature, Signer};
+use simlsh::{Error, Signature, Signer, SignerExt};
 use sprs::CsMat;
 
 const WIDTHS: [usize; 6] = [1, 63, 64, 65, 256, 4096];
@@ -70,7 +70,7 @@ fn hashing_trick_equals_its_explicit_rademacher_matrix_bit_for_bit() {
         let ht = HashingTrick::builder().bits(f).seed(77).build().unwrap();
         let dim = 300;
         let explicit = ht.explicit_matrix(dim).unwrap();
-        assert_eq!(explicit.info().kind, "rademacher");
+        assert_eq!(explicit.info().kind, "custom");
         let mut dense = Array2::<f32>::zeros((40, dim as usize));
         let mut rows = Vec::new();
         for r in 0..40 {

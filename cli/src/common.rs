@@ -7,10 +7,11 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
-use clap::{Args, ValueEnum};
+use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::{Value, json};
-use simlsh::signers::{AnySigner, Distribution, HashingTrick, HyperplaneSigner, PooledSigner};
+use simlsh::signers::SignerKind;
+use simlsh::signers::{AnySigner, SignerSpec};
 
 /// Options accepted by every subcommand.
 #[derive(Args, Clone, Debug)]
@@ -293,78 +294,62 @@ pub struct Codes {
     pub signer: Option<String>,
 }
 
-/// Which signer to use.
-#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SignerKind {
-    /// Explicit Gaussian hyperplanes (Charikar 2002).
-    Gaussian,
-    /// Gaussian hyperplanes orthonormalised in batches (super-bit LSH).
-    SuperBit,
-    /// Explicit ±1 hyperplanes stored as bits.
-    Rademacher,
-    /// Very sparse ±1 hyperplanes (density 1/√D unless --density).
-    VerySparse,
-    /// The per-feature hashing trick (no matrix; any dimension; text tokens).
-    HashingTrick,
-    /// Hashed picks from a pool of Gaussians (Van Durme & Lall 2010).
-    Pooled,
+/// The `--signer` help: every kind of the library's table, with its parameters.
+pub fn signer_help() -> String {
+    let mut h = String::from(
+        "The signer: KIND or KIND:key=value,... (parameters left out take their defaults).\n",
+    );
+    for k in simlsh::signers::kinds() {
+        h.push_str(&format!("\n  {}: {}", k.name, k.summary));
+        if k.needs_dim {
+            h.push_str(" [vectors only: needs the dimension]");
+        }
+        for p in k.params {
+            h.push_str(&format!(
+                "\n      {}:{}=…: {} (default {})",
+                k.name, p.name, p.summary, p.default
+            ));
+        }
+    }
+    h
+}
+
+fn parse_signer(s: &str) -> std::result::Result<SignerKind, String> {
+    s.parse().map_err(|e: simlsh::Error| e.to_string())
 }
 
 /// Signer options shared by the subcommands that sign.
 #[derive(Args, Clone, Debug)]
 pub struct SignerArgs {
-    /// The signer.
-    #[arg(long, value_enum, default_value = "hashing-trick")]
+    /// The signer: KIND or KIND:key=value,... (see --help).
+    #[arg(long, default_value = "hashing-trick", value_parser = parse_signer, long_help = signer_help())]
     pub signer: SignerKind,
-    /// Density of the very sparse signer (default 1/√D).
-    #[arg(long)]
-    pub density: Option<f64>,
-    /// Super-bit batch depth (default min(D, f)).
-    #[arg(long)]
-    pub depth: Option<usize>,
-    /// Pool size of the pooled signer.
-    #[arg(long, default_value_t = 10_000)]
-    pub pool_size: usize,
 }
 
 impl SignerArgs {
     /// Builds the signer for input dimension `dim` (needed by the matrix signers).
-    pub fn build(
-        &self,
-        kind: SignerKind,
-        dim: Option<u64>,
-        bits: usize,
-        seed: u64,
-    ) -> Result<AnySigner> {
-        let matrix = |d: Distribution| -> Result<AnySigner> {
-            let dim = dim.context("this signer needs the input dimension; text input needs --signer hashing-trick or pooled")?;
-            Ok(HyperplaneSigner::builder()
-                .dim(dim)
-                .bits(bits)
-                .seed(seed)
-                .distribution(d)
-                .build()?
-                .into())
-        };
-        Ok(match kind {
-            SignerKind::Gaussian => matrix(Distribution::Gaussian)?,
-            SignerKind::SuperBit => matrix(Distribution::SuperBit { depth: self.depth })?,
-            SignerKind::Rademacher => matrix(Distribution::Rademacher)?,
-            SignerKind::VerySparse => matrix(Distribution::VerySparse {
-                density: self.density,
-            })?,
-            SignerKind::HashingTrick => HashingTrick::builder()
-                .bits(bits)
-                .seed(seed)
-                .build()?
-                .into(),
-            SignerKind::Pooled => PooledSigner::builder()
-                .bits(bits)
-                .seed(seed)
-                .pool_size(self.pool_size)
-                .build()?
-                .into(),
+    pub fn build(&self, dim: Option<u64>, bits: usize, seed: u64) -> Result<AnySigner> {
+        self.spec(bits, seed).build(dim).with_context(|| {
+            if dim.is_none() && self.signer.needs_dim() {
+                format!(
+                    "the {} signer needs the input dimension: text input needs a signer without a matrix ({})",
+                    self.signer.name(),
+                    simlsh::signers::kinds()
+                        .iter()
+                        .filter(|k| !k.needs_dim)
+                        .map(|k| k.name)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            } else {
+                format!("building the {} signer", self.signer)
+            }
         })
+    }
+
+    /// The signer's full specification.
+    pub fn spec(&self, bits: usize, seed: u64) -> SignerSpec {
+        SignerSpec::new(self.signer.clone()).bits(bits).seed(seed)
     }
 }
 

@@ -130,35 +130,82 @@ fn bad_input_is_reported_with_file_and_line_and_leaves_outputs_intact() {
 }
 
 #[test]
-fn bench_writes_a_table_a_plot_and_stats() {
+fn bench_writes_a_table_a_plot_and_stats_with_intervals_and_skipped_signers() {
     let plot = tmp("plot.svg");
+    let stats = tmp("bench.json");
     let out = simlsh()
         .args([
             "bench",
             "--dims",
-            "256",
+            "256,4096",
             "--widths",
             "64",
             "--nnz",
             "8",
             "--rows",
-            "200",
+            "400",
+            "--seeds",
+            "4",
             "--signers",
-            "hashing-trick,rademacher",
+            "hashing-trick,rademacher,gaussian",
+            // 4096 × 64 Gaussian floats are 1 MiB: over the limit, skipped and listed.
+            "--max-matrix-mib",
+            "0",
             "-q",
             "--plot",
         ])
         .arg(&plot)
+        .arg("--stats")
+        .arg(&stats)
         .output()
         .unwrap();
     ok(&out);
     let table = String::from_utf8(out.stdout).unwrap();
-    assert_eq!(table.lines().count(), 4, "{table}");
+    // Header, rule, and one line per configuration: 2 dims × 3 signers, measured or skipped.
+    assert_eq!(table.lines().count(), 2 + 6, "{table}");
+    assert!(table.contains("95% CI, 4 seeds"), "{table}");
     assert!(
         table.contains("| hashing-trick | 256 | 64 | 8 | 0 B |"),
         "{table}"
     );
-    assert!(std::fs::read_to_string(&plot).unwrap().starts_with("<svg"));
+    // Every explicit matrix is over 0 MiB: both skipped signers stay in the table, with the
+    // memory they would have needed (D·f/8 and 4·D·f bytes).
+    assert!(
+        table.contains("| rademacher | 4096 | 64 | 8 | (32.0 KiB needed) | skipped: matrix of 32.0 KiB > --max-matrix-mib 0 |"),
+        "{table}"
+    );
+    assert!(
+        table.contains("| gaussian | 256 | 64 | 8 | (64.0 KiB needed) | skipped"),
+        "{table}"
+    );
+    let svg = std::fs::read_to_string(&plot).unwrap();
+    assert!(svg.starts_with("<svg"));
+    // The plot labels its points and lists what was skipped.
+    assert!(
+        svg.contains("D=256 f=64 nnz=8") && svg.contains("Skipped (4)"),
+        "plot"
+    );
+    assert!(svg.contains("95% intervals"), "plot");
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
+    let results = doc["values"]["results"].as_array().unwrap();
+    assert_eq!(results.len(), 6);
+    for r in results {
+        if r["signer"] == "hashing-trick" {
+            // An interval over 4 seeds: positive half-width, mean near 1 (RMSE over ideal).
+            let (m, h) = (
+                r["rmse_over_ideal"].as_f64().unwrap(),
+                r["rmse_over_ideal_ci95"].as_f64().unwrap(),
+            );
+            assert!(h > 0.0 && (0.7..1.4).contains(&m), "{r}");
+            assert_eq!(r["seeds"], 4);
+        } else {
+            assert!(
+                r["skipped"].as_str().unwrap().contains("--max-matrix-mib"),
+                "{r}"
+            );
+        }
+    }
 }
 
 #[test]

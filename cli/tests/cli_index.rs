@@ -258,9 +258,7 @@ fn info_reports_kind_size_and_parameters() {
             &sigs,
             &idx,
             &"--kind",
-            &kind,
-            &"--radius",
-            &"2",
+            &if kind == "manku" { "manku:k=2" } else { kind },
         ]));
         let lib = load_index(&idx).unwrap();
         let text = ok(&run(&[&"index", &"info", &idx]));

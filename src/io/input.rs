@@ -30,7 +30,7 @@ use super::svmlight::{IndexBase, SvmlightOptions, read_svmlight};
 use super::vecs::{VecsKind, read_vecs};
 use crate::error::{Error, Result};
 use crate::signature::SignatureMatrix;
-use crate::signers::Signer;
+use crate::signers::{Signer, SignerExt};
 
 /// Every input format the library reads. See the [module docs](self) for extensions and names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -197,7 +197,7 @@ impl Vectors {
     }
 
     /// Signs every vector with `signer` ([`Signer::sign_dense`] or [`Signer::sign_csr`]).
-    pub fn sign<S: Signer>(&self, signer: &S) -> Result<SignatureMatrix> {
+    pub fn sign<S: Signer + ?Sized>(&self, signer: &S) -> Result<SignatureMatrix> {
         match self {
             Vectors::Dense(a) => signer.sign_dense(a),
             Vectors::Sparse(m) => signer.sign_csr(m.view()),

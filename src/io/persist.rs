@@ -13,16 +13,11 @@ use crate::signature::SignatureMatrix;
 use crate::signers::SignerInfo;
 use crate::storage::Buf;
 
-/// Records a signer's parameters as `signer.*` file parameters.
+/// Records a signer's parameters as `signer.*` file parameters ([`SignerInfo::to_params`];
+/// [`SignerSpec::from_params`](crate::signers::SignerSpec::from_params) reads them back).
 pub fn signer_params(w: &mut Writer<'_>, info: &SignerInfo) {
-    w.param("signer.kind", info.kind)
-        .param("signer.seed", info.seed)
-        .param("signer.bits", info.bits);
-    if let Some(d) = info.dim {
-        w.param("signer.dim", d);
-    }
-    for (k, v) in &info.params {
-        w.param(&format!("signer.{k}"), v);
+    for (k, v) in info.to_params() {
+        w.param(&k, v);
     }
 }
 

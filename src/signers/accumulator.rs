@@ -9,13 +9,13 @@ use crate::signature::Signature;
 ///
 /// Adding the features of a vector in the same order as batch signing (increasing feature
 /// index for sparse rows) gives a signature bit-identical to
-/// [`Signer::sign_sparse`](super::Signer::sign_sparse), however the features are chunked.
+/// [`Signer::sign_sparse`], however the features are chunked.
 /// Two accumulators over the same signer can be [merged](Self::merge) (two parts of one
 /// document, or shards): the merged values are the elementwise sums, equal to accumulating
 /// both parts in one stream up to floating-point rounding.
 ///
 /// ```
-/// use simlsh::{HashingTrick, Signer};
+/// use simlsh::{HashingTrick, Signer, SignerExt};
 /// let s = HashingTrick::builder().bits(128).seed(3).build()?;
 /// let mut acc = s.accumulator();
 /// acc.add(10, 1.0)?;

@@ -1,11 +1,17 @@
-//! One type for any signer, for code that picks the signer at run time (the command line).
+//! One concrete type for any signer, for code that picks the signer at run time (the command
+//! line, [`SignerSpec::build`](super::SignerSpec::build)).
 
-use sprs::SpIndex;
+use sprs::{CsMatViewI, SpIndex};
 
-use super::{HashingTrick, HyperplaneSigner, PooledSigner, Signer, SignerInfo};
+use super::{
+    Accumulator, HashingTrick, HyperplaneSigner, PooledSigner, Signer, SignerExt, SignerInfo,
+};
 use crate::error::Result;
+use crate::signature::SignatureMatrix;
 
-/// Any of the signers, dispatching every [`Signer`] method to the one it holds.
+/// Any of the signers, dispatching every [`Signer`] method to the one it holds. Unlike a
+/// `Box<dyn Signer>` it is `Clone` and `Debug`, needs no allocation, and can be matched to
+/// reach the concrete signer.
 #[derive(Clone, Debug)]
 pub enum AnySigner {
     /// An explicit-matrix signer.
@@ -43,16 +49,27 @@ impl Signer for AnySigner {
         dispatch!(self, s => s.accumulate(ids, weights, acc))
     }
 
-    fn accumulate_indices<I: SpIndex>(&self, ids: &[I], weights: &[f32], acc: &mut [f32]) {
-        dispatch!(self, s => s.accumulate_indices(ids, weights, acc))
-    }
-
     fn accumulate_tokens(&self, tokens: &[&str], weights: &[f32], acc: &mut [f32]) -> Result<()> {
         dispatch!(self, s => s.accumulate_tokens(tokens, weights, acc))
     }
 
-    fn sign_dense(&self, x: &ndarray::ArrayRef2<f32>) -> Result<crate::SignatureMatrix> {
+    fn sign_dense(&self, x: &ndarray::ArrayRef2<f32>) -> Result<SignatureMatrix> {
         dispatch!(self, s => s.sign_dense(x))
+    }
+}
+
+impl AnySigner {
+    /// [`SignerExt::sign_csr`], callable without importing [`SignerExt`].
+    pub fn sign_csr<I: SpIndex, Iptr: SpIndex>(
+        &self,
+        x: CsMatViewI<'_, f32, I, Iptr>,
+    ) -> Result<SignatureMatrix> {
+        SignerExt::sign_csr(self, x)
+    }
+
+    /// [`SignerExt::accumulator`], callable without importing [`SignerExt`].
+    pub fn accumulator(&self) -> Accumulator<'_, Self> {
+        Accumulator::new(self)
     }
 }
 

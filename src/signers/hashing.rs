@@ -6,7 +6,6 @@ use crate::error::{Error, Result};
 use crate::rng::{expand, hash_bytes, mix64, xxh3_u64, xxh3_u64_flip};
 use crate::signature::words_for;
 use crate::signers::HyperplaneSigner;
-use sprs::SpIndex;
 
 /// Builder for [`HashingTrick`].
 #[derive(Clone, Debug, Default)]
@@ -42,6 +41,10 @@ impl HashingTrickBuilder {
         })
     }
 }
+
+/// The feature hash, as recorded in files (`signer.hash`): a file made with another hash
+/// cannot be rebuilt by this release.
+pub(crate) const HASH_DESCRIPTION: &str = "xxh3-64 + splitmix64 expansion";
 
 /// Domain separators, so that the integer id `n` and a token whose bytes happen to equal
 /// `n.to_le_bytes()` hash differently.
@@ -142,27 +145,22 @@ impl Signer for HashingTrick {
             bytes: 0,
             adds_per_nonzero: self.bits as f64,
             hash_words_per_nonzero: 1.0 + words_for(self.bits) as f64,
-            params: vec![("hash", "xxh3-64 + splitmix64 expansion".into())],
+            params: vec![("hash", HASH_DESCRIPTION.into())],
         }
     }
 
     fn accumulate(&self, ids: &[u64], weights: &[f32], acc: &mut [f32]) {
-        self.accumulate_indices(ids, weights, acc)
-    }
-
-    fn accumulate_indices<I: SpIndex>(&self, ids: &[I], weights: &[f32], acc: &mut [f32]) {
-        let id = |i: usize| ids[i].index() as u64;
         if acc.len() == 64 {
             // One block: the kernel hashes each feature as it fills its buffer of words.
-            add_signed_rows(acc, weights, |i, _| self.id_key(id(i)));
+            add_signed_rows(acc, weights, |i, _| self.id_key(ids[i]));
             return;
         }
         let mut keys = [0u64; CHUNK];
-        for (start, ws) in (0..ids.len()).step_by(CHUNK).zip(weights.chunks(CHUNK)) {
+        for (ids, ws) in ids.chunks(CHUNK).zip(weights.chunks(CHUNK)) {
             let keys = &mut keys[..ws.len()];
             keys.iter_mut()
-                .enumerate()
-                .for_each(|(k, key)| *key = self.id_key(id(start + k)));
+                .zip(ids)
+                .for_each(|(key, &i)| *key = self.id_key(i));
             add_signed_rows(acc, ws, |i, k| word(keys[i], k));
         }
     }

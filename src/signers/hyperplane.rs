@@ -80,10 +80,14 @@ impl HyperplaneBuilder {
         let d =
             usize::try_from(dim).map_err(|_| Error::param("dim", "too large for this platform"))?;
         let seed = self.seed;
+        // The distribution is stored resolved (depth and density as used), so `info` reports
+        // the parameters that rebuild this matrix.
+        let mut distribution = self.distribution;
         let matrix = match self.distribution {
             Distribution::Gaussian => Matrix::Dense(gaussian_rows(d, bits, seed)),
             Distribution::SuperBit { depth } => {
                 let depth = depth.unwrap_or(d.min(bits));
+                distribution = Distribution::SuperBit { depth: Some(depth) };
                 if depth == 0 || depth > d.min(bits) {
                     return Err(Error::param(
                         "depth",
@@ -109,6 +113,7 @@ impl HyperplaneBuilder {
                 if !(p > 0.0 && p <= 1.0) {
                     return Err(Error::param("density", format!("{p} is not in (0, 1]")));
                 }
+                distribution = Distribution::VerySparse { density: Some(p) };
                 very_sparse(d, bits, p, seed)?
             }
         };
@@ -116,7 +121,7 @@ impl HyperplaneBuilder {
             bits,
             dim,
             seed,
-            distribution: Some(self.distribution),
+            distribution: Some(distribution),
             matrix,
         })
     }
@@ -250,7 +255,9 @@ impl HyperplaneSigner {
         })
     }
 
-    /// A `±1` signer from sign words (`D × words_for(bits)`, bit set means `+1`).
+    /// A `±1` signer from sign words (`D × words_for(bits)`, bit set means `+1`). Its
+    /// [`info`](Signer::info) kind is `custom` (like [`from_matrix`](Self::from_matrix)): the
+    /// matrix is the caller's, not one drawn from the seed.
     pub fn from_sign_words(dim: u64, bits: usize, words: Vec<u64>, seed: u64) -> Result<Self> {
         let w = words_for(bits);
         if bits == 0 || dim == 0 || words.len() as u64 != dim * w as u64 {
@@ -273,7 +280,7 @@ impl HyperplaneSigner {
             bits,
             dim,
             seed,
-            distribution: Some(Distribution::Rademacher),
+            distribution: None,
             matrix: Matrix::Signs(words),
         })
     }
@@ -342,16 +349,23 @@ impl Signer for HyperplaneSigner {
         let mut params = vec![("dim", self.dim.to_string())];
         let (kind, bytes, adds) = match (&self.matrix, self.distribution) {
             (Matrix::Dense(m), Some(Distribution::SuperBit { depth })) => {
-                let depth = depth.unwrap_or(self.dim.min(self.bits as u64) as usize);
+                let depth = depth.expect("stored resolved");
                 params.push(("depth", depth.to_string()));
                 ("super-bit", m.len() * 4, f)
             }
             (Matrix::Dense(m), Some(_)) => ("gaussian", m.len() * 4, f),
             (Matrix::Dense(m), None) => ("custom", m.len() * 4, f),
-            (Matrix::Signs(s), _) => ("rademacher", s.len() * 8, f),
-            (Matrix::Sparse { offsets, entries }, _) => {
+            (Matrix::Signs(s), Some(_)) => ("rademacher", s.len() * 8, f),
+            (Matrix::Signs(s), None) => {
+                params.push(("entries", "signs".into()));
+                ("custom", s.len() * 8, f)
+            }
+            (Matrix::Sparse { offsets, entries }, distribution) => {
                 let density = entries.len() as f64 / (d * f);
                 params.push(("density", format!("{density:.6}")));
+                if let Some(Distribution::VerySparse { density: Some(p) }) = distribution {
+                    params.push(("density_param", p.to_string()));
+                }
                 (
                     "very-sparse",
                     offsets.len() * 4 + entries.len() * 4,

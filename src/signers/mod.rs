@@ -32,12 +32,14 @@ mod hyperplane;
 pub mod kernels;
 mod pooled;
 pub mod sparse;
+mod spec;
 
 pub use accumulator::Accumulator;
 pub use any::AnySigner;
 pub use hashing::{HashingTrick, HashingTrickBuilder};
 pub use hyperplane::{Distribution, HyperplaneBuilder, HyperplaneSigner};
 pub use pooled::{PooledBuilder, PooledSigner};
+pub use spec::{DEFAULT_POOL, KindInfo, ParamInfo, SignerKind, SignerSpec, kinds};
 
 use ndarray::ArrayRef2;
 use rayon::prelude::*;
@@ -74,6 +76,27 @@ pub struct SignerInfo {
 
 /// A signer maps vectors to `f`-bit signatures. See the [module docs](self) for the
 /// definition shared by all signers.
+///
+/// The trait is dyn-compatible: every method here can be called on a `&dyn Signer` or a
+/// `Box<dyn Signer>`, and the generic conveniences (CSR matrices of any index type, the
+/// streaming [`Accumulator`]) come from [`SignerExt`], implemented for every signer, trait
+/// objects included. A signer implements only this trait.
+///
+/// ```
+/// use simlsh::signers::{HashingTrick, PooledSigner, Signer, SignerExt};
+/// let signers: Vec<Box<dyn Signer>> = vec![
+///     Box::new(HashingTrick::builder().bits(64).seed(1).build()?),
+///     Box::new(PooledSigner::builder().bits(64).seed(1).build()?),
+/// ];
+/// let x = sprs::CsMat::new((1, 10), vec![0, 2], vec![3usize, 7], vec![1.0f32, 0.5]);
+/// for s in &signers {
+///     let sigs = s.sign_csr(x.view())?;
+///     let mut acc = s.accumulator();
+///     acc.add_chunk(&[3, 7], &[1.0, 0.5])?;
+///     assert_eq!(acc.signature(), sigs.get(0));
+/// }
+/// # Ok::<(), simlsh::Error>(())
+/// ```
 pub trait Signer: Send + Sync {
     /// Signature width `f`.
     fn bits(&self) -> usize;
@@ -88,23 +111,6 @@ pub trait Signer: Send + Sync {
     /// `64 · words_for(bits)` lanes (lanes past `f` stay unused). Callers have checked that ids
     /// are in range and weights finite.
     fn accumulate(&self, ids: &[u64], weights: &[f32], acc: &mut [f32]);
-
-    /// [`accumulate`](Self::accumulate) for ids of any sparse index type (a CSR row's own
-    /// indices, without conversion). The default converts them to `u64` in chunks; signers
-    /// with a faster path override it. Ids are non-negative and in range (checked by callers).
-    fn accumulate_indices<I: SpIndex>(&self, ids: &[I], weights: &[f32], acc: &mut [f32])
-    where
-        Self: Sized,
-    {
-        let mut buf = [0u64; 256];
-        for (ids, ws) in ids.chunks(buf.len()).zip(weights.chunks(buf.len())) {
-            let buf = &mut buf[..ids.len()];
-            buf.iter_mut()
-                .zip(ids)
-                .for_each(|(b, i)| *b = i.index() as u64);
-            self.accumulate(buf, ws, acc);
-        }
-    }
 
     /// Like [`accumulate`](Self::accumulate) for string features (tokens). Only signers that
     /// hash their features support it; the others return [`Error::Unsupported`].
@@ -147,16 +153,38 @@ pub trait Signer: Send + Sync {
         sign_dense_gather(self, x)
     }
 
+    /// A zeroed accumulation buffer of `64 · words_for(f)` lanes.
+    fn new_acc(&self) -> Vec<f32> {
+        vec![0.0; 64 * words_for(self.bits())]
+    }
+}
+
+/// The generic conveniences of every [`Signer`], trait objects included (`dyn Signer`):
+/// sparse matrices and rows of any index type, and the streaming [`Accumulator`].
+/// Implemented for every signer; bring it into scope with the trait:
+/// `use simlsh::signers::{Signer, SignerExt}`.
+pub trait SignerExt: Signer {
+    /// [`accumulate`](Signer::accumulate) for ids of any sparse index type (a CSR row's own
+    /// indices): they are converted to `u64` in chunks on the stack. Ids are non-negative and
+    /// in range (checked by callers).
+    fn accumulate_indices<I: SpIndex>(&self, ids: &[I], weights: &[f32], acc: &mut [f32]) {
+        let mut buf = [0u64; 256];
+        for (ids, ws) in ids.chunks(buf.len()).zip(weights.chunks(buf.len())) {
+            let buf = &mut buf[..ids.len()];
+            buf.iter_mut()
+                .zip(ids)
+                .for_each(|(b, i)| *b = i.index() as u64);
+            self.accumulate(buf, ws, acc);
+        }
+    }
+
     /// Signs every row of a sparse CSR matrix, in parallel. Indices within each row must be
     /// strictly increasing (see [`sparse::sort_and_merge`]). The result does not depend on the
     /// number of threads.
     fn sign_csr<I: SpIndex, Iptr: SpIndex>(
         &self,
         x: CsMatViewI<'_, f32, I, Iptr>,
-    ) -> Result<SignatureMatrix>
-    where
-        Self: Sized,
-    {
+    ) -> Result<SignatureMatrix> {
         if !x.is_csr() {
             return Err(Error::Unsupported(
                 "sparse input must be CSR (row-major), not CSC".into(),
@@ -195,18 +223,12 @@ pub trait Signer: Send + Sync {
 
     /// A streaming accumulator: add features one at a time or in chunks, read the signature
     /// at any point.
-    fn accumulator(&self) -> Accumulator<'_, Self>
-    where
-        Self: Sized,
-    {
+    fn accumulator(&self) -> Accumulator<'_, Self> {
         Accumulator::new(self)
     }
-
-    /// A zeroed accumulation buffer of `64 · words_for(f)` lanes.
-    fn new_acc(&self) -> Vec<f32> {
-        vec![0.0; 64 * words_for(self.bits())]
-    }
 }
+
+impl<S: Signer + ?Sized> SignerExt for S {}
 
 /// Signs a dense matrix row by row through [`Signer::accumulate`] (the canonical order),
 /// skipping zero entries. The default [`Signer::sign_dense`].

@@ -1,39 +1,27 @@
 //! Every signer kind, for the tests that run one property against all of them (`signers`,
-//! `collision_law`).
+//! `collision_law`, `spec`).
 
-use simlsh::signers::{AnySigner, Distribution, HashingTrick, HyperplaneSigner, PooledSigner};
+use simlsh::signers::{AnySigner, SignerKind, SignerSpec};
+
+/// One spec of every kind, with default parameters (width 64, seed 0).
+pub fn all_specs() -> Vec<SignerSpec> {
+    [
+        SignerKind::Gaussian,
+        SignerKind::Rademacher,
+        SignerKind::VerySparse { density: None },
+        SignerKind::SuperBit { depth: None },
+        SignerKind::HashingTrick,
+        SignerKind::Pooled { pool: 10_000 },
+    ]
+    .into_iter()
+    .map(SignerSpec::new)
+    .collect()
+}
 
 /// Every signer kind for dimension `dim`, width `bits`, seed `seed`.
 pub fn all_signers(dim: u64, bits: usize, seed: u64) -> Vec<AnySigner> {
-    let h = |d| {
-        AnySigner::Hyperplane(
-            HyperplaneSigner::builder()
-                .dim(dim)
-                .bits(bits)
-                .seed(seed)
-                .distribution(d)
-                .build()
-                .unwrap(),
-        )
-    };
-    vec![
-        h(Distribution::Gaussian),
-        h(Distribution::Rademacher),
-        h(Distribution::VerySparse { density: None }),
-        h(Distribution::SuperBit { depth: None }),
-        AnySigner::HashingTrick(
-            HashingTrick::builder()
-                .bits(bits)
-                .seed(seed)
-                .build()
-                .unwrap(),
-        ),
-        AnySigner::Pooled(
-            PooledSigner::builder()
-                .bits(bits)
-                .seed(seed)
-                .build()
-                .unwrap(),
-        ),
-    ]
+    all_specs()
+        .into_iter()
+        .map(|s| s.bits(bits).seed(seed).build(Some(dim)).unwrap())
+        .collect()
 }

@@ -166,9 +166,7 @@ fn read_text(a: &Args, format: InputFormat, ctx: &mut Ctx) -> Result<Input> {
     sign::report_bad(ctx, &bad);
     let texts: Vec<&str> = docs.iter().map(|d| d.text.as_str()).collect();
     let tokenizer = sign::tokenizer(&a.input.text, &texts, ctx)?;
-    let signer = a
-        .signer
-        .build(a.signer.signer, None, ctx.bits(), ctx.seed)?;
+    let signer = a.signer.build(None, ctx.bits(), ctx.seed)?;
     let sigs = sign::sign_texts(&tokenizer, &signer, &texts, ctx)?;
     Ok(Input {
         sigs,

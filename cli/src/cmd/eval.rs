@@ -93,12 +93,9 @@ pub fn run(a: Args, ctx: &mut Ctx) -> Result<()> {
             a.input.display()
         );
     }
-    let signer = a.signer.build(
-        a.signer.signer,
-        Some(x.ncols() as u64),
-        ctx.bits(),
-        ctx.seed,
-    )?;
+    let signer = a
+        .signer
+        .build(Some(x.ncols() as u64), ctx.bits(), ctx.seed)?;
     let sigs = ctx.phase("sign", |ctx| super::sign::sign_dense(&x, &signer, ctx))?;
     let bits = sigs.bits() as u64;
 

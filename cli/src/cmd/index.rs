@@ -12,17 +12,17 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand, ValueEnum};
 use simlsh::HammingIndex;
+use simlsh::Hit;
 use simlsh::estimate;
-use simlsh::index::{MultiIndex, PermutationIndex, PermutedTables};
+use simlsh::index::IndexSpec;
 use simlsh::io::{IndexFile, load_index};
 use simlsh::signature::SignatureMatrix;
 use simlsh::storage::Buf;
-use simlsh::{Hit, LinearScan};
 
 use crate::common::{Ctx, human_bytes, read_codes, to_stdout, write_file};
 
 const EXAMPLE: &str = "Examples:
-  simlsh index build codes.npy codes.idx --kind manku --radius 3
+  simlsh index build codes.npy codes.idx --kind manku:k=3
   simlsh index query codes.idx queries.npy --radius 3 --out hits.tsv
   simlsh index add codes.idx more.npy --first-id 1000000
   simlsh index remove codes.idx --ids 4,8,15
@@ -45,22 +45,9 @@ enum Action {
     Info(InfoArgs),
 }
 
-/// Which index to build.
-#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-enum Kind {
-    /// Brute force by popcount (exact, no extra memory).
-    Linear,
-    /// Permuted tables (Manku et al. 2007), exact up to --radius.
-    Manku,
-    /// Multi-index hashing (Norouzi et al.), exact at any radius.
-    Mih,
-    /// Sorted random bit permutations (Charikar 2002): approximate k-NN.
-    Permutation,
-}
-
 const BUILD_EXAMPLE: &str = "Example:
-  simlsh index build codes.npy codes.idx --kind manku --radius 3
-  simlsh index build codes.npy codes.idx --kind permutation --permutations 16 --beam 32 --seed 7
+  simlsh index build codes.npy codes.idx --kind manku:k=3
+  simlsh index build codes.npy codes.idx --kind permutation:q=16,beam=32 --seed 7
 SIGS is a .npy array of uint64 (N x words; the width is --bits, default 64 x words) or a
 simlsh signature file. Codes get ids 0..N.";
 
@@ -72,18 +59,9 @@ struct BuildArgs {
     sigs: PathBuf,
     /// The index file to write.
     out: PathBuf,
-    /// The index kind.
-    #[arg(long, value_enum)]
-    kind: Kind,
-    /// Radius the permuted tables answer exactly (manku).
-    #[arg(long, default_value_t = 3)]
-    radius: u32,
-    /// Number of random bit permutations q (permutation).
-    #[arg(long, default_value_t = simlsh::index::DEFAULT_PERMUTATIONS)]
-    permutations: usize,
-    /// Beam B: codes compared on each side of the query in each sorted list (permutation).
-    #[arg(long, default_value_t = simlsh::index::DEFAULT_BEAM)]
-    beam: usize,
+    /// The index: KIND or KIND:key=value,... (see --help).
+    #[arg(long, value_parser = parse_index, long_help = index_help())]
+    kind: IndexSpec,
 }
 
 const ADD_EXAMPLE: &str = "Example:
@@ -203,6 +181,40 @@ fn index_bits(idx: &dyn HammingIndex, ctx: &Ctx) -> Result<Option<usize>> {
     }
 }
 
+/// The `--kind` help: every kind of the library's table, with its parameters.
+pub fn index_help() -> String {
+    let mut h = String::from(
+        "The index: KIND or KIND:key=value,... (parameters left out take their defaults).\n",
+    );
+    for k in simlsh::index::kinds() {
+        h.push_str(&format!("\n  {}: {}", k.name, k.description));
+        for p in k.params {
+            h.push_str(&format!(
+                "\n      {}:{}=…: {} (default {})",
+                k.name, p.key, p.description, p.default
+            ));
+        }
+    }
+    h
+}
+
+/// Parses an index spec; `exact` is another name of `linear`.
+pub fn parse_index(s: &str) -> std::result::Result<IndexSpec, String> {
+    let s = if s == "exact" { "linear" } else { s };
+    s.parse().map_err(|e: simlsh::Error| e.to_string())
+}
+
+/// The spec with the global `--seed` for kinds that draw random numbers, unless the spec sets
+/// its own seed.
+pub fn seeded(spec: IndexSpec, ctx: &Ctx) -> IndexSpec {
+    match &spec {
+        IndexSpec::Permutation(p) if p.seed == simlsh::index::DEFAULT_SEED => {
+            spec.with_seed(ctx.seed)
+        }
+        _ => spec,
+    }
+}
+
 fn open_index(path: &Path) -> Result<Box<dyn HammingIndex>> {
     load_index(path).with_context(|| format!("loading index {}", path.display()))
 }
@@ -249,28 +261,13 @@ fn clean_stale_temporaries(path: &Path) {
 fn build(a: BuildArgs, ctx: &mut Ctx) -> Result<()> {
     let bits = ctx.bits_given;
     let sigs = ctx.phase("read", |_| read_sigs(&a.sigs, bits, "--bits"))?;
-    let seed = ctx.seed;
+    let spec = seeded(a.kind.clone(), ctx);
     let idx: Box<dyn HammingIndex> = ctx
         .phase("build", |ctx| {
-            let kind = format!("building the {:?} index", a.kind).to_lowercase();
-            ctx.spin(&kind, || -> Result<Box<dyn HammingIndex>> {
-                Ok(match a.kind {
-                    Kind::Linear => Box::new(LinearScan::build(&sigs)?) as Box<dyn HammingIndex>,
-                    Kind::Manku => {
-                        Box::new(PermutedTables::builder().radius(a.radius).build(&sigs)?)
-                    }
-                    Kind::Mih => Box::new(MultiIndex::build(&sigs)?),
-                    Kind::Permutation => Box::new(
-                        PermutationIndex::builder()
-                            .permutations(a.permutations)
-                            .beam(a.beam)
-                            .seed(seed)
-                            .build(&sigs)?,
-                    ),
-                })
-            })
+            let what = format!("building the {} index", spec.kind());
+            Ok(ctx.spin(&what, || spec.build(&sigs))?)
         })
-        .with_context(|| format!("building a {:?} index of {}", a.kind, a.sigs.display()))?;
+        .with_context(|| format!("building a {spec} index of {}", a.sigs.display()))?;
     ctx.phase("save", |_| save_index(idx.as_ref(), &a.out))?;
     ctx.record("codes", idx.len());
     ctx.record("index_bytes", idx.bytes());

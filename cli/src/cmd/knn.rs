@@ -4,9 +4,9 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::{Result, bail};
-use clap::{Parser, ValueEnum};
+use clap::Parser;
 use simlsh::estimate;
-use simlsh::index::{HammingIndex, LinearScan, MultiIndex, PermutationIndex};
+use simlsh::index::{HammingIndex, IndexSpec};
 use simlsh::{Hit, SignatureMatrix};
 
 use super::index::QUERY_BATCH;
@@ -15,7 +15,7 @@ use crate::common::{Ctx, SignerArgs, to_stdout, write_file};
 
 const EXAMPLE: &str = "Examples:
   simlsh knn datasets/glove-6B-50d-10k/vectors.fvecs --k 10 --signer gaussian --bits 128 --out knn.tsv
-  simlsh knn glove.npy --k 5 --method mih --bits 128";
+  simlsh knn glove.npy --k 5 --index mih --bits 128";
 
 /// For each point, its k nearest other points by Hamming distance of the signatures (ties
 /// broken by the smaller row), as TSV `row, neighbor, distance, cosine` (the cosine estimated
@@ -29,22 +29,15 @@ pub struct Args {
     /// Neighbours per point.
     #[arg(long)]
     k: usize,
-    /// Search: exact scan, multi-index hashing (exact), or permutation search (approximate).
-    #[arg(long, value_enum, default_value = "exact")]
-    method: Method,
+    /// The index searched: KIND or KIND:key=value,... as for `index build --kind` (linear,
+    /// alias exact: the exact scan; mih: multi-index hashing, exact; permutation: approximate).
+    #[arg(long, alias = "method", default_value = "linear", value_parser = super::index::parse_index)]
+    index: IndexSpec,
     /// Write the graph here (default: standard output).
     #[arg(long)]
     out: Option<PathBuf>,
     #[command(flatten)]
     signer: SignerArgs,
-}
-
-/// k-NN search method.
-#[derive(ValueEnum, Clone, Copy, Debug)]
-enum Method {
-    Exact,
-    Mih,
-    Permutation,
 }
 
 /// The k-NN graph of the rows of `sigs` in the index built from them, searched in batches
@@ -65,14 +58,9 @@ pub fn run(a: Args, ctx: &mut Ctx) -> Result<()> {
         bail!("--k must be at least 1");
     }
     let (sigs, _) = codes_or_sign(&a.input, &a.signer, ctx)?;
+    let spec = super::index::seeded(a.index.clone(), ctx);
     let index: Box<dyn HammingIndex> = ctx.phase("index", |ctx| {
-        ctx.spin("building the index", || {
-            Ok(match a.method {
-                Method::Exact => Box::new(LinearScan::build(&sigs)?) as Box<dyn HammingIndex>,
-                Method::Mih => Box::new(MultiIndex::build(&sigs)?),
-                Method::Permutation => Box::new(PermutationIndex::build(&sigs)?),
-            })
-        })
+        Ok(ctx.spin("building the index", || spec.build(&sigs))?)
     })?;
     let graph = ctx.phase("knn", |ctx| knn_graph(index.as_ref(), &sigs, a.k, ctx))?;
     let bits = sigs.bits() as u64;

@@ -270,12 +270,7 @@ pub fn sign_input(
     let v = ctx.phase("read", |_| Ok(read_vectors(&a.input, format, &opts)?))?;
     report_bad(ctx, &v.bad);
     let signer = ctx.phase("signer", |ctx| {
-        s.build(
-            s.signer,
-            Some(v.vectors.cols() as u64),
-            ctx.bits(),
-            ctx.seed,
-        )
+        s.build(Some(v.vectors.cols() as u64), ctx.bits(), ctx.seed)
     })?;
     let sigs = ctx
         .phase("sign", |ctx| sign_vectors(&v.vectors, &signer, ctx))
@@ -299,7 +294,7 @@ fn sign_text(
     report_bad(ctx, &bad);
     let texts: Vec<&str> = docs.iter().map(|d| d.text.as_str()).collect();
     let tokenizer = tokenizer(&a.text, &texts, ctx)?;
-    let signer = s.build(s.signer, None, ctx.bits(), ctx.seed)?;
+    let signer = s.build(None, ctx.bits(), ctx.seed)?;
     let sigs = sign_texts(&tokenizer, &signer, &texts, ctx)?;
     ctx.record("rows", sigs.len());
     Ok((sigs, signer))

@@ -1,0 +1,577 @@
+//! [`SignerSpec`]: every signer kind and its parameters as plain data, with a compact string
+//! form (`gaussian`, `super-bit:depth=32`, `pooled:pool=10000`), the parameters recorded in
+//! signature and index files, and [`SignerSpec::build`]. The command line, the bindings and
+//! the files share this one table.
+//!
+//! ```
+//! use simlsh::signers::{SignerSpec, Signer};
+//! let spec: SignerSpec = "super-bit:depth=16".parse()?;
+//! let signer = spec.bits(128).seed(7).build(Some(300))?;
+//! assert_eq!(signer.info().kind, "super-bit");
+//! // What a signature file records rebuilds the same signer.
+//! let again = SignerSpec::from_params(&signer.info().to_params())?.build(None)?;
+//! assert_eq!(again.sign_sparse(&[3, 250], &[1.0, -0.5])?, signer.sign_sparse(&[3, 250], &[1.0, -0.5])?);
+//! # Ok::<(), simlsh::Error>(())
+//! ```
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::str::FromStr;
+
+use super::hashing::HASH_DESCRIPTION;
+use super::{
+    AnySigner, Distribution, HashingTrick, HyperplaneSigner, PooledSigner, Signer, SignerInfo,
+};
+use crate::error::{Error, Result};
+
+/// The default pool size of [`SignerKind::Pooled`] (Van Durme & Lall's recommendation).
+pub const DEFAULT_POOL: usize = 10_000;
+
+/// A signer kind and the parameters proper to it. Its string form is the kind's name, then
+/// optionally `:` and `key=value` pairs separated by commas: `gaussian`,
+/// `super-bit:depth=32`, `very-sparse:density=0.01`, `pooled:pool=10000`. Parameters left out
+/// take their defaults (listed by [`kinds`]).
+#[derive(Clone, Debug, PartialEq, Default)]
+#[non_exhaustive]
+pub enum SignerKind {
+    /// Explicit Gaussian hyperplanes (Charikar 2002); needs the dimension.
+    Gaussian,
+    /// Gaussian hyperplanes orthonormalised in batches of `depth` (super-bit LSH); needs the
+    /// dimension.
+    SuperBit {
+        /// Batch size; `None` for `min(D, f)`.
+        depth: Option<usize>,
+    },
+    /// Explicit `±1` hyperplanes stored as bits; needs the dimension.
+    Rademacher,
+    /// Very sparse `±1` hyperplanes (Li, Hastie & Church 2006); needs the dimension.
+    VerySparse {
+        /// Fraction of nonzero entries; `None` for `1/√D`.
+        density: Option<f64>,
+    },
+    /// The per-feature hashing trick (Manku et al. 2007): `±1` columns, no matrix, any
+    /// dimension, tokens.
+    #[default]
+    HashingTrick,
+    /// Hashed picks from a pool of Gaussians (Van Durme & Lall 2010): any dimension, tokens.
+    Pooled {
+        /// Pool size `m`.
+        pool: usize,
+    },
+}
+
+/// One signer kind's documentation, for help texts and bindings: see [`kinds`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KindInfo {
+    /// The name, as in the string form of [`SignerKind`] and in [`SignerInfo::kind`].
+    pub name: &'static str,
+    /// One line: what the signer is and when to use it.
+    pub summary: &'static str,
+    /// Whether [`SignerSpec::build`] needs the input dimension (an explicit matrix).
+    pub needs_dim: bool,
+    /// The parameters of the string form.
+    pub params: &'static [ParamInfo],
+}
+
+/// One parameter of a signer kind's string form.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ParamInfo {
+    /// The key, as in `kind:key=value`.
+    pub name: &'static str,
+    /// What it sets.
+    pub summary: &'static str,
+    /// Its default, in words.
+    pub default: &'static str,
+}
+
+const KINDS: &[KindInfo] = &[
+    KindInfo {
+        name: "gaussian",
+        summary: "explicit Gaussian D × f matrix (Charikar 2002): the exact 1 − θ/π collision law",
+        needs_dim: true,
+        params: &[],
+    },
+    KindInfo {
+        name: "super-bit",
+        summary: "Gaussian hyperplanes orthonormalised in batches (Ji et al. 2012): lowest error on dense vectors",
+        needs_dim: true,
+        params: &[ParamInfo {
+            name: "depth",
+            summary: "hyperplanes orthonormalised together, 1 ≤ depth ≤ min(D, f)",
+            default: "min(D, f)",
+        }],
+    },
+    KindInfo {
+        name: "rademacher",
+        summary: "explicit ±1 D × f matrix stored as bits (Achlioptas 2003)",
+        needs_dim: true,
+        params: &[],
+    },
+    KindInfo {
+        name: "very-sparse",
+        summary: "explicit sparse ±1 matrix (Li, Hastie & Church 2006): for dense inputs",
+        needs_dim: true,
+        params: &[ParamInfo {
+            name: "density",
+            summary: "fraction of nonzero matrix entries, in (0, 1]",
+            default: "1/√D",
+        }],
+    },
+    KindInfo {
+        name: "hashing-trick",
+        summary: "±1 columns hashed from each feature (Manku et al. 2007): no matrix, any dimension, tokens; fastest",
+        needs_dim: false,
+        params: &[],
+    },
+    KindInfo {
+        name: "pooled",
+        summary: "hashed picks from a pool of Gaussians (Van Durme & Lall 2010): any dimension, tokens",
+        needs_dim: false,
+        params: &[ParamInfo {
+            name: "pool",
+            summary: "pool size m, 1 ≤ m ≤ 2^32",
+            default: "10000",
+        }],
+    },
+];
+
+/// Every signer kind with a one-line description and its parameters, in the order of
+/// [`SignerKind`].
+pub fn kinds() -> &'static [KindInfo] {
+    KINDS
+}
+
+impl SignerKind {
+    /// The kind's name (`gaussian`, `hashing-trick`, …), as in [`SignerInfo::kind`].
+    pub fn name(&self) -> &'static str {
+        match self {
+            SignerKind::Gaussian => "gaussian",
+            SignerKind::SuperBit { .. } => "super-bit",
+            SignerKind::Rademacher => "rademacher",
+            SignerKind::VerySparse { .. } => "very-sparse",
+            SignerKind::HashingTrick => "hashing-trick",
+            SignerKind::Pooled { .. } => "pooled",
+        }
+    }
+
+    /// Whether the kind holds an explicit `D × f` matrix and so needs the input dimension.
+    pub fn needs_dim(&self) -> bool {
+        self.doc().needs_dim
+    }
+
+    /// The kind's entry of [`kinds`].
+    pub fn doc(&self) -> &'static KindInfo {
+        let name = self.name();
+        KINDS
+            .iter()
+            .find(|k| k.name == name)
+            .expect("every kind is listed")
+    }
+
+    /// The parameters that are set, as `(key, value)` pairs in the order of the string form.
+    fn set_params(&self) -> Vec<(&'static str, String)> {
+        match self {
+            SignerKind::SuperBit { depth: Some(d) } => vec![("depth", d.to_string())],
+            SignerKind::VerySparse { density: Some(p) } => vec![("density", p.to_string())],
+            SignerKind::Pooled { pool } if *pool != DEFAULT_POOL => {
+                vec![("pool", pool.to_string())]
+            }
+            _ => Vec::new(),
+        }
+    }
+}
+
+impl fmt::Display for SignerKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())?;
+        for (k, (key, value)) in self.set_params().iter().enumerate() {
+            write!(f, "{}{key}={value}", if k == 0 { ':' } else { ',' })?;
+        }
+        Ok(())
+    }
+}
+
+/// The `key=value` pairs of a string form or of a file, taken one by one; leftovers are
+/// errors.
+struct Params<'a> {
+    kind: &'static str,
+    pairs: Vec<(&'a str, &'a str)>,
+}
+
+impl<'a> Params<'a> {
+    fn take<T: FromStr>(&mut self, key: &'static str, what: &str) -> Result<Option<T>> {
+        let Some(k) = self.pairs.iter().position(|p| p.0 == key) else {
+            return Ok(None);
+        };
+        let (_, v) = self.pairs.remove(k);
+        v.parse()
+            .map(Some)
+            .map_err(|_| Error::param(key, format!("`{v}` is not {what}")))
+    }
+
+    fn finish(self) -> Result<()> {
+        match self.pairs.first() {
+            None => Ok(()),
+            Some((key, _)) => {
+                let doc = KINDS.iter().find(|k| k.name == self.kind).expect("listed");
+                let known: Vec<&str> = doc.params.iter().map(|p| p.name).collect();
+                Err(Error::param(
+                    "signer",
+                    format!(
+                        "the {} signer has no parameter `{key}` ({})",
+                        self.kind,
+                        if known.is_empty() {
+                            "it takes none".to_string()
+                        } else {
+                            format!("it takes {}", known.join(", "))
+                        }
+                    ),
+                ))
+            }
+        }
+    }
+}
+
+/// Parses a kind's name and parameters (already split into pairs).
+fn kind_from(name: &str, pairs: Vec<(&str, &str)>) -> Result<SignerKind> {
+    let Some(doc) = KINDS.iter().find(|k| k.name == name) else {
+        let names: Vec<&str> = KINDS.iter().map(|k| k.name).collect();
+        return Err(Error::param(
+            "signer",
+            format!("unknown signer `{name}` (one of {})", names.join(", ")),
+        ));
+    };
+    for (k, a) in pairs.iter().enumerate() {
+        if pairs[..k].iter().any(|b| b.0 == a.0) {
+            return Err(Error::param(
+                "signer",
+                format!("parameter `{}` given twice", a.0),
+            ));
+        }
+    }
+    let mut p = Params {
+        kind: doc.name,
+        pairs,
+    };
+    let kind = match doc.name {
+        "gaussian" => SignerKind::Gaussian,
+        "super-bit" => SignerKind::SuperBit {
+            depth: p.take("depth", "a whole number")?,
+        },
+        "rademacher" => SignerKind::Rademacher,
+        "very-sparse" => SignerKind::VerySparse {
+            density: p.take("density", "a number")?,
+        },
+        "hashing-trick" => SignerKind::HashingTrick,
+        "pooled" => SignerKind::Pooled {
+            pool: p.take("pool", "a whole number")?.unwrap_or(DEFAULT_POOL),
+        },
+        _ => unreachable!("every listed kind is parsed"),
+    };
+    p.finish()?;
+    Ok(kind)
+}
+
+impl FromStr for SignerKind {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self> {
+        let (name, args) = s.split_once(':').unwrap_or((s, ""));
+        let mut pairs = Vec::new();
+        for a in args.split(',').map(str::trim).filter(|a| !a.is_empty()) {
+            let (k, v) = a.split_once('=').ok_or_else(|| {
+                Error::param(
+                    "signer",
+                    format!("`{a}` in `{s}` is not a `key=value` parameter"),
+                )
+            })?;
+            pairs.push((k.trim(), v.trim()));
+        }
+        kind_from(name.trim(), pairs)
+    }
+}
+
+/// A signer, fully described: its kind and parameters, width, seed and (for the explicit
+/// matrices, when known) input dimension. [`build`](Self::build) makes the signer;
+/// [`to_params`](Self::to_params) and [`from_params`](Self::from_params) are the `signer.*`
+/// parameters of signature and index files.
+///
+/// The string form ([`FromStr`], [`Display`](fmt::Display)) is that of the [`SignerKind`]:
+/// width, seed and dimension are fields, set by the chained setters.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SignerSpec {
+    /// The kind and its parameters.
+    pub kind: SignerKind,
+    /// Signature width `f` (default 64).
+    pub bits: usize,
+    /// Seed of the matrix, pool or feature hash (default 0).
+    pub seed: u64,
+    /// Input dimension `D` of an explicit matrix, if fixed by the spec (a file records it);
+    /// `None` to take it from [`build`](Self::build).
+    pub dim: Option<u64>,
+}
+
+impl Default for SignerSpec {
+    fn default() -> Self {
+        SignerSpec {
+            kind: SignerKind::default(),
+            bits: 64,
+            seed: 0,
+            dim: None,
+        }
+    }
+}
+
+impl From<SignerKind> for SignerSpec {
+    fn from(kind: SignerKind) -> Self {
+        SignerSpec {
+            kind,
+            ..SignerSpec::default()
+        }
+    }
+}
+
+impl FromStr for SignerSpec {
+    type Err = Error;
+
+    /// Parses the kind and its parameters; width, seed and dimension take their defaults.
+    fn from_str(s: &str) -> Result<Self> {
+        Ok(s.parse::<SignerKind>()?.into())
+    }
+}
+
+impl fmt::Display for SignerSpec {
+    /// The kind and its parameters (width, seed and dimension are not part of the string).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.kind.fmt(f)
+    }
+}
+
+fn get<'a>(params: &'a BTreeMap<String, String>, key: &'static str) -> Result<&'a str> {
+    params
+        .get(key)
+        .map(String::as_str)
+        .ok_or_else(|| Error::param(key, "missing from the signer parameters"))
+}
+
+fn parse<T: FromStr>(params: &BTreeMap<String, String>, key: &'static str) -> Result<T> {
+    let v = get(params, key)?;
+    v.parse()
+        .map_err(|_| Error::param(key, format!("`{v}` is not valid")))
+}
+
+impl SignerSpec {
+    /// A spec of `kind` with the default width (64), seed (0) and no dimension.
+    pub fn new(kind: SignerKind) -> Self {
+        kind.into()
+    }
+
+    /// Signature width `f`.
+    pub fn bits(mut self, f: usize) -> Self {
+        self.bits = f;
+        self
+    }
+
+    /// Seed.
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.seed = seed;
+        self
+    }
+
+    /// Input dimension of an explicit matrix.
+    pub fn dim(mut self, d: u64) -> Self {
+        self.dim = Some(d);
+        self
+    }
+
+    /// Builds the signer. `dim` is the input dimension, needed by the explicit matrices
+    /// ([`KindInfo::needs_dim`]) unless the spec has one; hashed signers take any dimension
+    /// and ignore it. A spec whose dimension differs from `dim` is an error (a matrix drawn for
+    /// one dimension does not sign vectors of another).
+    pub fn build(&self, dim: Option<u64>) -> Result<AnySigner> {
+        let dim = match (self.dim, dim) {
+            (Some(a), Some(b)) if self.kind.needs_dim() && a != b => {
+                return Err(Error::DimensionMismatch {
+                    expected: a,
+                    got: b,
+                });
+            }
+            (a, b) => a.or(b),
+        };
+        let matrix = |d: Distribution| -> Result<AnySigner> {
+            let dim = dim.ok_or_else(|| {
+                Error::param(
+                    "dim",
+                    format!(
+                        "the {} signer holds a D × f matrix and needs the input dimension D \
+                         (hashed signers such as hashing-trick or pooled take any dimension)",
+                        self.kind.name()
+                    ),
+                )
+            })?;
+            Ok(HyperplaneSigner::builder()
+                .dim(dim)
+                .bits(self.bits)
+                .seed(self.seed)
+                .distribution(d)
+                .build()?
+                .into())
+        };
+        match self.kind {
+            SignerKind::Gaussian => matrix(Distribution::Gaussian),
+            SignerKind::SuperBit { depth } => matrix(Distribution::SuperBit { depth }),
+            SignerKind::Rademacher => matrix(Distribution::Rademacher),
+            SignerKind::VerySparse { density } => matrix(Distribution::VerySparse { density }),
+            SignerKind::HashingTrick => Ok(HashingTrick::builder()
+                .bits(self.bits)
+                .seed(self.seed)
+                .build()?
+                .into()),
+            SignerKind::Pooled { pool } => Ok(PooledSigner::builder()
+                .bits(self.bits)
+                .seed(self.seed)
+                .pool_size(pool)
+                .build()?
+                .into()),
+        }
+    }
+
+    /// The spec as `signer.*` parameters, the keys [`io::save_signatures`](crate::io::save_signatures)
+    /// records from a signer's [`SignerInfo::to_params`]: `signer.kind`, `signer.bits`,
+    /// `signer.seed`, `signer.dim` when set, and the kind's parameters when set.
+    pub fn to_params(&self) -> BTreeMap<String, String> {
+        let mut m = BTreeMap::new();
+        m.insert("signer.kind".into(), self.kind.name().into());
+        m.insert("signer.bits".into(), self.bits.to_string());
+        m.insert("signer.seed".into(), self.seed.to_string());
+        if let Some(d) = self.dim {
+            m.insert("signer.dim".into(), d.to_string());
+        }
+        for (k, v) in self.kind.set_params() {
+            // In files, `density` is the measured density of the matrix.
+            let k = if k == "density" { "density_param" } else { k };
+            m.insert(format!("signer.{k}"), v);
+        }
+        if let SignerKind::HashingTrick = self.kind {
+            m.insert("signer.hash".into(), HASH_DESCRIPTION.into());
+        }
+        m
+    }
+
+    /// The spec recorded in a file's parameters (`signer.*` keys, as written by
+    /// [`io::save_signatures`](crate::io::save_signatures) or [`to_params`](Self::to_params);
+    /// other keys are ignored): building it gives the signer that made the file.
+    ///
+    /// Errors name the offending key: a missing or malformed value, an unknown kind or
+    /// parameter, a `custom` matrix (not drawn from a seed), or a hash other than this
+    /// release's. Files written before the very sparse signer recorded its density exactly
+    /// hold only the measured density: those of the default density `1/√D` are recognised
+    /// (by rebuilding the matrix and comparing), others are an error.
+    pub fn from_params(params: &BTreeMap<String, String>) -> Result<Self> {
+        let kind = get(params, "signer.kind")?;
+        let bits: usize = parse(params, "signer.bits")?;
+        let seed: u64 = parse(params, "signer.seed")?;
+        let dim: Option<u64> = match params.get("signer.dim") {
+            Some(_) => Some(parse(params, "signer.dim")?),
+            None => None,
+        };
+        if kind == "custom" {
+            return Err(Error::param(
+                "signer.kind",
+                "a custom matrix (from_matrix, from_sign_words) is the caller's, not drawn \
+                 from a seed: it cannot be rebuilt from parameters",
+            ));
+        }
+        let mut pairs: Vec<(&str, &str)> = params
+            .iter()
+            .filter_map(|(k, v)| Some((k.strip_prefix("signer.")?, v.as_str())))
+            .filter(|(k, _)| !matches!(*k, "kind" | "bits" | "seed" | "dim"))
+            .collect();
+        // Keys that describe rather than parametrise the signer.
+        let mut legacy_density = None;
+        match kind {
+            "hashing-trick" => {
+                let hash = get(params, "signer.hash")?;
+                if hash != HASH_DESCRIPTION {
+                    return Err(Error::param(
+                        "signer.hash",
+                        format!(
+                            "the signatures were made with the hash `{hash}`, this release \
+                             hashes with `{HASH_DESCRIPTION}`"
+                        ),
+                    ));
+                }
+                pairs.retain(|p| p.0 != "hash");
+            }
+            "very-sparse" => {
+                // `density` is the measured density (six decimals), `density_param` the one
+                // the matrix was drawn with; files older than `density_param` have only the
+                // first.
+                let measured = pairs.iter().position(|p| p.0 == "density");
+                let measured = measured.map(|k| pairs.remove(k).1);
+                match pairs.iter_mut().find(|p| p.0 == "density_param") {
+                    Some(p) => p.0 = "density",
+                    None => legacy_density = measured,
+                }
+            }
+            _ => {}
+        }
+        let spec = SignerSpec {
+            kind: kind_from(kind, pairs)?,
+            bits,
+            seed,
+            dim,
+        };
+        match legacy_density {
+            None => Ok(spec),
+            Some(measured) => recognise_default_density(spec, measured),
+        }
+    }
+}
+
+/// A file written before the very sparse signer recorded its density holds the measured
+/// density (`nonzeros / (D·f)`, six decimals): it is the default-density matrix if rebuilding
+/// that gives the same figure.
+fn recognise_default_density(spec: SignerSpec, measured: &str) -> Result<SignerSpec> {
+    let info = spec.build(None)?.info();
+    let rebuilt = info.params.iter().find(|p| p.0 == "density");
+    if rebuilt.is_some_and(|p| p.1 == measured) {
+        Ok(spec)
+    } else {
+        Err(Error::param(
+            "signer.density",
+            format!(
+                "the file records the measured density {measured} of a very sparse matrix, \
+                 not the density it was drawn with; only the default density 1/√D is \
+                 recognised"
+            ),
+        ))
+    }
+}
+
+impl SignerInfo {
+    /// The `signer.*` parameters recorded in signature and index files: `signer.kind`,
+    /// `signer.seed`, `signer.bits`, `signer.dim` when bounded, and every entry of
+    /// [`params`](Self::params). [`SignerSpec::from_params`] reads them back.
+    pub fn to_params(&self) -> BTreeMap<String, String> {
+        let mut m = BTreeMap::new();
+        m.insert("signer.kind".into(), self.kind.to_string());
+        m.insert("signer.seed".into(), self.seed.to_string());
+        m.insert("signer.bits".into(), self.bits.to_string());
+        if let Some(d) = self.dim {
+            m.insert("signer.dim".into(), d.to_string());
+        }
+        for (k, v) in &self.params {
+            m.insert(format!("signer.{k}"), v.clone());
+        }
+        m
+    }
+}
+
+impl AnySigner {
+    /// The spec that rebuilds this signer (from its [`info`](Signer::info)); an error for a
+    /// `custom` matrix.
+    pub fn spec(&self) -> Result<SignerSpec> {
+        SignerSpec::from_params(&self.info().to_params())
+    }
+}

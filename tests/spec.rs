@@ -1,0 +1,386 @@
+//! `SignerSpec`: the string form, the table of kinds, building with typed errors, and the
+//! parameters of signature files read back into the signer that wrote them.
+
+mod signer_set;
+
+use std::collections::BTreeMap;
+
+use signer_set::{all_signers, all_specs};
+use simlsh::rng::Rng;
+use simlsh::signers::{
+    AnySigner, Distribution, HashingTrick, HyperplaneSigner, SignerKind, SignerSpec, kinds,
+};
+use simlsh::{Error, Signer, SignerExt, io};
+
+/// `n` random sparse rows of dimension `dim` with up to `nnz` nonzeros each (CSR, sorted).
+fn sparse_rows(seed: u64, n: usize, dim: usize, nnz: usize) -> sprs::CsMat<f32> {
+    let mut rng = Rng::new(seed);
+    let (mut indptr, mut indices, mut data) = (vec![0usize], Vec::new(), Vec::new());
+    for _ in 0..n {
+        let mut ids: Vec<usize> = (0..nnz).map(|_| rng.below(dim as u64) as usize).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        data.extend(ids.iter().map(|_| rng.gaussian() as f32));
+        indices.extend(ids);
+        indptr.push(indices.len());
+    }
+    sprs::CsMat::new((n, dim), indptr, indices, data)
+}
+
+/// Every kind, with default and with explicit parameters.
+fn specs_with_params() -> Vec<SignerSpec> {
+    let mut v = all_specs();
+    v.extend(
+        [
+            "super-bit:depth=8",
+            "very-sparse:density=0.125",
+            "pooled:pool=1000",
+        ]
+        .map(|s| s.parse::<SignerSpec>().unwrap()),
+    );
+    v
+}
+
+#[test]
+fn string_form_round_trips_for_every_kind_and_parameter() {
+    for spec in specs_with_params() {
+        let s = spec.to_string();
+        let back: SignerSpec = s.parse().unwrap();
+        assert_eq!(back.kind, spec.kind, "{s}");
+        assert_eq!(back.kind.to_string(), s);
+    }
+    let cases = [
+        ("gaussian", SignerKind::Gaussian),
+        ("super-bit", SignerKind::SuperBit { depth: None }),
+        (
+            "super-bit:depth=32",
+            SignerKind::SuperBit { depth: Some(32) },
+        ),
+        (" pooled : pool = 5000 ", SignerKind::Pooled { pool: 5000 }),
+        ("pooled", SignerKind::Pooled { pool: 10_000 }),
+        (
+            "very-sparse:density=0.015625",
+            SignerKind::VerySparse {
+                density: Some(0.015625),
+            },
+        ),
+        ("hashing-trick", SignerKind::HashingTrick),
+    ];
+    for (s, kind) in cases {
+        assert_eq!(s.parse::<SignerKind>().unwrap(), kind, "{s}");
+    }
+    // The default pool is left out of the compact form; any other is written.
+    assert_eq!(SignerKind::Pooled { pool: 10_000 }.to_string(), "pooled");
+    assert_eq!(SignerKind::Pooled { pool: 7 }.to_string(), "pooled:pool=7");
+    // Densities print exactly (shortest round-trip form).
+    let p = 1.0 / 3.0;
+    let k = SignerKind::VerySparse { density: Some(p) };
+    assert_eq!(k.to_string().parse::<SignerKind>().unwrap(), k);
+    assert_eq!(SignerSpec::default().kind, SignerKind::HashingTrick);
+    assert_eq!(
+        (SignerSpec::default().bits, SignerSpec::default().seed),
+        (64, 0)
+    );
+}
+
+#[test]
+fn bad_strings_give_typed_errors_naming_the_problem() {
+    let err = |s: &str| s.parse::<SignerSpec>().unwrap_err();
+    let e = err("gausian");
+    assert!(
+        matches!(e, Error::InvalidParameter { name: "signer", .. })
+            && e.to_string().contains("gaussian"),
+        "{e}"
+    );
+    let e = err("gaussian:depth=3");
+    assert!(e.to_string().contains("no parameter `depth`"), "{e}");
+    let e = err("pooled:size=3");
+    assert!(e.to_string().contains("it takes pool"), "{e}");
+    assert!(matches!(
+        err("super-bit:depth=x"),
+        Error::InvalidParameter { name: "depth", .. }
+    ));
+    assert!(matches!(
+        err("very-sparse:density=a"),
+        Error::InvalidParameter {
+            name: "density",
+            ..
+        }
+    ));
+    assert!(err("pooled:pool").to_string().contains("key=value"));
+    assert!(err("pooled:pool=1,pool=2").to_string().contains("twice"));
+    // Values are validated by the builders, once, when built.
+    let e = "super-bit:depth=0"
+        .parse::<SignerSpec>()
+        .unwrap()
+        .build(Some(10))
+        .unwrap_err();
+    assert!(
+        matches!(e, Error::InvalidParameter { name: "depth", .. }),
+        "{e}"
+    );
+}
+
+#[test]
+fn kinds_lists_every_kind_once_and_says_which_need_the_dimension() {
+    let names: Vec<&str> = kinds().iter().map(|k| k.name).collect();
+    let mut sorted = names.clone();
+    sorted.sort_unstable();
+    sorted.dedup();
+    assert_eq!(sorted.len(), names.len());
+    for spec in all_specs() {
+        assert!(names.contains(&spec.kind.name()));
+    }
+    for k in kinds() {
+        assert!(!k.summary.is_empty());
+        let spec: SignerSpec = k.name.parse().unwrap();
+        for p in k.params {
+            assert!(!p.summary.is_empty() && !p.default.is_empty());
+        }
+        let spec = spec.bits(32).seed(1);
+        match spec.build(None) {
+            Ok(s) => {
+                assert!(!k.needs_dim, "{}", k.name);
+                assert_eq!((s.info().kind, s.dim()), (k.name, None));
+            }
+            Err(e) => {
+                assert!(k.needs_dim, "{}: {e}", k.name);
+                assert!(matches!(e, Error::InvalidParameter { name: "dim", .. }));
+                assert!(e.to_string().contains("needs the input dimension"), "{e}");
+                let s = spec.build(Some(40)).unwrap();
+                assert_eq!((s.info().kind, s.dim()), (k.name, Some(40)));
+            }
+        }
+    }
+    // A spec that fixes the dimension rejects another.
+    let e = SignerSpec::new(SignerKind::Gaussian)
+        .dim(10)
+        .build(Some(11))
+        .unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::DimensionMismatch {
+                expected: 10,
+                got: 11
+            }
+        ),
+        "{e}"
+    );
+}
+
+#[test]
+fn spec_builds_the_same_signer_as_its_builder() {
+    let rows = sparse_rows(3, 50, 300, 20);
+    let pairs: Vec<(SignerSpec, AnySigner)> = vec![
+        (
+            "super-bit:depth=8"
+                .parse::<SignerSpec>()
+                .unwrap()
+                .bits(100)
+                .seed(4),
+            HyperplaneSigner::builder()
+                .dim(300)
+                .bits(100)
+                .seed(4)
+                .distribution(Distribution::SuperBit { depth: Some(8) })
+                .build()
+                .unwrap()
+                .into(),
+        ),
+        (
+            "hashing-trick"
+                .parse::<SignerSpec>()
+                .unwrap()
+                .bits(100)
+                .seed(4),
+            HashingTrick::builder()
+                .bits(100)
+                .seed(4)
+                .build()
+                .unwrap()
+                .into(),
+        ),
+    ];
+    for (spec, want) in pairs {
+        let got = spec.build(Some(300)).unwrap();
+        assert_eq!(got.info(), want.info());
+        assert_eq!(
+            got.sign_csr(rows.view()).unwrap(),
+            want.sign_csr(rows.view()).unwrap()
+        );
+    }
+}
+
+#[test]
+fn signature_files_rebuild_the_signer_that_made_them() {
+    let dir = std::env::temp_dir().join(format!("simlsh-spec-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let rows = sparse_rows(9, 40, 500, 30);
+    for (k, spec) in specs_with_params().into_iter().enumerate() {
+        let spec = spec.bits(130).seed(11 + k as u64);
+        let signer = spec.build(Some(500)).unwrap();
+        let sigs = signer.sign_csr(rows.view()).unwrap();
+        let path = dir.join(format!("{k}.sig"));
+        io::save_signatures(&path, &sigs, Some(&signer.info())).unwrap();
+        let file = io::load_signatures(&path).unwrap();
+        let back = SignerSpec::from_params(&file.params).unwrap();
+        // The file's spec is the resolved one (default depths and densities made explicit)
+        // and knows the dimension: no input is needed to rebuild it.
+        let rebuilt = back.build(None).unwrap();
+        assert_eq!(rebuilt.info(), signer.info(), "{spec}");
+        assert_eq!(
+            rebuilt.sign_csr(rows.view()).unwrap().as_slice(),
+            file.matrix.as_slice(),
+            "{spec}"
+        );
+        // The spec's own parameters read back as the same spec.
+        assert_eq!(SignerSpec::from_params(&spec.to_params()).unwrap(), spec);
+        assert_eq!(signer.spec().unwrap(), back);
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn old_very_sparse_files_with_the_measured_density_are_recognised_or_refused() {
+    // Files written before the density was recorded exactly hold `signer.density` =
+    // nonzeros / (D·f) with six decimals, and no `signer.density_param`.
+    let old_params = |density: Option<f64>| -> BTreeMap<String, String> {
+        let s = HyperplaneSigner::builder()
+            .dim(400)
+            .bits(64)
+            .seed(5)
+            .distribution(Distribution::VerySparse { density })
+            .build()
+            .unwrap();
+        let nnz = (0..400)
+            .map(|i| s.column(i).unwrap().iter().filter(|&&v| v != 0.0).count())
+            .sum::<usize>();
+        let mut m = s.info().to_params();
+        m.remove("signer.density_param");
+        assert_eq!(
+            m["signer.density"],
+            format!("{:.6}", nnz as f64 / (400.0 * 64.0))
+        );
+        m
+    };
+    let spec = SignerSpec::from_params(&old_params(None)).unwrap();
+    assert_eq!(spec.kind, SignerKind::VerySparse { density: None });
+    let want = HyperplaneSigner::builder()
+        .dim(400)
+        .bits(64)
+        .seed(5)
+        .distribution(Distribution::VerySparse { density: None })
+        .build()
+        .unwrap();
+    let got = spec.build(None).unwrap();
+    assert_eq!(
+        got.sign_sparse(&[1, 50, 399], &[1.0, -2.0, 0.5]).unwrap(),
+        want.sign_sparse(&[1, 50, 399], &[1.0, -2.0, 0.5]).unwrap()
+    );
+    let e = SignerSpec::from_params(&old_params(Some(0.2))).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::InvalidParameter {
+                name: "signer.density",
+                ..
+            }
+        ),
+        "{e}"
+    );
+}
+
+#[test]
+fn parameters_that_cannot_rebuild_a_signer_are_refused_by_name() {
+    let ht = HashingTrick::builder().bits(64).build().unwrap();
+    let mut p = ht.info().to_params();
+    p.insert("signer.hash".into(), "murmur3".into());
+    let e = SignerSpec::from_params(&p).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::InvalidParameter {
+                name: "signer.hash",
+                ..
+            }
+        ),
+        "{e}"
+    );
+    let custom = ht.explicit_matrix(20).unwrap();
+    let e = SignerSpec::from_params(&custom.info().to_params()).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::InvalidParameter {
+                name: "signer.kind",
+                ..
+            }
+        ),
+        "{e}"
+    );
+    let mut p = ht.info().to_params();
+    p.remove("signer.seed");
+    let e = SignerSpec::from_params(&p).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::InvalidParameter {
+                name: "signer.seed",
+                ..
+            }
+        ),
+        "{e}"
+    );
+    let mut p = ht.info().to_params();
+    p.insert("signer.bits".into(), "many".into());
+    let e = SignerSpec::from_params(&p).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::InvalidParameter {
+                name: "signer.bits",
+                ..
+            }
+        ),
+        "{e}"
+    );
+    let mut p = ht.info().to_params();
+    p.insert("signer.window".into(), "3".into());
+    let e = SignerSpec::from_params(&p).unwrap_err();
+    assert!(e.to_string().contains("no parameter `window`"), "{e}");
+}
+
+#[test]
+fn trait_objects_do_everything_a_concrete_signer_does() {
+    let rows = sparse_rows(2, 30, 200, 25);
+    let rows_u64 = {
+        let (indptr, indices, data) = rows.clone().into_raw_storage();
+        sprs::CsMatI::<f32, u64, u32>::new(
+            (30, 200),
+            indptr.iter().map(|&p| p as u32).collect(),
+            indices.iter().map(|&i| i as u64).collect(),
+            data,
+        )
+    };
+    for (spec, concrete) in all_specs().into_iter().zip(all_signers(200, 96, 3)) {
+        let boxed: Box<dyn Signer> = Box::new(concrete.clone());
+        let by_ref: &dyn Signer = &concrete;
+        let want = concrete.sign_csr(rows.view()).unwrap();
+        assert_eq!(boxed.sign_csr(rows.view()).unwrap(), want, "{spec}");
+        assert_eq!(by_ref.sign_csr(rows_u64.view()).unwrap(), want, "{spec}");
+        assert_eq!(boxed.sign_dense(&rows.to_dense()).unwrap(), want, "{spec}");
+        for r in 0..rows.rows() {
+            let v = rows.outer_view(r).unwrap();
+            let ids: Vec<u64> = v.indices().iter().map(|&i| i as u64).collect();
+            let mut acc = by_ref.accumulator();
+            acc.add_chunk(&ids, v.data()).unwrap();
+            assert_eq!(acc.signature(), want.get(r), "{spec} row {r}");
+            let mut buf = boxed.new_acc();
+            boxed.accumulate_indices(v.indices(), v.data(), &mut buf);
+            assert_eq!(&buf[..96], acc.values());
+        }
+        let tokens = boxed.sign_tokens(&["a", "b"], &[1.0, 2.0]);
+        assert_eq!(tokens.is_ok(), !spec.kind.needs_dim(), "{spec}");
+    }
+}
