@@ -73,6 +73,13 @@ class Signer:
         """The parameters, as given to the constructor."""
         return dict(self._params)
 
+    @property
+    def spec(self) -> str:
+        """The signer's kind and parameters in the library's text form (``super-bit:depth=32``,
+        ``pooled:pool=10000``; width and seed are separate), as ``simlsh.signer`` and the
+        command line's ``--signer`` take it."""
+        return self._core.spec()
+
     def info(self) -> dict[str, Any]:
         """What the signer is and costs: ``kind``, ``bits``, ``dim``, ``seed``, ``bytes`` (memory
         of its projection data), ``adds_per_nonzero``, ``hash_words_per_nonzero`` and
@@ -196,27 +203,38 @@ class PooledSigner(Signer):
         self._core = _simlsh.Signer.pooled(_count(bits, "bits"), _seed(seed), _count(pool_size, "pool_size"))
 
 
-def signer(kind: str, *, bits: int, seed: int = 0, dim: int | None = None, **params: Any) -> Signer:
-    """A signer by its name, as the command line's ``--signer``: ``gaussian``, ``super-bit``,
-    ``rademacher``, ``very-sparse`` (these need ``dim``), ``hashing-trick`` or ``pooled``;
-    other parameters (``density``, ``depth``, ``pool_size``) by keyword.
+def signer(spec: str, *, bits: int, seed: int = 0, dim: int | None = None, **params: Any) -> Signer:
+    """A signer from its specification, the text form shared with the command line
+    (``--signer``) and the Rust library's ``SignerSpec``: a kind, ``gaussian``, ``super-bit``,
+    ``rademacher``, ``very-sparse`` (these need ``dim``), ``hashing-trick`` or ``pooled``,
+    optionally with parameters (``super-bit:depth=32``, ``very-sparse:density=0.01``,
+    ``pooled:pool=10000``); parameters may also be given by keyword (``depth``, ``density``,
+    ``pool_size``).
 
     >>> signer("hashing-trick", bits=128, seed=3)
     HashingTrick(bits=128, seed=3)
+    >>> signer("super-bit:depth=16", bits=64, dim=300).params["depth"]
+    16
     """
+    kind, given = _simlsh.Signer.parse_spec(spec)
+    written = {k.split("=")[0].strip() for k in spec.partition(":")[2].split(",") if "=" in k}
+    written = {"pool_size" if k == "pool" else k for k in written}
+    for k, v in params.items():
+        if k in written and given[k] != v:
+            raise ValueError(f"parameter `{k}` given twice: {given[k]} in `{spec}` and {v}")
+    given = {k: v for k, v in given.items() if k in written}
+    given.update(params)
     if kind == "hashing-trick":
-        if dim is not None or params:
-            raise ValueError(f"the hashing trick takes only bits and seed, not {sorted(params) or ['dim']}")
+        if dim is not None or given:
+            raise ValueError(f"the hashing trick takes only bits and seed, not {sorted(given) or ['dim']}")
         return HashingTrick(bits=bits, seed=seed)
     if kind == "pooled":
         if dim is not None:
             raise ValueError("the pooled signer takes no dim (its features are hashed)")
-        return PooledSigner(bits=bits, seed=seed, **params)
-    if kind in ("gaussian", "super-bit", "rademacher", "very-sparse"):
-        if dim is None:
-            raise ValueError(f"the {kind} signer needs dim, the input dimension")
-        return HyperplaneSigner(dim=dim, bits=bits, seed=seed, distribution=kind, **params)
-    raise ValueError(f"unknown signer `{kind}` ({', '.join(KINDS)})")
+        return PooledSigner(bits=bits, seed=seed, **given)
+    if dim is None:
+        raise ValueError(f"the {kind} signer holds a dim x bits matrix and needs dim, the input dimension")
+    return HyperplaneSigner(dim=dim, bits=bits, seed=seed, distribution=kind, **given)
 
 
 def _signer_from_params(cls_name: str, params: dict[str, Any]) -> Signer:

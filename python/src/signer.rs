@@ -9,7 +9,9 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use rayon::prelude::*;
 use simlsh::signature::words_for;
-use simlsh::signers::{AnySigner, Distribution, HashingTrick, HyperplaneSigner, PooledSigner};
+use simlsh::signers::{
+    AnySigner, Distribution, HashingTrick, HyperplaneSigner, PooledSigner, SignerKind, SignerSpec,
+};
 use simlsh::{Error, SignatureMatrix, Signer};
 use sprs::{CompressedStorage, CsMatViewI, SpIndex};
 
@@ -472,6 +474,29 @@ impl PySigner {
         Ok(PySigner {
             inner: Arc::new(s.into()),
         })
+    }
+
+    /// The kind and parameters of a signer specification (`gaussian`, `super-bit:depth=32`,
+    /// `very-sparse:density=0.01`, `pooled:pool=10000`, ...), as the library parses it:
+    /// `(kind, {parameter: value})` with the constructor's parameter names (`depth`,
+    /// `density`, `pool_size`), only those given.
+    #[staticmethod]
+    fn parse_spec<'py>(py: Python<'py>, spec: &str) -> PyResult<(String, Bound<'py, PyDict>)> {
+        let s: SignerSpec = spec.parse().py()?;
+        let d = PyDict::new(py);
+        match &s.kind {
+            SignerKind::SuperBit { depth: Some(v) } => d.set_item("depth", v)?,
+            SignerKind::VerySparse { density: Some(v) } => d.set_item("density", v)?,
+            SignerKind::Pooled { pool } => d.set_item("pool_size", pool)?,
+            _ => {}
+        }
+        Ok((s.kind.name().to_string(), d))
+    }
+
+    /// The signer's specification in the library's text form (its kind and parameters; width
+    /// and seed are separate).
+    fn spec(&self) -> PyResult<String> {
+        Ok(self.inner.spec().py()?.to_string())
     }
 
     /// Signature width `f`.

@@ -20,27 +20,29 @@ POEMS = DATA / "chinese-poetry-3k" / "poems.jsonl"
 
 
 @pytest.mark.parametrize(
-    "kind,bits,seed,extra",
+    "spec,bits,seed",
     [
-        ("gaussian", 256, 7, {}),
-        ("super-bit", 128, 3, {}),
-        ("super-bit", 100, 3, {"depth": 25}),
-        ("rademacher", 64, 11, {}),
-        ("very-sparse", 192, 5, {"density": 0.3}),
-        ("pooled", 64, 2, {"pool_size": 5000}),
-        ("hashing-trick", 130, 9, {}),
+        ("gaussian", 256, 7),
+        ("super-bit", 128, 3),
+        ("super-bit:depth=25", 100, 3),
+        ("rademacher", 64, 11),
+        ("very-sparse:density=0.3", 192, 5),
+        ("very-sparse", 192, 5),
+        ("pooled:pool=5000", 64, 2),
+        ("hashing-trick", 130, 9),
     ],
 )
-def test_dense_vectors_match_the_command_line(tmp_path, cli, glove, kind, bits, seed, extra):
+def test_dense_vectors_match_the_command_line(tmp_path, cli, glove, spec, bits, seed):
     out = tmp_path / "codes.npy"
-    flags = []
-    for k, v in extra.items():
-        flags += [f"--{k.replace('_', '-')}", v]
-    run_cli(cli, "sign", GLOVE, out, "--signer", kind, "--bits", bits, "--seed", seed, *flags)
+    run_cli(cli, "sign", GLOVE, out, "--signer", spec, "--bits", bits, "--seed", seed)
     expected = np.load(out)
+    kind = spec.split(":")[0]
     dim = glove.shape[1] if kind not in ("pooled", "hashing-trick") else None
-    s = simlsh.signer(kind, bits=bits, seed=seed, dim=dim, **extra)
+    s = simlsh.signer(spec, bits=bits, seed=seed, dim=dim)
+    assert s.spec.split(":")[0] == kind
     got = s.sign(glove)
+    # The spec a signer reports (defaults written out) rebuilds the same signer.
+    np.testing.assert_array_equal(simlsh.signer(s.spec, bits=bits, seed=seed, dim=dim).sign(glove[:50]), got[:50])
     assert got.dtype == np.uint64 and got.shape == (len(glove), (bits + 63) // 64)
     np.testing.assert_array_equal(got, expected)
 
@@ -69,7 +71,7 @@ def test_texts_match_the_command_line(tmp_path, cli, tweets, poems, path, tok):
 
 def test_tfidf_table_and_signatures_match_the_command_line(tmp_path, cli, tweets):
     out, idf_path = tmp_path / "codes.npy", tmp_path / "tweets.idf"
-    run_cli(cli, "sign", TWEETS, out, "--signer", "pooled", "--bits", 128, "--seed", 1,
+    run_cli(cli, "sign", TWEETS, out, "--signer", "pooled:pool=10000", "--bits", 128, "--seed", 1,
             "--mode", "auto", "--weighting", "tfidf", "--save-idf", idf_path)
     base = simlsh.Tokenizer(mode="auto")
     idf = simlsh.Idf.fit(tweets, tokenizer=base)
