@@ -28,9 +28,10 @@ pub fn to_py(e: Error) -> PyErr {
             )),
             None => PyOSError::new_err(e.to_string()),
         },
-        Error::Format { .. } | Error::Parse { .. } | Error::Version { .. } | Error::Checksum { .. } => {
-            FormatError::new_err(e.to_string())
-        }
+        Error::Format { .. }
+        | Error::Parse { .. }
+        | Error::Version { .. }
+        | Error::Checksum { .. } => FormatError::new_err(e.to_string()),
         Error::Unsupported(_) => PyTypeError::new_err(e.to_string()),
         _ => PyValueError::new_err(e.to_string()),
     }

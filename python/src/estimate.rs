@@ -76,7 +76,12 @@ pub fn expected_hamming<'py>(
     c: PyReadonlyArray1<'py, f64>,
     f: PyReadonlyArray1<'py, u64>,
 ) -> PyResult<F64s<'py>> {
-    let v = map2(py, contiguous(&c, "cosine")?, contiguous(&f, "bits")?, estimate::expected_hamming)?;
+    let v = map2(
+        py,
+        contiguous(&c, "cosine")?,
+        contiguous(&f, "bits")?,
+        estimate::expected_hamming,
+    )?;
     Ok(v.into_pyarray(py))
 }
 
@@ -156,9 +161,12 @@ pub fn expected_half_width<'py>(
     method: &str,
 ) -> PyResult<(F64s<'py>, F64s<'py>)> {
     let m = self::method(method)?;
-    let hw = map2(py, contiguous(&bits, "bits")?, contiguous(&c, "cosine")?, |b, c| {
-        estimate::expected_half_width(b, c, level, m)
-    })?;
+    let hw = map2(
+        py,
+        contiguous(&bits, "bits")?,
+        contiguous(&c, "cosine")?,
+        |b, c| estimate::expected_half_width(b, c, level, m),
+    )?;
     let a: Vec<f64> = hw.iter().map(|h| h.angle_degrees).collect();
     let c: Vec<f64> = hw.iter().map(|h| h.cosine).collect();
     Ok((a.into_pyarray(py), c.into_pyarray(py)))
@@ -205,7 +213,13 @@ pub fn plan_radius<'py>(
         }
     };
     let plan = py
-        .detach(|| Planner::new(threshold).bits(bits).rule(rule).pairs(pairs).plan())
+        .detach(|| {
+            Planner::new(threshold)
+                .bits(bits)
+                .rule(rule)
+                .pairs(pairs)
+                .plan()
+        })
         .py()?;
     let d = PyDict::new(py);
     d.set_item("threshold", plan.threshold)?;
@@ -217,12 +231,22 @@ pub fn plan_radius<'py>(
     let rows = PyDict::new(py);
     rows.set_item(
         "radius",
-        plan.rows.iter().map(|r| r.radius).collect::<Vec<u64>>().into_pyarray(py),
+        plan.rows
+            .iter()
+            .map(|r| r.radius)
+            .collect::<Vec<u64>>()
+            .into_pyarray(py),
     )?;
-    rows.set_item("recall_at_threshold", col(|r| r.recall_at_threshold).into_pyarray(py))?;
+    rows.set_item(
+        "recall_at_threshold",
+        col(|r| r.recall_at_threshold).into_pyarray(py),
+    )?;
     rows.set_item("recall", col(|r| r.recall).into_pyarray(py))?;
     rows.set_item("precision", col(|r| r.precision).into_pyarray(py))?;
-    rows.set_item("false_positive_rate", col(|r| r.false_positive_rate).into_pyarray(py))?;
+    rows.set_item(
+        "false_positive_rate",
+        col(|r| r.false_positive_rate).into_pyarray(py),
+    )?;
     rows.set_item("f1", col(|r| r.f1).into_pyarray(py))?;
     d.set_item("rows", rows)?;
     Ok(d)
@@ -251,7 +275,9 @@ pub fn plan_bits<'py>(
             ));
         }
     };
-    let mut p = BitsPlanner::new(target).level(level).method(self::method(method)?);
+    let mut p = BitsPlanner::new(target)
+        .level(level)
+        .method(self::method(method)?);
     if let Some(c) = at_cosine {
         p = p.at_cosine(c);
     }

@@ -21,6 +21,9 @@ const QUERY_CHUNK: usize = 4_096;
 /// Codes inserted per chunk.
 const INSERT_CHUNK: usize = 65_536;
 
+/// FAISS's `(D, I)`: distances (`int32`) and ids (`int64`), `(n, k)`.
+pub type Knn<'py> = (Bound<'py, PyArray2<i32>>, Bound<'py, PyArray2<i64>>);
+
 /// Distance reported for a missing neighbour (fewer than k stored), as FAISS does.
 pub const NO_DISTANCE: i32 = i32::MAX;
 
@@ -249,7 +252,7 @@ impl PyIndex {
         queries: PyReadonlyArray2<'py, u64>,
         k: usize,
         threads: Option<usize>,
-    ) -> PyResult<(Bound<'py, PyArray2<i32>>, Bound<'py, PyArray2<i64>>)> {
+    ) -> PyResult<Knn<'py>> {
         let t = Threads::new(threads)?;
         let bits = self.read().bits();
         let q = self::codes(&queries, bits)?;
@@ -261,12 +264,21 @@ impl PyIndex {
                 .read()
                 .knn_batch(q.slice_rows(r.clone()).as_slice(), k)
                 .py()?;
-            knn_arrays(&hits, k, &mut d[r.start * k..r.end * k], &mut ids[r.start * k..r.end * k]);
+            knn_arrays(
+                &hits,
+                k,
+                &mut d[r.start * k..r.end * k],
+                &mut ids[r.start * k..r.end * k],
+            );
             Ok(())
         })?;
         Ok((
-            ndarray::Array2::from_shape_vec((n, k), d).expect("n × k").into_pyarray(py),
-            ndarray::Array2::from_shape_vec((n, k), ids).expect("n × k").into_pyarray(py),
+            ndarray::Array2::from_shape_vec((n, k), d)
+                .expect("n × k")
+                .into_pyarray(py),
+            ndarray::Array2::from_shape_vec((n, k), ids)
+                .expect("n × k")
+                .into_pyarray(py),
         ))
     }
 
@@ -305,7 +317,11 @@ impl PyIndex {
             }
             Ok(())
         })?;
-        Ok((lims.into_pyarray(py), d.into_pyarray(py), ids.into_pyarray(py)))
+        Ok((
+            lims.into_pyarray(py),
+            d.into_pyarray(py),
+            ids.into_pyarray(py),
+        ))
     }
 
     /// Number of stored codes.

@@ -1,12 +1,12 @@
 //! Joins and graphs: the self-join, connected components, the k-NN graph.
 
-use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray1, PyReadonlyArray2};
+use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::prelude::*;
 use simlsh::index::{HammingIndex, LinearScan};
 use simlsh::join::{self, Pair};
 
 use crate::errors::{IntoPy, to_py, value_error};
-use crate::index::{NO_DISTANCE, PyIndex, codes};
+use crate::index::{Knn, NO_DISTANCE, PyIndex, codes};
 use crate::signer::contiguous;
 use crate::threads::Threads;
 
@@ -59,8 +59,7 @@ pub fn clusters<'py>(
         }));
     }
     let point = |k: usize, v: i64| {
-        u32::try_from(v)
-            .map_err(|_| value_error(format!("edge {k}: point {v} is not in 0..2^32")))
+        u32::try_from(v).map_err(|_| value_error(format!("edge {k}: point {v} is not in 0..2^32")))
     };
     let pairs: Vec<Pair> = (0..i.len())
         .map(|k| {
@@ -88,7 +87,7 @@ pub fn knn_graph<'py>(
     k: usize,
     index: Option<&PyIndex>,
     threads: Option<usize>,
-) -> PyResult<(Bound<'py, PyArray2<i32>>, Bound<'py, PyArray2<i64>>)> {
+) -> PyResult<Knn<'py>> {
     let t = Threads::new(threads)?;
     let m = self::codes(&codes, bits)?;
     let n = m.len();
@@ -98,9 +97,8 @@ pub fn knn_graph<'py>(
     };
     let mut d = vec![NO_DISTANCE; n * k];
     let mut ids = vec![-1i64; n * k];
-    let graph = |idx: &dyn HammingIndex, r: std::ops::Range<usize>| {
-        join::knn_graph_rows(idx, &m, r, k)
-    };
+    let graph =
+        |idx: &dyn HammingIndex, r: std::ops::Range<usize>| join::knn_graph_rows(idx, &m, r, k);
     t.chunked(py, n, GRAPH_CHUNK, |r| {
         let hits = match (&scan, index) {
             (Some(s), _) => graph(s, r.clone()),
@@ -118,7 +116,11 @@ pub fn knn_graph<'py>(
         Ok(())
     })?;
     Ok((
-        ndarray::Array2::from_shape_vec((n, k), d).expect("n × k").into_pyarray(py),
-        ndarray::Array2::from_shape_vec((n, k), ids).expect("n × k").into_pyarray(py),
+        ndarray::Array2::from_shape_vec((n, k), d)
+            .expect("n × k")
+            .into_pyarray(py),
+        ndarray::Array2::from_shape_vec((n, k), ids)
+            .expect("n × k")
+            .into_pyarray(py),
     ))
 }

@@ -101,10 +101,16 @@ fn check_width(signer: &AnySigner, cols: usize) -> PyResult<()> {
 /// columns) and returns whether every row's indices are strictly increasing. Errors are the
 /// library's, naming the row: indptr not starting at 0, decreasing or beyond the indices;
 /// an index negative or not below `cols`.
-fn check_csr<I: SpIndex, P: SpIndex>(indptr: &[P], indices: &[I], cols: usize) -> Result<bool, Error> {
+fn check_csr<I: SpIndex, P: SpIndex>(
+    indptr: &[P],
+    indices: &[I],
+    cols: usize,
+) -> Result<bool, Error> {
     let bad = |reason: String| Error::param("indptr", reason);
     if indptr.is_empty() {
-        return Err(bad("indptr is empty (it has one entry per row plus one)".into()));
+        return Err(bad(
+            "indptr is empty (it has one entry per row plus one)".into()
+        ));
     }
     let at = |k: usize| indptr[k].try_index();
     if at(0) != Some(0) {
@@ -133,7 +139,9 @@ fn check_csr<I: SpIndex, P: SpIndex>(indptr: &[P], indices: &[I], cols: usize) -
             .iter()
             .zip(ids)
             .fold(true, |ok, (b, a)| ok & (a < b));
-        let in_range = ids.iter().fold(true, |ok, &c| ok & (c >= I::zero()) & c.try_index().is_some_and(|c| c < cols));
+        let in_range = ids.iter().fold(true, |ok, &c| {
+            ok & (c >= I::zero()) & c.try_index().is_some_and(|c| c < cols)
+        });
         (sorted, in_range)
     };
     let (sorted, in_range) = (0..rows)
@@ -269,7 +277,9 @@ impl PySigner {
                     })
                 });
             }
-            let sigs = signer.sign_dense(&conv).map_err(|e| to_py(shift_rows(e, r.start)))?;
+            let sigs = signer
+                .sign_dense(&conv)
+                .map_err(|e| to_py(shift_rows(e, r.start)))?;
             out.put(r.start, &sigs);
             Ok(())
         })?;
@@ -278,7 +288,7 @@ impl PySigner {
 
     /// Signs a CSR matrix given by its arrays, in chunks of rows. `data` is converted to
     /// `f32` chunk by chunk when it is not already.
-    fn csr<'py, I: Idx, P: SpIndex + Sync, T: Copy + Sync + Into<f64>>(
+    fn csr<'py, I: Idx, P: SpIndex + Sync, T: Data>(
         &self,
         py: Python<'py>,
         indptr: &[P],
@@ -286,7 +296,6 @@ impl PySigner {
         data: &[T],
         cols: usize,
         t: &Threads,
-        as_f32: impl Fn(&[T]) -> std::borrow::Cow<'_, [f32]> + Sync,
     ) -> PyResult<Bound<'py, PyArray2<u64>>> {
         if indices.len() != data.len() {
             return Err(to_py(Error::LengthMismatch {
@@ -312,7 +321,7 @@ impl PySigner {
         let signer = &*self.inner;
         t.chunked(py, rows, SIGN_CHUNK, |r: Range<usize>| {
             let (a, b) = (indptr[r.start].index(), indptr[r.end].index());
-            let vals = as_f32(&data[a..b]);
+            let vals = T::as_f32(&data[a..b]);
             let sigs = if sorted {
                 // SAFETY: `check_csr` verified the whole matrix: indptr starts at 0, never
                 // decreases and ends within the indices; each row's indices are
@@ -335,7 +344,13 @@ impl PySigner {
                 // SAFETY: as above, and `sorted_rows` made each row strictly increasing
                 // (sorted, duplicates merged) with indptr from 0 to the length of `ids`.
                 let m: CsMatViewI<'_, f32, I::U, usize> = unsafe {
-                    CsMatViewI::new_unchecked(CompressedStorage::CSR, (r.len(), cols), &p[..], &ids[..], &v[..])
+                    CsMatViewI::new_unchecked(
+                        CompressedStorage::CSR,
+                        (r.len(), cols),
+                        &p[..],
+                        &ids[..],
+                        &v[..],
+                    )
                 };
                 signer.sign_csr(m)
             }
@@ -389,18 +404,30 @@ impl Idx for i64 {
     }
 }
 
-fn f32_slice(d: &[f32]) -> std::borrow::Cow<'_, [f32]> {
-    std::borrow::Cow::Borrowed(d)
+/// A value type of sparse data: `f32` is read in place, `f64` converted chunk by chunk.
+trait Data: Copy + Sync {
+    /// The values as `f32`.
+    fn as_f32(d: &[Self]) -> std::borrow::Cow<'_, [f32]>;
 }
 
-fn f64_slice(d: &[f64]) -> std::borrow::Cow<'_, [f32]> {
-    std::borrow::Cow::Owned(d.iter().map(|&v| v as f32).collect())
+impl Data for f32 {
+    fn as_f32(d: &[f32]) -> std::borrow::Cow<'_, [f32]> {
+        std::borrow::Cow::Borrowed(d)
+    }
+}
+
+impl Data for f64 {
+    fn as_f32(d: &[f64]) -> std::borrow::Cow<'_, [f32]> {
+        std::borrow::Cow::Owned(d.iter().map(|&v| v as f32).collect())
+    }
 }
 
 /// A string column in the Arrow layout: `offsets` (`n + 1` entries) into UTF-8 `data`.
 fn arrow_strings<'a, O: SpIndex>(offsets: &[O], data: &'a [u8]) -> PyResult<Vec<&'a str>> {
     if offsets.is_empty() {
-        return Err(value_error("offsets is empty (it has one entry per row plus one)"));
+        return Err(value_error(
+            "offsets is empty (it has one entry per row plus one)",
+        ));
     }
     let n = offsets.len() - 1;
     (0..n)
@@ -574,10 +601,10 @@ impl PySigner {
                 let i = indices.extract::<PyReadonlyArray1<'py, $i>>()?;
                 let (p, i) = (contiguous(&p, "indptr")?, contiguous(&i, "indices")?);
                 if let Ok(d) = data.extract::<PyReadonlyArray1<'py, f32>>() {
-                    self.csr(py, p, i, contiguous(&d, "data")?, cols, &t, f32_slice)
+                    self.csr(py, p, i, contiguous(&d, "data")?, cols, &t)
                 } else {
                     let d = data.extract::<PyReadonlyArray1<'py, f64>>()?;
-                    self.csr(py, p, i, contiguous(&d, "data")?, cols, &t, f64_slice)
+                    self.csr(py, p, i, contiguous(&d, "data")?, cols, &t)
                 }
             }};
         }

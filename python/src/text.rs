@@ -146,7 +146,12 @@ impl PyIdf {
     fn parts<'py>(
         &self,
         py: Python<'py>,
-    ) -> (u64, Bound<'py, PyArray1<u64>>, Bound<'py, PyArray1<u32>>, String) {
+    ) -> (
+        u64,
+        Bound<'py, PyArray1<u64>>,
+        Bound<'py, PyArray1<u32>>,
+        String,
+    ) {
         let e = self.inner.entries();
         let keys: Vec<u64> = e.iter().map(|x| x.0).collect();
         let dfs: Vec<u32> = e.iter().map(|x| x.1).collect();

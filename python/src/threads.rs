@@ -16,7 +16,9 @@ static POOLS: Mutex<Vec<(usize, Arc<ThreadPool>)>> = Mutex::new(Vec::new());
 fn pool(threads: Option<usize>) -> PyResult<Option<Arc<ThreadPool>>> {
     let Some(n) = threads else { return Ok(None) };
     if n == 0 {
-        return Err(value_error("threads must be at least 1 (or None for all cores)"));
+        return Err(value_error(
+            "threads must be at least 1 (or None for all cores)",
+        ));
     }
     let mut pools = POOLS.lock().unwrap_or_else(|p| p.into_inner());
     if let Some((_, p)) = pools.iter().find(|(k, _)| *k == n) {
