@@ -15,8 +15,19 @@ use crate::errors::{IntoPy, shift_rows, to_py, value_error};
 use crate::signer::contiguous;
 use crate::threads::Threads;
 
-/// Queries answered per chunk (between two checks for Ctrl-C).
-const QUERY_CHUNK: usize = 4_096;
+/// Most queries answered per chunk (between two checks for Ctrl-C).
+const QUERY_CHUNK: usize = 16_384;
+
+/// Queries per chunk for an index of `kind` holding `len` codes: indexes that compare every
+/// code (linear scan, permutation search's candidates) get about 2^28 code comparisons per
+/// chunk, a fraction of a second, so that Ctrl-C is noticed; the probing indexes answer a
+/// query in microseconds and take the largest chunks.
+fn query_chunk(kind: &str, len: usize) -> usize {
+    match kind {
+        "linear" | "permutation" => ((1usize << 28) / len.max(1)).clamp(256, QUERY_CHUNK),
+        _ => QUERY_CHUNK,
+    }
+}
 
 /// Codes inserted per chunk.
 const INSERT_CHUNK: usize = 65_536;
@@ -254,12 +265,12 @@ impl PyIndex {
         threads: Option<usize>,
     ) -> PyResult<Knn<'py>> {
         let t = Threads::new(threads)?;
-        let bits = self.read().bits();
+        let (bits, chunk) = self.with(|i| (i.bits(), query_chunk(i.kind(), i.len())));
         let q = self::codes(&queries, bits)?;
         let n = q.len();
         let mut d = vec![NO_DISTANCE; n * k];
         let mut ids = vec![-1i64; n * k];
-        t.chunked(py, n, QUERY_CHUNK, |r| {
+        t.chunked(py, n, chunk, |r| {
             let hits = self
                 .read()
                 .knn_batch(q.slice_rows(r.clone()).as_slice(), k)
@@ -299,13 +310,13 @@ impl PyIndex {
         Bound<'py, PyArray1<i64>>,
     )> {
         let t = Threads::new(threads)?;
-        let bits = self.read().bits();
+        let (bits, chunk) = self.with(|i| (i.bits(), query_chunk(i.kind(), i.len())));
         let q = self::codes(&queries, bits)?;
         let n = q.len();
         let mut lims = Vec::with_capacity(n + 1);
         lims.push(0i64);
         let (mut d, mut ids) = (Vec::new(), Vec::new());
-        t.chunked(py, n, QUERY_CHUNK, |r| {
+        t.chunked(py, n, chunk, |r| {
             let hits = self
                 .read()
                 .radius_batch(q.slice_rows(r).as_slice(), radius)
