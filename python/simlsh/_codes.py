@@ -2,9 +2,21 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
-__all__ = ["as_codes", "as_ids"]
+__all__ = ["as_codes", "as_ids", "shift_rows"]
+
+_ROW = re.compile(r"\brow (\d+)")
+
+
+def shift_rows(exc: Exception, offset: int) -> Exception:
+    """``exc`` with the row numbers of its message made relative to a whole input whose rows
+    ``offset..`` it concerns."""
+    if offset == 0:
+        return exc
+    return type(exc)(_ROW.sub(lambda m: f"row {int(m.group(1)) + offset}", str(exc)))
 
 
 def as_codes(codes, bits: int | None = None, name: str = "codes") -> tuple[np.ndarray, int]:

@@ -25,14 +25,13 @@ readers have no unsigned 64-bit type) for codes of at most 64 bits, and as ``lis
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
 from . import _simlsh
-from ._codes import as_codes
+from ._codes import as_codes, shift_rows
 from .text import Tokenizer
 
 __all__ = [
@@ -59,17 +58,6 @@ def _chunks(arr: pa.Array | pa.ChunkedArray):
             lo += len(c)
     else:
         yield 0, arr
-
-
-_ROW = re.compile(r"\brow (\d+)")
-
-
-def _shifted(exc: Exception, offset: int) -> Exception:
-    """``exc`` with its row numbers made relative to the whole column."""
-    if offset == 0:
-        return exc
-    msg = _ROW.sub(lambda m: f"row {int(m.group(1)) + offset}", str(exc))
-    return type(exc)(msg)
 
 
 def _first_null(arr: pa.Array) -> int | None:
@@ -161,7 +149,7 @@ def sign_arrow(signer, array, *, tokenizer: Tokenizer | None = None, threads: in
                     "or lists of strings"
                 )
         except (ValueError, TypeError) as e:
-            raise _shifted(e, lo) from None
+            raise shift_rows(e, lo) from None
         out[lo : lo + len(chunk)] = sigs
     return out
 

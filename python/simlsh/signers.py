@@ -32,6 +32,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from . import _simlsh
+from ._codes import shift_rows
 from .text import Tokenizer, _texts
 
 __all__ = ["Signer", "HyperplaneSigner", "HashingTrick", "PooledSigner", "signer", "hamming", "KINDS"]
@@ -334,7 +335,8 @@ def _sign_list(core, X, tokenizer, weights, threads) -> np.ndarray:
         if weights is not None:
             raise ValueError("weights apply to token lists, not to documents (use a tokenizer)")
         tok = tokenizer if tokenizer is not None else Tokenizer()
-        return core.sign_texts(_texts(X), tok._core, threads=threads)
+        docs = _texts(X)
+        return _by_chunks(core, len(docs), lambda a, b: core.sign_texts(docs[a:b], tok._core, threads=threads))
     if isinstance(first, (list, tuple)) and (len(first) == 0 or isinstance(first[0], str)) and not (
         len(first) == 0 and any(len(r) and not isinstance(r[0], str) for r in X)
     ):
@@ -347,8 +349,12 @@ def _sign_list(core, X, tokenizer, weights, threads) -> np.ndarray:
             docs.append(list(row))
         w = None
         if weights is not None:
+            if len(weights) != len(docs):
+                raise ValueError(f"{len(docs)} token lists but {len(weights)} weight lists")
             w = [[float(v) for v in row] for row in weights]
-        return core.sign_tokens(docs, w, threads=threads)
+        return _by_chunks(
+            core, len(docs), lambda a, b: core.sign_tokens(docs[a:b], None if w is None else w[a:b], threads=threads)
+        )
     # Rows of numbers: a dense matrix (ragged rows are an error naming the row).
     n0 = len(first) if hasattr(first, "__len__") else None
     if n0 is None:
@@ -360,6 +366,24 @@ def _sign_list(core, X, tokenizer, weights, threads) -> np.ndarray:
     if A.dtype.kind not in "f":
         raise TypeError(f"rows must hold floats, got {A.dtype} (convert with np.asarray(X, dtype=np.float32))")
     return _sign_dense(core, A, threads)
+
+
+#: Documents handed to the native code per call: Python strings are copied (as UTF-8) one
+#: chunk at a time, never the whole corpus at once.
+_CHUNK = 8192
+
+
+def _by_chunks(core, n: int, sign) -> np.ndarray:
+    """``sign(a, b)`` (rows ``a..b``) over ``0..n`` in chunks, into one array; error messages
+    name rows of the whole input."""
+    out = np.empty((n, (core.bits + 63) // 64), dtype=np.uint64)
+    for a in range(0, n, _CHUNK):
+        b = min(n, a + _CHUNK)
+        try:
+            out[a:b] = sign(a, b)
+        except (ValueError, TypeError) as e:
+            raise shift_rows(e, a) from None
+    return out
 
 
 def hamming(a, b) -> np.ndarray:

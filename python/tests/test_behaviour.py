@@ -192,3 +192,13 @@ def test_no_hidden_copy_of_a_large_input(kind):
     size, grew, out = map(int, r.stdout.split())
     assert size > 100e6
     assert grew < out + 0.25 * size, f"peak grew by {grew / 1e6:.0f} MB for a {size / 1e6:.0f} MB input"
+
+
+def test_errors_in_later_chunks_of_documents_name_the_row_of_the_whole_input():
+    docs = ["fine"] * 20_000
+    weights = [[1.0]] * 20_000
+    weights[17_000] = [float("nan")]
+    with pytest.raises(ValueError, match=r"row 17000, column 0: value NaN"):
+        simlsh.HashingTrick(bits=64).sign([["t"]] * 20_000, weights=weights)
+    with pytest.raises(TypeError, match="row 19999: expected a str"):
+        simlsh.HashingTrick(bits=64).sign(docs[:-1] + [None])
