@@ -46,9 +46,7 @@ pub fn codes<'a>(
     bits: usize,
 ) -> PyResult<SignatureMatrix<&'a [u64]>> {
     let (_, w) = a.as_array().dim();
-    if bits == 0 {
-        return Err(value_error("invalid parameter `bits`: must be at least 1"));
-    }
+    simlsh::signature::check_bits(bits).py()?;
     if w != words_for(bits) {
         return Err(value_error(format!(
             "codes have {w} words per row, but {bits}-bit signatures have {}",
@@ -127,6 +125,7 @@ impl PyIndex {
     #[new]
     fn new(spec: &str, bits: usize) -> PyResult<Self> {
         let spec: IndexSpec = spec.parse().py()?;
+        simlsh::signature::check_bits(bits).py()?;
         let idx = spec.empty(bits).py()?;
         Ok(Self::wrap(idx, spec))
     }

@@ -8,7 +8,7 @@ use numpy::{IntoPyArray, PyArray2, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use rayon::prelude::*;
-use simlsh::signature::words_for;
+use simlsh::signature::{check_bits, words_for};
 use simlsh::signers::{
     AnySigner, Distribution, HashingTrick, HyperplaneSigner, PooledSigner, SignerKind, SignerSpec,
 };
@@ -463,6 +463,7 @@ impl PySigner {
         depth: Option<usize>,
     ) -> PyResult<Self> {
         let d = self::distribution(distribution, density, depth)?;
+        check_bits(bits).py()?;
         let s = py
             .detach(|| {
                 HyperplaneSigner::builder()
@@ -482,6 +483,7 @@ impl PySigner {
     #[staticmethod]
     #[pyo3(signature = (bits, seed = 0))]
     fn hashing_trick(bits: usize, seed: u64) -> PyResult<Self> {
+        check_bits(bits).py()?;
         let s = HashingTrick::builder().bits(bits).seed(seed).build().py()?;
         Ok(PySigner {
             inner: Arc::new(s.into()),
@@ -492,6 +494,7 @@ impl PySigner {
     #[staticmethod]
     #[pyo3(signature = (bits, seed = 0, pool_size = 10_000))]
     fn pooled(bits: usize, seed: u64, pool_size: usize) -> PyResult<Self> {
+        check_bits(bits).py()?;
         let s = PooledSigner::builder()
             .bits(bits)
             .seed(seed)

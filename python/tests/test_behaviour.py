@@ -202,3 +202,40 @@ def test_errors_in_later_chunks_of_documents_name_the_row_of_the_whole_input():
         simlsh.HashingTrick(bits=64).sign([["t"]] * 20_000, weights=weights)
     with pytest.raises(TypeError, match="row 19999: expected a str"):
         simlsh.HashingTrick(bits=64).sign(docs[:-1] + [None])
+
+
+@pytest.mark.parametrize(
+    "call,raises",
+    [
+        (lambda: simlsh.HyperplaneSigner(dim=1, bits=1).sign(np.ones((3, 1), np.float32)), False),
+        (lambda: simlsh.HashingTrick(bits=2**20 + 1), True),
+        (lambda: simlsh.HyperplaneSigner(dim=3, bits=8, distribution="super-bit", depth=9), True),
+        (lambda: simlsh.HyperplaneSigner(dim=3, bits=8, distribution="very-sparse", density=0.0), True),
+        (lambda: simlsh.PooledSigner(bits=8, pool_size=0), True),
+        (lambda: simlsh.PermutedTables(bits=8, radius=10).add(np.zeros((5, 1), np.uint64)), False),
+        (lambda: simlsh.PermutedTables(bits=64, levels=[0]), True),
+        (lambda: simlsh.MultiIndex(bits=8, substrings=100).add(np.zeros((5, 1), np.uint64)), True),
+        (lambda: simlsh.PermutationIndex(bits=64, permutations=0), True),
+        (lambda: simlsh.PermutationIndex(bits=64, beam=0), True),
+        (lambda: simlsh.LinearScan(bits=64).search(np.zeros((2, 1), np.uint64), 0), False),
+        (lambda: simlsh.MultiIndex(bits=64).range_search(np.zeros((2, 1), np.uint64), 2**32 - 1), False),
+        (lambda: simlsh.self_join(np.zeros((0, 1), np.uint64), 3), False),
+        (lambda: simlsh.knn_graph(np.zeros((1, 1), np.uint64), 5), False),
+        (lambda: simlsh.clusters(0, [], []), False),
+        (lambda: simlsh.signer("gaussian:depth=3", bits=8, dim=3), True),
+        (lambda: simlsh.Tokenizer(ngram=0), True),
+        (lambda: simlsh.Tokenizer(top_k=0), True),
+        (lambda: simlsh.Tokenizer(mode="klingon"), True),
+        (lambda: simlsh.estimate(0, 0), True),
+        (lambda: simlsh.plan_radius(2.0), True),
+        (lambda: simlsh.plan_bits(angle_degrees=0.0), True),
+    ],
+)
+def test_edge_parameters_never_panic(call, raises):
+    """Edge cases work or raise a plain ValueError naming the parameter, as marked: a Rust
+    panic (pyo3's PanicException, a BaseException) never crosses into Python."""
+    if raises:
+        with pytest.raises(ValueError):
+            call()
+    else:
+        call()
