@@ -36,5 +36,6 @@ unit = E / np.linalg.norm(E, axis=1, keepdims=True)
 exact = np.einsum("ij,ij->i", unit[i], unit[j])
 print(f"{len(i)} pairs with estimated cosine >= 0.9 (radius {radius}); exact cosine of those: "
       f"median {np.median(exact):.3f}, min {exact.min():.3f}")
-for k in np.argsort(d)[:3]:
-    print(f"  {simlsh.cosine(int(d[k]), 256):.2f}: {tweets[i[k]][:70]!r} ~ {tweets[j[k]][:70]!r}")
+for k in np.flatnonzero(d > 10)[:3]:                                   # close, not identical
+    print(f"  estimated {simlsh.cosine(int(d[k]), 256):.2f}, exact {exact[k]:.2f}:")
+    print(f"    {tweets[i[k]][:90]!r}\n    {tweets[j[k]][:90]!r}")
