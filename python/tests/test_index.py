@@ -160,3 +160,32 @@ def test_add_reports_bad_rows_and_duplicate_ids():
         idx.add(np.array([[3]], dtype=np.uint64), ids=[-1])
     with pytest.raises(ValueError, match="unknown"):
         simlsh.Index(bits=64, spec="lsh-forest")
+
+
+def test_threads_search_while_another_adds():
+    """Searches share the index, add and remove hold it alone: Python threads may mix them
+    (no deadlock with the GIL, every answer exact for the state it saw)."""
+    import threading
+
+    rng = np.random.default_rng(4)
+    codes = random_codes(rng, 40_000, 64)
+    idx = simlsh.MultiIndex(bits=64)
+    idx.add(codes[:10_000])
+    errors = []
+
+    def searcher():
+        try:
+            for _ in range(30):
+                D, I = idx.search(codes[:50], 1)
+                assert D[:, 0].tolist() == [0] * 50 and I[:, 0].tolist() == list(range(50))
+        except Exception as e:  # reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=searcher) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for lo in range(10_000, 40_000, 5_000):
+        idx.add(codes[lo : lo + 5_000], ids=np.arange(lo, lo + 5_000))
+    for t in threads:
+        t.join()
+    assert not errors and len(idx) == 40_000
