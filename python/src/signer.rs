@@ -19,9 +19,21 @@ use crate::errors::{IntoPy, shift_rows, to_py, value_error};
 use crate::text::PyTokenizer;
 use crate::threads::Threads;
 
-/// Rows signed per chunk (between two checks for Ctrl-C; a multiple of the library's
-/// parallel blocks of 256 rows).
-const SIGN_CHUNK: usize = 16_384;
+/// Multiply-adds per chunk of rows (between two checks for Ctrl-C): a fraction of a second
+/// on one core, and few enough chunks that their joins cost nothing.
+const CHUNK_WORK: usize = 1 << 31;
+
+/// Rows per chunk when a row costs `per_row` multiply-adds: a multiple of the library's
+/// parallel blocks of 256 rows, at least one block.
+fn sign_chunk(per_row: usize) -> usize {
+    (CHUNK_WORK / per_row.max(1)).clamp(256, 1 << 20) / 256 * 256
+}
+
+/// Bytes of `f32` a chunk of converted `float64` input may take.
+const CONVERT_BYTES: usize = 16 << 20;
+
+/// Rows of a sparse matrix checked and signed together (the library's parallel block).
+const CSR_BLOCK: usize = 256;
 
 /// Documents signed per chunk.
 const TEXT_CHUNK: usize = 8_192;
@@ -97,15 +109,9 @@ fn check_width(signer: &AnySigner, cols: usize) -> PyResult<()> {
     }
 }
 
-/// Checks the structure of a CSR matrix (`indptr`, `indices` of a matrix with `cols`
-/// columns) and returns whether every row's indices are strictly increasing. Errors are the
-/// library's, naming the row: indptr not starting at 0, decreasing or beyond the indices;
-/// an index negative or not below `cols`.
-fn check_csr<I: SpIndex, P: SpIndex>(
-    indptr: &[P],
-    indices: &[I],
-    cols: usize,
-) -> Result<bool, Error> {
+/// Checks a CSR matrix's `indptr` against its `nnz` indices: it starts at 0, never decreases
+/// and ends within the indices. The library's errors, naming the row.
+fn check_indptr<P: SpIndex>(indptr: &[P], nnz: usize) -> Result<(), Error> {
     let bad = |reason: String| Error::param("indptr", reason);
     if indptr.is_empty() {
         return Err(bad(
@@ -123,51 +129,57 @@ fn check_csr<I: SpIndex, P: SpIndex>(
     }) {
         return Err(bad(format!("row {r}: indptr decreases (or is negative)")));
     }
-    let nnz = at(rows).expect("checked above");
-    if nnz > indices.len() {
+    let last = at(rows).expect("checked above");
+    if last > nnz {
         return Err(Error::LengthMismatch {
             what: "indptr[-1] vs the number of indices",
-            left: nnz,
-            right: indices.len(),
+            left: last,
+            right: nnz,
         });
     }
-    let row = |r: usize| &indices[at(r).expect("checked")..at(r + 1).expect("checked")];
-    // One branch-free pass per row (it vectorises): sorted, and within 0..cols.
-    let row_ok = |r: usize| -> (bool, bool) {
-        let ids = row(r);
-        let sorted = ids[1.min(ids.len())..]
-            .iter()
-            .zip(ids)
-            .fold(true, |ok, (b, a)| ok & (a < b));
-        let in_range = ids.iter().fold(true, |ok, &c| {
-            ok & (c >= I::zero()) & c.try_index().is_some_and(|c| c < cols)
-        });
-        (sorted, in_range)
-    };
-    let (sorted, in_range) = (0..rows)
-        .into_par_iter()
-        .map(row_ok)
-        .reduce(|| (true, true), |a, b| (a.0 & b.0, a.1 & b.1));
-    if !in_range {
-        let r = (0..rows)
-            .into_par_iter()
-            .find_first(|&r| !row_ok(r).1)
-            .expect("a row out of range");
-        let ids = row(r);
-        let k = ids
-            .iter()
-            .position(|&c| c < I::zero() || c.try_index().is_none_or(|c| c >= cols))
-            .expect("an index out of range");
-        return Err(match ids[k].try_index() {
-            Some(c) if ids[k] >= I::zero() => Error::IndexOutOfRange {
-                row: r,
-                col: c as u64,
-                dim: cols as u64,
-            },
-            _ => Error::param("indices", format!("row {r}: negative feature index")),
-        });
+    Ok(())
+}
+
+/// Checks the rows `rows` of a CSR matrix (indptr checked) of `cols` columns: every index
+/// non-negative and below `cols`; returns whether every row is strictly increasing. The
+/// library's error naming the first bad row otherwise.
+fn check_rows<I: Idx, P: SpIndex>(
+    indptr: &[P],
+    indices: &[I],
+    rows: Range<usize>,
+    cols: usize,
+) -> Result<bool, Error> {
+    // Branch-free passes over the unsigned view (they vectorise): a negative index reads as
+    // at least 2^31 (2^63), so one comparison with `limit` finds it and the ones beyond
+    // `cols`; the order of non-negative values is the same signed and unsigned.
+    let unsigned = I::unsigned(indices);
+    let limit = I::U::from_usize(cols.min(I::max_value().index() + 1));
+    let span = |r: usize| indptr[r].index()..indptr[r + 1].index();
+    let (a, b) = (indptr[rows.start].index(), indptr[rows.end].index());
+    if unsigned[a..b].iter().fold(true, |ok, &c| ok & (c < limit)) {
+        return Ok(rows.into_iter().all(|r| {
+            let ids = &unsigned[span(r)];
+            ids[1.min(ids.len())..]
+                .iter()
+                .zip(ids)
+                .fold(true, |ok, (b, a)| ok & (a < b))
+        }));
     }
-    Ok(sorted)
+    let k = (a..b)
+        .find(|&k| unsigned[k] >= limit)
+        .expect("an index out of range");
+    let r = rows
+        .into_iter()
+        .find(|&r| span(r).contains(&k))
+        .expect("the row of an index");
+    Err(match indices[k].try_index() {
+        Some(c) if indices[k] >= I::zero() => Error::IndexOutOfRange {
+            row: r,
+            col: c as u64,
+            dim: cols as u64,
+        },
+        _ => Error::param("indices", format!("row {r}: negative feature index")),
+    })
 }
 
 /// Rows `lo..hi` of a CSR matrix whose rows may be unsorted or hold duplicate indices, sorted
@@ -228,7 +240,8 @@ impl PySigner {
         check_width(&self.inner, x.ncols())?;
         let mut out = Out::new(x.nrows(), self.bits());
         let signer = &*self.inner;
-        t.chunked(py, x.nrows(), SIGN_CHUNK, |r: Range<usize>| {
+        let chunk = sign_chunk(x.ncols() * self.bits());
+        t.chunked(py, x.nrows(), chunk, |r: Range<usize>| {
             let sigs = signer
                 .sign_dense(&x.slice(s![r.clone(), ..]))
                 .map_err(|e| to_py(shift_rows(e, r.start)))?;
@@ -250,7 +263,10 @@ impl PySigner {
         let mut out = Out::new(x.nrows(), self.bits());
         let signer = &*self.inner;
         let d = x.ncols();
-        t.chunked(py, x.nrows(), SIGN_CHUNK, |r: Range<usize>| {
+        // Also bounded by memory: the converted chunk takes at most CONVERT_BYTES.
+        let chunk =
+            sign_chunk(d * self.bits()).min((CONVERT_BYTES / (4 * d.max(1))).max(256) / 256 * 256);
+        t.chunked(py, x.nrows(), chunk, |r: Range<usize>| {
             let src = x.slice(s![r.clone(), ..]);
             let mut conv = Array2::<f32>::zeros((r.len(), d));
             conv.axis_iter_mut(Axis(0))
@@ -304,7 +320,7 @@ impl PySigner {
                 right: data.len(),
             }));
         }
-        let sorted = t.run(py, || check_csr(indptr, indices, cols)).py()?;
+        check_indptr(indptr, indices.len()).py()?;
         if let Some(d) = self.inner.dim() {
             if cols as u64 > d {
                 return Err(to_py(Error::DimensionMismatch {
@@ -313,50 +329,68 @@ impl PySigner {
                 }));
             }
         }
-        // Checked non-negative: the same values as unsigned integers, whose conversion to
-        // an index is free in the signers' inner loops (a signed one is checked).
-        let indices = I::unsigned(indices);
         let rows = indptr.len() - 1;
-        let mut out = Out::new(rows, self.bits());
+        let bits = self.bits();
+        let mut out = Out::new(rows, bits);
+        let w = out.w;
         let signer = &*self.inner;
-        t.chunked(py, rows, SIGN_CHUNK, |r: Range<usize>| {
-            let (a, b) = (indptr[r.start].index(), indptr[r.end].index());
-            let vals = T::as_f32(&data[a..b]);
-            let sigs = if sorted {
-                // SAFETY: `check_csr` verified the whole matrix: indptr starts at 0, never
-                // decreases and ends within the indices; each row's indices are
-                // non-negative, strictly increasing (`sorted`) and below `cols`. A chunk of
-                // rows keeps these properties, with `indptr[r.start..=r.end]` offset by `a`,
-                // the start of its indices and data (sprs subtracts the first indptr entry,
-                // as in its own `slice_outer`).
-                let m: CsMatViewI<'_, f32, I::U, P> = unsafe {
-                    CsMatViewI::new_unchecked(
-                        CompressedStorage::CSR,
-                        (r.len(), cols),
-                        &indptr[r.start..=r.end],
-                        &indices[a..b],
-                        &vals[..],
-                    )
-                };
-                signer.sign_csr(m)
-            } else {
-                let (p, ids, v) = sorted_rows(&indptr[r.start..=r.end], &indices[a..b], &vals, a);
-                // SAFETY: as above, and `sorted_rows` made each row strictly increasing
-                // (sorted, duplicates merged) with indptr from 0 to the length of `ids`.
-                let m: CsMatViewI<'_, f32, I::U, usize> = unsafe {
-                    CsMatViewI::new_unchecked(
-                        CompressedStorage::CSR,
-                        (r.len(), cols),
-                        &p[..],
-                        &ids[..],
-                        &v[..],
-                    )
-                };
-                signer.sign_csr(m)
-            }
-            .map_err(|e| to_py(shift_rows(e, r.start)))?;
-            out.put(r.start, &sigs);
-            Ok(())
+        let per_row = indices.len().div_ceil(rows.max(1)) * bits;
+        t.chunked(py, rows, sign_chunk(per_row), |r: Range<usize>| {
+            // Blocks of rows checked and signed in one parallel pass, so that each block's
+            // indices are still in cache when signed; the first bad row (by number) is
+            // reported.
+            let results: Vec<Result<(), Error>> = out.data[r.start * w..r.end * w]
+                .par_chunks_mut(CSR_BLOCK * w)
+                .enumerate()
+                .map(|(k, dst)| {
+                    let lo = r.start + k * CSR_BLOCK;
+                    let hi = lo + dst.len() / w;
+                    let sorted = check_rows(indptr, indices, lo..hi, cols)?;
+                    let indices = I::unsigned(indices);
+                    let (a, b) = (indptr[lo].index(), indptr[hi].index());
+                    let vals = T::as_f32(&data[a..b]);
+                    let sigs = if sorted {
+                        // SAFETY: `check_indptr` verified that indptr starts at 0, never
+                        // decreases and ends within the indices; `check_rows` that each row
+                        // of `lo..hi` is strictly increasing (`sorted`) with indices in
+                        // `0..cols` (so equal as unsigned values). `indptr[lo..=hi]` is
+                        // offset by `a`, the start of the block's indices and data (sprs
+                        // subtracts the first indptr entry, as in its own `slice_outer`).
+                        let m: CsMatViewI<'_, f32, I::U, P> = unsafe {
+                            CsMatViewI::new_unchecked(
+                                CompressedStorage::CSR,
+                                (hi - lo, cols),
+                                &indptr[lo..=hi],
+                                &indices[a..b],
+                                &vals[..],
+                            )
+                        };
+                        signer.sign_csr(m)
+                    } else {
+                        let (p, ids, v) = sorted_rows(&indptr[lo..=hi], &indices[a..b], &vals, a);
+                        // SAFETY: as above, and `sorted_rows` made each row strictly
+                        // increasing (sorted, duplicates merged) with indptr from 0 to the
+                        // length of `ids`.
+                        let m: CsMatViewI<'_, f32, I::U, usize> = unsafe {
+                            CsMatViewI::new_unchecked(
+                                CompressedStorage::CSR,
+                                (hi - lo, cols),
+                                &p[..],
+                                &ids[..],
+                                &v[..],
+                            )
+                        };
+                        signer.sign_csr(m)
+                    }
+                    .map_err(|e| shift_rows(e, lo))?;
+                    dst.copy_from_slice(sigs.as_slice());
+                    Ok(())
+                })
+                .collect();
+            results
+                .into_iter()
+                .collect::<Result<(), Error>>()
+                .map_err(to_py)
         })?;
         Ok(out.into_py(py))
     }
@@ -385,7 +419,7 @@ impl PySigner {
 /// A signed index type of SciPy's arrays and its unsigned twin.
 trait Idx: SpIndex + Sync + Send {
     /// The unsigned type of the same width.
-    type U: SpIndex + Sync + Send;
+    type U: SpIndex + Sync + Send + PartialOrd;
     /// The same bits as the unsigned type (equal values for non-negative indices).
     fn unsigned(s: &[Self]) -> &[Self::U];
 }
