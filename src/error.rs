@@ -122,6 +122,16 @@ pub enum Error {
         /// The version found.
         got: u32,
     },
+    /// A parameter or section of a file is out of range or inconsistent with the others.
+    #[error("{}: {field}: {reason}", path.display())]
+    InvalidField {
+        /// The file.
+        path: PathBuf,
+        /// The parameter (`param bits`) or section (`section rows`) at fault.
+        field: String,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// A file's checksum does not match its contents.
     #[error("{}: checksum mismatch (stored {stored:#018x}, computed {computed:#018x}): the file is corrupt", path.display())]
     Checksum {

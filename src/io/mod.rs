@@ -28,11 +28,13 @@ pub mod svmlight;
 pub mod vecs;
 
 pub use atomic::write_atomic;
-pub use documents::{Document, Documents, TextOptions, documents, read_documents};
+pub use documents::{
+    Document, Documents, TextOptions, documents, read_documents, read_documents_with_ids,
+};
 pub use format::{FileKind, IndexFile, Writer};
 pub use input::{InputFormat, VectorInput, VectorOptions, Vectors, read_vectors};
 pub use lines::{BadLines, OnBadLine};
 pub use mtx::{MatrixMarket, read_mtx};
 pub use npy::{Csr, read_npy_dense, read_npz_csr, read_signatures_npy, write_signatures_npy};
-pub use persist::{SignatureFile, load_index, load_signatures, save_signatures};
+pub use persist::{SignatureFile, load_index, load_signatures, save_signatures, verify_index};
 pub use svmlight::{IndexBase, Svmlight, SvmlightOptions, read_svmlight};

@@ -258,8 +258,8 @@ impl GroupCtx<'_> {
     /// Every pair of a small group.
     fn small_group(&self, g: &[(u64, u32)], out: &mut Vec<Pair>) {
         #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("popcnt") {
-            // SAFETY: the CPU has POPCNT, checked just above.
+        if crate::cpu::features().popcnt {
+            // SAFETY: the CPU has POPCNT (detected by the CPU dispatch layer).
             unsafe { self.small_popcnt(g, out) };
             return;
         }

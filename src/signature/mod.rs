@@ -167,7 +167,7 @@ impl Signature {
                 got: other.bits,
             });
         }
-        Ok(hamming::distance(&self.words, &other.words))
+        hamming::distance(&self.words, &other.words)
     }
 }
 
@@ -258,7 +258,7 @@ impl<S: AsRef<[u64]>> SignatureMatrix<S> {
 
     /// Hamming distance between rows `i` and `j`.
     pub fn distance(&self, i: usize, j: usize) -> u32 {
-        hamming::distance(self.row(i), self.row(j))
+        hamming::Kernels::dispatched().distance_eq(self.row(i), self.row(j))
     }
 
     /// A zero-copy `N × words` ndarray view.

@@ -9,10 +9,9 @@
 //! - `axpy` computes `acc[j] + (w · r[j])` with a separate multiply and add (never a fused
 //!   multiply-add, whose single rounding would differ).
 //!
-//! **Dispatch.** The x86-64 kernels need AVX2 and FMA and are chosen once, at the first call, by
-//! `is_x86_feature_detected!`; other CPUs and platforms use the scalar reference, which is always
-//! built. The environment variable `SIMLSH_FORCE_SCALAR=1`, read at that first call, forces the
-//! scalar kernels (to compare, or to rule the SIMD layer out).
+//! **Dispatch.** The x86-64 kernels need AVX2 and FMA and are chosen once, at the first call,
+//! from [`crate::cpu::features`]; other CPUs and platforms use the scalar reference, which is
+//! always built. `SIMLSH_FORCE_SCALAR=1` forces the scalar kernels (see [`crate::cpu`]).
 //!
 //! **Register blocking.** [`add_signed_rows`] takes the sign words through a closure
 //! `word(i, k)` (feature `i`, 64-lane block `k`) that is inlined into the kernel. The AVX2
@@ -35,11 +34,8 @@ enum Level {
 fn level() -> Level {
     static L: OnceLock<Level> = OnceLock::new();
     *L.get_or_init(|| {
-        if std::env::var_os("SIMLSH_FORCE_SCALAR").is_some_and(|v| v == "1") {
-            return Level::Scalar;
-        }
         #[cfg(target_arch = "x86_64")]
-        if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
+        if crate::cpu::features().avx2_fma() {
             return Level::Avx2Fma;
         }
         Level::Scalar
@@ -268,7 +264,7 @@ mod tests {
     #[test]
     fn simd_kernels_equal_scalar_bit_for_bit() {
         #[cfg(target_arch = "x86_64")]
-        if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
+        if crate::cpu::detected().avx2_fma() {
             let mut r = Rng::new(3);
             for &words in &[1usize, 2, 3, 4, 7] {
                 for &n in &[0usize, 1, 5, 64, 333] {
