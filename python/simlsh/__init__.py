@@ -30,7 +30,15 @@ from .estimate import (
     plan_radius,
     recall_at,
 )
-from .index import Index, LinearScan, MultiIndex, PermutationIndex, PermutedTables, load_index
+from .index import (
+    Index,
+    LinearScan,
+    MultiIndex,
+    PermutationIndex,
+    PermutedTables,
+    load_index,
+    verify_index,
+)
 from .join import clusters, knn_graph, self_join
 from .signers import HashingTrick, HyperplaneSigner, PooledSigner, Signer, hamming, signer
 from .text import Idf, Tokenizer
@@ -40,6 +48,7 @@ __all__ = [
     "Signer", "HyperplaneSigner", "HashingTrick", "PooledSigner", "signer", "hamming",
     "Tokenizer", "Idf",
     "Index", "LinearScan", "PermutedTables", "MultiIndex", "PermutationIndex", "load_index",
+    "verify_index",
     "self_join", "clusters", "knn_graph",
     "angle", "cosine", "estimate", "Estimate", "expected_hamming", "max_hamming_for_cosine",
     "recall_at", "expected_half_width", "plan_radius", "plan_bits",

@@ -47,6 +47,7 @@ from ._codes import as_codes, as_ids
 
 __all__ = [
     "Index", "LinearScan", "PermutedTables", "MultiIndex", "PermutationIndex", "load_index",
+    "verify_index",
 ]
 
 
@@ -148,10 +149,10 @@ class Index:
         self._core.save(os.fspath(path))
 
     @classmethod
-    def load(cls, path: str | os.PathLike) -> "Index":
+    def load(cls, path: str | os.PathLike, *, verify: bool = False) -> "Index":
         """Loads an index file of any kind (memory-mapped: no copy, pages shared between
         processes). Equivalent to :func:`load_index`."""
-        return _wrap(_simlsh.Index.load(os.fspath(path)))
+        return load_index(path, verify=verify)
 
     def __reduce__(self):
         return (_index_from_bytes, (self._core.to_bytes(), self._requested))
@@ -270,8 +271,19 @@ def _index_from_bytes(data: bytes, requested: str | None = None) -> Index:
     return _wrap(_simlsh.Index.from_bytes(data), requested)
 
 
-def load_index(path: str | os.PathLike) -> Index:
+def load_index(path: str | os.PathLike, *, verify: bool = False) -> Index:
     """Loads an index file of any kind, as written by :meth:`Index.save` or the command line
-    (``simlsh index build``), memory-mapped. A missing file raises ``FileNotFoundError``; a
-    foreign, truncated or corrupt one :class:`simlsh.FormatError` (an ``OSError``)."""
+    (``simlsh index build``), memory-mapped: opening checks the header, parameters and section
+    lengths without reading the data; ``verify=True`` first checks the whole file (checksum
+    and the index's invariants, ``O(file size)``, as ``simlsh index verify``). A missing file
+    raises ``FileNotFoundError``; a foreign, truncated or corrupt one
+    :class:`simlsh.FormatError` (an ``OSError``)."""
+    if verify:
+        verify_index(path)
     return _wrap(_simlsh.Index.load(os.fspath(path)))
+
+
+def verify_index(path: str | os.PathLike) -> None:
+    """Checks an index file whole (checksum, every invariant of the index it holds); raises
+    :class:`simlsh.FormatError` naming the file and what is wrong."""
+    _simlsh.Index.verify(os.fspath(path))

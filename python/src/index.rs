@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
-use simlsh::index::{HammingIndex, Hit, IndexSpec};
+use simlsh::index::{HammingIndex, IndexSpec};
 use simlsh::signature::words_for;
 use simlsh::{Error, SignatureMatrix};
 
@@ -108,16 +108,6 @@ fn temp_path() -> PathBuf {
     ))
 }
 
-/// Flattens per-query hit lists into FAISS's `(D, I)` arrays of `k` columns.
-fn knn_arrays(hits: &[Vec<Hit>], k: usize, d: &mut [i32], i: &mut [i64]) {
-    for (q, hs) in hits.iter().enumerate() {
-        for (c, h) in hs.iter().take(k).enumerate() {
-            d[q * k + c] = h.distance as i32;
-            i[q * k + c] = h.id as i64;
-        }
-    }
-}
-
 #[pymethods]
 impl PyIndex {
     /// An empty index of `bits`-bit codes from an index specification (`linear`, `manku:k=3`,
@@ -160,6 +150,13 @@ impl PyIndex {
         Ok(Self::wrap(idx, spec))
     }
 
+    /// Checks an index file whole: its checksum and every invariant of the index it holds
+    /// (`O(file size)`; loading checks the header, parameters and section lengths only).
+    #[staticmethod]
+    fn verify(py: Python<'_>, path: PathBuf) -> PyResult<()> {
+        py.detach(|| simlsh::io::verify_index(&path)).py()
+    }
+
     /// Saves the index in the library's file format, atomically.
     fn save(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
         py.detach(|| self.read().save(&path)).py()
@@ -190,7 +187,9 @@ impl PyIndex {
                     path: path.clone(),
                     source,
                 })?;
-                let idx = simlsh::io::load_index(&path);
+                // Bytes from a pickle are checked whole before use.
+                let idx =
+                    simlsh::io::verify_index(&path).and_then(|()| simlsh::io::load_index(&path));
                 // The map stays valid once the name is gone (where the system allows
                 // removing a mapped file; elsewhere the file stays in the temporary directory).
                 let _ = std::fs::remove_file(&path);
@@ -221,35 +220,26 @@ impl PyIndex {
                 right: ids.len(),
             }));
         }
+        // One batch per chunk: the index merges each into its tables once; a chunk is
+        // stored whole or not at all (an id already stored, a malformed code).
         t.chunked(py, m.len(), INSERT_CHUNK, |r| {
-            let mut idx = self.write();
-            for row in r {
-                idx.insert(ids[row], m.row(row))
-                    .map_err(|e| match e {
-                        Error::InvalidParameter { name, reason } => Error::InvalidParameter {
-                            name,
-                            reason: format!("row {row} (id {}): {reason}", ids[row]),
-                        },
-                        e => shift_rows(e, row),
-                    })
-                    .py()?;
-            }
-            Ok(())
+            self.write()
+                .insert_batch(&ids[r.clone()], m.slice_rows(r.clone()).as_slice())
+                .map_err(|e| match e {
+                    Error::InvalidParameter { name, reason } => Error::InvalidParameter {
+                        name,
+                        reason: format!("in rows {}..{}: {reason}", r.start, r.end),
+                    },
+                    e => shift_rows(e, r.start),
+                })
+                .py()
         })
     }
 
     /// Removes `ids`; returns how many were stored.
     fn remove(&self, py: Python<'_>, ids: PyReadonlyArray1<'_, i64>) -> PyResult<usize> {
         let ids = ids_u32(contiguous(&ids, "ids")?)?;
-        py.detach(|| {
-            let mut idx = self.write();
-            let mut n = 0;
-            for id in ids {
-                n += usize::from(idx.remove(id)?);
-            }
-            Ok(n)
-        })
-        .py()
+        py.detach(|| self.write().remove_batch(&ids)).py()
     }
 
     /// The `k` nearest stored codes of each query: `(D, I)`, `(n, k)` arrays of distances
@@ -270,16 +260,15 @@ impl PyIndex {
         let mut d = vec![NO_DISTANCE; n * k];
         let mut ids = vec![-1i64; n * k];
         t.chunked(py, n, chunk, |r| {
-            let hits = self
+            let found = self
                 .read()
-                .knn_batch(q.slice_rows(r.clone()).as_slice(), k)
+                .knn_flat(q.slice_rows(r.clone()).as_slice(), k)
                 .py()?;
-            knn_arrays(
-                &hits,
-                k,
-                &mut d[r.start * k..r.end * k],
-                &mut ids[r.start * k..r.end * k],
-            );
+            ids[r.start * k..r.end * k].copy_from_slice(&found.ids);
+            for (dst, &src) in d[r.start * k..r.end * k].iter_mut().zip(&found.distances) {
+                // FAISS's padding of binary searches, and every real distance fits an i32.
+                *dst = i32::try_from(src).unwrap_or(NO_DISTANCE);
+            }
             Ok(())
         })?;
         Ok((
@@ -316,15 +305,14 @@ impl PyIndex {
         lims.push(0i64);
         let (mut d, mut ids) = (Vec::new(), Vec::new());
         t.chunked(py, n, chunk, |r| {
-            let hits = self
+            let found = self
                 .read()
-                .radius_batch(q.slice_rows(r).as_slice(), radius)
+                .radius_flat(q.slice_rows(r).as_slice(), radius)
                 .py()?;
-            for hs in hits {
-                d.extend(hs.iter().map(|h| h.distance as i32));
-                ids.extend(hs.iter().map(|h| h.id as i64));
-                lims.push(d.len() as i64);
-            }
+            let base = ids.len();
+            lims.extend(found.lims[1..].iter().map(|&l| (base + l) as i64));
+            ids.extend_from_slice(&found.ids);
+            d.extend(found.distances.iter().map(|&x| x as i32));
             Ok(())
         })?;
         Ok((

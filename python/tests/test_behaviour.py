@@ -93,8 +93,11 @@ def test_bad_codes_and_files_raise_clean_exceptions(tmp_path):
     data = bytearray((tmp_path / "ok.simlsh").read_bytes())
     data[len(data) // 2] ^= 0xFF
     (tmp_path / "bad.simlsh").write_bytes(bytes(data))
-    with pytest.raises(simlsh.FormatError):
-        simlsh.load_index(tmp_path / "bad.simlsh")
+    with pytest.raises(simlsh.FormatError, match="checksum"):
+        simlsh.load_index(tmp_path / "bad.simlsh", verify=True)
+    with pytest.raises(simlsh.FormatError, match="checksum"):
+        simlsh.verify_index(tmp_path / "bad.simlsh")
+    simlsh.verify_index(tmp_path / "ok.simlsh")
     with pytest.raises(ValueError, match="threads must be at least 1"):
         simlsh.self_join(np.ones((3, 1), np.uint64), 3, threads=0)
     with pytest.raises(ValueError, match="bits"):
