@@ -15,6 +15,8 @@
 //! | CPU dispatch | [`cpu`] | [`cpu::features`], the scalar / x86 kernel layer |
 //! | popcount kernels | [`hamming`] | [`hamming::distance`], [`hamming::scan_radius`], [`hamming::scan_knn`] |
 //! | indexes | [`index`] | the [`HammingIndex`] trait, [`LinearScan`] |
+//! | joins | [`join`] | [`join::self_join`], [`join::banded_join`], [`join::leader_clusters`] |
+//! | exact answers | [`verify`] | [`verify::VerifiedJoin`], [`verify::rerank`], [`verify::Vectors`] |
 //! | files | [`io`] | the versioned format, [`io::save_signatures`], [`io::load_index`] |
 //! | randomness | [`rng`] | platform-independent seeded generators and hashes |
 //!
@@ -87,6 +89,7 @@ pub mod signers;
 pub mod storage;
 pub mod text;
 pub(crate) mod util;
+pub mod verify;
 
 pub use error::{Error, Result};
 pub use index::{HammingIndex, Hit, Id, LinearScan, MultiIndex};
