@@ -128,3 +128,24 @@ def plan_bits(
     at_cosine: float | None = None, level: float = 0.95, method: str = "clopper-pearson",
     max_bits: int | None = None,
 ) -> dict[str, Any]: ...
+def banded_join(
+    codes: U64, bits: int, bands: int, width: int, max_distance: int | None = None,
+    max_group: int | None = None, threads: int | None = None,
+) -> tuple[tuple[I64, I64, I32], dict[str, Any]]: ...
+def verified_join_dense(
+    codes: U64, bits: int, x: npt.NDArray[np.float32], threshold: float, radius: int | None = None,
+    bands: int | None = None, width: int | None = None, max_distance: int | None = None,
+    recall: float = 0.99, threads: int | None = None,
+) -> tuple[tuple[I64, I64, I32, F64], dict[str, Any]]: ...
+def verified_join_csr(
+    codes: U64, bits: int, indptr: I64, indices: I64, data: npt.NDArray[np.float32], cols: int,
+    threshold: float, radius: int | None = None, bands: int | None = None, width: int | None = None,
+    max_distance: int | None = None, recall: float = 0.99, threads: int | None = None,
+) -> tuple[tuple[I64, I64, I32, F64], dict[str, Any]]: ...
+def band_keys(
+    codes: U64, bits: int, bands: int, width: int, threads: int | None = None
+) -> tuple[I32, U64]: ...
+def band_partition(
+    ids: U64, codes: U64, bits: int, bands: int, width: int, band: int,
+    max_distance: int | None = None, max_group: int | None = None,
+) -> tuple[U64, U64, I32, list[dict[str, int]]]: ...

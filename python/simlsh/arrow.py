@@ -36,6 +36,7 @@ from .text import Tokenizer
 
 __all__ = [
     "sign_arrow", "signatures", "codes_from_arrow", "codes_to_arrow", "self_join", "clusters",
+    "band_keys", "band_pairs",
 ]
 
 
@@ -274,4 +275,69 @@ def clusters(edges: pa.RecordBatch | pa.Table, ids=None) -> pa.RecordBatch:
     labels = _simlsh.clusters(len(nodes), ia.astype(np.int64), ib.astype(np.int64))
     return pa.RecordBatch.from_arrays(
         [pa.array(nodes, pa.int64()), pa.array(nodes[labels], pa.int64())], names=["id", "root"]
+    )
+
+
+def band_keys(
+    batch: pa.RecordBatch | pa.Table,
+    *,
+    bands: int,
+    width: int,
+    bits: int | None = None,
+    id_column: str = "id",
+    fp_column: str = "fp",
+    threads: int | None = None,
+) -> pa.RecordBatch:
+    """The first step of a distributed banded join: for each row of a batch of signatures
+    ``{id, fp}`` and each band, ``{band: int32, key: int64, id: int64, fp}`` (``rows x bands``
+    rows; the key is the band's ``width`` bits, as ``int64``). Repartition the result by
+    ``(band, key)`` and call :func:`band_pairs` once per partition."""
+    fp = _column(batch, fp_column)
+    codes = codes_from_arrow(fp, bits)
+    bits = bits if bits is not None else 64 * codes.shape[1]
+    band, key = _simlsh.band_keys(codes, bits, int(bands), int(width), threads=threads)
+    rows = np.repeat(np.arange(len(codes)), bands)
+    ids = _column(batch, id_column)
+    ids = (ids.combine_chunks() if isinstance(ids, pa.ChunkedArray) else ids).cast(pa.int64())
+    return pa.RecordBatch.from_arrays(
+        [pa.array(band, pa.int32()), pa.array(key.view(np.int64), pa.int64()), ids.take(pa.array(rows)),
+         codes_to_arrow(codes[rows])],
+        names=["band", "key", "id", "fp"],
+    )
+
+
+def band_pairs(
+    batch: pa.RecordBatch | pa.Table,
+    *,
+    bands: int,
+    width: int,
+    bits: int | None = None,
+    max_distance: int | None = None,
+    max_group: int | None = None,
+) -> pa.RecordBatch:
+    """The second step of a distributed banded join, once per partition of :func:`band_keys`
+    rows (any bands and keys, any order): the candidate pairs ``{a, b, dist}`` (``a < b`` by
+    id) of rows agreeing on a band's key, each reported only by the first band its signatures
+    agree on, so that the union over partitions holds every pair of
+    :func:`simlsh.banded_join` exactly once, with no ``distinct`` needed."""
+    band = _column(batch, "band")
+    band = (band.combine_chunks() if isinstance(band, pa.ChunkedArray) else band).to_numpy(zero_copy_only=False)
+    ids = _column(batch, "id")
+    ids = (ids.combine_chunks() if isinstance(ids, pa.ChunkedArray) else ids).to_numpy(zero_copy_only=False)
+    codes = codes_from_arrow(_column(batch, "fp"), bits)
+    bits = bits if bits is not None else 64 * codes.shape[1]
+    out_a, out_b, out_d = [], [], []
+    for b in np.unique(band):
+        rows = np.flatnonzero(band == b)
+        a, bb, d, _capped = _simlsh.band_partition(
+            ids[rows].view(np.uint64), np.ascontiguousarray(codes[rows]), bits, int(bands), int(width), int(b),
+            max_distance, max_group,
+        )
+        out_a.append(a.view(np.int64))
+        out_b.append(bb.view(np.int64))
+        out_d.append(d)
+    cat = lambda xs, t: np.concatenate(xs) if xs else np.zeros(0, t)  # noqa: E731
+    return pa.RecordBatch.from_arrays(
+        [pa.array(cat(out_a, np.int64)), pa.array(cat(out_b, np.int64)), pa.array(cat(out_d, np.int32))],
+        names=["a", "b", "dist"],
     )

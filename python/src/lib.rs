@@ -10,6 +10,7 @@ mod join;
 mod signer;
 mod text;
 mod threads;
+mod verify;
 
 use pyo3::prelude::*;
 
@@ -23,6 +24,11 @@ fn _simlsh(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(join::self_join, m)?)?;
     m.add_function(wrap_pyfunction!(join::clusters, m)?)?;
     m.add_function(wrap_pyfunction!(join::knn_graph, m)?)?;
+    m.add_function(wrap_pyfunction!(verify::banded_join, m)?)?;
+    m.add_function(wrap_pyfunction!(verify::verified_join_dense, m)?)?;
+    m.add_function(wrap_pyfunction!(verify::verified_join_csr, m)?)?;
+    m.add_function(wrap_pyfunction!(verify::band_keys, m)?)?;
+    m.add_function(wrap_pyfunction!(verify::band_partition, m)?)?;
     m.add_function(wrap_pyfunction!(estimate::angle, m)?)?;
     m.add_function(wrap_pyfunction!(estimate::cosine, m)?)?;
     m.add_function(wrap_pyfunction!(estimate::expected_hamming, m)?)?;

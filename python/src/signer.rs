@@ -111,7 +111,7 @@ fn check_width(signer: &AnySigner, cols: usize) -> PyResult<()> {
 
 /// Checks a CSR matrix's `indptr` against its `nnz` indices: it starts at 0, never decreases
 /// and ends within the indices. The library's errors, naming the row.
-fn check_indptr<P: SpIndex>(indptr: &[P], nnz: usize) -> Result<(), Error> {
+pub fn check_indptr<P: SpIndex>(indptr: &[P], nnz: usize) -> Result<(), Error> {
     let bad = |reason: String| Error::param("indptr", reason);
     if indptr.is_empty() {
         return Err(bad(
@@ -143,7 +143,7 @@ fn check_indptr<P: SpIndex>(indptr: &[P], nnz: usize) -> Result<(), Error> {
 /// Checks the rows `rows` of a CSR matrix (indptr checked) of `cols` columns: every index
 /// non-negative and below `cols`; returns whether every row is strictly increasing. The
 /// library's error naming the first bad row otherwise.
-fn check_rows<I: Idx, P: SpIndex>(
+pub fn check_rows<I: Idx, P: SpIndex>(
     indptr: &[P],
     indices: &[I],
     rows: Range<usize>,
@@ -417,7 +417,7 @@ impl PySigner {
 }
 
 /// A signed index type of SciPy's arrays and its unsigned twin.
-trait Idx: SpIndex + Sync + Send {
+pub trait Idx: SpIndex + Sync + Send {
     /// The unsigned type of the same width.
     type U: SpIndex + Sync + Send + PartialOrd;
     /// The same bits as the unsigned type (equal values for non-negative indices).
