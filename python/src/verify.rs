@@ -268,6 +268,17 @@ pub fn verified_join_csr<'py>(
     run_verified(py, &t, &join, &m, &vectors)
 }
 
+/// Bands and keys, one per row and band.
+type BandKeys<'py> = (Bound<'py, PyArray1<i32>>, Bound<'py, PyArray1<u64>>);
+
+/// Pairs by id (`a`, `b`, distance) and the capped runs.
+type BandPairs<'py> = (
+    Bound<'py, PyArray1<u64>>,
+    Bound<'py, PyArray1<u64>>,
+    Bound<'py, PyArray1<i32>>,
+    Vec<Bound<'py, PyDict>>,
+);
+
 /// The band keys of signatures, for a distributed banded join: `(row, band, key)` arrays,
 /// one entry per row and band (`rows × bands` entries, row-major).
 #[pyfunction]
@@ -279,7 +290,7 @@ pub fn band_keys<'py>(
     bands: usize,
     width: u32,
     threads: Option<usize>,
-) -> PyResult<(Bound<'py, PyArray1<i32>>, Bound<'py, PyArray1<u64>>)> {
+) -> PyResult<BandKeys<'py>> {
     let t = Threads::new(threads)?;
     let m = self::codes(&codes, bits)?;
     let b = banding(bits, bands, width, None, None)?;
@@ -311,12 +322,7 @@ pub fn band_partition<'py>(
     band: usize,
     max_distance: Option<u32>,
     max_group: Option<usize>,
-) -> PyResult<(
-    Bound<'py, PyArray1<u64>>,
-    Bound<'py, PyArray1<u64>>,
-    Bound<'py, PyArray1<i32>>,
-    Vec<Bound<'py, PyDict>>,
-)> {
+) -> PyResult<BandPairs<'py>> {
     let m = self::codes(&codes, bits)?;
     let ids = contiguous(&ids, "ids")?;
     let b = banding(bits, bands, width, max_distance, max_group)?;
