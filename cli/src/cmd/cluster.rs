@@ -43,7 +43,8 @@ pub struct Args {
     signer: SignerArgs,
 }
 
-pub fn run(a: Args, ctx: &mut Ctx) -> Result<()> {
+pub fn run(mut a: Args, ctx: &mut Ctx) -> Result<()> {
+    let _spool = a.input.spool_stdin()?;
     let outputs: Vec<&std::path::Path> = a.out.iter().map(PathBuf::as_path).collect();
     check_paths(ctx, &a.input, &outputs)?;
     let want_vectors = a.join.cosine.is_some() && !a.join.no_verify;

@@ -61,7 +61,8 @@ pub struct Args {
     signer: SignerArgs,
 }
 
-pub fn run(a: Args, ctx: &mut Ctx) -> Result<()> {
+pub fn run(mut a: Args, ctx: &mut Ctx) -> Result<()> {
+    let _spool = a.input.spool_stdin()?;
     let outputs: Vec<&Path> = [&a.pairs, &a.clusters, &a.output, &a.empty]
         .into_iter()
         .flatten()

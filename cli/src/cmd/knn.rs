@@ -64,7 +64,8 @@ fn knn_graph(
     })
 }
 
-pub fn run(a: Args, ctx: &mut Ctx) -> Result<()> {
+pub fn run(mut a: Args, ctx: &mut Ctx) -> Result<()> {
+    let _spool = a.input.spool_stdin()?;
     if a.k == 0 {
         bail!("--k must be at least 1");
     }

@@ -40,7 +40,7 @@ pub struct Args {
 /// The input options shared by the subcommands that sign.
 #[derive(ClapArgs, Debug, Clone)]
 pub struct InputArgs {
-    /// Input vectors or documents.
+    /// Input vectors or documents (`-`: standard input, with --format).
     pub input: PathBuf,
     /// Input format (default: from the extension).
     #[arg(long)]
@@ -264,8 +264,49 @@ pub enum WeightingArg {
 pub fn format_of(path: &Path, explicit: Option<InputFormat>) -> Result<InputFormat> {
     Ok(match explicit {
         Some(f) => f,
+        None if simlsh::io::is_stdin(path) => {
+            anyhow::bail!("reading standard input (-) needs --format")
+        }
         None => InputFormat::from_path(path)?,
     })
+}
+
+/// Documents from standard input, copied to a temporary file first (the document readers
+/// read a file: CSV errors are located by a second pass); deleted when dropped.
+pub struct Spool(Option<PathBuf>);
+
+impl Drop for Spool {
+    fn drop(&mut self) {
+        if let Some(p) = &self.0 {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+}
+
+impl InputArgs {
+    /// When the input is standard input holding documents, copies it to a temporary file and
+    /// points the input at it (vector formats stream from standard input directly).
+    pub fn spool_stdin(&mut self) -> Result<Spool> {
+        if !simlsh::io::is_stdin(&self.input) {
+            return Ok(Spool(None));
+        }
+        let format = format_of(&self.input, self.format)?;
+        if !format.is_text() {
+            return Ok(Spool(None));
+        }
+        let path = std::env::temp_dir().join(format!(
+            "simlsh-stdin-{}.{}",
+            std::process::id(),
+            format.name()
+        ));
+        let spool = Spool(Some(path.clone()));
+        let mut file =
+            std::fs::File::create(&path).with_context(|| format!("creating {}", path.display()))?;
+        std::io::copy(&mut std::io::stdin().lock(), &mut file)
+            .context("reading documents from standard input")?;
+        self.input = path;
+        Ok(spool)
+    }
 }
 
 /// Reads the input and signs it with the signer of `s` (built for the input's dimension).
@@ -315,7 +356,8 @@ fn sign_text(
     Ok((sigs, signer))
 }
 
-pub fn run(a: Args, ctx: &mut Ctx) -> Result<()> {
+pub fn run(mut a: Args, ctx: &mut Ctx) -> Result<()> {
+    let _spool = a.input.spool_stdin()?;
     let (sigs, signer) = sign_input(&a.input, &a.signer, ctx)?;
     let simlsh_file = a
         .out
