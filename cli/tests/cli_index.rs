@@ -29,7 +29,7 @@ fn run(args: &[&dyn AsRef<std::ffi::OsStr>]) -> Output {
 fn codes(seed: u64, n: usize, bits: usize) -> SignatureMatrix {
     let words = bits.div_ceil(64);
     let mut rng = Rng::new(seed);
-    let mask_last = if bits % 64 == 0 {
+    let mask_last = if bits.is_multiple_of(64) {
         u64::MAX
     } else {
         (1u64 << (bits % 64)) - 1
