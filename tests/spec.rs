@@ -88,7 +88,7 @@ fn bad_strings_give_typed_errors_naming_the_problem() {
     let err = |s: &str| s.parse::<SignerSpec>().unwrap_err();
     let e = err("gausian");
     assert!(
-        matches!(e, Error::InvalidParameter { name: "signer", .. })
+        matches!(e, Error::InvalidParameter { name: "signer spec", .. })
             && e.to_string().contains("gaussian"),
         "{e}"
     );
@@ -96,17 +96,8 @@ fn bad_strings_give_typed_errors_naming_the_problem() {
     assert!(e.to_string().contains("no parameter `depth`"), "{e}");
     let e = err("pooled:size=3");
     assert!(e.to_string().contains("it takes pool"), "{e}");
-    assert!(matches!(
-        err("super-bit:depth=x"),
-        Error::InvalidParameter { name: "depth", .. }
-    ));
-    assert!(matches!(
-        err("very-sparse:density=a"),
-        Error::InvalidParameter {
-            name: "density",
-            ..
-        }
-    ));
+    assert!(err("super-bit:depth=x").to_string().contains("`depth=x`"));
+    assert!(err("very-sparse:density=a").to_string().contains("`density=a`"));
     assert!(err("pooled:pool").to_string().contains("key=value"));
     assert!(err("pooled:pool=1,pool=2").to_string().contains("twice"));
     // Values are validated by the builders, once, when built.
@@ -132,10 +123,10 @@ fn kinds_lists_every_kind_once_and_says_which_need_the_dimension() {
         assert!(names.contains(&spec.kind.name()));
     }
     for k in kinds() {
-        assert!(!k.summary.is_empty());
+        assert!(!k.description.is_empty());
         let spec: SignerSpec = k.name.parse().unwrap();
         for p in k.params {
-            assert!(!p.summary.is_empty() && !p.default.is_empty());
+            assert!(!p.description.is_empty() && !p.default.is_empty());
         }
         let spec = spec.bits(32).seed(1);
         match spec.build(None) {

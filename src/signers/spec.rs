@@ -1,16 +1,36 @@
-//! [`SignerSpec`]: every signer kind and its parameters as plain data, with a compact string
-//! form (`gaussian`, `super-bit:depth=32`, `pooled:pool=10000`), the parameters recorded in
-//! signature and index files, and [`SignerSpec::build`]. The command line, the bindings and
-//! the files share this one table.
+//! [`SignerSpec`]: every signer kind and its parameters as one value, with a compact text
+//! form (`gaussian`, `super-bit:depth=32`, `pooled:pool=10000`) shared by the command line,
+//! the Python package and Spark, the `signer.*` parameters recorded in signature and index
+//! files, and [`SignerSpec::build`].
+//!
+//! # The text form
+//!
+//! `KIND[:KEY=VALUE[,KEY=VALUE]...]`, the kinds and keys of [`kinds()`]; width, seed and
+//! dimension are fields of the spec, not part of the text:
+//!
+//! | kind | keys (default) | needs `D` |
+//! |---|---|---|
+//! | `gaussian` | none | yes |
+//! | `super-bit` | `depth` hyperplanes orthonormalised together (`min(D, f)`) | yes |
+//! | `rademacher` | none | yes |
+//! | `very-sparse` | `density` of nonzero entries (`1/√D`) | yes |
+//! | `hashing-trick` | none | no |
+//! | `pooled` | `pool` size (10000) | no |
+//!
+//! [`Display`](std::fmt::Display) writes the kind and the parameters that differ from their
+//! defaults, so `parse(spec.to_string())` gives the same kind. The spec of a built signer
+//! ([`AnySigner::spec`], [`SignerSpec::from_params`] of a file) is fully determined: default
+//! depths and densities are written as the values used, so that it rebuilds the same matrix.
 //!
 //! ```
-//! use simlsh::signers::{SignerSpec, Signer};
+//! use simlsh::signers::{Signer, SignerSpec};
 //! let spec: SignerSpec = "super-bit:depth=16".parse()?;
 //! let signer = spec.bits(128).seed(7).build(Some(300))?;
 //! assert_eq!(signer.info().kind, "super-bit");
 //! // What a signature file records rebuilds the same signer.
 //! let again = SignerSpec::from_params(&signer.info().to_params())?.build(None)?;
-//! assert_eq!(again.sign_sparse(&[3, 250], &[1.0, -0.5])?, signer.sign_sparse(&[3, 250], &[1.0, -0.5])?);
+//! let (ids, w) = ([3, 250], [1.0, -0.5]);
+//! assert_eq!(again.sign_sparse(&ids, &w)?, signer.sign_sparse(&ids, &w)?);
 //! # Ok::<(), simlsh::Error>(())
 //! ```
 
@@ -60,77 +80,77 @@ pub enum SignerKind {
     },
 }
 
-/// One signer kind's documentation, for help texts and bindings: see [`kinds`].
+/// One signer kind, for help texts and menus: see [`kinds`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct KindInfo {
     /// The name, as in the string form of [`SignerKind`] and in [`SignerInfo::kind`].
     pub name: &'static str,
-    /// One line: what the signer is and when to use it.
-    pub summary: &'static str,
+    /// One line of description: what the signer is and when to use it.
+    pub description: &'static str,
     /// Whether [`SignerSpec::build`] needs the input dimension (an explicit matrix).
     pub needs_dim: bool,
     /// The parameters of the string form.
     pub params: &'static [ParamInfo],
 }
 
-/// One parameter of a signer kind's string form.
+/// One parameter of a signer kind, for help texts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ParamInfo {
-    /// The key, as in `kind:key=value`.
-    pub name: &'static str,
-    /// What it sets.
-    pub summary: &'static str,
-    /// Its default, in words.
+    /// The key in the text form (`kind:key=value`).
+    pub key: &'static str,
+    /// Its default, as text.
     pub default: &'static str,
+    /// One line of description.
+    pub description: &'static str,
 }
 
 const KINDS: &[KindInfo] = &[
     KindInfo {
         name: "gaussian",
-        summary: "explicit Gaussian D × f matrix (Charikar 2002): the exact 1 − θ/π collision law",
+        description: "explicit Gaussian D × f matrix (Charikar 2002): the exact 1 − θ/π collision law",
         needs_dim: true,
         params: &[],
     },
     KindInfo {
         name: "super-bit",
-        summary: "Gaussian hyperplanes orthonormalised in batches (Ji et al. 2012): lowest error on dense vectors",
+        description: "Gaussian hyperplanes orthonormalised in batches (Ji et al. 2012): lowest error on dense vectors",
         needs_dim: true,
         params: &[ParamInfo {
-            name: "depth",
-            summary: "hyperplanes orthonormalised together, 1 ≤ depth ≤ min(D, f)",
+            key: "depth",
             default: "min(D, f)",
+            description: "hyperplanes orthonormalised together, 1 ≤ depth ≤ min(D, f)",
         }],
     },
     KindInfo {
         name: "rademacher",
-        summary: "explicit ±1 D × f matrix stored as bits (Achlioptas 2003)",
+        description: "explicit ±1 D × f matrix stored as bits (Achlioptas 2003)",
         needs_dim: true,
         params: &[],
     },
     KindInfo {
         name: "very-sparse",
-        summary: "explicit sparse ±1 matrix (Li, Hastie & Church 2006): for dense inputs",
+        description: "explicit sparse ±1 matrix (Li, Hastie & Church 2006): for dense inputs",
         needs_dim: true,
         params: &[ParamInfo {
-            name: "density",
-            summary: "fraction of nonzero matrix entries, in (0, 1]",
+            key: "density",
             default: "1/√D",
+            description: "fraction of nonzero matrix entries, in (0, 1]",
         }],
     },
     KindInfo {
         name: "hashing-trick",
-        summary: "±1 columns hashed from each feature (Manku et al. 2007): no matrix, any dimension, tokens; fastest",
+        description: "±1 columns hashed from each feature (Manku et al. 2007): no matrix, any dimension, tokens; fastest",
         needs_dim: false,
         params: &[],
     },
     KindInfo {
         name: "pooled",
-        summary: "hashed picks from a pool of Gaussians (Van Durme & Lall 2010): any dimension, tokens",
+        description: "hashed picks from a pool of Gaussians (Van Durme & Lall 2010): any dimension, tokens",
         needs_dim: false,
         params: &[ParamInfo {
-            name: "pool",
-            summary: "pool size m, 1 ≤ m ≤ 2^32",
+            key: "pool",
             default: "10000",
+            description: "pool size m, 1 ≤ m ≤ 2^32",
         }],
     },
 ];
@@ -156,11 +176,11 @@ impl SignerKind {
 
     /// Whether the kind holds an explicit `D × f` matrix and so needs the input dimension.
     pub fn needs_dim(&self) -> bool {
-        self.doc().needs_dim
+        self.info().needs_dim
     }
 
-    /// The kind's entry of [`kinds`].
-    pub fn doc(&self) -> &'static KindInfo {
+    /// The description of the kind in [`kinds`].
+    pub fn info(&self) -> &'static KindInfo {
         let name = self.name();
         KINDS
             .iter()
@@ -191,6 +211,10 @@ impl fmt::Display for SignerKind {
     }
 }
 
+fn bad(reason: impl Into<String>) -> Error {
+    Error::param("signer spec", reason)
+}
+
 /// The `key=value` pairs of a string form or of a file, taken one by one; leftovers are
 /// errors.
 struct Params<'a> {
@@ -206,7 +230,7 @@ impl<'a> Params<'a> {
         let (_, v) = self.pairs.remove(k);
         v.parse()
             .map(Some)
-            .map_err(|_| Error::param(key, format!("`{v}` is not {what}")))
+            .map_err(|_| bad(format!("`{key}={v}`: `{v}` is not {what}")))
     }
 
     fn finish(self) -> Result<()> {
@@ -214,19 +238,16 @@ impl<'a> Params<'a> {
             None => Ok(()),
             Some((key, _)) => {
                 let doc = KINDS.iter().find(|k| k.name == self.kind).expect("listed");
-                let known: Vec<&str> = doc.params.iter().map(|p| p.name).collect();
-                Err(Error::param(
-                    "signer",
-                    format!(
-                        "the {} signer has no parameter `{key}` ({})",
-                        self.kind,
-                        if known.is_empty() {
-                            "it takes none".to_string()
-                        } else {
-                            format!("it takes {}", known.join(", "))
-                        }
-                    ),
-                ))
+                let known: Vec<&str> = doc.params.iter().map(|p| p.key).collect();
+                Err(bad(format!(
+                    "the {} signer has no parameter `{key}` ({})",
+                    self.kind,
+                    if known.is_empty() {
+                        "it takes none".to_string()
+                    } else {
+                        format!("it takes {}", known.join(", "))
+                    }
+                )))
             }
         }
     }
@@ -236,17 +257,14 @@ impl<'a> Params<'a> {
 fn kind_from(name: &str, pairs: Vec<(&str, &str)>) -> Result<SignerKind> {
     let Some(doc) = KINDS.iter().find(|k| k.name == name) else {
         let names: Vec<&str> = KINDS.iter().map(|k| k.name).collect();
-        return Err(Error::param(
-            "signer",
-            format!("unknown signer `{name}` (one of {})", names.join(", ")),
-        ));
+        return Err(bad(format!(
+            "unknown signer `{name}` (one of {})",
+            names.join(", ")
+        )));
     };
     for (k, a) in pairs.iter().enumerate() {
         if pairs[..k].iter().any(|b| b.0 == a.0) {
-            return Err(Error::param(
-                "signer",
-                format!("parameter `{}` given twice", a.0),
-            ));
+            return Err(bad(format!("parameter `{}` given twice", a.0)));
         }
     }
     let mut p = Params {
@@ -279,12 +297,9 @@ impl FromStr for SignerKind {
         let (name, args) = s.split_once(':').unwrap_or((s, ""));
         let mut pairs = Vec::new();
         for a in args.split(',').map(str::trim).filter(|a| !a.is_empty()) {
-            let (k, v) = a.split_once('=').ok_or_else(|| {
-                Error::param(
-                    "signer",
-                    format!("`{a}` in `{s}` is not a `key=value` parameter"),
-                )
-            })?;
+            let (k, v) = a
+                .split_once('=')
+                .ok_or_else(|| bad(format!("`{a}` in `{s}` is not a `key=value` parameter")))?;
             pairs.push((k.trim(), v.trim()));
         }
         kind_from(name.trim(), pairs)
