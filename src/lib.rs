@@ -87,8 +87,8 @@ pub use error::{Error, Result};
 pub use index::{HammingIndex, Hit, Id, LinearScan, MultiIndex};
 pub use signature::{Signature, SignatureMatrix};
 pub use signers::{
-    Accumulator, HashingTrick, HyperplaneSigner, PooledSigner, Signer, SignerExt, SignerInfo,
-    SignerSpec,
+    Accumulator, HashedGaussian, HashingTrick, HyperplaneSigner, PooledSigner, Signer, SignerExt,
+    SignerInfo, SignerSpec,
 };
 
 /// The README's code examples, compiled and run as doctests.

@@ -88,8 +88,13 @@ fn bad_strings_give_typed_errors_naming_the_problem() {
     let err = |s: &str| s.parse::<SignerSpec>().unwrap_err();
     let e = err("gausian");
     assert!(
-        matches!(e, Error::InvalidParameter { name: "signer spec", .. })
-            && e.to_string().contains("gaussian"),
+        matches!(
+            e,
+            Error::InvalidParameter {
+                name: "signer spec",
+                ..
+            }
+        ) && e.to_string().contains("gaussian"),
         "{e}"
     );
     let e = err("gaussian:depth=3");
@@ -97,7 +102,11 @@ fn bad_strings_give_typed_errors_naming_the_problem() {
     let e = err("pooled:size=3");
     assert!(e.to_string().contains("it takes pool"), "{e}");
     assert!(err("super-bit:depth=x").to_string().contains("`depth=x`"));
-    assert!(err("very-sparse:density=a").to_string().contains("`density=a`"));
+    assert!(
+        err("very-sparse:density=a")
+            .to_string()
+            .contains("`density=a`")
+    );
     assert!(err("pooled:pool").to_string().contains("key=value"));
     assert!(err("pooled:pool=1,pool=2").to_string().contains("twice"));
     // Values are validated by the builders, once, when built.

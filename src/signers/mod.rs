@@ -25,8 +25,10 @@
 //! any platform all give the same bits.
 
 mod accumulator;
+mod aes;
 mod any;
 mod dense;
+mod hashed_gaussian;
 mod hashing;
 mod hyperplane;
 pub mod kernels;
@@ -36,6 +38,7 @@ mod spec;
 
 pub use accumulator::Accumulator;
 pub use any::AnySigner;
+pub use hashed_gaussian::{HashedGaussian, HashedGaussianBuilder};
 pub use hashing::{HashingTrick, HashingTrickBuilder};
 pub use hyperplane::{Distribution, HyperplaneBuilder, HyperplaneSigner};
 pub use pooled::{PooledBuilder, PooledSigner};

@@ -16,6 +16,7 @@
 //! | `very-sparse` | `density` of nonzero entries (`1/√D`) | yes |
 //! | `hashing-trick` | none | no |
 //! | `pooled` | `pool` size (10000) | no |
+//! | `hashed-gaussian` | none | no |
 //!
 //! [`Display`](std::fmt::Display) writes the kind and the parameters that differ from their
 //! defaults, so `parse(spec.to_string())` gives the same kind. The spec of a built signer
@@ -38,9 +39,11 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::str::FromStr;
 
+use super::hashed_gaussian::HASH_DESCRIPTION as GAUSSIAN_HASH;
 use super::hashing::HASH_DESCRIPTION;
 use super::{
-    AnySigner, Distribution, HashingTrick, HyperplaneSigner, PooledSigner, Signer, SignerInfo,
+    AnySigner, Distribution, HashedGaussian, HashingTrick, HyperplaneSigner, PooledSigner, Signer,
+    SignerInfo,
 };
 use crate::error::{Error, Result};
 
@@ -78,6 +81,9 @@ pub enum SignerKind {
         /// Pool size `m`.
         pool: usize,
     },
+    /// Quantised Gaussian columns hashed from each feature ([`HashedGaussian`]): no matrix,
+    /// any dimension, tokens, and the `1 − θ/π` law when a few features dominate.
+    HashedGaussian,
 }
 
 /// One signer kind, for help texts and menus: see [`kinds`].
@@ -153,6 +159,12 @@ const KINDS: &[KindInfo] = &[
             description: "pool size m, 1 ≤ m ≤ 2^32",
         }],
     },
+    KindInfo {
+        name: "hashed-gaussian",
+        description: "quantised Gaussian columns hashed from each feature: no matrix, any dimension, tokens; unbiased when a few features dominate",
+        needs_dim: false,
+        params: &[],
+    },
 ];
 
 /// Every signer kind with a one-line description and its parameters, in the order of
@@ -171,6 +183,7 @@ impl SignerKind {
             SignerKind::VerySparse { .. } => "very-sparse",
             SignerKind::HashingTrick => "hashing-trick",
             SignerKind::Pooled { .. } => "pooled",
+            SignerKind::HashedGaussian => "hashed-gaussian",
         }
     }
 
@@ -186,6 +199,15 @@ impl SignerKind {
             .iter()
             .find(|k| k.name == name)
             .expect("every kind is listed")
+    }
+
+    /// The hash a hashed kind records in files (`signer.hash`).
+    fn hash(&self) -> Option<&'static str> {
+        match self {
+            SignerKind::HashingTrick => Some(HASH_DESCRIPTION),
+            SignerKind::HashedGaussian => Some(GAUSSIAN_HASH),
+            _ => None,
+        }
     }
 
     /// The parameters that are set, as `(key, value)` pairs in the order of the string form.
@@ -284,6 +306,7 @@ fn kind_from(name: &str, pairs: Vec<(&str, &str)>) -> Result<SignerKind> {
         "pooled" => SignerKind::Pooled {
             pool: p.take("pool", "a whole number")?.unwrap_or(DEFAULT_POOL),
         },
+        "hashed-gaussian" => SignerKind::HashedGaussian,
         _ => unreachable!("every listed kind is parsed"),
     };
     p.finish()?;
@@ -448,6 +471,11 @@ impl SignerSpec {
                 .pool_size(pool)
                 .build()?
                 .into()),
+            SignerKind::HashedGaussian => Ok(HashedGaussian::builder()
+                .bits(self.bits)
+                .seed(self.seed)
+                .build()?
+                .into()),
         }
     }
 
@@ -467,8 +495,8 @@ impl SignerSpec {
             let k = if k == "density" { "density_param" } else { k };
             m.insert(format!("signer.{k}"), v);
         }
-        if let SignerKind::HashingTrick = self.kind {
-            m.insert("signer.hash".into(), HASH_DESCRIPTION.into());
+        if let Some(hash) = self.kind.hash() {
+            m.insert("signer.hash".into(), hash.into());
         }
         m
     }
@@ -505,14 +533,15 @@ impl SignerSpec {
         // Keys that describe rather than parametrise the signer.
         let mut legacy_density = None;
         match kind {
-            "hashing-trick" => {
+            "hashing-trick" | "hashed-gaussian" => {
                 let hash = get(params, "signer.hash")?;
-                if hash != HASH_DESCRIPTION {
+                let ours = kind_from(kind, Vec::new())?.hash().expect("a hashed kind");
+                if hash != ours {
                     return Err(Error::param(
                         "signer.hash",
                         format!(
                             "the signatures were made with the hash `{hash}`, this release \
-                             hashes with `{HASH_DESCRIPTION}`"
+                             hashes with `{ours}`"
                         ),
                     ));
                 }

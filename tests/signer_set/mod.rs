@@ -12,6 +12,7 @@ pub fn all_specs() -> Vec<SignerSpec> {
         SignerKind::SuperBit { depth: None },
         SignerKind::HashingTrick,
         SignerKind::Pooled { pool: 10_000 },
+        SignerKind::HashedGaussian,
     ]
     .into_iter()
     .map(SignerSpec::new)
