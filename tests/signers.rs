@@ -7,7 +7,9 @@ use ndarray::Array2;
 use proptest::prelude::*;
 use signer_set::all_signers;
 use simlsh::rng::Rng;
-use simlsh::signers::{Distribution, HashingTrick, HyperplaneSigner, sparse::sort_and_merge};
+use simlsh::signers::{
+    Distribution, HashedGaussian, HashingTrick, HyperplaneSigner, sparse::sort_and_merge,
+};
 use simlsh::{Error, Signature, Signer, SignerExt};
 use sprs::CsMat;
 
@@ -94,6 +96,48 @@ fn hashing_trick_equals_its_explicit_rademacher_matrix_bit_for_bit() {
             assert_eq!(a.get(r), ht.sign_sparse(ids, w).unwrap());
         }
     }
+}
+
+#[test]
+fn hashed_gaussian_equals_its_explicit_matrix_bit_for_bit() {
+    let mut rng = Rng::new(6);
+    for &f in &WIDTHS {
+        let hg = HashedGaussian::builder().bits(f).seed(78).build().unwrap();
+        let dim = 300;
+        let explicit = hg.explicit_matrix(dim).unwrap();
+        assert_eq!(explicit.info().kind, "custom");
+        for r in 0..40 {
+            let (ids, w) = sparse_row(&mut rng, dim, 1 + r % 9);
+            assert_eq!(
+                hg.sign_sparse(&ids, &w).unwrap(),
+                explicit.sign_sparse(&ids, &w).unwrap(),
+                "f={f}"
+            );
+        }
+        // Every column value is one of the 16 levels, each sign equally often.
+        let col = hg.column(12345);
+        assert_eq!(col.len(), f);
+        for v in &col {
+            assert!(
+                simlsh::signers::hashed_gaussian::LEVELS.contains(&v.abs()),
+                "{v}"
+            );
+        }
+    }
+    // Over many features the 16 levels are equiprobable (chi-square, 15 degrees of freedom,
+    // 99.9% critical value 37.7).
+    let hg = HashedGaussian::builder().bits(256).seed(1).build().unwrap();
+    let levels = simlsh::signers::hashed_gaussian::LEVELS;
+    let mut counts = [0u64; 16];
+    for i in 0..2000 {
+        for v in hg.column(i) {
+            let k = levels.iter().position(|&m| m == v.abs()).unwrap();
+            counts[k + 8 * usize::from(v < 0.0)] += 1;
+        }
+    }
+    let n = 2000.0 * 256.0 / 16.0;
+    let chi2: f64 = counts.iter().map(|&c| (c as f64 - n).powi(2) / n).sum();
+    assert!(chi2 < 37.7, "{counts:?}");
 }
 
 #[test]
@@ -452,6 +496,11 @@ fn signers_report_memory_and_cost() {
         .unwrap()
         .info();
     assert_eq!(p.bytes, 4000);
+    let hg = HashedGaussian::builder().bits(f).build().unwrap().info();
+    // The two 8-value tables and the two AES round keys; one key hash and four stream words
+    // (two AES blocks) per 64 bits.
+    assert_eq!((hg.kind, hg.bytes, hg.dim), ("hashed-gaussian", 96, None));
+    assert_eq!(hg.hash_words_per_nonzero, 1.0 + 4.0 * 4.0);
     // Very sparse columns really have density 1/√D: check against the matrix itself.
     let mut total = 0usize;
     for i in 0..d {

@@ -28,7 +28,7 @@ mod accumulator;
 mod aes;
 mod any;
 mod dense;
-mod hashed_gaussian;
+pub mod hashed_gaussian;
 mod hashing;
 mod hyperplane;
 pub mod kernels;
