@@ -6,9 +6,11 @@ mod signer_set;
 use ndarray::Array2;
 use proptest::prelude::*;
 use signer_set::all_signers;
+use simlsh::estimate::binomial_interval;
 use simlsh::rng::Rng;
 use simlsh::signers::{
     Distribution, HashedGaussian, HashingTrick, HyperplaneSigner, sparse::sort_and_merge,
+    zero_projection_fraction,
 };
 use simlsh::{Error, Signature, Signer, SignerExt};
 use sprs::CsMat;
@@ -507,6 +509,125 @@ fn signers_report_memory_and_cost() {
         total += vs.column(i).unwrap().iter().filter(|&&v| v != 0.0).count();
     }
     assert_eq!(total, nnz);
+}
+
+#[test]
+fn very_sparse_zero_projections_follow_their_formula_and_expected_nnz_removes_them() {
+    // D = 2^16, f = 256, rows of k = 40 random features with Gaussian weights: the fraction
+    // of projections exactly 0 is (1 − p)^k, checked within the 99.9% binomial interval over
+    // 300 rows × 256 bits.
+    let (d, f, k, rows) = (1u64 << 16, 256usize, 40usize, 300usize);
+    let mut rng = Rng::new(31);
+    let data: Vec<(Vec<u64>, Vec<f32>)> = (0..rows).map(|_| sparse_row(&mut rng, d, k)).collect();
+    let zeros = |s: &HyperplaneSigner| -> (u64, f64) {
+        let mut n = 0u64;
+        let mut expected = 0.0;
+        for (ids, w) in &data {
+            let mut acc = s.new_acc();
+            s.accumulate(ids, w, &mut acc);
+            n += acc[..f].iter().filter(|&&v| v == 0.0).count() as u64;
+            expected += zero_projection_fraction(ids.len() as u64, s.density().unwrap());
+        }
+        (n, expected / rows as f64)
+    };
+    let trials = (rows * f) as u64;
+    let default = HyperplaneSigner::builder()
+        .dim(d)
+        .bits(f)
+        .seed(2)
+        .distribution(Distribution::VerySparse { density: None })
+        .build()
+        .unwrap();
+    assert_eq!(default.density(), Some(1.0 / 256.0));
+    let (n, p) = zeros(&default);
+    let (lo, hi) = binomial_interval(trials, p, 0.999).unwrap();
+    assert!(
+        p > 0.85 && (lo..=hi).contains(&n),
+        "{n} zeros, expected {p}"
+    );
+    let sized = HyperplaneSigner::builder()
+        .dim(d)
+        .bits(f)
+        .seed(2)
+        .distribution(Distribution::VerySparse { density: None })
+        .expected_nnz(k as u64)
+        .build()
+        .unwrap();
+    assert_eq!(
+        sized.density(),
+        Some(simlsh::signers::ZERO_TARGET / k as f64)
+    );
+    let (n, p) = zeros(&sized);
+    let (lo, hi) = binomial_interval(trials, p, 0.999).unwrap();
+    assert!(
+        p < 0.01 && (lo..=hi).contains(&n),
+        "{n} zeros, expected {p}"
+    );
+    // Unrelated rows (disjoint features, cosine 0) collide on half their bits, as the law
+    // says, only when their projections are not 0: at the default density they share the
+    // zero bits.
+    let collisions = |s: &HyperplaneSigner| -> u64 {
+        (0..rows / 2)
+            .map(|r| {
+                let a = s.sign_sparse(&data[2 * r].0, &data[2 * r].1).unwrap();
+                let (ids, w) = &data[2 * r + 1];
+                // Shift the second row's features so the two share none.
+                let ids: Vec<u64> = ids.iter().map(|&i| (i + d / 2) % d).collect();
+                let (mut ids, mut w) = (ids, w.clone());
+                sort_and_merge(&mut ids, &mut w);
+                let b = s.sign_sparse(&ids, &w).unwrap();
+                u64::from(f as u32 - a.distance(&b).unwrap())
+            })
+            .sum()
+    };
+    let pairs = (rows / 2 * f) as u64;
+    let (lo, hi) = binomial_interval(pairs, 0.5, 0.999).unwrap();
+    assert!(
+        collisions(&default) > hi,
+        "default density should over-collide"
+    );
+    assert!((lo..=hi).contains(&collisions(&sized)));
+    // Typed errors.
+    let b = || HyperplaneSigner::builder().dim(d).bits(8);
+    for (builder, what) in [
+        (b().expected_nnz(10), "gaussian"),
+        (
+            b().distribution(Distribution::VerySparse { density: Some(0.1) })
+                .expected_nnz(10),
+            "both",
+        ),
+        (
+            b().distribution(Distribution::VerySparse { density: None })
+                .expected_nnz(0),
+            "zero",
+        ),
+    ] {
+        assert!(
+            matches!(
+                builder.build(),
+                Err(Error::InvalidParameter {
+                    name: "expected_nnz",
+                    ..
+                })
+            ),
+            "{what}"
+        );
+    }
+    // Memory: a u32 offset per feature plus a u32 per entry; at D = 2^20 the offsets (4 MiB)
+    // dominate the ≈ f·√D entries.
+    let big = HyperplaneSigner::builder()
+        .dim(1 << 20)
+        .bits(64)
+        .distribution(Distribution::VerySparse { density: None })
+        .build()
+        .unwrap()
+        .info();
+    let approx = 4.0 * (1u64 << 20) as f64 + 4.0 * 64.0 * 1024.0;
+    assert!(
+        (big.bytes as f64 / approx - 1.0).abs() < 0.01,
+        "{}",
+        big.bytes
+    );
 }
 
 #[test]

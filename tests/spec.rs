@@ -34,6 +34,7 @@ fn specs_with_params() -> Vec<SignerSpec> {
         [
             "super-bit:depth=8",
             "very-sparse:density=0.125",
+            "very-sparse:nnz=20",
             "pooled:pool=1000",
         ]
         .map(|s| s.parse::<SignerSpec>().unwrap()),
@@ -62,6 +63,7 @@ fn string_form_round_trips_for_every_kind_and_parameter() {
             "very-sparse:density=0.015625",
             SignerKind::VerySparse {
                 density: Some(0.015625),
+                nnz: None,
             },
         ),
         ("hashing-trick", SignerKind::HashingTrick),
@@ -74,7 +76,10 @@ fn string_form_round_trips_for_every_kind_and_parameter() {
     assert_eq!(SignerKind::Pooled { pool: 7 }.to_string(), "pooled:pool=7");
     // Densities print exactly (shortest round-trip form).
     let p = 1.0 / 3.0;
-    let k = SignerKind::VerySparse { density: Some(p) };
+    let k = SignerKind::VerySparse {
+        density: Some(p),
+        nnz: None,
+    };
     assert_eq!(k.to_string().parse::<SignerKind>().unwrap(), k);
     assert_eq!(SignerSpec::default().kind, SignerKind::HashingTrick);
     assert_eq!(
@@ -265,7 +270,13 @@ fn old_very_sparse_files_with_the_measured_density_are_recognised_or_refused() {
         m
     };
     let spec = SignerSpec::from_params(&old_params(None)).unwrap();
-    assert_eq!(spec.kind, SignerKind::VerySparse { density: None });
+    assert_eq!(
+        spec.kind,
+        SignerKind::VerySparse {
+            density: None,
+            nnz: None,
+        }
+    );
     let want = HyperplaneSigner::builder()
         .dim(400)
         .bits(64)

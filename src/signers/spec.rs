@@ -13,7 +13,7 @@
 //! | `gaussian` | none | yes |
 //! | `super-bit` | `depth` hyperplanes orthonormalised together (`min(D, f)`) | yes |
 //! | `rademacher` | none | yes |
-//! | `very-sparse` | `density` of nonzero entries (`1/√D`) | yes |
+//! | `very-sparse` | `density` of nonzero entries (`1/√D`); `nnz` expected per row (none) | yes |
 //! | `hashing-trick` | none | no |
 //! | `pooled` | `pool` size (10000) | no |
 //! | `hashed-gaussian` | none | no |
@@ -69,8 +69,13 @@ pub enum SignerKind {
     Rademacher,
     /// Very sparse `±1` hyperplanes (Li, Hastie & Church 2006); needs the dimension.
     VerySparse {
-        /// Fraction of nonzero entries; `None` for `1/√D`.
+        /// Fraction of nonzero entries; `None` for `1/√D` (or the one `nnz` asks for).
         density: Option<f64>,
+        /// Expected nonzeros per input row ([`HyperplaneBuilder::expected_nnz`]): raises the
+        /// density so that at most 1% of such a row's projections are exactly 0.
+        ///
+        /// [`HyperplaneBuilder::expected_nnz`]: super::HyperplaneBuilder::expected_nnz
+        nnz: Option<u64>,
     },
     /// The per-feature hashing trick (Manku et al. 2007): `±1` columns, no matrix, any
     /// dimension, tokens.
@@ -137,11 +142,18 @@ const KINDS: &[KindInfo] = &[
         name: "very-sparse",
         description: "explicit sparse ±1 matrix (Li, Hastie & Church 2006): for dense inputs",
         needs_dim: true,
-        params: &[ParamInfo {
-            key: "density",
-            default: "1/√D",
-            description: "fraction of nonzero matrix entries, in (0, 1]",
-        }],
+        params: &[
+            ParamInfo {
+                key: "density",
+                default: "1/√D",
+                description: "fraction of nonzero matrix entries, in (0, 1]",
+            },
+            ParamInfo {
+                key: "nnz",
+                default: "none",
+                description: "expected nonzeros per input row: the density becomes max(1/√D, ln 100 / nnz), so that under 1% of a row's projections are 0",
+            },
+        ],
     },
     KindInfo {
         name: "hashing-trick",
@@ -214,7 +226,11 @@ impl SignerKind {
     fn set_params(&self) -> Vec<(&'static str, String)> {
         match self {
             SignerKind::SuperBit { depth: Some(d) } => vec![("depth", d.to_string())],
-            SignerKind::VerySparse { density: Some(p) } => vec![("density", p.to_string())],
+            SignerKind::VerySparse { density, nnz } => density
+                .map(|p| ("density", p.to_string()))
+                .into_iter()
+                .chain(nnz.map(|k| ("nnz", k.to_string())))
+                .collect(),
             SignerKind::Pooled { pool } if *pool != DEFAULT_POOL => {
                 vec![("pool", pool.to_string())]
             }
@@ -301,6 +317,7 @@ fn kind_from(name: &str, pairs: Vec<(&str, &str)>) -> Result<SignerKind> {
         "rademacher" => SignerKind::Rademacher,
         "very-sparse" => SignerKind::VerySparse {
             density: p.take("density", "a number")?,
+            nnz: p.take("nnz", "a whole number")?,
         },
         "hashing-trick" => SignerKind::HashingTrick,
         "pooled" => SignerKind::Pooled {
@@ -436,7 +453,7 @@ impl SignerSpec {
             }
             (a, b) => a.or(b),
         };
-        let matrix = |d: Distribution| -> Result<AnySigner> {
+        let matrix = |d: Distribution, nnz: Option<u64>| -> Result<AnySigner> {
             let dim = dim.ok_or_else(|| {
                 Error::param(
                     "dim",
@@ -447,19 +464,25 @@ impl SignerSpec {
                     ),
                 )
             })?;
-            Ok(HyperplaneSigner::builder()
+            let b = HyperplaneSigner::builder()
                 .dim(dim)
                 .bits(self.bits)
                 .seed(self.seed)
-                .distribution(d)
-                .build()?
-                .into())
+                .distribution(d);
+            Ok(match nnz {
+                Some(k) => b.expected_nnz(k),
+                None => b,
+            }
+            .build()?
+            .into())
         };
         match self.kind {
-            SignerKind::Gaussian => matrix(Distribution::Gaussian),
-            SignerKind::SuperBit { depth } => matrix(Distribution::SuperBit { depth }),
-            SignerKind::Rademacher => matrix(Distribution::Rademacher),
-            SignerKind::VerySparse { density } => matrix(Distribution::VerySparse { density }),
+            SignerKind::Gaussian => matrix(Distribution::Gaussian, None),
+            SignerKind::SuperBit { depth } => matrix(Distribution::SuperBit { depth }, None),
+            SignerKind::Rademacher => matrix(Distribution::Rademacher, None),
+            SignerKind::VerySparse { density, nnz } => {
+                matrix(Distribution::VerySparse { density }, nnz)
+            }
             SignerKind::HashingTrick => Ok(HashingTrick::builder()
                 .bits(self.bits)
                 .seed(self.seed)

@@ -8,7 +8,10 @@ pub fn all_specs() -> Vec<SignerSpec> {
     [
         SignerKind::Gaussian,
         SignerKind::Rademacher,
-        SignerKind::VerySparse { density: None },
+        SignerKind::VerySparse {
+            density: None,
+            nnz: None,
+        },
         SignerKind::SuperBit { depth: None },
         SignerKind::HashingTrick,
         SignerKind::Pooled { pool: 10_000 },
