@@ -8,6 +8,7 @@ use proptest::prelude::*;
 use signer_set::all_signers;
 use simlsh::estimate::binomial_interval;
 use simlsh::rng::Rng;
+use simlsh::signers::hashed_gaussian::TABLES;
 use simlsh::signers::{
     Distribution, HashedGaussian, HashingTrick, HyperplaneSigner, sparse::sort_and_merge,
     zero_projection_fraction,
@@ -116,25 +117,21 @@ fn hashed_gaussian_equals_its_explicit_matrix_bit_for_bit() {
                 "f={f}"
             );
         }
-        // Every column value is one of the 16 levels, each sign equally often.
+        // Every column value is one of its group's table.
         let col = hg.column(12345);
         assert_eq!(col.len(), f);
-        for v in &col {
-            assert!(
-                simlsh::signers::hashed_gaussian::LEVELS.contains(&v.abs()),
-                "{v}"
-            );
+        for (j, v) in col.iter().enumerate() {
+            assert!(TABLES[j / 8 % 2].contains(v), "{v}");
         }
     }
-    // Over many features the 16 levels are equiprobable (chi-square, 15 degrees of freedom,
-    // 99.9% critical value 37.7).
+    // Over many features the 8 values of each table are equiprobable (chi-square, 15 degrees
+    // of freedom, 99.9% critical value 37.7).
     let hg = HashedGaussian::builder().bits(256).seed(1).build().unwrap();
-    let levels = simlsh::signers::hashed_gaussian::LEVELS;
     let mut counts = [0u64; 16];
     for i in 0..2000 {
-        for v in hg.column(i) {
-            let k = levels.iter().position(|&m| m == v.abs()).unwrap();
-            counts[k + 8 * usize::from(v < 0.0)] += 1;
+        for (j, v) in hg.column(i).into_iter().enumerate() {
+            let t = j / 8 % 2;
+            counts[8 * t + TABLES[t].iter().position(|&x| x == v).unwrap()] += 1;
         }
     }
     let n = 2000.0 * 256.0 / 16.0;

@@ -215,19 +215,30 @@ fn document_pair(d: &mut Draws, share: f64, len: usize) -> (SparseVec, SparseVec
 pub const CORPUS_DIM: usize = 1 << 16;
 
 /// A corpus of `n` documents for near-duplicate search, like e-mail from a few senders:
-/// document `i` follows template `i mod ⌈n/40⌉`, whose 150 boilerplate tokens (heavy words
-/// repeated) it shares with its template-mates, then adds 30–400 tokens of its own; every
-/// fifth document is an edited copy of the one before (10% of its own tokens redrawn).
-/// Weights are term counts scaled by `1/√(document frequency)`-like factors
-/// `1/√(1 + rank/64)` of the vocabulary rank, as TF-IDF would down-weight common words
-/// without removing them. Rows are CSR over [`CORPUS_DIM`] features.
+/// document `i` follows template `i mod ⌈n/40⌉`, whose boilerplate (a word of its own
+/// repeated 12–20 times, the heavy coordinate, and 8 words once) it shares with its
+/// template-mates, then adds
+/// 20–400 tokens of content from a common vocabulary (rank `⌊2^16 · x²⌋` for uniform `x`);
+/// every fifth document is an edited copy of the one before (each content token redrawn with
+/// probability 1/10). Weights are term counts. Rows are CSR over [`CORPUS_DIM`] features.
+///
+/// Template-mates are at cosines from 0.3 to 0.9 according to their lengths, with their
+/// shared boilerplate as the heavy part: where `±1` columns collide too often.
 pub fn dominance_corpus(n: usize) -> CsMatI<f32, u32, usize> {
     let templates = n.div_ceil(40).max(1);
-    let vocab_token = |d: &mut Draws| token(d) % CORPUS_DIM as u64;
-    let boiler: Vec<Vec<u64>> = (0..templates)
+    let content = |d: &mut Draws| {
+        let x = d.uniform();
+        (x * x * CORPUS_DIM as f64) as u64
+    };
+    let boiler: Vec<Vec<(u64, f64)>> = (0..templates)
         .map(|t| {
             let mut d = Draws::new(&[0x7465_6d70, t as u64]);
-            (0..150).map(|_| vocab_token(&mut d)).collect()
+            (0..9)
+                .map(|k| {
+                    let count = if k == 0 { 12 + d.next() % 9 } else { 1 };
+                    (d.next() % CORPUS_DIM as u64, count as f64)
+                })
+                .collect()
         })
         .collect();
     let mut own: Vec<Vec<u64>> = Vec::with_capacity(n);
@@ -237,24 +248,21 @@ pub fn dominance_corpus(n: usize) -> CsMatI<f32, u32, usize> {
             let mut edited = own[i - 1].clone();
             for t in edited.iter_mut() {
                 if d.next() % 10 == 0 {
-                    *t = vocab_token(&mut d);
+                    *t = content(&mut d);
                 }
             }
             own.push(edited);
         } else {
-            let len = 30 + (d.next() % 371) as usize;
-            own.push((0..len).map(|_| vocab_token(&mut d)).collect());
+            let len = 20 + (d.next() % 381) as usize;
+            own.push((0..len).map(|_| content(&mut d)).collect());
         }
     }
     let (mut indptr, mut indices, mut data) = (vec![0usize], Vec::new(), Vec::new());
     for (i, own) in own.iter().enumerate() {
         // An edited copy keeps its original's template.
         let t = if i % 5 == 4 { i - 1 } else { i } % templates;
-        let e: Vec<(u64, f64)> = boiler[t]
-            .iter()
-            .chain(own)
-            .map(|&r| (r, 1.0 / (1.0 + r as f64 / 64.0).sqrt()))
-            .collect();
+        let mut e = boiler[t].clone();
+        e.extend(own.iter().map(|&r| (r, 1.0)));
         let v = SparseVec::from_entries(e);
         indices.extend(v.ids.iter().map(|&r| r as u32));
         data.extend(v.weights);
