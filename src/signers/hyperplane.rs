@@ -27,7 +27,11 @@ pub enum Distribution {
     /// has no entry on any of them, with probability [`zero_projection_fraction`]`(k, p)` =
     /// `(1 − p)^k`; such bits are 0 for every row that misses them, so two unrelated sparse
     /// rows collide there. At `p = 1/√D` and `D = 2^20`, a row of 200 nonzeros has 82% of its
-    /// projections at 0. Use it for dense inputs, or set the expected row length.
+    /// projections at 0. Use it for dense inputs, or set the expected row length. That removes
+    /// the zeros, not the bias of sparse `±1` columns when a few features dominate (a shared
+    /// heavy coordinate mostly has entry 0, so such pairs collide too rarely: on W1,
+    /// rmse/ideal 1.9 at f = 64, `examples/tradeoff.rs`): for sparse rows prefer
+    /// [`HashedGaussian`](super::HashedGaussian).
     ///
     /// **Memory.** `4·(D + 1) + 4·nnz` bytes: a row offset per feature plus one `u32` per
     /// nonzero entry, `nnz ≈ p·D·f`, so `≈ 4·D + 4·f·√D` at the default density (the offsets

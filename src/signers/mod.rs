@@ -11,6 +11,7 @@
 //! | [`HyperplaneSigner`] very sparse | stored nonzeros, density `p = 1/√D` | `4·(D + 1) + 4·p·D·f` bytes (`≈ 4·D + 4·f·√D`) | `p·f` adds |
 //! | [`HashingTrick`] | XXH3 hash of the feature, `±1` | none | `f` adds + `f/64` hash words |
 //! | [`PooledSigner`] | hashed picks from a pool of `m` Gaussians | `4·m` bytes | `f` multiply-adds + `f/2` hash words |
+//! | [`HashedGaussian`] | XXH3 + 2 AES rounds of the feature, 16-level quantised Gaussian values | 96 bytes of tables | `f` adds (table lookups) + `f/16` hash words |
 //!
 //! **Ties.** All signers share one rule: bit `j` is 1 if and only if `V[j] > 0` strictly. So a
 //! zero vector, an empty document, or any `V[j] = 0` (including `−0.0`) gives bit 0, and NaN
