@@ -342,6 +342,10 @@ fn bad_input_gives_typed_errors_naming_row_and_column() {
         Err(Error::InvalidParameter { name: "dim", .. })
     ));
     assert!(matches!(
+        HashedGaussian::builder().build(),
+        Err(Error::InvalidParameter { name: "bits", .. })
+    ));
+    assert!(matches!(
         HyperplaneSigner::builder()
             .dim(4)
             .bits(8)
