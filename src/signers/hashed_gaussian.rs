@@ -42,10 +42,12 @@
 //! | **two 8-value tables, minimax magnitudes** | −0.0044 | 0.000–0.003 | 5.3 / 20.7 | **chosen** |
 //!
 //! Word expansion: SplitMix64 per 64-bit word cost 6.4 / 24.8 ns with the same lookups, AES
-//! rounds 5.3 / 20.7. In the library (`cargo bench --bench signing -- w1/`, criterion medians,
-//! 2-core machine under load): hashing trick 4.5 / 17.1 ns per nonzero, hashed Gaussian 6.3
-//! / 22–27 ns; by thread CPU time over the same rows, 3.6–4.1 / 15.4 against 5.4–5.9 / 22.0
-//! (ratios 1.35–1.6 and 1.41).
+//! rounds 5.3 / 20.7; on this machine (AMD Zen 3) `vpermps` is the bottleneck, at about two
+//! cycles each, 8 per 64 bits. In the library, `cargo bench --bench signing -- w1/` (criterion
+//! medians of two runs on a loaded 2-core machine, W1, one thread): hashing trick 4.5–4.9 /
+//! 16.4–17.1 ns per nonzero, hashed Gaussian 6.2–6.3 / 25.5–27.3; by thread CPU time over the
+//! same rows, which load does not inflate, 3.8–4.1 / 15.5 against 5.4–6.1 / 22.0–22.3 (ratios
+//! 1.3–1.6 and 1.41–1.43).
 //!
 //! The signer itself on the dominance set (`cargo run --release --example dominance`,
 //! f = 256, 1,000 pairs per cell): deviations within ±0.0044 of `1 − θ/π` (the `±1` hashing
