@@ -6,6 +6,9 @@
 //!   sample of ids, enough calls to include the index's periodic merges), from a fresh
 //!   copy of the index each time.
 //! * `insert_loop_1m`: new ids inserted one `insert` call at a time.
+//! * `remove_batch_1m`, `insert_batch_1m`: 200,000 ids in one `remove_batch` /
+//!   `insert_batch` call.
+//! * `open_1m/*/verify_index`: the checksum and every invariant (`io::verify_index`).
 //!
 //! Throughput is in operations (files opened, ids removed or inserted) per second.
 //! `cargo bench --bench index_ops` (filter with e.g. `-- open`).
@@ -135,6 +138,9 @@ fn bench_open(c: &mut Criterion) {
         g.bench_function(BenchmarkId::new(s.name, "load_index"), |b| {
             b.iter(|| load_index(black_box(&s.path)).unwrap())
         });
+        g.bench_function(BenchmarkId::new(s.name, "verify_index"), |b| {
+            b.iter(|| simlsh::io::verify_index(black_box(&s.path)).unwrap())
+        });
     }
     g.finish();
 }
@@ -182,6 +188,48 @@ fn bench_updates(c: &mut Criterion) {
                             idx.insert(W3::N as u32 + i as u32, c).unwrap();
                         }
                     });
+                    idx
+                },
+                BatchSize::LargeInput,
+            )
+        });
+    }
+    g.finish();
+
+    // 200,000 ids at once.
+    let ids = sample_ids(200_000);
+    let mut g = c.benchmark_group("remove_batch_1m");
+    g.sample_size(10);
+    g.throughput(Throughput::Elements(ids.len() as u64));
+    for s in setups() {
+        g.bench_function(BenchmarkId::new(s.name, ids.len()), |b| {
+            b.iter_batched(
+                || copy(s),
+                |mut idx| {
+                    assert_eq!(
+                        pool().install(|| idx.remove_batch(&ids)).unwrap(),
+                        ids.len()
+                    );
+                    idx
+                },
+                BatchSize::LargeInput,
+            )
+        });
+    }
+    g.finish();
+    let codes = new_codes(200_000);
+    let new_ids: Vec<u32> = (0..codes.len() as u32).map(|i| W3::N as u32 + i).collect();
+    let mut g = c.benchmark_group("insert_batch_1m");
+    g.sample_size(10);
+    g.throughput(Throughput::Elements(codes.len() as u64));
+    for s in setups() {
+        g.bench_function(BenchmarkId::new(s.name, codes.len()), |b| {
+            b.iter_batched(
+                || copy(s),
+                |mut idx| {
+                    pool()
+                        .install(|| idx.insert_batch(&new_ids, &codes))
+                        .unwrap();
                     idx
                 },
                 BatchSize::LargeInput,

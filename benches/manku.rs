@@ -17,54 +17,17 @@
 use std::hint::black_box;
 use std::sync::OnceLock;
 
-use criterion::measurement::{Measurement, ValueFormatter, WallTime};
+use criterion::measurement::Measurement;
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+
+#[path = "common/cpu_time.rs"]
+mod cpu_time;
+use cpu_time::CpuTime;
 use rayon::ThreadPool;
 use simlsh::index::{HammingIndex, Hit, LinearScan, PermutedTables};
 use simlsh::join::self_join;
 use simlsh::{SignatureMatrix, hamming};
 use simlsh_workloads::{W3, W4, w3, w4};
-
-/// CPU time of the calling thread (`/proc/thread-self/schedstat`), in nanoseconds.
-struct CpuTime;
-
-static WALL: WallTime = WallTime;
-
-fn thread_cpu_ns() -> u64 {
-    std::fs::read_to_string("/proc/thread-self/schedstat")
-        .ok()
-        .and_then(|s| s.split_whitespace().next()?.parse().ok())
-        .expect("per-thread CPU time needs Linux /proc/thread-self/schedstat")
-}
-
-impl Measurement for CpuTime {
-    type Intermediate = u64;
-    type Value = u64;
-
-    fn start(&self) -> u64 {
-        thread_cpu_ns()
-    }
-
-    fn end(&self, start: u64) -> u64 {
-        thread_cpu_ns() - start
-    }
-
-    fn add(&self, a: &u64, b: &u64) -> u64 {
-        a + b
-    }
-
-    fn zero(&self) -> u64 {
-        0
-    }
-
-    fn to_f64(&self, v: &u64) -> f64 {
-        *v as f64
-    }
-
-    fn formatter(&self) -> &dyn ValueFormatter {
-        WALL.formatter()
-    }
-}
 
 /// The 1-thread pool, on the benchmark's thread so that its CPU time is measured.
 fn pool() -> &'static ThreadPool {

@@ -122,6 +122,27 @@ pub enum Error {
         /// The version found.
         got: u32,
     },
+    /// A parameter or section of a file is out of range or inconsistent with the others.
+    #[error("{}: {field}: {reason}", path.display())]
+    InvalidField {
+        /// The file.
+        path: PathBuf,
+        /// The parameter (`param bits`) or section (`section rows`) at fault.
+        field: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// Two paths of one run name the same file (the same device and inode, through any
+    /// links): an output that is also an input, or two outputs.
+    #[error("{} and {} are the same file ({what}): refusing to overwrite it", first.display(), second.display())]
+    SameFile {
+        /// The input (or the first output).
+        first: PathBuf,
+        /// The output.
+        second: PathBuf,
+        /// `"an input and an output"` or `"two outputs"`.
+        what: &'static str,
+    },
     /// A file's checksum does not match its contents.
     #[error("{}: checksum mismatch (stored {stored:#018x}, computed {computed:#018x}): the file is corrupt", path.display())]
     Checksum {

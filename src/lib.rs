@@ -12,8 +12,11 @@
 //! | signatures | [`signature`] | [`Signature`], [`SignatureMatrix`] |
 //! | signers | [`signers`] | the [`Signer`] trait, [`HyperplaneSigner`], [`HashingTrick`], [`HashedGaussian`], [`PooledSigner`], [`Accumulator`], [`SignerSpec`] |
 //! | estimates | [`estimate`] | [`estimate::estimate`], [`estimate::Planner`], [`estimate::BitsPlanner`] |
+//! | CPU dispatch | [`cpu`] | [`cpu::features`], the scalar / x86 kernel layer |
 //! | popcount kernels | [`hamming`] | [`hamming::distance`], [`hamming::scan_radius`], [`hamming::scan_knn`] |
 //! | indexes | [`index`] | the [`HammingIndex`] trait, [`LinearScan`] |
+//! | joins | [`join`] | [`join::self_join`], [`join::banded_join`], [`join::leader_clusters`] |
+//! | exact answers | [`verify`] | [`verify::VerifiedJoin`], [`verify::rerank`], [`verify::Vectors`] |
 //! | files | [`io`] | the versioned format, [`io::save_signatures`], [`io::load_index`] |
 //! | randomness | [`rng`] | platform-independent seeded generators and hashes |
 //!
@@ -62,7 +65,9 @@
 //! returns every stored signature at distance `≤ r` (inclusive), k-NN breaks ties by id.
 //! [`LinearScan`] compares every stored code by hardware popcount, sharing one pass over the
 //! data between a batch of queries: exact for any radius or `k`, no build, `8·⌈f/64⌉ + 4`
-//! bytes per code.
+//! bytes per code. [`index::IndexSpec`] names every kind and its parameters in one compact
+//! text form (`manku:k=3`, `mih:m=4`, `permutation:q=64,beam=128`) and builds it;
+//! [`index::kinds`] describes them.
 //!
 //! # Memory
 //!
@@ -75,6 +80,7 @@
 //! between processes.
 #![deny(missing_docs)]
 
+pub mod cpu;
 pub mod error;
 pub mod estimate;
 pub mod hamming;
@@ -86,6 +92,8 @@ pub mod signature;
 pub mod signers;
 pub mod storage;
 pub mod text;
+pub(crate) mod util;
+pub mod verify;
 
 pub use error::{Error, Result};
 pub use index::{HammingIndex, Hit, Id, LinearScan, MultiIndex};

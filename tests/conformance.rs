@@ -10,10 +10,13 @@ use simlsh::index::{HammingIndex, Hit, IndexSpec, LinearScan, MultiIndex, MultiI
 use simlsh::rng::Rng;
 use simlsh::signature::{SignatureMatrix, words_for};
 
+/// Builds an index of signatures (ids `0..N`).
+type Build = Box<dyn Fn(&SignatureMatrix) -> Box<dyn HammingIndex>>;
+
 /// An index type under test: how to build it from signatures (ids `0..N`) and empty.
 struct Kind {
     name: &'static str,
-    build: Box<dyn Fn(&SignatureMatrix) -> Box<dyn HammingIndex>>,
+    build: Build,
     empty: Box<dyn Fn(usize) -> Box<dyn HammingIndex>>,
 }
 
@@ -111,6 +114,34 @@ fn compare(name: &str, idx: &dyn HammingIndex, oracle: &LinearScan, qs: &[Vec<u6
             let want = oracle.radius(q, r).unwrap();
             assert_eq!(&idx.radius(q, r).unwrap(), &want, "{name}: f={bits} r={r}");
             assert_eq!(b, &want, "{name}: batch f={bits} r={r}");
+        }
+    }
+    // The flat forms hold the same answers (FAISS shapes, padded k-NN).
+    let r = 3;
+    let nested = idx.radius_batch(&flat, r).unwrap();
+    let rf = idx.radius_flat(&flat, r).unwrap();
+    assert_eq!(rf.lims.len(), qs.len() + 1, "{name}: lims");
+    for (q, hits) in nested.iter().enumerate() {
+        let (a, b) = (rf.lims[q], rf.lims[q + 1]);
+        let got: Vec<Hit> = rf.ids[a..b]
+            .iter()
+            .zip(&rf.distances[a..b])
+            .map(|(&id, &distance)| Hit {
+                distance,
+                id: id as u32,
+            })
+            .collect();
+        assert_eq!(&got, hits, "{name}: radius_flat");
+    }
+    let k = 4;
+    let kf = idx.knn_flat(&flat, k).unwrap();
+    for (q, hits) in idx.knn_batch(&flat, k).unwrap().iter().enumerate() {
+        for j in 0..k {
+            let (id, d) = (kf.ids[q * k + j], kf.distances[q * k + j]);
+            match hits.get(j) {
+                Some(h) => assert_eq!((id, d), (i64::from(h.id), h.distance), "{name}"),
+                None => assert_eq!((id, d), (-1, u32::MAX), "{name}: padding"),
+            }
         }
     }
     for k in [1usize, 3, 10, oracle.len() + 2] {
@@ -268,6 +299,71 @@ proptest! {
         let qs = queries(&mut rng, &data, 8);
         for kind in kinds() {
             compare(kind.name, (kind.build)(&data).as_ref(), &oracle, &qs);
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(16))]
+
+    /// Batches of inserts and removals (`insert_batch`, `remove_batch`) leave every index
+    /// equal to the oracle changed one id at a time; a batch with a stored or repeated id
+    /// changes nothing.
+    #[test]
+    fn batch_updates_match_the_oracle(
+        seed in any::<u64>(),
+        n in 0usize..150,
+        bits in prop_oneof![Just(8usize), Just(64), Just(100)],
+        steps in proptest::collection::vec((any::<bool>(), 1usize..120), 1..5),
+    ) {
+        let mut rng = Rng::new(seed);
+        let data = planted(&mut rng, bits, n + 400);
+        let first = SignatureMatrix::from_parts(bits, data.slice_rows(0..n).as_slice().to_vec()).unwrap();
+        let qs = queries(&mut rng, &data, 6);
+        for kind in kinds() {
+            let mut idx = (kind.build)(&first);
+            let mut oracle = LinearScan::build(&first).unwrap();
+            let mut next = n;
+            for &(insert, size) in &steps {
+                if insert {
+                    let size = size.min(data.len() - next);
+                    // Ids out of order, some far apart.
+                    let ids: Vec<u32> = (0..size).rev().map(|i| ((next + i) * 7) as u32).collect();
+                    let codes: Vec<u64> = (0..size)
+                        .rev()
+                        .flat_map(|i| data.row(next + i).to_vec())
+                        .collect();
+                    if let Some(&stored) = oracle.ids().first() {
+                        let mut bad = ids.clone();
+                        bad.push(stored);
+                        let mut bad_codes = codes.clone();
+                        bad_codes.extend_from_slice(data.row(0));
+                        prop_assert!(idx.insert_batch(&bad, &bad_codes).is_err());
+                        prop_assert_eq!(idx.len(), oracle.len(), "{}: unchanged", kind.name);
+                    }
+                    idx.insert_batch(&ids, &codes).unwrap();
+                    for (&id, c) in ids.iter().zip(codes.chunks_exact(words_for(bits))) {
+                        oracle.insert(id, c).unwrap();
+                    }
+                    next += size;
+                } else {
+                    let stored = oracle.ids().to_vec();
+                    let mut ids: Vec<u32> = (0..size)
+                        .map(|_| if stored.is_empty() || rng.below(4) == 0 {
+                            rng.below(10_000) as u32
+                        } else {
+                            stored[rng.below(stored.len() as u64) as usize]
+                        })
+                        .collect();
+                    ids.push(ids[0]);
+                    let mut want = 0;
+                    for &id in &ids {
+                        want += usize::from(oracle.remove(id).unwrap());
+                    }
+                    prop_assert_eq!(idx.remove_batch(&ids).unwrap(), want, "{}", kind.name);
+                }
+                compare(kind.name, idx.as_ref(), &oracle, &qs);
+            }
         }
     }
 }

@@ -143,11 +143,11 @@ fn npy_errors_name_the_file_and_the_byte_row_or_dtype() {
     let p = write("extra.npy", [&full[..], b"xx"].concat());
     assert_format_error(read_npy_dense(&p).unwrap_err(), &p, &["2 unexpected bytes"]);
 
-    let p = write("int.npy", npy_bytes(&array![[1i32, 2], [3, 4]]));
+    let p = write("str.npy", npy_raw("<U2", "(1, 2)", &[0u8; 16]));
     assert_format_error(
         read_npy_dense(&p).unwrap_err(),
         &p,
-        &["int32", "float32 or float64"],
+        &["str2", "not a number type", "`<U2`"],
     );
     let p = write("u64.npy", npy_bytes(&array![[1u64, 2]]));
     assert_format_error(
@@ -965,4 +965,446 @@ fn format_names_and_extensions() {
     // A vector format is not a text format.
     let p = write("v.npy", npy_bytes(&array![[1.0f32]]));
     assert!(documents(&p, InputFormat::Npy, &TextOptions::default()).is_err());
+}
+
+// ---------------------------------------------------------------------------------------
+// Sizes claimed by headers, checked against the input before anything is allocated
+
+/// A `.npy` header dictionary with any shape and dtype, over `data`.
+fn npy_claiming(descr: &str, shape: &str, data: &[u8]) -> Vec<u8> {
+    npy_raw(descr, shape, data)
+}
+
+#[test]
+fn sizes_claimed_beyond_the_file_are_errors_naming_both_sizes() {
+    // Version 2.0 header claiming a 4 GB dictionary, in a 12-byte file.
+    let p = write("hdr4g.npy", b"\x93NUMPY\x02\x00\xff\xff\xff\xff");
+    assert_format_error(
+        read_npy_dense(&p).unwrap_err(),
+        &p,
+        &["claims 4294967295 bytes"],
+    );
+    // A 2.4 GB array claimed by a 192-byte file.
+    let p = write("claim.npy", npy_claiming("<f4", "(600000000, 1)", &[0; 64]));
+    assert_format_error(
+        read_npy_dense(&p).unwrap_err(),
+        &p,
+        &["truncated", "2400000000 data bytes", "bytes missing"],
+    );
+    // The 61-byte MatrixMarket file that cost 2.3 GB.
+    let text = "%%MatrixMarket matrix array real general\n24000 24000\n1\n2\n3\n4\n";
+    assert_eq!(text.len(), 61);
+    let p = write("claim61.mtx", text);
+    assert_parse_error(
+        read_mtx(&p, OnBadLine::Fail).unwrap_err(),
+        &p,
+        2,
+        "claims 576000000 values, but only 8 bytes follow",
+    );
+    let p = write(
+        "claim-nnz.mtx",
+        "%%MatrixMarket matrix coordinate real general\n5 5 99999999999\n1 1 1\n",
+    );
+    assert_parse_error(
+        read_mtx(&p, OnBadLine::Fail).unwrap_err(),
+        &p,
+        2,
+        "claims 99999999999 entries",
+    );
+    let p = write(
+        "claim-rows.mtx",
+        "%%MatrixMarket matrix coordinate real general\n1000000000000 1 0\n",
+    );
+    assert_parse_error(
+        read_mtx(&p, OnBadLine::Fail).unwrap_err(),
+        &p,
+        2,
+        "claims 1000000000000 rows, more than the 64 bytes",
+    );
+    // A .fvecs row of 2^31 - 1 values in 16 bytes.
+    let mut b = i32::MAX.to_le_bytes().to_vec();
+    b.extend([0; 12]);
+    let p = write("claim.fvecs", &b);
+    assert_format_error(
+        read_vectors(&p, InputFormat::Fvecs, &VectorOptions::default()).unwrap_err(),
+        &p,
+        &["16 bytes is not a whole number of rows of dimension 2147483647"],
+    );
+    // A stored .npz member claiming 2.4 GB.
+    let z = zip_of(
+        &[("arr_0.npy", npy_claiming("<f4", "(600000000, 1)", &[0; 64]))],
+        false,
+    );
+    let p = write("claim.npz", z);
+    assert_format_error(
+        simlsh::io::read_npz(&p, &Default::default()).unwrap_err(),
+        &p,
+        &["member `arr_0`", "truncated", "2400000000 data bytes"],
+    );
+}
+
+#[test]
+fn a_column_count_of_2_pow_32_is_an_error_and_2_pow_32_minus_1_is_read() {
+    let opts = |base| SvmlightOptions {
+        base,
+        ..Default::default()
+    };
+    // SVMlight: 1-based index 2^32 - 1 is column 2^32 - 2, the largest.
+    let p = write("max.svm", "1 4294967295:1.5\n");
+    let s = read_svmlight(&p, &opts(IndexBase::One)).unwrap();
+    assert_eq!(s.matrix.cols(), u32::MAX as usize);
+    assert_eq!(s.matrix.indices(), &[u32::MAX - 1]);
+    assert_parse_error(
+        read_svmlight(&p, &opts(IndexBase::Zero)).unwrap_err(),
+        &p,
+        1,
+        "index 4294967295 does not fit 32-bit column indices",
+    );
+    let p = write("over.svm", "1 4294967296:1.5\n");
+    assert_parse_error(
+        read_svmlight(&p, &opts(IndexBase::One)).unwrap_err(),
+        &p,
+        1,
+        "does not fit 32-bit column indices",
+    );
+    // SciPy .npz: shape (3, 2^32) refused, (3, 2^32 - 1) read.
+    let members = |cols: i64| {
+        scipy_members(
+            "csr",
+            (3, cols),
+            &[0, 1, 1, 2],
+            &[7, cols as i32 - 1],
+            &[1.0, 2.0],
+        )
+    };
+    let p = write("over.npz", zip_of(&members(1 << 32), false));
+    assert_format_error(
+        read_npz_csr(&p).unwrap_err(),
+        &p,
+        &["4294967296 columns do not fit 32-bit column indices"],
+    );
+    let mut m = members(u32::MAX as i64);
+    m[0].1 = npy_bytes(&Array1::from(vec![7i64, u32::MAX as i64 - 1]));
+    let p = write("max.npz", zip_of(&m, false));
+    let got = read_npz_csr(&p).unwrap();
+    assert_eq!(got.cols(), u32::MAX as usize);
+    assert_eq!(got.indices(), &[7, u32::MAX - 1]);
+    // MatrixMarket.
+    let p = write(
+        "over.mtx",
+        "%%MatrixMarket matrix coordinate real general\n1 4294967296 1\n1 1 1\n",
+    );
+    assert_parse_error(
+        read_mtx(&p, OnBadLine::Fail).unwrap_err(),
+        &p,
+        2,
+        "4294967296 columns do not fit 32-bit column indices",
+    );
+    let p = write(
+        "max.mtx",
+        "%%MatrixMarket matrix coordinate real general\n1 4294967295 1\n1 4294967295 2.5\n",
+    );
+    let m = read_mtx(&p, OnBadLine::Fail).unwrap();
+    assert!(
+        matches!(&m.matrix, Vectors::Sparse(c) if c.cols() == u32::MAX as usize && c.indices() == [u32::MAX - 1])
+    );
+}
+
+/// `rows × 1024` zeros as `float32`, deflated into a `np.savez` archive: a zip bomb of about
+/// 1000:1.
+fn zeros_npz(rows: usize) -> Vec<u8> {
+    let arr = npy_raw("<f4", &format!("({rows}, 1024)"), &vec![0u8; rows * 4096]);
+    zip_of(&[("arr_0.npy", arr)], true)
+}
+
+#[test]
+fn a_zip_bomb_stops_at_the_decompression_limit_naming_the_member() {
+    // 64 MiB of zeros in about 64 KB.
+    let z = zeros_npz(16_384);
+    assert!(z.len() < 200_000, "{} bytes", z.len());
+    let p = write("bomb.npz", &z);
+    let limits = simlsh::io::Limits::default();
+    let e = simlsh::io::read_npz(&p, &limits).unwrap_err();
+    assert_format_error(
+        e,
+        &p,
+        &[
+            "member `arr_0`",
+            "decompresses beyond",
+            &format!("{} bytes", limits.decompressed(z.len() as u64)),
+            "zip bomb",
+        ],
+    );
+    // Through read_vectors, with the limit raised, it is read.
+    let opts = VectorOptions {
+        limits: simlsh::io::Limits {
+            max_ratio: 2000,
+            ..limits
+        },
+        ..Default::default()
+    };
+    let v = read_vectors(&p, InputFormat::Npz, &opts).unwrap();
+    assert!(
+        matches!(&v.vectors, Vectors::Dense(a) if a.dim() == (16_384, 1024) && a.iter().all(|&x| x == 0.0))
+    );
+    // Small archives of zeros still read under the default limit (16 MiB floor).
+    let p = write("zeros.npz", zeros_npz(1024));
+    assert!(read_vectors(&p, InputFormat::Npz, &VectorOptions::default()).is_ok());
+    // A SciPy bomb: 8M duplicate entries in one row, in the index and data members.
+    let nnz = 8usize << 20;
+    let members = vec![
+        ("format.npy", npy_raw("|S3", "()", b"csr")),
+        ("shape.npy", npy_bytes(&array![1i64, 10])),
+        ("indptr.npy", npy_bytes(&array![0i64, nnz as i64])),
+        (
+            "indices.npy",
+            npy_raw("<i4", &format!("({nnz},)"), &vec![0u8; 4 * nnz]),
+        ),
+        (
+            "data.npy",
+            npy_raw("<f4", &format!("({nnz},)"), &vec![0u8; 4 * nnz]),
+        ),
+    ];
+    let p = write("bomb-csr.npz", zip_of(&members, true));
+    assert_format_error(
+        read_npz_csr(&p).unwrap_err(),
+        &p,
+        &["member `indices`", "zip bomb"],
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// More inputs: float16 and integer .npy, np.savez archives, streams
+
+#[test]
+fn float16_and_integer_npy_convert_to_f32() {
+    // float16: 1, -2, 0.5, 65504 (max), 2^-24 (smallest subnormal), -0, 1.5, 2^-14.
+    let halves = [
+        0x3C00u16, 0xC000, 0x3800, 0x7BFF, 0x0001, 0x8000, 0x3E00, 0x0400,
+    ];
+    let b: Vec<u8> = halves.iter().flat_map(|h| h.to_le_bytes()).collect();
+    let p = write("f16.npy", npy_raw("<f2", "(2, 4)", &b));
+    let got = read_npy_dense(&p).unwrap();
+    let want = array![
+        [1.0f32, -2.0, 0.5, 65504.0],
+        [2f32.powi(-24), -0.0, 1.5, 2f32.powi(-14)]
+    ];
+    assert_eq!(got, want);
+    assert!(got[(1, 1)].is_sign_negative());
+    let b: Vec<u8> = halves.iter().flat_map(|h| h.to_be_bytes()).collect();
+    let p = write("f16be.npy", npy_raw(">f2", "(2, 4)", &b));
+    assert_eq!(read_npy_dense(&p).unwrap(), want);
+    let p = write("f16inf.npy", npy_raw("<f2", "(1, 2)", &[0, 0x3C, 0, 0x7C]));
+    assert_format_error(
+        read_npy_dense(&p).unwrap_err(),
+        &p,
+        &["row 0, column 1", "inf"],
+    );
+
+    // Integers: exact up to 2^24, then rounded to nearest (ties to even).
+    let p = write("i8.npy", npy_bytes(&array![[-128i8, 127, 0]]));
+    assert_eq!(read_npy_dense(&p).unwrap(), array![[-128.0f32, 127.0, 0.0]]);
+    let p = write("u8.npy", npy_bytes(&array![[0u8, 255]]));
+    assert_eq!(read_npy_dense(&p).unwrap(), array![[0.0f32, 255.0]]);
+    let p = write("i16.npy", npy_bytes(&array![[i16::MIN, i16::MAX]]));
+    assert_eq!(read_npy_dense(&p).unwrap(), array![[-32768.0f32, 32767.0]]);
+    let p = write("u16.npy", npy_bytes(&array![[u16::MAX], [1]]));
+    assert_eq!(read_npy_dense(&p).unwrap(), array![[65535.0f32], [1.0]]);
+    let p = write(
+        "i32.npy",
+        npy_bytes(&array![[16_777_216i32, 16_777_217, 16_777_219, -7]]),
+    );
+    assert_eq!(
+        read_npy_dense(&p).unwrap(),
+        array![[16_777_216.0f32, 16_777_216.0, 16_777_220.0, -7.0]]
+    );
+    let p = write("i64.npy", npy_bytes(&array![[-(1i64 << 40), 3]]));
+    assert_eq!(read_npy_dense(&p).unwrap(), array![[-(2f32.powi(40)), 3.0]]);
+    let p = write("u32.npy", npy_bytes(&array![[u32::MAX]]));
+    assert_eq!(read_npy_dense(&p).unwrap(), array![[4_294_967_296.0f32]]);
+    let b: Vec<u8> = [300i16, -2].iter().flat_map(|x| x.to_be_bytes()).collect();
+    let p = write("i16be.npy", npy_raw(">i2", "(2, 1)", &b));
+    assert_eq!(read_npy_dense(&p).unwrap(), array![[300.0f32], [-2.0]]);
+    let p = write("bool.npy", npy_raw("|b1", "(1, 3)", &[1, 0, 2]));
+    assert_eq!(read_npy_dense(&p).unwrap(), array![[1.0f32, 0.0, 1.0]]);
+    // uint64 is the signature format: refused, pointing there.
+    let p = write("u64v.npy", npy_bytes(&array![[1u64, 2]]));
+    assert_format_error(
+        read_npy_dense(&p).unwrap_err(),
+        &p,
+        &["uint64", "read_signatures_npy"],
+    );
+}
+
+#[test]
+fn dense_arrays_saved_by_np_savez_are_read() {
+    let a = array![[1.0f32, -2.0, 0.5], [3.0, 0.0, 4.25]];
+    for compressed in [false, true] {
+        let p = write(
+            &format!("savez-{compressed}.npz"),
+            zip_of(&[("arr_0.npy", npy_bytes(&a))], compressed),
+        );
+        let v = read_vectors(&p, InputFormat::Npz, &VectorOptions::default()).unwrap();
+        assert!(matches!(&v.vectors, Vectors::Dense(d) if d == a));
+        // read_npz_csr reads the sparse kind only.
+        assert_format_error(
+            read_npz_csr(&p).unwrap_err(),
+            &p,
+            &["no `format` array", "`arr_0.npy`"],
+        );
+    }
+    // np.savez(path, x=m): one member of any name; float64 in Fortran order.
+    let f = Array2::from_shape_fn((3, 2).f(), |(i, j)| (i * 2 + j) as f64);
+    let p = write("savez-x.npz", zip_of(&[("x.npy", npy_bytes(&f))], true));
+    let v = read_vectors(&p, InputFormat::Npz, &VectorOptions::default()).unwrap();
+    assert!(matches!(&v.vectors, Vectors::Dense(d) if *d == f.mapv(|x| x as f32)));
+    // Two arrays: ambiguous.
+    let p = write(
+        "savez-two.npz",
+        zip_of(
+            &[("arr_0.npy", npy_bytes(&a)), ("arr_1.npy", npy_bytes(&a))],
+            false,
+        ),
+    );
+    assert_format_error(
+        read_vectors(&p, InputFormat::Npz, &VectorOptions::default()).unwrap_err(),
+        &p,
+        &["holds 2 arrays", "`arr_0.npy`, `arr_1.npy`"],
+    );
+    // A member's errors name it.
+    let p = write(
+        "savez-nan.npz",
+        zip_of(
+            &[("arr_0.npy", npy_bytes(&array![[1.0f32, f32::NAN]]))],
+            true,
+        ),
+    );
+    assert_format_error(
+        read_vectors(&p, InputFormat::Npz, &VectorOptions::default()).unwrap_err(),
+        &p,
+        &["member `arr_0`", "row 0, column 1", "not finite"],
+    );
+}
+
+/// One valid input of every streamable vector format.
+fn stream_inputs() -> Vec<(InputFormat, Vec<u8>)> {
+    let mut fvecs = Vec::new();
+    for r in 0..3 {
+        fvecs.extend(2i32.to_le_bytes());
+        fvecs.extend((r as f32).to_le_bytes());
+        fvecs.extend((-(r as f32)).to_le_bytes());
+    }
+    vec![
+        (
+            InputFormat::Npy,
+            npy_bytes(&array![[1.0f32, 2.0], [3.0, 4.5]]),
+        ),
+        (InputFormat::Svmlight, b"1 1:0.5 3:2\n-1 2:1 # c\n".to_vec()),
+        (
+            InputFormat::MatrixMarket,
+            b"%%MatrixMarket matrix coordinate real symmetric\n3 3 2\n2 1 4\n3 3 1\n".to_vec(),
+        ),
+        (InputFormat::Fvecs, fvecs),
+        (InputFormat::Bvecs, vec![2, 0, 0, 0, 9, 8]),
+    ]
+}
+
+fn same_vectors(a: &Vectors, b: &Vectors) -> bool {
+    match (a, b) {
+        (Vectors::Dense(x), Vectors::Dense(y)) => x == y,
+        (Vectors::Sparse(x), Vectors::Sparse(y)) => x == y,
+        _ => false,
+    }
+}
+
+#[test]
+fn streamable_formats_read_from_any_reader_as_from_a_file() {
+    let opts = VectorOptions::default();
+    let name = Path::new("<stdin>");
+    for (f, bytes) in stream_inputs() {
+        let p = write(&format!("stream.{}", f.name()), &bytes);
+        let file = read_vectors(&p, f, &opts).unwrap();
+        let stream = simlsh::io::read_vectors_from(Cursor::new(&bytes), name, f, &opts).unwrap();
+        assert!(same_vectors(&file.vectors, &stream.vectors), "{f}");
+        // A stream cut in half is an error naming the stream (SVMlight's half is a valid
+        // file of one row and a label).
+        let cut = &bytes[..bytes.len() / 2];
+        match simlsh::io::read_vectors_from(Cursor::new(cut), name, f, &opts) {
+            Err(e) => assert!(e.to_string().starts_with("<stdin>"), "{f}: {e}"),
+            Ok(v) => assert!(f == InputFormat::Svmlight && v.vectors.rows() == 1, "{f}"),
+        }
+    }
+    // A stream claiming 600M rows in a few bytes.
+    let lie = npy_raw("<f4", "(600000000, 1)", &[0; 64]);
+    let e = simlsh::io::read_npy_dense_from(Cursor::new(&lie), name).unwrap_err();
+    assert!(
+        e.to_string().contains("truncated") && e.to_string().contains("2400000000"),
+        "{e}"
+    );
+    // Signatures.
+    let m = random_sigs(100, 7, 3);
+    let p = tmp("stream-sigs.npy");
+    write_signatures_npy(&p, &m).unwrap();
+    let bytes = std::fs::read(&p).unwrap();
+    let got = simlsh::io::read_signatures_npy_from(Cursor::new(&bytes), name, Some(100)).unwrap();
+    assert_eq!(got.as_slice(), m.as_slice());
+    // .npz cannot be streamed: a clear error, from a reader, from `-` and from a pipe.
+    let z = zip_of(&[("arr_0.npy", npy_bytes(&array![[1.0f32]]))], false);
+    let e =
+        simlsh::io::read_vectors_from(Cursor::new(&z), name, InputFormat::Npz, &opts).unwrap_err();
+    assert_format_error(
+        e,
+        name,
+        &[
+            "cannot be read from standard input or a pipe",
+            "save it to a file",
+        ],
+    );
+    let e = read_vectors(Path::new("-"), InputFormat::Npz, &opts).unwrap_err();
+    assert!(
+        e.to_string().contains("cannot be read from standard input"),
+        "{e}"
+    );
+}
+
+#[test]
+fn the_path_dash_reads_standard_input() {
+    const CHILD: &str = "SIMLSH_FORMATS_STDIN_FORMAT";
+    if let Ok(f) = std::env::var(CHILD) {
+        let f: InputFormat = f.parse().unwrap();
+        let v = read_vectors(Path::new("-"), f, &VectorOptions::default()).unwrap();
+        let dense = match v.vectors {
+            Vectors::Dense(a) => a,
+            Vectors::Sparse(m) => m.to_dense(),
+        };
+        println!("@@{dense:?}@@");
+        return;
+    }
+    for (f, bytes) in stream_inputs() {
+        let p = write(&format!("stdin.{}", f.name()), &bytes);
+        let want = match read_vectors(&p, f, &VectorOptions::default())
+            .unwrap()
+            .vectors
+        {
+            Vectors::Dense(a) => a,
+            Vectors::Sparse(m) => m.to_dense(),
+        };
+        let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "the_path_dash_reads_standard_input",
+                "--nocapture",
+            ])
+            .env(CHILD, f.name())
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        use std::io::Write;
+        child.stdin.take().unwrap().write_all(&bytes).unwrap();
+        let out = child.wait_with_output().unwrap();
+        let out = String::from_utf8_lossy(&out.stdout);
+        let got = out.split("@@").nth(1).unwrap_or("");
+        assert_eq!(got, format!("{want:?}"), "{f}: {out}");
+    }
 }

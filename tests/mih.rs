@@ -236,7 +236,7 @@ fn knn_waits_for_the_certificate_before_breaking_a_tie() {
         idx.insert(9, &x).unwrap();
         idx.insert(2, &y).unwrap();
         idx.insert(5, &far).unwrap();
-        idx.compact();
+        idx.compact().unwrap();
         let q = vec![0u64; words_for(bits)];
         let d = m as u32;
         assert_eq!(
@@ -299,7 +299,7 @@ fn inserts_and_removals_merge_and_compact_exactly() {
         let some = stored[stored.len() / 2];
         assert!(idx.insert(some, data.row(0)).is_err());
     }
-    idx.compact();
+    idx.compact().unwrap();
     assert_eq!((idx.delta_len(), idx.dead_len()), (0, 0));
     assert_eq!(idx.substrings(), auto_substrings(bits, stored.len()));
     check_knn(&idx, &oracle, &qs, &[3], "compacted");

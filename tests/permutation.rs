@@ -372,7 +372,7 @@ proptest! {
         // Compaction: the same arrays as a fresh build when the ids are 0..N.
         let mut ids: Vec<u32> = oracle.ids().to_vec();
         ids.sort_unstable();
-        idx.compact();
+        idx.compact().unwrap();
         prop_assert!(idx.is_compact());
         let fresh = b.build(&SignatureMatrix::from_parts(bits, oracle.codes().to_vec()).unwrap()).unwrap();
         prop_assert_eq!(idx.codes(), fresh.codes());

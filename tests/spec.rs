@@ -137,10 +137,10 @@ fn kinds_lists_every_kind_once_and_says_which_need_the_dimension() {
         assert!(names.contains(&spec.kind.name()));
     }
     for k in kinds() {
-        assert!(!k.description.is_empty());
+        assert!(!k.summary.is_empty());
         let spec: SignerSpec = k.name.parse().unwrap();
         for p in k.params {
-            assert!(!p.description.is_empty() && !p.default.is_empty());
+            assert!(!p.summary.is_empty() && !p.default.is_empty());
         }
         let spec = spec.bits(32).seed(1);
         match spec.build(None) {

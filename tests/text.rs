@@ -1,14 +1,21 @@
 //! The text front-end: tokenizers (UAX #29, jieba, mixed, shingles), stop words, weights,
 //! IDF against hand computation and scikit-learn's values, the IDF file, top-K, and corpus
-//! signing (thread-count independence, near duplicates in the bundled Chinese poems).
+//! signing (thread-count independence, near duplicates in the bundled Chinese poems); the
+//! single pass against the straightforward pipeline; documents without features; feature
+//! rows and exact cosines; document records, ids, unclosed CSV quotes and very long lines.
 
-use std::collections::BTreeMap;
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use simlsh::io::{InputFormat, TextOptions, read_documents};
+use simlsh::io::{
+    InputFormat, OnBadLine, TextOptions, documents, read_documents, read_documents_with_ids,
+};
 use simlsh::signers::{Distribution, HashingTrick, HyperplaneSigner, PooledSigner};
-use simlsh::text::{DfCounter, Idf, Mode, StopWords, Tokenizer, Weighting, idf_key};
+use simlsh::text::{DfCounter, Idf, Mode, SignOptions, StopWords, Tokenizer, Weighting, idf_key};
 use simlsh::{Error, Signer};
+
+mod text_reference;
+use text_reference::{RefWeighting, Spec};
 
 fn tmp(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("simlsh-text-{}", std::process::id()));
@@ -69,6 +76,7 @@ fn stop_word_files_are_read_with_comments_and_bad_lines_named() {
     }
 }
 
+#[cfg(feature = "cjk")]
 #[test]
 fn jieba_segments_chinese_and_auto_mode_mixes_segmenters() {
     let t = tok(Tokenizer::builder().mode(Mode::Cjk).hmm(false));
@@ -131,8 +139,10 @@ fn shingles_of_characters_and_words() {
     // Word shingles.
     let t = tok(Tokenizer::builder().ngram(2));
     assert_eq!(t.tokens("A b, c!"), ["a b", "b c"]);
-    let t = tok(Tokenizer::builder().mode(Mode::Cjk).hmm(false).ngram(2));
-    assert_eq!(t.tokens("一个叛徒"), ["一个 叛徒"]);
+    if cfg!(feature = "cjk") {
+        let t = tok(Tokenizer::builder().mode(Mode::Cjk).hmm(false).ngram(2));
+        assert_eq!(t.tokens("一个叛徒"), ["一个 叛徒"]);
+    }
     assert!(matches!(
         Tokenizer::builder().ngram(0).build(),
         Err(Error::InvalidParameter { name: "ngram", .. })
@@ -264,7 +274,8 @@ fn idf_counting_is_the_same_one_by_one_in_batches_and_on_any_thread_count() {
 #[test]
 fn idf_files_round_trip_and_errors_name_the_line() {
     let t = tok(Tokenizer::builder()
-        .mode(Mode::Cjk)
+        .mode(Mode::Chars)
+        .ngram(2)
         .stop_words(StopWords::english()));
     let idf = Idf::fit(&t, ["我们中出了一个叛徒", "今天天气很好", "我们今天"]);
     let p = tmp("model.idf");
@@ -380,6 +391,7 @@ fn sign_corpus_equals_per_document_signing_on_any_thread_count() {
 /// The classic Chinese pipeline on the bundled poems (jieba, TF-IDF keywords, 64-bit
 /// simhash): exact duplicates collide, near duplicates are close, unrelated poems sit near
 /// 32 of 64 bits.
+#[cfg(feature = "cjk")]
 #[test]
 fn chinese_poems_duplicates_collide_and_unrelated_poems_are_half_apart() {
     let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("datasets/chinese-poetry-3k/poems.jsonl");
@@ -394,6 +406,7 @@ fn chinese_poems_duplicates_collide_and_unrelated_poems_are_half_apart() {
     let sigs = t.sign_corpus(&signer, &docs).unwrap();
 
     let first_line = |d: &str| d.split(['，', '。', '\n']).next().unwrap().to_string();
+    use std::collections::BTreeMap;
     let mut by_text: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
     let mut by_first: BTreeMap<String, Vec<usize>> = BTreeMap::new();
     for (i, d) in docs.iter().enumerate() {
@@ -471,4 +484,538 @@ proptest::proptest! {
         let got = tok(Tokenizer::builder().top_k(Some(k))).features(&text);
         proptest::prop_assert_eq!(got.tokens, want);
     }
+}
+
+fn bundled(name: &str) -> Vec<String> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("datasets");
+    let p = match name {
+        "poems" => root.join("chinese-poetry-3k/poems.jsonl"),
+        _ => root.join("healthtweets-10k/healthtweets-10k.csv"),
+    };
+    let format = InputFormat::from_path(&p).unwrap();
+    let (docs, _) = read_documents(&p, format, &TextOptions::default()).unwrap();
+    docs.into_iter().map(|d| d.text).collect()
+}
+
+fn tokenizer_of(s: &Spec) -> Tokenizer {
+    tok(Tokenizer::builder()
+        .mode(s.mode)
+        .ngram(s.ngram)
+        .lowercase(s.lowercase)
+        .keep_punctuation(s.keep_punctuation)
+        .stop_words(s.stop_words.clone())
+        .hmm(s.hmm))
+}
+
+/// Every mode, with shingles, stop words, punctuation kept and case kept.
+fn reference_specs() -> Vec<Spec> {
+    let mut out = Vec::new();
+    let mut modes = vec![Mode::Words, Mode::Chars];
+    if cfg!(feature = "cjk") {
+        modes.extend([Mode::Cjk, Mode::Auto]);
+    }
+    for mode in modes {
+        for ngram in [1, 2, 3] {
+            out.push(Spec {
+                mode,
+                ngram,
+                ..Spec::default()
+            });
+        }
+        out.push(Spec {
+            mode,
+            ngram: 2,
+            lowercase: false,
+            keep_punctuation: true,
+            stop_words: StopWords::english().union(&StopWords::from_words(["的", "之", "風"])),
+            hmm: false,
+        });
+    }
+    out
+}
+
+/// The single-pass tokenizer against the straightforward pipeline (`text_reference`) on the
+/// bundled poems and tweets, for every mode: the same tokens, the same document frequencies,
+/// the same weighted features in the same order, and bit-identical signatures from
+/// `sign_corpus` (hashing trick at 256 bits, pooled at 64).
+#[test]
+fn single_pass_equals_the_straightforward_pipeline_on_the_bundled_data() {
+    let hashing = HashingTrick::builder().bits(256).seed(5).build().unwrap();
+    let pooled = PooledSigner::builder().bits(64).seed(5).build().unwrap();
+    for set in ["poems", "tweets"] {
+        let all = bundled(set);
+        for spec in reference_specs() {
+            // All 3,500 poems, 3,000 of the tweets.
+            let n = if set == "tweets" { 3000 } else { all.len() };
+            let docs: Vec<&str> = all[..n].iter().map(String::as_str).collect();
+            let base = tokenizer_of(&spec);
+            let ref_tokens: Vec<Vec<String>> = docs
+                .iter()
+                .map(|d| text_reference::tokens(&spec, d))
+                .collect();
+            for (d, want) in docs.iter().zip(&ref_tokens).step_by(7) {
+                assert_eq!(&base.tokens(d), want, "{spec:?}: {d}");
+            }
+            let idf = Idf::fit(&base, &docs);
+            let RefWeighting::TfIdf(n_docs, df) = text_reference::fit(&ref_tokens) else {
+                unreachable!()
+            };
+            assert_eq!(idf.docs(), n_docs);
+            let mut want: Vec<(u64, u32)> = df.iter().map(|(&k, &v)| (k, v)).collect();
+            want.sort_unstable();
+            assert_eq!(
+                idf.entries(),
+                &want[..],
+                "{set} {spec:?}: document frequencies"
+            );
+            let cases = [
+                (Weighting::Binary, RefWeighting::Binary, None),
+                (Weighting::Tf, RefWeighting::Tf, Some(5)),
+                (
+                    Weighting::TfIdf(std::sync::Arc::new(idf.clone())),
+                    RefWeighting::TfIdf(n_docs, df.clone()),
+                    None,
+                ),
+                (
+                    Weighting::TfIdf(std::sync::Arc::new(idf)),
+                    RefWeighting::TfIdf(n_docs, df),
+                    Some(20),
+                ),
+            ];
+            for (weighting, reference, top_k) in cases {
+                let t = tok(base.to_builder().weighting(weighting).top_k(top_k));
+                let signers: [&dyn Signer; 2] = [&hashing, &pooled];
+                let sigs = signers.map(|s| t.sign_corpus(s, &docs).unwrap());
+                for (i, d) in docs.iter().enumerate() {
+                    let (tokens, weights) =
+                        text_reference::weigh(ref_tokens[i].clone(), &reference, top_k);
+                    let refs: Vec<&str> = tokens.iter().map(String::as_str).collect();
+                    for (s, sigs) in signers.iter().zip(&sigs) {
+                        assert_eq!(
+                            sigs.get(i),
+                            s.sign_tokens(&refs, &weights).unwrap(),
+                            "{set} {spec:?} {top_k:?} row {i}"
+                        );
+                    }
+                    if i % 5 == 0 {
+                        let f = t.features(d);
+                        assert_eq!((f.tokens, f.weights), (tokens, weights));
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn write(name: &str, bytes: impl AsRef<[u8]>) -> PathBuf {
+    let p = tmp(name);
+    std::fs::write(&p, bytes).unwrap();
+    p
+}
+
+/// The line and reason of a parse error at `path`.
+fn parse_error_at(e: Error, path: &Path) -> (usize, String) {
+    match e {
+        Error::Parse {
+            path: p,
+            line,
+            reason,
+        } => {
+            assert_eq!(p, path);
+            (line, reason)
+        }
+        other => panic!("expected a parse error, got {other:?}"),
+    }
+}
+
+/// Empty, punctuation-only and stop-word-only documents have no feature: they are flagged
+/// (count 0) and have the all-zero signature, which every other such document shares.
+#[test]
+fn documents_without_features_are_flagged() {
+    let docs = ["", "?! ...", "the of and", "the cat sat", "  \t "];
+    let t = tok(Tokenizer::builder().stop_words(StopWords::english()));
+    let s = HashingTrick::builder().bits(128).seed(3).build().unwrap();
+    let c = t
+        .sign_corpus_with(&s, &docs, SignOptions::default())
+        .unwrap();
+    assert_eq!(c.features, [0, 0, 0, 2, 0]);
+    assert_eq!(c.featureless(), [0, 1, 2, 4]);
+    assert!(c.rows.is_none());
+    for (i, d) in docs.iter().enumerate() {
+        assert_eq!(t.features(d).is_empty(), c.is_featureless(i));
+        let zero = c.signatures.row(i).iter().all(|&w| w == 0);
+        assert!(zero || !c.is_featureless(i));
+    }
+    assert_eq!(c.signatures, t.sign_corpus(&s, &docs).unwrap());
+    // Characters: a shingle needs a letter or digit; jieba keywords need two characters.
+    let chars = tok(Tokenizer::builder().mode(Mode::Chars).ngram(3));
+    let c = chars
+        .sign_corpus_with(&s, &["!!!", "a!!"], SignOptions::default())
+        .unwrap();
+    assert_eq!(c.features, [0, 1]);
+}
+
+/// Feature rows hold, for each document, the features and weights it was signed with, as
+/// `(idf_key, weight)` sorted by key; their cosines equal a brute-force cosine over the
+/// feature strings; they do not depend on the thread count, and chunked signing appended
+/// gives the same corpus.
+#[test]
+fn feature_rows_hold_the_signed_weights_and_give_exact_cosines() {
+    let all = bundled("tweets");
+    let docs: Vec<&str> = all[..2000].iter().map(String::as_str).collect();
+    let base = tok(Tokenizer::builder().stop_words(StopWords::english()));
+    let t = tok(base
+        .to_builder()
+        .idf(Idf::fit(&base, &docs))
+        .top_k(Some(15)));
+    let s = HashingTrick::builder().bits(64).seed(2).build().unwrap();
+    let opts = SignOptions::default().rows(true);
+    let one = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .unwrap()
+        .install(|| t.sign_corpus_with(&s, &docs, opts).unwrap());
+    let rows = one.rows.as_ref().unwrap();
+    assert_eq!((rows.len(), one.len()), (docs.len(), docs.len()));
+    assert_eq!(one.signatures, t.sign_corpus(&s, &docs).unwrap());
+    let feats: Vec<_> = docs.iter().map(|d| t.features(d)).collect();
+    for (i, f) in feats.iter().enumerate() {
+        let (keys, weights) = rows.row(i);
+        assert!(keys.windows(2).all(|w| w[0] < w[1]));
+        assert_eq!((keys.to_vec(), weights.to_vec()), f.sparse_row());
+        assert_eq!(one.features[i] as usize, f.len());
+    }
+    // Brute force: cosine of the weighted feature strings, in f64.
+    let cosine = |a: &simlsh::text::Features, b: &simlsh::text::Features| {
+        let wa: HashMap<&str, f64> = a
+            .tokens
+            .iter()
+            .map(String::as_str)
+            .zip(a.weights.iter().map(|&w| w as f64))
+            .collect();
+        let dot: f64 = b
+            .tokens
+            .iter()
+            .zip(&b.weights)
+            .filter_map(|(t, &w)| wa.get(t.as_str()).map(|&x| x * w as f64))
+            .sum();
+        let norm = |w: &[f32]| w.iter().map(|&x| (x as f64).powi(2)).sum::<f64>().sqrt();
+        let n = norm(&a.weights) * norm(&b.weights);
+        if n == 0.0 { 0.0 } else { dot / n }
+    };
+    let mut positive = 0;
+    for i in (0..docs.len()).step_by(13) {
+        for j in (0..docs.len()).step_by(17) {
+            let want = cosine(&feats[i], &feats[j]);
+            let got = rows.cosine(i, j);
+            assert!((got - want).abs() <= 1e-12, "{i} {j}: {got} vs {want}");
+            positive += usize::from(want > 0.0);
+        }
+    }
+    assert!(
+        positive > 100,
+        "the pairs checked share features: {positive}"
+    );
+    // Thread count and chunking change nothing.
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(3)
+        .build()
+        .unwrap();
+    assert_eq!(
+        pool.install(|| t.sign_corpus_with(&s, &docs, opts).unwrap()),
+        one
+    );
+    let mut chunked = t.sign_corpus_with(&s, &docs[..700], opts).unwrap();
+    chunked
+        .append(t.sign_corpus_with(&s, &docs[700..], opts).unwrap())
+        .unwrap();
+    assert_eq!(chunked, one);
+    let plain = t
+        .sign_corpus_with(&s, &docs[..5], SignOptions::default())
+        .unwrap();
+    assert!(chunked.append(plain).is_err(), "rows on one side only");
+}
+
+/// Documents carry their 0-based record number (bad records counted, blank JSON lines not)
+/// and, when asked, the id field; missing, empty and repeated ids are bad lines naming the
+/// line (and the first line of a repeat).
+#[test]
+fn documents_carry_record_numbers_and_ids() {
+    let p = write(
+        "ids.jsonl",
+        "{\"id\": \"a\", \"text\": \"one\"}\n\n{\"id\": 7, \"text\": \"two\"}\nnot json\n{\"text\": \"no id\"}\n{\"id\": \"a\", \"text\": \"again\"}\n{\"id\": \"\", \"text\": \"empty\"}\n{\"id\": null, \"text\": \"null\"}\n{\"id\": \"b\", \"text\": \"last\"}\n",
+    );
+    let skip = TextOptions {
+        on_bad: OnBadLine::Skip,
+        ..TextOptions::default()
+    };
+    let (docs, bad) = read_documents(&p, InputFormat::JsonLines, &skip).unwrap();
+    let got: Vec<(usize, usize, &str)> = docs
+        .iter()
+        .map(|d| (d.line, d.record, d.text.as_str()))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (1, 0, "one"),
+            (3, 1, "two"),
+            (5, 3, "no id"),
+            (6, 4, "again"),
+            (7, 5, "empty"),
+            (8, 6, "null"),
+            (9, 7, "last")
+        ]
+    );
+    assert!(docs.iter().all(|d| d.id.is_none()));
+    assert_eq!(bad.count, 1);
+    let (docs, bad) =
+        read_documents_with_ids(&p, InputFormat::JsonLines, &skip, Some("id")).unwrap();
+    let got: Vec<(usize, Option<&str>)> =
+        docs.iter().map(|d| (d.record, d.id.as_deref())).collect();
+    assert_eq!(got, [(0, Some("a")), (1, Some("7")), (7, Some("b"))]);
+    let reasons: Vec<String> = bad.first.iter().map(|e| e.to_string()).collect();
+    assert_eq!(bad.count, 5, "{reasons:?}");
+    assert!(reasons[1].contains(":5: no id field `id`"), "{reasons:?}");
+    assert!(
+        reasons[2].contains(":6: duplicate id `a` (first at line 1)"),
+        "{reasons:?}"
+    );
+    assert!(reasons[3].contains(":7: empty id"), "{reasons:?}");
+    assert!(
+        reasons[4].contains(":8: id field `id` is null"),
+        "{reasons:?}"
+    );
+    // Failing on the first bad line: the invalid JSON at line 4.
+    let e = read_documents_with_ids(
+        &p,
+        InputFormat::JsonLines,
+        &TextOptions::default(),
+        Some("id"),
+    )
+    .unwrap_err();
+    assert_eq!(parse_error_at(e, &p).0, 4);
+
+    let p = write(
+        "ids.csv",
+        "key,text\nx1,\"first\nrecord\"\nx2,second\n,third\nx1,fourth\n",
+    );
+    let (docs, bad) = read_documents_with_ids(&p, InputFormat::Csv, &skip, Some("key")).unwrap();
+    let got: Vec<(usize, usize, Option<&str>)> = docs
+        .iter()
+        .map(|d| (d.line, d.record, d.id.as_deref()))
+        .collect();
+    assert_eq!(got, [(2, 0, Some("x1")), (4, 1, Some("x2"))]);
+    let reasons: Vec<String> = bad.first.iter().map(|e| e.to_string()).collect();
+    assert!(reasons[0].contains(":5: empty id in `key`"), "{reasons:?}");
+    assert!(
+        reasons[1].contains(":6: duplicate id `x1` (first at line 2)"),
+        "{reasons:?}"
+    );
+    let e = documents(&p, InputFormat::Csv, &TextOptions::default())
+        .unwrap()
+        .with_ids("nope")
+        .err()
+        .unwrap();
+    let (line, reason) = parse_error_at(e, &p);
+    assert_eq!(line, 1);
+    assert!(reason.contains("no column `nope`"), "{reason}");
+    let p = write("ids.txt", "a\nb\n");
+    let (docs, _) = read_documents(&p, InputFormat::Text, &TextOptions::default()).unwrap();
+    assert_eq!(docs.iter().map(|d| d.record).collect::<Vec<_>>(), [0, 1]);
+    assert!(matches!(
+        read_documents_with_ids(&p, InputFormat::Text, &TextOptions::default(), Some("id")),
+        Err(Error::InvalidParameter { .. })
+    ));
+}
+
+/// A CSV quote that never closes would make the rest of the file one field: it is an error at
+/// the line where the quote opened, wherever it is (a data record, the header, a TSV), while
+/// quoted fields that close — across lines, with doubled quotes, at the end of the file — are
+/// read as before.
+#[test]
+fn an_unclosed_csv_quote_is_an_error_at_the_line_where_it_opened() {
+    let cases: [(&str, &str, usize); 5] = [
+        (
+            "q1.csv",
+            "id,text\n1,fine\n2,\"opens here\n3,swallowed\n4,too\n",
+            3,
+        ),
+        ("q2.csv", "id,text\n1,fine\n\"2,one field\n3,x\n", 3),
+        (
+            "q3.csv",
+            "id,text\n1,\"a \"\"quoted\"\" word\nand more\n2,x\n",
+            2,
+        ),
+        ("q4.csv", "id,\"text\n1,x\n", 1),
+        ("q5.tsv", "id\ttext\n1\tfine\n2\t\"open\n", 3),
+    ];
+    for (name, body, line) in cases {
+        let p = write(name, body);
+        let f = InputFormat::from_path(&p).unwrap();
+        let e = read_documents(&p, f, &TextOptions::default()).unwrap_err();
+        let (at, reason) = parse_error_at(e, &p);
+        assert_eq!(at, line, "{name}: {reason}");
+        assert!(reason.contains("never closed"), "{name}: {reason}");
+    }
+    let p = write(
+        "closed.csv",
+        "id,text\n1,\"two\nlines\"\n2,\"say \"\"hi\"\"\"\n3,\"last\nat the end\"",
+    );
+    let (docs, _) = read_documents(&p, InputFormat::Csv, &TextOptions::default()).unwrap();
+    let got: Vec<(usize, &str)> = docs.iter().map(|d| (d.line, d.text.as_str())).collect();
+    assert_eq!(
+        got,
+        [
+            (2, "two\nlines"),
+            (4, "say \"hi\""),
+            (5, "last\nat the end")
+        ]
+    );
+    // Skipped like any bad line, with the earlier records kept.
+    let skip = TextOptions {
+        on_bad: OnBadLine::Skip,
+        ..TextOptions::default()
+    };
+    let p = write("q1.csv", cases[0].1);
+    let (docs, bad) = read_documents(&p, InputFormat::Csv, &skip).unwrap();
+    assert_eq!((docs.len(), bad.count), (1, 1));
+}
+
+/// A multi-megabyte line (the bundled poems and tweets joined) is read and tokenised like the
+/// reference
+/// (the distinct features are counted in a hash table, not by sorting strings, so the work is
+/// linear: see the `long-line` benchmark), for characters and words.
+#[test]
+fn very_long_lines_are_read_and_tokenised_exactly() {
+    let mut all = bundled("poems");
+    all.extend(bundled("tweets"));
+    let line = all.join(" ").replace(['\n', '\r'], " ");
+    assert!(line.len() > 1_500_000);
+    let p = write("long.txt", format!("{line}\nshort\n"));
+    let (docs, _) = read_documents(&p, InputFormat::Text, &TextOptions::default()).unwrap();
+    assert_eq!((docs.len(), docs[0].text.len()), (2, line.len()));
+    for spec in [
+        Spec {
+            mode: Mode::Chars,
+            ngram: 2,
+            ..Spec::default()
+        },
+        Spec {
+            mode: Mode::Words,
+            ngram: 3,
+            ..Spec::default()
+        },
+    ] {
+        let t = tokenizer_of(&spec);
+        let f = t.features(&docs[0].text);
+        let (tokens, weights) =
+            text_reference::features(&spec, &RefWeighting::Tf, None, &docs[0].text);
+        assert!(tokens.len() > 10_000);
+        assert_eq!((f.tokens, f.weights), (tokens, weights));
+    }
+}
+
+/// jieba's keyword weights against Python jieba 0.42.1's
+/// `jieba.analyse.extract_tags(text, topK=5, withWeight=True)` (values pinned from it): the
+/// same five keywords with the same weights, ties kept by first occurrence as Python's stable
+/// sort keeps them (the poem: five words tie at the median IDF, a sixth follows).
+#[cfg(feature = "cjk")]
+#[test]
+fn jieba_keywords_are_the_keywords_and_weights_of_python_jieba() {
+    let poem = "道吾當年不肯道，漸源中路沒商量。\n先師靈骨今猶在，無用扶鍬上法堂。";
+    let cases: [(&str, [(&str, f64); 5]); 3] = [
+        (
+            "今天纽约的天气真好啊，京华大酒店的张尧经理吃了一只北京烤鸭。后天纽约的天气不好，昨天纽约的天气也不好，北京烤鸭真好吃",
+            [
+                ("北京烤鸭", 1.25143832909),
+                ("纽约", 1.0095837162795),
+                ("天气", 0.9689915916884999),
+                ("张尧", 0.597738375145),
+                ("不好", 0.567116653301),
+            ],
+        ),
+        (
+            "此外，公司拟对全资子公司吉林欧亚置业有限公司增资4.3亿元，增资后，吉林欧亚置业注册资本由7000万元增加到5亿元。吉林欧亚置业主要经营范围为房地产开发及百货零售等业务。目前在建吉林欧亚城市商业综合体项目。2013年，实现营业收入0万元，实现净利润-139.13万元。",
+            [
+                ("欧亚", 0.7300142700289363),
+                ("吉林", 0.659038184373617),
+                ("置业", 0.4887134522112766),
+                ("万元", 0.3392722481859574),
+                ("增资", 0.33582401985234045),
+            ],
+        ),
+        (
+            poem,
+            [
+                ("當年", 1.3283075003222222),
+                ("漸源", 1.3283075003222222),
+                ("先師", 1.3283075003222222),
+                ("靈骨", 1.3283075003222222),
+                ("無用", 1.3283075003222222),
+            ],
+        ),
+    ];
+    let t = tok(Tokenizer::builder()
+        .mode(Mode::Cjk)
+        .weighting(Weighting::JiebaKeywords)
+        .top_k(Some(5)));
+    for (text, python) in cases {
+        let f = t.features(text);
+        let mut got: Vec<(String, f32)> = f.tokens.into_iter().zip(f.weights).collect();
+        let mut want: Vec<(String, f32)> = python
+            .iter()
+            .map(|&(w, x)| (w.to_string(), x as f32))
+            .collect();
+        got.sort_by(|a, b| a.0.cmp(&b.0));
+        want.sort_by(|a, b| a.0.cmp(&b.0));
+        assert_eq!(got.len(), 5);
+        for (g, w) in got.iter().zip(&want) {
+            assert_eq!(g.0, w.0, "{text}");
+            assert!(
+                (g.1 - w.1).abs() <= 1e-6 * w.1,
+                "{}: {} vs {}",
+                g.0,
+                g.1,
+                w.1
+            );
+        }
+    }
+    // Without top K: every keyword, single characters dropped (the poem's 道, 沒, 上, …).
+    let all = tok(t.to_builder().top_k(None));
+    let f = all.features(poem);
+    assert_eq!(
+        f.tokens,
+        [
+            "當年", "不肯", "漸源", "中路", "商量", "先師", "靈骨", "無用", "法堂"
+        ]
+    );
+    // Only jieba's words can be its keywords.
+    for b in [
+        Tokenizer::builder().mode(Mode::Words),
+        Tokenizer::builder().mode(Mode::Cjk).ngram(2),
+    ] {
+        assert!(matches!(
+            b.weighting(Weighting::JiebaKeywords).build(),
+            Err(Error::InvalidParameter {
+                name: "weighting",
+                ..
+            })
+        ));
+    }
+}
+
+/// Built without the `cjk` feature, the jieba modes and weights are refused, not guessed.
+#[cfg(not(feature = "cjk"))]
+#[test]
+fn without_the_cjk_feature_jieba_is_refused() {
+    for b in [
+        Tokenizer::builder().mode(Mode::Cjk),
+        Tokenizer::builder().mode(Mode::Auto),
+    ] {
+        assert!(matches!(b.build(), Err(Error::Unsupported(_))));
+    }
+    let b = Tokenizer::builder()
+        .mode(Mode::Cjk)
+        .weighting(Weighting::JiebaKeywords);
+    assert!(matches!(b.build(), Err(Error::Unsupported(_))));
 }

@@ -3,14 +3,15 @@
 
 use std::collections::BTreeMap;
 use std::io::{IsTerminal, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
-use clap::{Args, ValueEnum};
+use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::{Value, json};
-use simlsh::signers::{AnySigner, Distribution, HashingTrick, HyperplaneSigner, PooledSigner};
+use simlsh::signers::SignerKind;
+use simlsh::signers::{AnySigner, SignerSpec};
 
 /// Options accepted by every subcommand.
 #[derive(Args, Clone, Debug)]
@@ -18,9 +19,10 @@ pub struct Global {
     /// Seed of every random choice (signer matrices, hashes, permutations).
     #[arg(long, global = true, default_value_t = 0)]
     pub seed: u64,
-    /// Signature width f in bits.
-    #[arg(long, global = true, default_value_t = 64)]
-    pub bits: usize,
+    /// Signature width f in bits (default 64 when signing; stored codes keep their own width,
+    /// and a --bits that disagrees with it is an error). At most 2^20.
+    #[arg(long, global = true, value_parser = parse_bits)]
+    pub bits: Option<usize>,
     /// Worker threads (default: all cores).
     #[arg(long, global = true)]
     pub threads: Option<usize>,
@@ -32,12 +34,25 @@ pub struct Global {
     pub stats: Option<PathBuf>,
 }
 
+/// `--bits`: the library's one rule for widths (`1 ≤ f ≤ 2^20`).
+fn parse_bits(s: &str) -> std::result::Result<usize, String> {
+    let bits: usize = s
+        .parse()
+        .map_err(|_| format!("`{s}` is not a number of bits"))?;
+    simlsh::signature::check_bits(bits).map_err(|e| e.to_string())?;
+    Ok(bits)
+}
+
+/// Signature width used when signing without `--bits`.
+pub const DEFAULT_BITS: usize = 64;
+
 /// The run's context: options, phase timings and counts for `--stats`.
 pub struct Ctx {
     pub seed: u64,
-    pub bits: usize,
+    /// `--bits` as given (`None`: not given).
+    pub bits_given: Option<usize>,
     pub quiet: bool,
-    stats: Option<PathBuf>,
+    pub stats: Option<PathBuf>,
     start: Instant,
     phases: Vec<(String, f64)>,
     values: BTreeMap<String, Value>,
@@ -45,9 +60,6 @@ pub struct Ctx {
 
 impl Ctx {
     pub fn new(g: &Global) -> Result<Self> {
-        if g.bits == 0 {
-            bail!("--bits must be at least 1");
-        }
         if let Some(t) = g.threads {
             if t == 0 {
                 bail!("--threads must be at least 1");
@@ -59,13 +71,18 @@ impl Ctx {
         }
         Ok(Ctx {
             seed: g.seed,
-            bits: g.bits,
+            bits_given: g.bits,
             quiet: g.quiet,
             stats: g.stats.clone(),
             start: Instant::now(),
             phases: Vec::new(),
             values: BTreeMap::new(),
         })
+    }
+
+    /// The width to sign with: `--bits`, or [`DEFAULT_BITS`].
+    pub fn bits(&self) -> usize {
+        self.bits_given.unwrap_or(DEFAULT_BITS)
     }
 
     /// Runs `f` as a named phase, timed for `--stats`.
@@ -147,7 +164,7 @@ impl Ctx {
     /// Prints a line on stderr unless `--quiet`.
     pub fn say(&self, line: impl std::fmt::Display) {
         if !self.quiet {
-            eprintln!("{line}");
+            stderr_line(format_args!("{line}"));
         }
     }
 
@@ -176,6 +193,55 @@ impl Ctx {
     }
 }
 
+/// Refuses to run when an output is an input (or two outputs are one file), through links:
+/// the input's files (the input, a saved IDF table read), `outputs`, and the run's own
+/// outputs (`--stats`, `--save-idf`).
+pub fn check_paths(
+    ctx: &Ctx,
+    input: &crate::cmd::sign::InputArgs,
+    outputs: &[&Path],
+) -> Result<()> {
+    let mut ins: Vec<&Path> = vec![&input.input];
+    ins.extend(input.text.idf.as_deref());
+    if let Some(f) = input.text.stop_words.as_deref().filter(|f| *f != "english") {
+        ins.push(Path::new(f));
+    }
+    let mut outs = outputs.to_vec();
+    outs.extend(ctx.stats.as_deref());
+    outs.extend(input.text.save_idf.as_deref());
+    check_distinct(&ins, &outs)
+}
+
+/// [`simlsh::io::check_distinct`] with `--stats` among the outputs.
+pub fn check_distinct(inputs: &[&Path], outputs: &[&Path]) -> Result<()> {
+    let ins: Vec<&Path> = inputs
+        .iter()
+        .copied()
+        .filter(|p| !simlsh::io::is_stdin(p))
+        .collect();
+    Ok(simlsh::io::check_distinct(&ins, outputs)?)
+}
+
+/// Writes a line on standard error; a closed or full stderr is ignored (never a panic, unlike
+/// `eprintln!`).
+pub fn stderr_line(line: std::fmt::Arguments<'_>) {
+    let _ = writeln!(std::io::stderr().lock(), "{line}");
+}
+
+/// Writes `body` to standard output (buffered). Errors propagate; a closed pipe (`| head`)
+/// among them ends the run quietly with status 0 (see `main`).
+pub fn to_stdout(body: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> Result<()> {
+    let mut w = std::io::BufWriter::new(std::io::stdout().lock());
+    body(&mut w)
+        .and_then(|()| w.flush())
+        .context("writing to standard output")
+}
+
+/// Writes one line to standard output, as [`to_stdout`].
+pub fn print_line(line: impl std::fmt::Display) -> Result<()> {
+    to_stdout(|w| writeln!(w, "{line}"))
+}
+
 /// Peak resident memory of this process (Linux `VmHWM`), if known.
 pub fn peak_rss() -> Option<u64> {
     let s = std::fs::read_to_string("/proc/self/status").ok()?;
@@ -193,78 +259,126 @@ pub fn write_file(
     simlsh::io::write_atomic(path, f).with_context(|| format!("writing {}", path.display()))
 }
 
-/// Which signer to use.
-#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SignerKind {
-    /// Explicit Gaussian hyperplanes (Charikar 2002).
-    Gaussian,
-    /// Gaussian hyperplanes orthonormalised in batches (super-bit LSH).
-    SuperBit,
-    /// Explicit ±1 hyperplanes stored as bits.
-    Rademacher,
-    /// Very sparse ±1 hyperplanes (density 1/√D unless --density).
-    VerySparse,
-    /// The per-feature hashing trick (no matrix; any dimension; text tokens).
-    HashingTrick,
-    /// Hashed picks from a pool of Gaussians (Van Durme & Lall 2010).
-    Pooled,
+/// Signature codes stored in `path`, or `None` when it holds something else (vectors or
+/// documents to sign). A simlsh signature file records its width (and signer); a `.npy` array
+/// of `uint64` words records only the words per code, so its width is `bits` when given
+/// (checked against the words and the padding bits) and 64 per word otherwise. A `bits` that
+/// disagrees with a recorded width is an error, the one rule of every subcommand.
+/// `source` names where `bits` comes from in messages (`--bits`, `the index`).
+pub fn read_codes(path: &Path, bits: Option<usize>, source: &str) -> Result<Option<Codes>> {
+    let mut magic = [0u8; 8];
+    let n = std::fs::File::open(path)
+        .and_then(|mut f| read_prefix(&mut f, &mut magic))
+        .with_context(|| format!("reading {}", path.display()))?;
+    if n >= 6 && &magic[..6] == b"\x93NUMPY" {
+        let m = match simlsh::io::read_signatures_npy(path, None) {
+            Ok(m) => m,
+            // Not uint64 words (vectors), or unreadable: the vector reader says which.
+            Err(_) => return Ok(None),
+        };
+        let sigs = match bits {
+            Some(b) if b != m.bits() => simlsh::io::read_signatures_npy(path, Some(b))
+                .with_context(|| {
+                    format!("reading {} as {b}-bit codes ({source})", path.display())
+                })?,
+            _ => m,
+        };
+        return Ok(Some(Codes { sigs, signer: None }));
+    }
+    if n == 8 && &magic == b"SIMLSH\r\n" {
+        let f = simlsh::io::load_signatures(path)
+            .with_context(|| format!("reading signatures from {}", path.display()))?;
+        if let Some(b) = bits.filter(|&b| b != f.matrix.bits()) {
+            bail!(
+                "{}: holds {}-bit signatures, but {source} is {b} bits",
+                path.display(),
+                f.matrix.bits()
+            );
+        }
+        let signer = f.params.get("signer.kind").cloned();
+        return Ok(Some(Codes {
+            sigs: f.matrix,
+            signer,
+        }));
+    }
+    Ok(None)
+}
+
+/// Reads up to `buf.len()` bytes (fewer only at the end of the file).
+fn read_prefix(f: &mut std::fs::File, buf: &mut [u8]) -> std::io::Result<usize> {
+    use std::io::Read;
+    let mut n = 0;
+    while n < buf.len() {
+        match f.read(&mut buf[n..])? {
+            0 => break,
+            k => n += k,
+        }
+    }
+    Ok(n)
+}
+
+/// Stored signature codes (memory-mapped) and the signer recorded with them, if any.
+pub struct Codes {
+    pub sigs: simlsh::SignatureMatrix<simlsh::storage::Buf<u64>>,
+    pub signer: Option<String>,
+}
+
+/// The `--signer` help: every kind of the library's table, with its parameters.
+pub fn signer_help() -> String {
+    let mut h = String::from(
+        "The signer: KIND or KIND:key=value,... (parameters left out take their defaults).\n",
+    );
+    for k in simlsh::signers::kinds() {
+        h.push_str(&format!("\n  {}: {}", k.name, k.summary));
+        if k.needs_dim {
+            h.push_str(" [vectors only: needs the dimension]");
+        }
+        for p in k.params {
+            h.push_str(&format!(
+                "\n      {}:{}=…: {} (default {})",
+                k.name, p.name, p.summary, p.default
+            ));
+        }
+    }
+    h
+}
+
+fn parse_signer(s: &str) -> std::result::Result<SignerKind, String> {
+    s.parse().map_err(|e: simlsh::Error| e.to_string())
 }
 
 /// Signer options shared by the subcommands that sign.
 #[derive(Args, Clone, Debug)]
 pub struct SignerArgs {
-    /// The signer.
-    #[arg(long, value_enum, default_value = "hashing-trick")]
+    /// The signer: KIND or KIND:key=value,... (see --help).
+    #[arg(long, default_value = "hashing-trick", value_parser = parse_signer, long_help = signer_help())]
     pub signer: SignerKind,
-    /// Density of the very sparse signer (default 1/√D).
-    #[arg(long)]
-    pub density: Option<f64>,
-    /// Super-bit batch depth (default min(D, f)).
-    #[arg(long)]
-    pub depth: Option<usize>,
-    /// Pool size of the pooled signer.
-    #[arg(long, default_value_t = 10_000)]
-    pub pool_size: usize,
 }
 
 impl SignerArgs {
     /// Builds the signer for input dimension `dim` (needed by the matrix signers).
-    pub fn build(
-        &self,
-        kind: SignerKind,
-        dim: Option<u64>,
-        bits: usize,
-        seed: u64,
-    ) -> Result<AnySigner> {
-        let matrix = |d: Distribution| -> Result<AnySigner> {
-            let dim = dim.context("this signer needs the input dimension; text input needs --signer hashing-trick or pooled")?;
-            Ok(HyperplaneSigner::builder()
-                .dim(dim)
-                .bits(bits)
-                .seed(seed)
-                .distribution(d)
-                .build()?
-                .into())
-        };
-        Ok(match kind {
-            SignerKind::Gaussian => matrix(Distribution::Gaussian)?,
-            SignerKind::SuperBit => matrix(Distribution::SuperBit { depth: self.depth })?,
-            SignerKind::Rademacher => matrix(Distribution::Rademacher)?,
-            SignerKind::VerySparse => matrix(Distribution::VerySparse {
-                density: self.density,
-            })?,
-            SignerKind::HashingTrick => HashingTrick::builder()
-                .bits(bits)
-                .seed(seed)
-                .build()?
-                .into(),
-            SignerKind::Pooled => PooledSigner::builder()
-                .bits(bits)
-                .seed(seed)
-                .pool_size(self.pool_size)
-                .build()?
-                .into(),
+    pub fn build(&self, dim: Option<u64>, bits: usize, seed: u64) -> Result<AnySigner> {
+        self.spec(bits, seed).build(dim).with_context(|| {
+            if dim.is_none() && self.signer.needs_dim() {
+                format!(
+                    "the {} signer needs the input dimension: text input needs a signer without a matrix ({})",
+                    self.signer.name(),
+                    simlsh::signers::kinds()
+                        .iter()
+                        .filter(|k| !k.needs_dim)
+                        .map(|k| k.name)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            } else {
+                format!("building the {} signer", self.signer)
+            }
         })
+    }
+
+    /// The signer's full specification.
+    pub fn spec(&self, bits: usize, seed: u64) -> SignerSpec {
+        SignerSpec::new(self.signer.clone()).bits(bits).seed(seed)
     }
 }
 

@@ -1,7 +1,7 @@
 //! The `simlsh` binary end to end: outputs checked against the library's results, bad input
 //! reported with file and line, outputs written atomically and never over the input.
 
-use simlsh::text::{Idf, Mode, Tokenizer};
+use simlsh::text::{Idf, Mode, SignOptions, Tokenizer};
 use simlsh::{HashingTrick, join};
 
 mod cli_common;
@@ -49,26 +49,42 @@ fn dedup_on_the_bundled_poems_matches_the_library() {
         .build()
         .unwrap();
     let signer = HashingTrick::builder().bits(64).seed(0).build().unwrap();
-    let sigs = tok.sign_corpus(&signer, &texts).unwrap();
-    let pairs = join::self_join(&sigs, 3).unwrap();
+    let corpus = tok
+        .sign_corpus_with(&signer, &texts, SignOptions::default())
+        .unwrap();
+    // Documents without features are never paired.
+    let active: Vec<bool> = (0..texts.len())
+        .map(|i| !corpus.is_featureless(i))
+        .collect();
+    let mut pairs = Vec::new();
+    join::self_join_active(&corpus.signatures, 3, &active, |p| pairs.push(p)).unwrap();
+    pairs.sort();
     assert!(
-        summary.starts_with(&format!("documents {}  pairs {}", texts.len(), pairs.len())),
+        summary.starts_with(&format!(
+            "documents {}  empty {}  pairs {}",
+            texts.len(),
+            corpus.featureless().len(),
+            pairs.len()
+        )),
         "{summary}"
     );
-    let lines: Vec<String> = std::fs::read_to_string(&pairs_file)
-        .unwrap()
+    let text = std::fs::read_to_string(&pairs_file).unwrap();
+    assert_eq!(
+        text.lines().next(),
+        Some("record_a\trecord_b\tdistance\testimated_cosine")
+    );
+    let mut lines: Vec<(u32, u32, u32)> = text
         .lines()
         .skip(1)
-        .map(String::from)
+        .map(|l| {
+            let f: Vec<u32> = l.split('\t').take(3).map(|x| x.parse().unwrap()).collect();
+            (f[0], f[1], f[2])
+        })
         .collect();
-    assert_eq!(lines.len(), pairs.len());
-    for (l, p) in lines.iter().zip(&pairs) {
-        // JSON Lines: document i is on line i + 1.
-        assert!(
-            l.starts_with(&format!("{}\t{}\t{}\t", p.i + 1, p.j + 1, p.distance)),
-            "{l} vs {p:?}"
-        );
-    }
+    lines.sort();
+    // Records are numbered from 0: document i is record i.
+    let want: Vec<(u32, u32, u32)> = pairs.iter().map(|p| (p.i, p.j, p.distance)).collect();
+    assert_eq!(lines, want);
     let stats: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
     assert_eq!(stats["values"]["pairs"], pairs.len());
@@ -130,35 +146,82 @@ fn bad_input_is_reported_with_file_and_line_and_leaves_outputs_intact() {
 }
 
 #[test]
-fn bench_writes_a_table_a_plot_and_stats() {
+fn bench_writes_a_table_a_plot_and_stats_with_intervals_and_skipped_signers() {
     let plot = tmp("plot.svg");
+    let stats = tmp("bench.json");
     let out = simlsh()
         .args([
             "bench",
             "--dims",
-            "256",
+            "256,4096",
             "--widths",
             "64",
             "--nnz",
             "8",
             "--rows",
-            "200",
+            "400",
+            "--seeds",
+            "4",
             "--signers",
-            "hashing-trick,rademacher",
+            "hashing-trick,rademacher,gaussian",
+            // 4096 × 64 Gaussian floats are 1 MiB: over the limit, skipped and listed.
+            "--max-matrix-mib",
+            "0",
             "-q",
             "--plot",
         ])
         .arg(&plot)
+        .arg("--stats")
+        .arg(&stats)
         .output()
         .unwrap();
     ok(&out);
     let table = String::from_utf8(out.stdout).unwrap();
-    assert_eq!(table.lines().count(), 4, "{table}");
+    // Header, rule, and one line per configuration: 2 dims × 3 signers, measured or skipped.
+    assert_eq!(table.lines().count(), 2 + 6, "{table}");
+    assert!(table.contains("95% CI, 4 seeds"), "{table}");
     assert!(
         table.contains("| hashing-trick | 256 | 64 | 8 | 0 B |"),
         "{table}"
     );
-    assert!(std::fs::read_to_string(&plot).unwrap().starts_with("<svg"));
+    // Every explicit matrix is over 0 MiB: both skipped signers stay in the table, with the
+    // memory they would have needed (D·f/8 and 4·D·f bytes).
+    assert!(
+        table.contains("| rademacher | 4096 | 64 | 8 | (32.0 KiB needed) | skipped: matrix of 32.0 KiB > --max-matrix-mib 0 |"),
+        "{table}"
+    );
+    assert!(
+        table.contains("| gaussian | 256 | 64 | 8 | (64.0 KiB needed) | skipped"),
+        "{table}"
+    );
+    let svg = std::fs::read_to_string(&plot).unwrap();
+    assert!(svg.starts_with("<svg"));
+    // The plot labels its points and lists what was skipped.
+    assert!(
+        svg.contains("D=256 f=64 nnz=8") && svg.contains("Skipped (4)"),
+        "plot"
+    );
+    assert!(svg.contains("95% intervals"), "plot");
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
+    let results = doc["values"]["results"].as_array().unwrap();
+    assert_eq!(results.len(), 6);
+    for r in results {
+        if r["signer"] == "hashing-trick" {
+            // An interval over 4 seeds: positive half-width, mean near 1 (RMSE over ideal).
+            let (m, h) = (
+                r["rmse_over_ideal"].as_f64().unwrap(),
+                r["rmse_over_ideal_ci95"].as_f64().unwrap(),
+            );
+            assert!(h > 0.0 && (0.7..1.4).contains(&m), "{r}");
+            assert_eq!(r["seeds"], 4);
+        } else {
+            assert!(
+                r["skipped"].as_str().unwrap().contains("--max-matrix-mib"),
+                "{r}"
+            );
+        }
+    }
 }
 
 #[test]
@@ -189,12 +252,16 @@ fn dedup_takes_vectors_and_signature_codes() {
     ok(&out);
     let pairs = join::self_join(&m, 3).unwrap();
     assert_eq!(pairs.len(), 200);
-    let lines: Vec<String> = std::fs::read_to_string(&pairs_file)
+    let mut lines: Vec<String> = std::fs::read_to_string(&pairs_file)
         .unwrap()
         .lines()
         .skip(1)
         .map(String::from)
         .collect();
+    lines.sort_by_key(|l| {
+        let f: Vec<u32> = l.split('\t').take(2).map(|x| x.parse().unwrap()).collect();
+        (f[0], f[1])
+    });
     let want: Vec<String> = pairs
         .iter()
         .map(|p| format!("{}\t{}\t{}", p.i, p.j, p.distance))
@@ -233,7 +300,7 @@ fn dedup_takes_vectors_and_signature_codes() {
     ok(&out);
     assert!(
         String::from_utf8_lossy(&out.stdout)
-            .starts_with("documents 301  pairs 1  clusters 1  removed 1")
+            .starts_with("documents 301  empty 0  pairs 1  clusters 1  removed 1")
     );
 }
 

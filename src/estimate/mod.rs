@@ -25,7 +25,10 @@
 //! * special functions: [`normal_quantile`], [`beta_inc`], [`beta_inc_inv`];
 //! * [`Planner`]: the Hamming radius for a cosine threshold, with its recall / precision / F1
 //!   table, and [`recall_at`] / [`manku_table`];
-//! * [`BitsPlanner`]: the number of bits for a target confidence-interval half-width.
+//! * [`BitsPlanner`]: the number of bits for a target confidence-interval half-width;
+//! * [`BandingPlanner`]: bands and widths of a banded join for a cosine threshold and a recall
+//!   target ([`band_recall`], [`filtered_band_recall`], [`background_candidates`]), and
+//!   [`JoinPlanner`]: the exact Hamming join or banding, whichever is cheaper.
 //!
 //! # Binomial helpers
 //!
@@ -63,6 +66,7 @@
 //! # Ok::<(), simlsh::Error>(())
 //! ```
 
+mod banding;
 mod binomial;
 mod bits;
 mod interval;
@@ -71,6 +75,11 @@ mod special;
 
 use std::f64::consts::PI;
 
+pub use banding::{
+    BAND_ROW_NS, BandingPlan, BandingPlanner, DEFAULT_RECALL, DEFAULT_WIDTHS, HammingJoinPlan,
+    JoinChoice, JoinPlan, JoinPlanner, KERNEL_PAIR_NS, KERNEL_WORD_NS, PAIR_NS, PAIR_WORD_NS,
+    background_candidates, band_recall, filtered_band_recall,
+};
 pub use binomial::{
     MAX_TRIALS, binomial_cdf, binomial_interval, binomial_pmf, binomial_quantile, binomial_sf,
 };

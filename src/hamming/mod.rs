@@ -33,9 +33,9 @@
 //! | `popcnt` | x86-64 with `POPCNT` | the very same loops compiled with `#[target_feature(enable = "popcnt")]`: one `POPCNT` per word |
 //! | `avx2` | x86-64 with `AVX2` and `POPCNT` | explicit AVX2: four codes per 256-bit vector ("vertical" layout), a `vpshufb` nibble-table popcount, `vpsadbw` to sum the bytes of each code; AVX2 Harley–Seal for long slices |
 //!
-//! The choice is made **once per process**, at the first call, with
-//! `is_x86_feature_detected!`, and cached (a [`std::sync::OnceLock`] holding a reference to a
-//! static table of function pointers). The best set the CPU supports is used: `avx2`, else
+//! The choice is made **once per process**, at the first call, from the extensions the CPU
+//! dispatch layer allows ([`crate::cpu::features`]), and cached (a [`std::sync::OnceLock`]
+//! holding a reference to a static table of function pointers). The best set the CPU supports is used: `avx2`, else
 //! `popcnt`, else `scalar`. Compile-time `target_feature` settings play no part: a binary
 //! built for baseline x86-64 still gets hardware popcount and AVX2 where the CPU has them,
 //! which is the point of the dispatch, since the baseline `count_ones` is the slow SWAR trick.
@@ -89,7 +89,6 @@
 //! Distances are `u32`, so codes are limited to [`MAX_WORDS`] words (just under 2^32 bits);
 //! functions that take `words` check it.
 
-use std::collections::BinaryHeap;
 use std::fmt;
 use std::sync::OnceLock;
 
@@ -103,8 +102,8 @@ mod x86;
 mod tests;
 
 /// Name of the environment variable that forces the portable `scalar` kernels when set to a
-/// non-empty value other than `0`. Read once, at the first call of a dispatched function.
-pub const FORCE_SCALAR_ENV: &str = "SIMLSH_FORCE_SCALAR";
+/// non-empty value other than `0` (the crate-wide switch of [`crate::cpu`]).
+pub use crate::cpu::FORCE_SCALAR_ENV;
 
 /// Largest code width, in words, accepted by the functions that take `words`: distances
 /// must fit in a `u32`.
@@ -122,8 +121,8 @@ pub struct Neighbor {
     pub index: usize,
 }
 
-/// A query's running k nearest codes: a max-heap of at most `k` [`Neighbor`]s and the
-/// threshold a new distance must beat.
+/// A query's running k nearest codes: a top-k of [`Neighbor`]s
+/// ([`crate::util::topk::TopK`]) and the threshold a new distance must beat.
 ///
 /// Kernels feed each query the codes in increasing index order. A new code `(d, i)` belongs in
 /// a full top-k iff `(d, i) < worst`, and since `i` is larger than every index seen so far,
@@ -132,16 +131,14 @@ pub struct Neighbor {
 /// for `k == 0` it is 0 (none does).
 #[derive(Debug)]
 pub(crate) struct TopK {
-    k: usize,
-    heap: BinaryHeap<Neighbor>,
+    top: crate::util::topk::TopK<Neighbor>,
     thr: u64,
 }
 
 impl TopK {
     pub(crate) fn new(k: usize) -> Self {
         TopK {
-            k,
-            heap: BinaryHeap::new(),
+            top: crate::util::topk::TopK::new(k),
             thr: if k == 0 { 0 } else { u64::MAX },
         }
     }
@@ -156,24 +153,15 @@ impl TopK {
     /// and offers codes in increasing index order.
     #[inline(never)]
     pub(crate) fn push(&mut self, dist: u32, index: usize) {
-        let nb = Neighbor { dist, index };
-        if self.heap.len() < self.k {
-            self.heap.push(nb);
-        } else if let Some(mut worst) = self.heap.peek_mut() {
-            if nb < *worst {
-                *worst = nb;
-            }
-        }
-        if self.heap.len() == self.k {
-            if let Some(worst) = self.heap.peek() {
-                self.thr = u64::from(worst.dist);
-            }
+        self.top.offer(Neighbor { dist, index });
+        if let Some(worst) = self.top.worst() {
+            self.thr = u64::from(worst.dist);
         }
     }
 
     /// The kept codes sorted by `(dist, index)`.
     pub(crate) fn into_sorted(self) -> Vec<Neighbor> {
-        self.heap.into_sorted_vec()
+        self.top.into_sorted_vec()
     }
 }
 
@@ -236,8 +224,18 @@ static AVX2: Kernels = Kernels {
 
 static DISPATCHED: OnceLock<&'static Kernels> = OnceLock::new();
 
-fn force_scalar_from_env() -> bool {
-    std::env::var_os(FORCE_SCALAR_ENV).is_some_and(|v| !v.is_empty() && v != "0")
+/// The best set the extensions `f` allow.
+fn best_for(f: crate::cpu::Features) -> &'static Kernels {
+    #[cfg(target_arch = "x86_64")]
+    if f.avx2 && f.popcnt {
+        return &AVX2;
+    }
+    #[cfg(target_arch = "x86_64")]
+    if f.popcnt {
+        return &POPCNT;
+    }
+    let _ = f;
+    &SCALAR
 }
 
 impl Kernels {
@@ -250,7 +248,7 @@ impl Kernels {
     /// not on x86-64 or the CPU lacks `POPCNT`.
     pub fn popcnt() -> Option<&'static Kernels> {
         #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("popcnt") {
+        if crate::cpu::detected().popcnt {
             return Some(&POPCNT);
         }
         None
@@ -259,9 +257,7 @@ impl Kernels {
     /// The `avx2` set, or `None` when not on x86-64 or the CPU lacks `AVX2` or `POPCNT`.
     pub fn avx2() -> Option<&'static Kernels> {
         #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("avx2")
-            && std::arch::is_x86_feature_detected!("popcnt")
-        {
+        if crate::cpu::detected().avx2 && crate::cpu::detected().popcnt {
             return Some(&AVX2);
         }
         None
@@ -276,24 +272,16 @@ impl Kernels {
     }
 
     /// The fastest set this CPU can run (`avx2`, else `popcnt`, else `scalar`), ignoring
-    /// [`FORCE_SCALAR_ENV`]. Detects features on every call; [`Kernels::dispatched`] caches.
+    /// [`FORCE_SCALAR_ENV`] ([`crate::cpu::detected`]).
     pub fn best_available() -> &'static Kernels {
-        Kernels::avx2()
-            .or_else(Kernels::popcnt)
-            .unwrap_or_else(Kernels::scalar)
+        best_for(crate::cpu::detected())
     }
 
-    /// The set used by the top-level functions of this module: [`Kernels::best_available`],
-    /// or `scalar` if [`FORCE_SCALAR_ENV`] is set. Chosen at the first call and cached for
-    /// the life of the process.
+    /// The set used by the top-level functions of this module: the best one
+    /// [`crate::cpu::features`] allows (`scalar` if [`FORCE_SCALAR_ENV`] is set). Chosen at
+    /// the first call and cached for the life of the process.
     pub fn dispatched() -> &'static Kernels {
-        DISPATCHED.get_or_init(|| {
-            if force_scalar_from_env() {
-                Kernels::scalar()
-            } else {
-                Kernels::best_available()
-            }
-        })
+        DISPATCHED.get_or_init(|| best_for(crate::cpu::features()))
     }
 
     /// The set's name: `"scalar"`, `"popcnt"` or `"avx2"`.
@@ -302,8 +290,25 @@ impl Kernels {
     }
 
     /// Hamming distance of two codes of the same length. See [`distance`].
+    ///
+    /// # Errors
+    /// [`Error::LengthMismatch`] if the slices differ in length.
     #[inline]
-    pub fn distance(&self, a: &[u64], b: &[u64]) -> u32 {
+    pub fn distance(&self, a: &[u64], b: &[u64]) -> Result<u32> {
+        if a.len() != b.len() {
+            return Err(Error::LengthMismatch {
+                what: "hamming::distance: words of the two codes",
+                left: a.len(),
+                right: b.len(),
+            });
+        }
+        Ok(self.distance_eq(a, b))
+    }
+
+    /// [`distance`](Self::distance) of two slices the caller knows to have the same length
+    /// (checked in debug builds only).
+    #[inline]
+    pub(crate) fn distance_eq(&self, a: &[u64], b: &[u64]) -> u32 {
         debug_assert_eq!(a.len(), b.len(), "hamming::distance: lengths differ");
         // SAFETY: `self` comes from a constructor that checked the CPU features this set was
         // compiled for; the kernel accepts slices of any lengths.
@@ -430,10 +435,12 @@ pub fn kernel_name() -> &'static str {
 /// Hamming distance of two codes of the same length (any number of words).
 ///
 /// Dispatched; the 1-, 2- and 4-word cases are unrolled, and codes of 64 words or more use
-/// the AVX2 Harley–Seal popcount of the XOR when available. Slices of different lengths are a
-/// caller bug, caught by a `debug_assert`; release builds compare the common prefix.
+/// the AVX2 Harley–Seal popcount of the XOR when available.
+///
+/// # Errors
+/// [`Error::LengthMismatch`] if the slices differ in length.
 #[inline]
-pub fn distance(a: &[u64], b: &[u64]) -> u32 {
+pub fn distance(a: &[u64], b: &[u64]) -> Result<u32> {
     Kernels::dispatched().distance(a, b)
 }
 

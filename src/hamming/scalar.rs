@@ -41,7 +41,6 @@ macro_rules! by_words {
         }
     };
 }
-#[cfg(target_arch = "x86_64")]
 pub(crate) use by_words;
 
 /// Hamming distance of the first `w` words of `a` and `b` (`w` is a constant in the
@@ -226,9 +225,9 @@ pub(crate) fn scan_knn_raw(queries: &[u64], codes: &[u64], words: usize, heaps: 
 
 /// Portable [`super::distance`]: Hamming distance of two equal-length codes.
 ///
-/// Slices of different lengths are a caller bug (checked by `debug_assert`); release builds
-/// compare the common prefix.
-pub fn distance(a: &[u64], b: &[u64]) -> u32 {
+/// # Errors
+/// As [`super::distance`].
+pub fn distance(a: &[u64], b: &[u64]) -> Result<u32> {
     Kernels::scalar().distance(a, b)
 }
 

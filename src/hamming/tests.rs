@@ -111,7 +111,7 @@ fn brute_knn(queries: &[u64], codes: &[u64], w: usize, k: usize) -> Vec<Vec<Neig
 
 #[test]
 fn dispatch_picks_best_available_set() {
-    let forced = force_scalar_from_env();
+    let forced = crate::cpu::forced_scalar();
     let expected = if forced {
         "scalar"
     } else {
@@ -155,20 +155,42 @@ fn distance_matches_bitwise_for_every_kernel() {
                 let a = random_words(&mut rng, len);
                 let mut b = random_words(&mut rng, len);
                 let expected = bitwise_distance(&a, &b);
-                assert_eq!(kern.distance(&a, &b), expected, "{} len {len}", kern.name());
-                assert_eq!(kern.distance(&a, &a), 0);
+                assert_eq!(
+                    kern.distance(&a, &b).unwrap(),
+                    expected,
+                    "{} len {len}",
+                    kern.name()
+                );
+                assert_eq!(kern.distance(&a, &a).unwrap(), 0);
                 // Near-identical pair: low distances are where an off-by-one would show.
                 b.copy_from_slice(&a);
                 if len > 0 {
                     b[len / 2] ^= 0b1011;
-                    assert_eq!(kern.distance(&a, &b), 3, "{} len {len}", kern.name());
+                    assert_eq!(
+                        kern.distance(&a, &b).unwrap(),
+                        3,
+                        "{} len {len}",
+                        kern.name()
+                    );
                 }
             }
         }
     }
     let a = [u64::MAX; 4];
-    assert_eq!(distance(&a, &[0; 4]), 256);
-    assert_eq!(distance(&[], &[]), 0);
+    assert_eq!(distance(&a, &[0; 4]).unwrap(), 256);
+    assert_eq!(distance(&[], &[]).unwrap(), 0);
+    // Slices of different lengths: a typed error in every build, from every set.
+    for kern in Kernels::available() {
+        assert!(matches!(
+            kern.distance(&a, &[0; 3]),
+            Err(crate::Error::LengthMismatch {
+                left: 4,
+                right: 3,
+                ..
+            })
+        ));
+    }
+    assert!(distance(&[1], &[]).is_err() && scalar::distance(&[], &[1, 2]).is_err());
 }
 
 #[test]
@@ -343,8 +365,8 @@ fn top_level_functions_agree_with_scalar_module() {
     assert_eq!(da, db);
     assert_eq!(popcount(&codes), scalar::popcount(&codes));
     assert_eq!(
-        distance(&codes[..w], &codes[w..2 * w]),
-        scalar::distance(&codes[..w], &codes[w..2 * w])
+        distance(&codes[..w], &codes[w..2 * w]).unwrap(),
+        scalar::distance(&codes[..w], &codes[w..2 * w]).unwrap()
     );
 }
 
@@ -402,12 +424,13 @@ proptest! {
         (a, b, c) in (1usize..=9).prop_flat_map(|w| (code(w), code(w), code(w)))
     ) {
         let d = bitwise_distance(&a, &b);
-        prop_assert_eq!(distance(&a, &b), d);
-        prop_assert_eq!(distance(&b, &a), d);
-        prop_assert_eq!(distance(&a, &a), 0);
-        prop_assert!(distance(&a, &c) <= distance(&a, &b) + distance(&b, &c));
+        let dist = |x: &[u64], y: &[u64]| distance(x, y).unwrap();
+        prop_assert_eq!(dist(&a, &b), d);
+        prop_assert_eq!(dist(&b, &a), d);
+        prop_assert_eq!(dist(&a, &a), 0);
+        prop_assert!(dist(&a, &c) <= dist(&a, &b) + dist(&b, &c));
         for kern in Kernels::available() {
-            prop_assert_eq!(kern.distance(&a, &b), d);
+            prop_assert_eq!(kern.distance(&a, &b).unwrap(), d);
         }
     }
 }

@@ -22,18 +22,19 @@ pub struct LinearScan {
     bits: usize,
     codes: Buf<u64>,
     ids: Buf<u32>,
+    /// Whether the contents are known to be valid (built here, or checked).
+    validated: bool,
 }
 
 impl LinearScan {
     /// An empty index of `bits`-bit codes.
     pub fn new(bits: usize) -> Result<Self> {
-        if bits == 0 {
-            return Err(Error::param("bits", "must be at least 1"));
-        }
+        super::check_bits(bits)?;
         Ok(LinearScan {
             bits,
             codes: Buf::default(),
             ids: Buf::default(),
+            validated: true,
         })
     }
 
@@ -45,16 +46,41 @@ impl LinearScan {
             bits: sigs.bits(),
             codes: sigs.as_slice().to_vec().into(),
             ids: (0..n).collect::<Vec<_>>().into(),
+            validated: true,
         })
     }
 
-    /// An index over given arrays: `codes` row-major in increasing id order, `ids` increasing
-    /// (as in an index file).
+    /// An index over given arrays: `codes` row-major in increasing id order, `ids` strictly
+    /// increasing (as in an index file). Only the shapes are checked (`O(1)`); the order of
+    /// the ids and the padding bits are checked by [`validate`](HammingIndex::validate), and
+    /// before the first change.
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] for a width out of `1..=MAX_BITS`, or codes that do not
+    /// hold one code per id.
     pub fn from_parts(bits: usize, codes: Buf<u64>, ids: Buf<u32>) -> Result<Self> {
-        if codes.len() != ids.len() * words_for(bits) || ids.windows(2).any(|p| p[0] >= p[1]) {
-            return Err(Error::param("index data", "codes and ids are inconsistent"));
+        super::check_bits(bits)?;
+        if ids.len().checked_mul(words_for(bits)) != Some(codes.len()) {
+            return Err(Error::param(
+                "section codes",
+                format!("{} words for {} ids of {bits} bits", codes.len(), ids.len()),
+            ));
         }
-        Ok(LinearScan { bits, codes, ids })
+        Ok(LinearScan {
+            bits,
+            codes,
+            ids,
+            validated: false,
+        })
+    }
+
+    /// Checks the contents once before the first change of a loaded index.
+    fn ensure_valid(&mut self) -> Result<()> {
+        if !self.validated {
+            self.validate()?;
+            self.validated = true;
+        }
+        Ok(())
     }
 
     /// The stored codes, row-major, in increasing id order.
@@ -106,8 +132,14 @@ impl HammingIndex for LinearScan {
         self.codes.data_bytes() + self.ids.data_bytes()
     }
 
+    fn validate(&self) -> Result<()> {
+        super::check_codes(self.bits, &self.codes)?;
+        super::check_increasing("section ids", &self.ids)
+    }
+
     fn insert(&mut self, id: Id, code: &[u64]) -> Result<()> {
         check_code(self.bits, code)?;
+        self.ensure_valid()?;
         let pos = match self.ids.binary_search(&id) {
             Ok(_) => return Err(Error::param("id", format!("id {id} is already stored"))),
             Err(p) => p,
@@ -120,6 +152,7 @@ impl HammingIndex for LinearScan {
     }
 
     fn remove(&mut self, id: Id) -> Result<bool> {
+        self.ensure_valid()?;
         let Ok(pos) = self.ids.binary_search(&id) else {
             return Ok(false);
         };
@@ -127,6 +160,36 @@ impl HammingIndex for LinearScan {
         self.ids.to_mut().remove(pos);
         self.codes.to_mut().drain(pos * w..(pos + 1) * w);
         Ok(true)
+    }
+
+    fn insert_batch(&mut self, ids: &[Id], codes: &[u64]) -> Result<()> {
+        super::check_batch(self.bits, ids, codes)?;
+        self.ensure_valid()?;
+        let w = self.words();
+        let mut order: Vec<usize> = (0..ids.len()).collect();
+        order.sort_unstable_by_key(|&i| ids[i]);
+        if let Some(&i) = order
+            .iter()
+            .find(|&&i| self.ids.binary_search(&ids[i]).is_ok())
+        {
+            return Err(super::duplicate(ids[i]));
+        }
+        let (new_ids, new_codes) =
+            super::rows::merge_by_id(w, (&self.ids, &self.codes), (ids, codes), &order);
+        self.ids = new_ids.into();
+        self.codes = new_codes.into();
+        Ok(())
+    }
+
+    fn remove_batch(&mut self, ids: &[Id]) -> Result<usize> {
+        self.ensure_valid()?;
+        let mut rm = ids.to_vec();
+        rm.sort_unstable();
+        rm.dedup();
+        let w = self.words();
+        let (ids, codes) = (self.ids.to_mut(), self.codes.to_mut());
+        let removed = super::rows::retain_rows(ids, codes, w, 0, super::rows::not_in_sorted(&rm));
+        Ok(removed)
     }
 
     fn radius_into(&self, query: &[u64], r: u32, out: &mut Vec<Hit>) -> Result<()> {

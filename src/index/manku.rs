@@ -68,211 +68,34 @@
 //! their ids (`codes`, `row_ids`), the delta (`delta_codes`, `delta_ids`) and the dead ids.
 //! The table layout is recomputed from the parameters.
 
+mod builder;
 pub mod design;
 mod layout;
+mod parts;
+mod probe;
 mod store;
 
-use std::collections::BinaryHeap;
+pub use self::builder::PermutedTablesBuilder;
 
 use rayon::prelude::*;
 
 pub(crate) use self::design::join_plan;
 pub use self::design::{MAX_TABLES, Plan, min_tables, plan};
+use self::layout::sort_pairs;
 pub(crate) use self::layout::{Layout, counting_sort};
-use self::layout::{prefetch, sort_pairs};
 use self::store::Store;
-use super::{HammingIndex, Hit, Id, IdSet, check_code, check_queries};
+use super::{HammingIndex, Hit, Id, IdSet, check_code};
 use crate::error::{Error, Result};
 use crate::hamming;
-use crate::signature::{SignatureMatrix, last_word_mask, words_for};
+use crate::signature::words_for;
 use crate::storage::Buf;
-
-/// (query, table) searches run together, phase by phase, so that their memory accesses
-/// overlap.
-const UNIT: usize = 32;
-
-/// Candidates whose ids are looked up together.
-const PENDING: usize = 64;
+use crate::util::topk::TopK;
 
 /// Queries probed together by the batch searches.
 const QUERY_GROUP: usize = 64;
 
-/// One (query, table) search of a probe.
-#[derive(Clone, Copy, Debug, Default)]
-struct Search {
-    /// The query's key word for the table.
-    key: u64,
-    q: u32,
-    t: u32,
-    /// The key word's directory prefix.
-    bucket: usize,
-    /// The prefix's entries.
-    lo: usize,
-    hi: usize,
-}
-
-/// Candidates within the radius by their key words, awaiting their ids: `(query, table,
-/// position in keys / vals, distance of the key words)`.
-struct Pending {
-    items: [(u32, u32, usize, u32); PENDING],
-    len: usize,
-}
-
-impl Pending {
-    fn new() -> Self {
-        Pending {
-            items: [(0, 0, 0, 0); PENDING],
-            len: 0,
-        }
-    }
-
-    #[inline(always)]
-    fn is_full(&self) -> bool {
-        self.len == PENDING
-    }
-
-    #[inline(always)]
-    fn push(&mut self, q: u32, t: u32, pos: usize, lower: u32) {
-        self.items[self.len] = (q, t, pos, lower);
-        self.len += 1;
-    }
-}
-
 /// Codes per block of the exact k-NN scan.
 const SCAN_BLOCK: usize = 256;
-
-/// How the builder picks the design.
-#[derive(Clone, Debug, Default, PartialEq)]
-enum Design {
-    /// The planner, no memory limit.
-    #[default]
-    Auto,
-    /// Explicit levels (blocks per level).
-    Levels(Vec<usize>),
-    /// The planner with at most this many tables.
-    MaxTables(usize),
-    /// The planner within this many bytes.
-    Budget(u64),
-}
-
-/// Builder of [`PermutedTables`]: `PermutedTables::builder().bits(64).radius(3).blocks(4)`.
-///
-/// The design is, by priority of the last setter called: explicit [`blocks`](Self::blocks)
-/// or [`levels`](Self::levels), a [`plan`](Self::plan), at most [`tables`](Self::tables)
-/// tables, a [`memory_budget`](Self::memory_budget), or by default the [`plan`](self::plan())
-/// of least query cost for the data size (`2^20` codes for an empty index).
-#[derive(Clone, Debug, Default)]
-pub struct PermutedTablesBuilder {
-    bits: Option<usize>,
-    radius: Option<u32>,
-    design: Design,
-}
-
-impl PermutedTablesBuilder {
-    /// Signature width `f` (required for [`empty`](Self::empty); checked against the
-    /// signatures in [`build`](Self::build)).
-    pub fn bits(mut self, bits: usize) -> Self {
-        self.bits = Some(bits);
-        self
-    }
-
-    /// Radius `k` the tables answer exactly (default 3). Larger radii are answered by a scan.
-    pub fn radius(mut self, radius: u32) -> Self {
-        self.radius = Some(radius);
-        self
-    }
-
-    /// One level of `r` blocks: `C(r, k)` tables, each keyed on `r - k` blocks (`r > k`).
-    pub fn blocks(mut self, r: usize) -> Self {
-        self.design = Design::Levels(vec![r]);
-        self
-    }
-
-    /// Several levels (see [`Plan::levels`]), e.g. `[4, 4]` for Manku's 16-table design.
-    pub fn levels(mut self, levels: &[usize]) -> Self {
-        self.design = Design::Levels(levels.to_vec());
-        self
-    }
-
-    /// The planner's best design with at most `max_tables` tables for the data size.
-    pub fn tables(mut self, max_tables: usize) -> Self {
-        self.design = Design::MaxTables(max_tables);
-        self
-    }
-
-    /// The planner's best design whose tables fit in `bytes` for the data size.
-    pub fn memory_budget(mut self, bytes: u64) -> Self {
-        self.design = Design::Budget(bytes);
-        self
-    }
-
-    /// The design of `plan` (also sets the width and radius).
-    pub fn plan(mut self, plan: &Plan) -> Self {
-        self.bits = Some(plan.bits);
-        self.radius = Some(plan.radius);
-        self.design = Design::Levels(plan.levels.clone());
-        self
-    }
-
-    fn levels_for(&self, bits: usize, radius: u32, n: u64) -> Result<Vec<usize>> {
-        let levels = match &self.design {
-            Design::Levels(l) => l.clone(),
-            Design::Auto => plan(bits, radius, n, u64::MAX)?.levels,
-            Design::MaxTables(t) => {
-                design::plan_max_tables(bits, radius, n, *t)
-                    .ok_or_else(|| Error::param("tables", "must be at least 1"))?
-                    .levels
-            }
-            Design::Budget(b) => plan(bits, radius, n, *b)?.levels,
-        };
-        design::check_design(bits, radius, &levels)?;
-        Ok(levels)
-    }
-
-    /// An index of the rows of `sigs`, with ids `0..N`; tables are built in parallel.
-    ///
-    /// # Errors
-    /// [`Error::BitsMismatch`] if [`bits`](Self::bits) was set to another width;
-    /// [`Error::InvalidParameter`] for a design that does not hold the radius (`r <= k`), has
-    /// more than [`MAX_TABLES`] tables, or does not fit the budget, or for more than `2^32`
-    /// rows.
-    pub fn build<S: AsRef<[u64]>>(&self, sigs: &SignatureMatrix<S>) -> Result<PermutedTables> {
-        let bits = sigs.bits();
-        if let Some(b) = self.bits.filter(|&b| b != bits) {
-            return Err(Error::BitsMismatch {
-                expected: b,
-                got: bits,
-            });
-        }
-        let n = u32::try_from(sigs.len())
-            .map_err(|_| Error::param("signatures", "more than 2^32 rows"))?;
-        let radius = self.radius.unwrap_or(3);
-        let levels = self.levels_for(bits, radius, u64::from(n).max(1))?;
-        let ids: Vec<u32> = (0..n).collect();
-        Ok(PermutedTables::from_rows(
-            bits,
-            radius,
-            levels,
-            sigs.as_slice(),
-            &ids,
-        ))
-    }
-
-    /// An empty index (the automatic design is planned for `2^20` codes).
-    ///
-    /// # Errors
-    /// [`Error::InvalidParameter`] if [`bits`](Self::bits) is unset or 0, or as
-    /// [`build`](Self::build) for the design.
-    pub fn empty(&self) -> Result<PermutedTables> {
-        let bits = self
-            .bits
-            .filter(|&b| b > 0)
-            .ok_or_else(|| Error::param("bits", "an empty index needs a width of at least 1"))?;
-        let radius = self.radius.unwrap_or(3);
-        let levels = self.levels_for(bits, radius, 1 << 20)?;
-        Ok(PermutedTables::from_rows(bits, radius, levels, &[], &[]))
-    }
-}
 
 /// Which ids the sorted tables hold (dead ones included).
 #[derive(Clone, Debug)]
@@ -286,18 +109,20 @@ enum MainIds {
 impl MainIds {
     /// The set of `ids`, or `None` if one repeats.
     fn from_ids(ids: impl Iterator<Item = u32>) -> Option<MainIds> {
-        let mut set = IdSet::default();
-        let mut max = None;
-        for id in ids {
-            if !set.insert(id) {
-                return None;
-            }
-            max = max.max(Some(id));
+        let mut v: Vec<u32> = ids.collect();
+        v.sort_unstable();
+        Self::from_sorted(&v)
+    }
+
+    /// The set of sorted `ids`, or `None` if one repeats.
+    fn from_sorted(ids: &[u32]) -> Option<MainIds> {
+        if ids.windows(2).any(|p| p[0] == p[1]) {
+            return None;
         }
-        Some(match max {
+        Some(match ids.last() {
             None => MainIds::Range(0),
-            Some(m) if u64::from(m) + 1 == set.len() as u64 => MainIds::Range(set.len() as u64),
-            Some(_) => MainIds::Set(set),
+            Some(&m) if u64::from(m) + 1 == ids.len() as u64 => MainIds::Range(ids.len() as u64),
+            Some(_) => MainIds::Set(IdSet::from_sorted(ids)),
         })
     }
 
@@ -344,38 +169,11 @@ pub struct PermutedTables {
     delta_ids: Vec<u32>,
     /// Ids whose table entries are stale.
     dead: IdSet,
+    /// The ids of the tables (for a loaded index, computed by the check before the first
+    /// change).
     main_ids: MainIds,
-}
-
-/// The `k` best hits seen so far, by `(distance, id)`.
-struct TopHits {
-    k: usize,
-    heap: BinaryHeap<Hit>,
-}
-
-impl TopHits {
-    fn new(k: usize) -> Self {
-        TopHits {
-            k,
-            heap: BinaryHeap::with_capacity(k + 1),
-        }
-    }
-
-    /// Whether a hit at distance `d` may enter.
-    #[inline(always)]
-    fn accepts(&self, d: u32) -> bool {
-        self.heap.len() < self.k || self.heap.peek().is_some_and(|w| d <= w.distance)
-    }
-
-    fn offer(&mut self, h: Hit) {
-        if self.heap.len() < self.k {
-            self.heap.push(h);
-        } else if let Some(mut worst) = self.heap.peek_mut() {
-            if h < *worst {
-                *worst = h;
-            }
-        }
-    }
+    /// Whether the contents are known to be valid (built here, or checked).
+    validated: bool,
 }
 
 /// Merges two sorted runs of `(key, value)` pairs.
@@ -456,140 +254,8 @@ impl PermutedTables {
             delta_ids: Vec::new(),
             dead: IdSet::default(),
             main_ids,
+            validated: true,
         }
-    }
-
-    /// Rebuilds an index from its parameters and arrays (see the module's "Persistence"),
-    /// checking their shapes, the directories and sort order of every table, that every
-    /// table holds each stored code exactly once, that wide tables' keys match the codes,
-    /// and that the delta and dead ids are consistent. Narrow tables are not checked to hold
-    /// the *same* code under an id in every table.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn from_parts(
-        bits: usize,
-        radius: u32,
-        levels: Vec<usize>,
-        dir: Buf<u32>,
-        keys: Buf<u8>,
-        vals: Buf<u32>,
-        codes: Buf<u64>,
-        row_ids: Buf<u32>,
-        delta_codes: Vec<u64>,
-        delta_ids: Vec<u32>,
-        dead_ids: &[u32],
-    ) -> Result<Self> {
-        design::check_design(bits, radius, &levels)?;
-        let bad = |what: &str| Error::param("index data", what.to_string());
-        let layout = Layout::new(bits, radius, &levels);
-        let w = words_for(bits);
-        let store = Store::from_parts(&layout, dir, keys, vals)?;
-        let m = store.len();
-        let main_ids = if w == 1 {
-            if !codes.is_empty() || !row_ids.is_empty() {
-                return Err(bad("codes of at most 64 bits live in the tables only"));
-            }
-            MainIds::from_ids(store.vals()[..m].iter().copied())
-                .ok_or_else(|| bad("repeated id"))?
-        } else {
-            if codes.len() != m * w || row_ids.len() != m {
-                return Err(bad("codes and row ids do not match the tables"));
-            }
-            if row_ids.windows(2).any(|p| p[0] >= p[1]) {
-                return Err(bad("row ids are not increasing"));
-            }
-            if codes
-                .chunks_exact(w)
-                .any(|c| c[w - 1] & !last_word_mask(bits) != 0)
-            {
-                return Err(bad("padding bits set in a code"));
-            }
-            MainIds::from_ids(row_ids.iter().copied()).ok_or_else(|| bad("repeated id"))?
-        };
-        for (t, tl) in layout.tables.iter().enumerate() {
-            let mut seen = IdSet::default();
-            for (k, v) in store.table(t) {
-                let ok = if w == 1 {
-                    main_ids.contains(v) && k & !tl.valid == 0
-                } else {
-                    (v as usize) < m && tl.keyword(&codes[v as usize * w..][..w]) == k
-                };
-                if !ok || !seen.insert(v) {
-                    return Err(bad("a table does not hold every code once"));
-                }
-            }
-        }
-        if delta_codes.len() != delta_ids.len() * w
-            || delta_codes
-                .chunks_exact(w)
-                .any(|c| c[w - 1] & !last_word_mask(bits) != 0)
-        {
-            return Err(bad("bad delta codes"));
-        }
-        let mut dead = IdSet::default();
-        for &id in dead_ids {
-            if !main_ids.contains(id) || !dead.insert(id) {
-                return Err(bad("a dead id is not in the tables"));
-            }
-        }
-        let mut delta_set = IdSet::default();
-        for &id in &delta_ids {
-            if !delta_set.insert(id) || (main_ids.contains(id) && !dead.contains(id)) {
-                return Err(bad("a delta id is stored twice"));
-            }
-        }
-        Ok(PermutedTables {
-            bits,
-            radius,
-            levels,
-            layout,
-            store,
-            codes,
-            row_ids,
-            delta_codes,
-            delta_ids,
-            dead,
-            main_ids,
-        })
-    }
-
-    /// The arrays of the index, in the order of [`from_parts`](Self::from_parts):
-    /// directories, truncated keys and values of all tables, wide codes and their ids, delta
-    /// codes and ids, dead ids (increasing).
-    #[allow(clippy::type_complexity)]
-    pub(crate) fn parts(
-        &self,
-    ) -> (
-        &[u32],
-        &[u8],
-        &[u32],
-        &[u64],
-        &[u32],
-        &[u64],
-        &[u32],
-        Vec<u32>,
-    ) {
-        let main: &[u32] = if self.words() == 1 {
-            &self.store.vals()[..self.store.len()]
-        } else {
-            &self.row_ids
-        };
-        let mut dead: Vec<u32> = main
-            .iter()
-            .copied()
-            .filter(|&id| self.dead.contains(id))
-            .collect();
-        dead.sort_unstable();
-        let (dir, keys, vals) = self.store.parts();
-        (
-            dir,
-            keys,
-            vals,
-            &self.codes,
-            &self.row_ids,
-            &self.delta_codes,
-            &self.delta_ids,
-            dead,
-        )
     }
 
     fn words(&self) -> usize {
@@ -611,165 +277,6 @@ impl PermutedTables {
 
     fn contains(&self, id: Id) -> bool {
         (self.main_ids.contains(id) && !self.dead.contains(id)) || self.delta_ids.contains(&id)
-    }
-
-    /// Probes every table for every query of `queries` (row-major, `outs.len()` codes) for
-    /// codes within `r <= radius`, appending them to `outs[q]` (unsorted, delta excluded).
-    fn probe(&self, queries: &[u64], r: u32, outs: &mut [Vec<Hit>]) {
-        if self.store.len() == 0 {
-            return;
-        }
-        #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("popcnt") {
-            // SAFETY: the CPU has POPCNT, checked just above.
-            unsafe { self.probe_popcnt(queries, r, outs) };
-            return;
-        }
-        self.probe_body(queries, r, outs);
-    }
-
-    /// [`probe`](Self::probe) compiled with hardware popcount.
-    ///
-    /// # Safety
-    /// The CPU must support POPCNT.
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "popcnt")]
-    unsafe fn probe_popcnt(&self, queries: &[u64], r: u32, outs: &mut [Vec<Hit>]) {
-        self.probe_body(queries, r, outs);
-    }
-
-    /// The probe, software-pipelined: the (query, table) searches are run [`UNIT`] at a time,
-    /// each phase (directory entry, keys, ids) for all of them before the next, with the
-    /// next phase's cache lines prefetched, so that their cache misses overlap.
-    #[inline(always)]
-    fn probe_body(&self, queries: &[u64], r: u32, outs: &mut [Vec<Hit>]) {
-        let st = &self.store;
-        let m = st.len();
-        let w = self.words();
-        let tables = &self.layout.tables;
-        let nt = tables.len();
-        let total = outs.len() * nt;
-        let mut pending = Pending::new();
-        let mut unit = [Search::default(); UNIT];
-        for first in (0..total).step_by(UNIT) {
-            let len = UNIT.min(total - first);
-            let unit = &mut unit[..len];
-            // Key words; their directory entries prefetched.
-            for (s, qt) in unit.iter_mut().zip(first..) {
-                let (q, t) = (qt / nt, qt % nt);
-                let tl = &tables[t];
-                let code = &queries[q * w..(q + 1) * w];
-                let key = if w == 1 {
-                    tl.keyword1(code[0])
-                } else {
-                    tl.keyword(code)
-                };
-                let bucket = st.shape(t).bucket(key);
-                prefetch(st.dir_entry(&st.shape(t), bucket));
-                *s = Search {
-                    key,
-                    q: q as u32,
-                    t: t as u32,
-                    bucket,
-                    lo: 0,
-                    hi: 0,
-                };
-            }
-            // The prefix's entries; their keys prefetched.
-            for s in unit.iter_mut() {
-                let sh = st.shape(s.t as usize);
-                s.lo = *st.dir_entry(&sh, s.bucket) as usize;
-                s.hi = *st.dir_entry(&sh, s.bucket + 1) as usize;
-                if s.hi > s.lo {
-                    prefetch(st.key_byte(&sh, s.lo));
-                    prefetch(st.key_byte(&sh, (s.lo + 64 / sh.kb).min(s.hi - 1)));
-                    prefetch(st.key_byte(&sh, s.hi - 1));
-                }
-            }
-            // The candidates: entries sharing the query's key.
-            for s in unit.iter() {
-                let t = s.t as usize;
-                let tl = &tables[t];
-                let sh = st.shape(t);
-                let high = sh.high(s.bucket);
-                // Key bits below the directory's: found by binary search, then checked.
-                let key_low = tl.prefix & sh.low;
-                let mut i = s.lo;
-                if key_low != 0 {
-                    let target = s.key & key_low;
-                    let mut len = s.hi - s.lo;
-                    while len > 0 {
-                        let half = len / 2;
-                        if st.rem(&sh, i + half) < target {
-                            i += half + 1;
-                            len -= half + 1;
-                        } else {
-                            len = half;
-                        }
-                    }
-                }
-                while i < s.hi {
-                    let rem = st.rem(&sh, i);
-                    if (rem ^ s.key) & key_low != 0 {
-                        break;
-                    }
-                    let x = (high | rem) ^ s.key;
-                    let lower = x.count_ones();
-                    if lower <= r && (w > 1 || !tl.prior_match1(x)) {
-                        if pending.is_full() {
-                            self.resolve(&mut pending, queries, r, outs);
-                        }
-                        prefetch(&st.vals()[t * m + i]);
-                        pending.push(s.q, s.t, t * m + i, lower);
-                    }
-                    i += 1;
-                }
-            }
-        }
-        self.resolve(&mut pending, queries, r, outs);
-    }
-
-    /// Turns pending candidates into hits: looks up their ids (and, for wide codes, checks the
-    /// full code), all independent loads.
-    #[inline(always)]
-    fn resolve(&self, pending: &mut Pending, queries: &[u64], r: u32, outs: &mut [Vec<Hit>]) {
-        let w = self.words();
-        let items = &pending.items[..pending.len];
-        if w > 1 {
-            // The rows' codes, all in flight before any is read.
-            for &(_, _, pos, _) in items {
-                let v = self.store.vals()[pos] as usize;
-                prefetch(&self.codes[v * w]);
-                prefetch(&self.codes[v * w + w - 1]);
-                prefetch(&self.row_ids[v]);
-            }
-        }
-        for &(q, t, pos, lower) in items {
-            let v = self.store.vals()[pos];
-            if w == 1 {
-                if !self.is_dead(v) {
-                    outs[q as usize].push(Hit {
-                        distance: lower,
-                        id: v,
-                    });
-                }
-                continue;
-            }
-            let query = &queries[q as usize * w..(q as usize + 1) * w];
-            let code = &self.codes[v as usize * w..][..w];
-            let d: u32 = code
-                .iter()
-                .zip(query)
-                .map(|(a, b)| (a ^ b).count_ones())
-                .sum();
-            if d <= r && !self.layout.prior_match(t as usize, code, query) {
-                let id = self.row_ids[v as usize];
-                if !self.is_dead(id) {
-                    outs[q as usize].push(Hit { distance: d, id });
-                }
-            }
-        }
-        pending.len = 0;
     }
 
     /// Calls `f(first, keys)` on table 0's key words in entry order, [`SCAN_BLOCK`] at a
@@ -860,14 +367,14 @@ impl PermutedTables {
         w: usize,
         id_of: impl Fn(usize) -> Id,
         tables: bool,
-        top: &mut TopHits,
+        top: &mut TopK<Hit>,
     ) -> Result<()> {
         let mut dist = [0u32; SCAN_BLOCK];
         for (b, block) in codes.chunks(SCAN_BLOCK * w).enumerate() {
             let dist = &mut dist[..block.len() / w];
             hamming::distances(q, block, w, dist)?;
             for (i, &d) in dist.iter().enumerate() {
-                if top.accepts(d) {
+                if top.worst().is_none_or(|w| d <= w.distance) {
                     let id = id_of(b * SCAN_BLOCK + i);
                     if !(tables && self.is_dead(id)) {
                         top.offer(Hit { distance: d, id });
@@ -880,7 +387,7 @@ impl PermutedTables {
 
     /// The exact k nearest by scanning every code.
     fn scan_knn(&self, q: &[u64], k: usize, out: &mut Vec<Hit>) -> Result<()> {
-        let mut top = TopHits::new(k);
+        let mut top = TopK::new(k);
         let w = self.words();
         if self.store.len() > 0 {
             if w == 1 {
@@ -894,11 +401,11 @@ impl PermutedTables {
             }
         }
         let delta = &self.delta_ids;
-        let mut dtop = TopHits::new(k);
+        let mut dtop = TopK::new(k);
         self.offer_all(q, &self.delta_codes, w, |i| delta[i], false, &mut dtop)?;
         out.clear();
-        out.extend(top.heap.into_vec());
-        out.extend(dtop.heap.into_vec());
+        top.drain_sorted_into(out);
+        dtop.drain_sorted_into(out);
         out.sort_unstable();
         out.truncate(k);
         Ok(())
@@ -1020,8 +527,13 @@ impl HammingIndex for PermutedTables {
             + self.layout.bytes()
     }
 
+    fn validate(&self) -> Result<()> {
+        self.checked_main_ids().map(|_| ())
+    }
+
     fn insert(&mut self, id: Id, code: &[u64]) -> Result<()> {
         check_code(self.bits, code)?;
+        self.ensure_valid()?;
         if self.contains(id) {
             return Err(Error::param("id", format!("id {id} is already stored")));
         }
@@ -1034,6 +546,7 @@ impl HammingIndex for PermutedTables {
     }
 
     fn remove(&mut self, id: Id) -> Result<bool> {
+        self.ensure_valid()?;
         if let Some(i) = self.delta_ids.iter().position(|&x| x == id) {
             let w = self.words();
             let last = self.delta_ids.len() - 1;
@@ -1052,6 +565,49 @@ impl HammingIndex for PermutedTables {
         Ok(true)
     }
 
+    fn insert_batch(&mut self, ids: &[Id], codes: &[u64]) -> Result<()> {
+        super::check_batch(self.bits, ids, codes)?;
+        self.ensure_valid()?;
+        let mut delta = IdSet::default();
+        for &id in &self.delta_ids {
+            delta.insert(id);
+        }
+        if let Some(&id) = ids.iter().find(|&&id| {
+            delta.contains(id) || (self.main_ids.contains(id) && !self.dead.contains(id))
+        }) {
+            return Err(super::duplicate(id));
+        }
+        self.delta_codes.extend_from_slice(codes);
+        self.delta_ids.extend_from_slice(ids);
+        if self.delta_ids.len() > self.delta_limit() {
+            self.merge();
+        }
+        Ok(())
+    }
+
+    fn remove_batch(&mut self, ids: &[Id]) -> Result<usize> {
+        self.ensure_valid()?;
+        let mut rm = IdSet::default();
+        for &id in ids {
+            rm.insert(id);
+        }
+        // The delta in one pass, then the tables' ids marked dead; one merge at most.
+        let w = self.words();
+        let mut removed =
+            super::rows::retain_rows(&mut self.delta_ids, &mut self.delta_codes, w, 0, |id| {
+                !rm.contains(id)
+            });
+        for id in rm.iter() {
+            if self.main_ids.contains(id) && self.dead.insert(id) {
+                removed += 1;
+            }
+        }
+        if self.dead.len() > self.dead_limit() {
+            self.merge();
+        }
+        Ok(removed)
+    }
+
     fn radius_into(&self, query: &[u64], r: u32, out: &mut Vec<Hit>) -> Result<()> {
         check_code(self.bits, query)?;
         out.clear();
@@ -1059,10 +615,7 @@ impl HammingIndex for PermutedTables {
     }
 
     fn radius_batch(&self, queries: &[u64], r: u32) -> Result<Vec<Vec<Hit>>> {
-        let w = check_queries(self.bits, queries)?;
-        for q in queries.chunks_exact(w) {
-            check_code(self.bits, q)?;
-        }
+        let w = super::check_query_rows(self.bits, queries)?;
         let groups: Vec<Vec<Vec<Hit>>> = queries
             .par_chunks(w * QUERY_GROUP)
             .map(|qs| {
@@ -1095,6 +648,7 @@ impl HammingIndex for PermutedTables {
 mod tests {
     use super::*;
     use crate::rng::Rng;
+    use crate::signature::{SignatureMatrix, last_word_mask};
 
     fn random_matrix(rng: &mut Rng, bits: usize, n: usize) -> SignatureMatrix {
         let w = words_for(bits);
@@ -1136,14 +690,23 @@ mod tests {
                 assert_eq!(rebuilt.radius(q, 3).unwrap(), idx.radius(q, 3).unwrap());
                 assert_eq!(rebuilt.knn(q, 5).unwrap(), idx.knn(q, 5).unwrap());
             }
-            // A broken directory, a repeated value, a stale dead id: errors, not panics.
+            // A broken directory is refused on loading; a repeated value and a stale dead id
+            // by `validate` and before the first change; queries never panic.
             let mut bad_dir = d.to_vec();
             bad_dir[1] = 10_000;
             let mut repeated = v.to_vec();
             repeated[3] = repeated[4];
             assert!(rebuild(bad_dir, v.to_vec(), &dead).is_err());
-            assert!(rebuild(d.to_vec(), repeated, &dead).is_err());
-            assert!(rebuild(d.to_vec(), v.to_vec(), &[5, 5000]).is_err());
+            assert!(rebuilt.validate().is_ok());
+            for (vals, dead) in [(repeated, dead.clone()), (v.to_vec(), vec![5, 5000])] {
+                let mut bad = rebuild(d.to_vec(), vals, &dead).unwrap();
+                for q in sigs.rows().take(5) {
+                    bad.radius(q, 3).unwrap();
+                    bad.knn(q, 5).unwrap();
+                }
+                assert!(bad.validate().is_err());
+                assert!(bad.insert(4000, sigs.row(0)).is_err());
+            }
         }
     }
 

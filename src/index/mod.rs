@@ -14,12 +14,19 @@
 //!   `0..N`); an id is stored at most once.
 //! - Indexes are **dynamic**: [`insert`](HammingIndex::insert) and
 //!   [`remove`](HammingIndex::remove) may follow the build, and every search is exact at every
-//!   point.
+//!   point; [`insert_batch`](HammingIndex::insert_batch) and
+//!   [`remove_batch`](HammingIndex::remove_batch) change many ids with one merge.
+//! - Batches of queries also come as flat arrays in FAISS's shapes
+//!   ([`radius_flat`](HammingIndex::radius_flat), [`knn_flat`](HammingIndex::knn_flat)).
+//! - [`IndexSpec`] is every kind with its parameters, in a compact text form shared by the
+//!   command line and the bindings; [`HammingIndex::spec`] gives it back from an index.
 
 mod linear;
 pub mod manku;
 pub(crate) mod mih;
 mod permutation;
+pub mod results;
+mod rows;
 pub mod spec;
 
 pub use linear::LinearScan;
@@ -29,6 +36,7 @@ pub use permutation::{
     DEFAULT_BEAM, DEFAULT_PERMUTATIONS, DEFAULT_SEED, PermutationBuilder, PermutationIndex,
     recall_at_k,
 };
+pub use results::{KnnResults, NO_DISTANCE, NO_ID, RangeResults};
 pub use spec::{
     IndexSpec, KindInfo, MankuDesign, MankuSpec, MihSpec, ParamInfo, PermutationSpec, kinds,
 };
@@ -93,6 +101,18 @@ pub trait HammingIndex: Send + Sync {
     /// back with [`crate::io::load_index`] (or the type's own `load`), memory-mapped.
     fn save(&self, path: &std::path::Path) -> Result<()>;
 
+    /// Checks every invariant of the index's arrays (sorted ids, table directories, each
+    /// table a permutation of the rows, ...): `O(N)`. An index built or changed in this
+    /// process always passes. A loaded index is only checked for the shape of its arrays
+    /// when opened (`O(1)` in the data); its searches never panic or read out of bounds
+    /// whatever the contents, but a corrupt file can give wrong answers until this check
+    /// (or [`crate::io::verify_index`], which also verifies the checksum) rejects it. It
+    /// runs once before the first change of a loaded index.
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] naming the array whose contents are inconsistent.
+    fn validate(&self) -> Result<()>;
+
     /// True when [`knn_into`](Self::knn_into) is exact (false for permutation search).
     fn exact_knn(&self) -> bool {
         true
@@ -130,6 +150,115 @@ pub trait HammingIndex: Send + Sync {
         let w = check_queries(self.bits(), queries)?;
         queries.par_chunks(w).map(|q| self.knn(q, k)).collect()
     }
+
+    /// [`radius_batch`](Self::radius_batch) as flat arrays (`lims`, `ids`, `distances`, as
+    /// FAISS `range_search` returns them).
+    fn radius_flat(&self, queries: &[u64], r: u32) -> Result<RangeResults> {
+        Ok(RangeResults::from_hits(&self.radius_batch(queries, r)?))
+    }
+
+    /// [`knn_batch`](Self::knn_batch) as two `N × k` arrays, padded with `-1` ids and
+    /// `u32::MAX` distances where fewer than `k` codes are stored (as FAISS `search`).
+    fn knn_flat(&self, queries: &[u64], k: usize) -> Result<KnnResults> {
+        Ok(KnnResults::from_hits(&self.knn_batch(queries, k)?, k))
+    }
+
+    /// Stores `codes` (row-major, one code per id) under `ids`: all of them, or none when
+    /// an id is already stored or repeated, or a code is malformed. Indexes merge a batch
+    /// into their tables at most once, where a loop of [`insert`](Self::insert) may merge
+    /// many times.
+    ///
+    /// # Errors
+    /// As [`insert`](Self::insert); [`Error::LengthMismatch`] when `codes` does not hold one
+    /// code per id.
+    fn insert_batch(&mut self, ids: &[Id], codes: &[u64]) -> Result<()> {
+        check_batch(self.bits(), ids, codes)?;
+        for (&id, code) in ids.iter().zip(codes.chunks_exact(words_for(self.bits()))) {
+            self.insert(id, code)?;
+        }
+        Ok(())
+    }
+
+    /// Removes every id of `ids` that is stored (ids not stored, or repeated, are skipped);
+    /// returns how many were removed. One pass over the index, where a loop of
+    /// [`remove`](Self::remove) may rewrite it per id.
+    fn remove_batch(&mut self, ids: &[Id]) -> Result<usize> {
+        let mut n = 0;
+        for &id in ids {
+            n += usize::from(self.remove(id)?);
+        }
+        Ok(n)
+    }
+}
+
+/// Largest signature width an index accepts: distances must fit in a `u32`
+/// ([`crate::hamming::MAX_WORDS`] words).
+pub const MAX_BITS: usize = crate::hamming::MAX_WORDS * 64;
+
+/// Checks a signature width: `1 ..= MAX_BITS`.
+pub(crate) fn check_bits(bits: usize) -> Result<()> {
+    if bits == 0 || bits > MAX_BITS {
+        return Err(Error::param(
+            "bits",
+            format!("{bits}: a signature width must lie in 1..={MAX_BITS}"),
+        ));
+    }
+    Ok(())
+}
+
+/// Checks every row of `codes` (whole `bits`-bit codes, zero padding bits); returns the
+/// number of rows.
+pub(crate) fn check_codes(bits: usize, codes: &[u64]) -> Result<usize> {
+    let w = check_queries(bits, codes)?;
+    let mask = crate::signature::last_word_mask(bits);
+    if let Some(row) = codes.chunks_exact(w).position(|c| c[w - 1] & !mask != 0) {
+        return Err(Error::PaddingBits { row, bits });
+    }
+    Ok(codes.len() / w)
+}
+
+/// Checks a batch of inserts: one well-formed code per id, no id repeated.
+pub(crate) fn check_batch(bits: usize, ids: &[Id], codes: &[u64]) -> Result<()> {
+    let rows = check_codes(bits, codes)?;
+    if rows != ids.len() {
+        return Err(Error::LengthMismatch {
+            what: "codes vs ids of a batch",
+            left: rows,
+            right: ids.len(),
+        });
+    }
+    let mut sorted = ids.to_vec();
+    sorted.sort_unstable();
+    if let Some(p) = sorted.windows(2).find(|p| p[0] == p[1]) {
+        return Err(Error::param(
+            "id",
+            format!("id {} is repeated in the batch", p[0]),
+        ));
+    }
+    Ok(())
+}
+
+/// The error of inserting an id that is stored.
+pub(crate) fn duplicate(id: Id) -> Error {
+    Error::param("id", format!("id {id} is already stored"))
+}
+
+/// Checks every query of a batch (whole codes, zero padding bits); returns the words per
+/// code.
+pub(crate) fn check_query_rows(bits: usize, queries: &[u64]) -> Result<usize> {
+    check_codes(bits, queries)?;
+    Ok(words_for(bits))
+}
+
+/// Checks that `ids` are strictly increasing; `field` names the array.
+pub(crate) fn check_increasing(field: &'static str, ids: &[u32]) -> Result<()> {
+    if let Some(i) = ids.windows(2).position(|p| p[0] >= p[1]) {
+        return Err(Error::param(
+            field,
+            format!("not strictly increasing at position {}", i + 1),
+        ));
+    }
+    Ok(())
 }
 
 /// Checks that `queries` holds whole `bits`-bit codes; returns the words per code.
@@ -161,62 +290,58 @@ pub(crate) fn check_code(bits: usize, code: &[u64]) -> Result<()> {
     Ok(())
 }
 
-/// A set of ids: a bitset indexed by id, with a count (`max id / 8` bytes). Indexes use it
-/// to know which ids are stored and which are removed.
+/// A set of ids, compressed (a Roaring bitmap: per block of 2^16 ids, a sorted array of
+/// up to 4,096 ids or a 8 KiB bitset): memory grows with the number of ids, not with the
+/// largest one (a few bytes per id for scattered ids, 1 bit per id for dense runs). Indexes
+/// use it for the ids they store or have removed.
 #[derive(Clone, Debug, Default)]
 pub struct IdSet {
-    words: Vec<u64>,
-    count: usize,
+    set: roaring::RoaringBitmap,
 }
 
 impl IdSet {
+    /// The set of `ids`, which must be strictly increasing (a fast bulk build).
+    pub(crate) fn from_sorted(ids: &[Id]) -> Self {
+        IdSet {
+            set: roaring::RoaringBitmap::from_sorted_iter(ids.iter().copied())
+                .expect("strictly increasing ids"),
+        }
+    }
+
     /// True if `id` is in the set.
+    #[inline]
     pub fn contains(&self, id: Id) -> bool {
-        let i = id as usize;
-        self.words
-            .get(i / 64)
-            .is_some_and(|w| w >> (i % 64) & 1 == 1)
+        self.set.contains(id)
     }
 
     /// Adds `id`; false if it was present.
     pub fn insert(&mut self, id: Id) -> bool {
-        let i = id as usize;
-        if i / 64 >= self.words.len() {
-            self.words.resize(i / 64 + 1, 0);
-        }
-        let m = 1u64 << (i % 64);
-        if self.words[i / 64] & m != 0 {
-            return false;
-        }
-        self.words[i / 64] |= m;
-        self.count += 1;
-        true
+        self.set.insert(id)
     }
 
     /// Removes `id`; false if it was absent.
     pub fn remove(&mut self, id: Id) -> bool {
-        if !self.contains(id) {
-            return false;
-        }
-        let i = id as usize;
-        self.words[i / 64] &= !(1u64 << (i % 64));
-        self.count -= 1;
-        true
+        self.set.remove(id)
     }
 
     /// Number of ids in the set.
     pub fn len(&self) -> usize {
-        self.count
+        self.set.len() as usize
     }
 
     /// True when the set is empty.
     pub fn is_empty(&self) -> bool {
-        self.count == 0
+        self.set.is_empty()
     }
 
-    /// Bytes of memory held.
+    /// The ids, increasing.
+    pub fn iter(&self) -> impl Iterator<Item = Id> + '_ {
+        self.set.iter()
+    }
+
+    /// Bytes of memory held (the containers' payload plus a small header per block).
     pub fn bytes(&self) -> usize {
-        self.words.capacity() * 8
+        self.set.serialized_size() + std::mem::size_of::<Self>()
     }
 }
 
@@ -233,5 +358,28 @@ mod tests {
         assert!(s.contains(1000) && !s.contains(999));
         assert!(s.remove(5) && !s.remove(5) && !s.remove(70_000));
         assert_eq!(s.len(), 1);
+        assert_eq!(s.iter().collect::<Vec<_>>(), vec![1000]);
+    }
+
+    /// Memory follows the number of ids, not the largest id (a bitset sized by the
+    /// largest id held 512 MB for one id near 2^32).
+    #[test]
+    fn id_set_memory_grows_with_the_count_not_the_largest_id() {
+        let mut s = IdSet::default();
+        for i in 0..1000u32 {
+            assert!(s.insert(u32::MAX - 7 * i));
+        }
+        assert!(
+            s.bytes() < 4 * 1024,
+            "{} bytes for 1,000 ids near 2^32",
+            s.bytes()
+        );
+        // A dense run: about one bit per id.
+        let mut d = IdSet::default();
+        for i in 0..1_000_000u32 {
+            d.insert(4_000_000_000 - i);
+        }
+        assert!(d.bytes() < 1_000_000 / 8 + 64 * 1024, "{} bytes", d.bytes());
+        assert_eq!(d.len(), 1_000_000);
     }
 }

@@ -29,9 +29,13 @@
 //! ```
 //!
 //! Opening a file checks, in order: the length, both magics (a foreign file), the version,
-//! the recorded length (a truncated or extended file), the checksum (a corrupt file), and that
-//! every section lies inside the data area, aligned, with a known element type. Each failure is
-//! a typed error ([`Error::Format`], [`Error::Version`], [`Error::Checksum`]) naming the file;
+//! the recorded length (a truncated or extended file), and that every section lies inside the
+//! data area, aligned, with a known element type: `O(sections)`, without reading the data, so
+//! that opening a file of 10^9 codes costs no more than one of 10^3. The checksum (a corrupt
+//! file) is verified on demand, by [`IndexFile::verify`] (`O(file size)`), as the `fst`
+//! crate does. Loading an index then checks every parameter and the length of every section
+//! against them ([`crate::io::persist`]). Each failure is a typed error ([`Error::Format`],
+//! [`Error::Version`], [`Error::Checksum`], [`Error::InvalidField`]) naming the file;
 //! nothing panics. Files are written atomically ([`write_atomic`]): a crash mid-write leaves
 //! the previous file intact.
 
@@ -183,46 +187,75 @@ impl<'a> Writer<'a> {
         }
     }
 
-    /// Records a parameter (`key` of `[a-z0-9_.]`, `value` without newlines).
-    pub fn param(&mut self, key: &str, value: impl ToString) -> &mut Self {
+    /// Records a parameter (`key` of `[a-z0-9_.]`, `value` without newlines: a newline is
+    /// written as a space).
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] for an empty key or one with other characters.
+    pub fn param(&mut self, key: &str, value: impl ToString) -> Result<&mut Self> {
         let value = value.to_string();
-        assert!(
-            key.bytes()
+        if key.is_empty()
+            || !key
+                .bytes()
                 .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'.')
-                && !key.is_empty(),
-            "parameter key {key:?}"
-        );
+        {
+            return Err(Error::param(
+                "key",
+                format!("parameter key {key:?}: expected one or more of a-z, 0-9, `_` and `.`"),
+            ));
+        }
         self.params
             .insert(key.to_string(), value.replace('\n', " "));
-        self
+        Ok(self)
     }
 
-    fn section(&mut self, name: &str, data: Data<'a>) -> &mut Self {
-        assert!(
-            name.len() <= NAME && name.is_ascii() && !name.contains('\0'),
-            "section name {name:?}"
-        );
+    fn section(&mut self, name: &str, data: Data<'a>) -> Result<&mut Self> {
+        if name.is_empty() || name.len() > NAME || !name.is_ascii() || name.contains('\0') {
+            return Err(Error::param(
+                "name",
+                format!("section name {name:?}: expected 1 to {NAME} ASCII characters, no NUL"),
+            ));
+        }
+        if self.sections.iter().any(|(n, _)| n == name) {
+            return Err(Error::param(
+                "name",
+                format!("section {name:?} added twice"),
+            ));
+        }
         self.sections.push((name.to_string(), data));
-        self
+        Ok(self)
     }
 
     /// Adds an array of bytes.
-    pub fn u8s(&mut self, name: &str, data: &'a [u8]) -> &mut Self {
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] for a name that is empty, longer than 24 bytes, not
+    /// ASCII, holds a NUL, or is already used.
+    pub fn u8s(&mut self, name: &str, data: &'a [u8]) -> Result<&mut Self> {
         self.section(name, Data::U8(data))
     }
 
     /// Adds an array of `u32`.
-    pub fn u32s(&mut self, name: &str, data: &'a [u32]) -> &mut Self {
+    ///
+    /// # Errors
+    /// As [`u8s`](Self::u8s).
+    pub fn u32s(&mut self, name: &str, data: &'a [u32]) -> Result<&mut Self> {
         self.section(name, Data::U32(data))
     }
 
     /// Adds an array of `u64`.
-    pub fn u64s(&mut self, name: &str, data: &'a [u64]) -> &mut Self {
+    ///
+    /// # Errors
+    /// As [`u8s`](Self::u8s).
+    pub fn u64s(&mut self, name: &str, data: &'a [u64]) -> Result<&mut Self> {
         self.section(name, Data::U64(data))
     }
 
     /// Adds an array of `f32`.
-    pub fn f32s(&mut self, name: &str, data: &'a [f32]) -> &mut Self {
+    ///
+    /// # Errors
+    /// As [`u8s`](Self::u8s).
+    pub fn f32s(&mut self, name: &str, data: &'a [f32]) -> Result<&mut Self> {
         self.section(name, Data::F32(data))
     }
 
@@ -340,7 +373,12 @@ fn u64_at(b: &[u8], at: usize) -> u64 {
 }
 
 impl IndexFile {
-    /// Opens and verifies `path` (see the [module docs](self) for the checks).
+    /// Opens `path` and checks its header, footer and section table (see the [module
+    /// docs](self)): `O(sections)`, the data is not read. [`verify`](Self::verify) checks the
+    /// checksum.
+    ///
+    /// # Errors
+    /// [`Error::Io`], [`Error::Format`] or [`Error::Version`] naming the file.
     pub fn open(path: &Path) -> Result<Self> {
         let fail = |reason: String| Error::Format {
             path: path.to_path_buf(),
@@ -393,15 +431,6 @@ impl IndexFile {
             return Err(fail(format!(
                 "the file is {len} bytes but records {recorded}: truncated or corrupt"
             )));
-        }
-        let stored = u64_at(foot, 8);
-        let computed = xxhash_rust::xxh3::xxh3_64(&b[..len - FOOTER]);
-        if stored != computed {
-            return Err(Error::Checksum {
-                path: path.to_path_buf(),
-                stored,
-                computed,
-            });
         }
         let kind = FileKind::from_u32(u32_at(b, 12))
             .ok_or_else(|| fail(format!("unknown kind {}", u32_at(b, 12))))?;
@@ -458,6 +487,35 @@ impl IndexFile {
             sections,
             map: Arc::new(map),
         })
+    }
+
+    /// Verifies the file's checksum (XXH3-64 of every byte before the footer): reads the
+    /// whole file, `O(file size)`.
+    ///
+    /// # Errors
+    /// [`Error::Checksum`] naming the file when the contents do not match.
+    pub fn verify(&self) -> Result<()> {
+        let b = &self.map[..];
+        let body = b.len() - FOOTER;
+        let stored = u64_at(&b[body..], 8);
+        let computed = xxhash_rust::xxh3::xxh3_64(&b[..body]);
+        if stored != computed {
+            return Err(Error::Checksum {
+                path: self.path.clone(),
+                stored,
+                computed,
+            });
+        }
+        Ok(())
+    }
+
+    /// An [`Error::InvalidField`] about `field` of this file.
+    pub fn field_error(&self, field: impl Into<String>, reason: impl Into<String>) -> Error {
+        Error::InvalidField {
+            path: self.path.clone(),
+            field: field.into(),
+            reason: reason.into(),
+        }
     }
 
     /// The file's path.

@@ -7,9 +7,9 @@
 //! | format | extensions | names | read by |
 //! |---|---|---|---|
 //! | [`Npy`](InputFormat::Npy) | `.npy` | `npy` | [`read_npy_dense`] |
-//! | [`Npz`](InputFormat::Npz) | `.npz` | `npz` | [`read_npz_csr`] |
+//! | [`Npz`](InputFormat::Npz) | `.npz` | `npz` | [`read_npz`] |
 //! | [`Svmlight`](InputFormat::Svmlight) | `.svm`, `.svmlight`, `.libsvm` | `svmlight`, `libsvm`, `svm` | [`read_svmlight`] |
-//! | [`MatrixMarket`](InputFormat::MatrixMarket) | `.mtx` | `mtx`, `matrix-market` | [`read_mtx`](super::read_mtx) |
+//! | [`MatrixMarket`](InputFormat::MatrixMarket) | `.mtx` | `mtx`, `matrix-market` | [`read_mtx`] |
 //! | [`Fvecs`](InputFormat::Fvecs), [`Ivecs`](InputFormat::Ivecs), [`Bvecs`](InputFormat::Bvecs) | `.fvecs`, `.ivecs`, `.bvecs` | same | [`read_vecs`] |
 //! | [`Text`](InputFormat::Text) | `.txt` | `text`, `txt`, `lines` | [`documents`](super::documents()) |
 //! | [`JsonLines`](InputFormat::JsonLines) | `.jsonl`, `.ndjson` | `jsonl`, `json-lines`, `ndjson` | [`documents`](super::documents()) |
@@ -18,16 +18,26 @@
 //!
 //! Extensions and names are case-insensitive. The first seven are vector formats
 //! ([`read_vectors`]); the last four are text formats, one document per line or record.
+//!
+//! **Standard input.** Every vector format but `.npz` streams: [`read_vectors`] reads standard
+//! input for the path `-` (name the format explicitly), and [`read_vectors_from`] reads any
+//! [`Read`]. An `.npz` is a zip archive whose directory is at its end: from a stream it is a
+//! clear error (save it to a file). Streams are read as they come, with buffers that grow as
+//! data arrives; from a regular file, every size a header claims is checked against the file
+//! first.
 
+use std::io::Read;
 use std::path::Path;
 use std::str::FromStr;
 
 use ndarray::Array2;
 
-use super::lines::{BadLines, OnBadLine};
-use super::npy::{Csr, read_npy_dense, read_npz_csr};
-use super::svmlight::{IndexBase, SvmlightOptions, read_svmlight};
-use super::vecs::{VecsKind, read_vecs};
+use super::limits::Limits;
+use super::lines::{BadLines, OnBadLine, format_error};
+use super::mtx::{read_mtx, read_mtx_from};
+use super::npy::{Csr, read_npy_dense, read_npy_dense_from, read_npz};
+use super::svmlight::{IndexBase, Svmlight, SvmlightOptions, read_svmlight, read_svmlight_from};
+use super::vecs::{VecsKind, read_vecs, read_vecs_from};
 use crate::error::{Error, Result};
 use crate::signature::SignatureMatrix;
 use crate::signers::{Signer, SignerExt};
@@ -35,9 +45,10 @@ use crate::signers::{Signer, SignerExt};
 /// Every input format the library reads. See the [module docs](self) for extensions and names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum InputFormat {
-    /// NumPy `.npy`, a dense `N × D` array of `float32` or `float64`.
+    /// NumPy `.npy`, a dense `N × D` array of numbers.
     Npy,
-    /// SciPy sparse `.npz` (`scipy.sparse.save_npz`).
+    /// NumPy `.npz`: a SciPy sparse matrix (`scipy.sparse.save_npz`) or one dense array
+    /// (`np.savez`).
     Npz,
     /// SVMlight / libsvm text.
     Svmlight,
@@ -214,6 +225,8 @@ pub struct VectorOptions {
     pub dim: Option<usize>,
     /// What line-oriented readers (SVMlight, MatrixMarket entries) do with a bad line.
     pub on_bad: OnBadLine,
+    /// Limits of the readers (the decompression limit of `.npz` archives).
+    pub limits: Limits,
 }
 
 /// Vectors read by [`read_vectors`], with what the format carries besides.
@@ -229,50 +242,105 @@ pub struct VectorInput {
     pub bad: BadLines,
 }
 
-/// Reads vectors of any vector format. A text format is an [`Error::InvalidParameter`]:
-/// documents are read by [`documents`](super::documents()) and featurised by
-/// [`text`](crate::text).
+impl VectorInput {
+    fn plain(vectors: Vectors) -> Self {
+        VectorInput {
+            vectors,
+            labels: None,
+            lines: None,
+            bad: BadLines::default(),
+        }
+    }
+
+    fn svmlight(s: Svmlight) -> Self {
+        VectorInput {
+            vectors: Vectors::Sparse(s.matrix),
+            labels: Some(s.labels),
+            lines: Some(s.lines),
+            bad: s.bad,
+        }
+    }
+}
+
+fn svmlight_options(opts: &VectorOptions) -> SvmlightOptions {
+    SvmlightOptions {
+        base: opts.base,
+        dim: opts.dim,
+        on_bad: opts.on_bad,
+    }
+}
+
+fn text_format(format: InputFormat) -> Error {
+    Error::param(
+        "format",
+        format!("`{format}` is a text format: read it as documents, not vectors"),
+    )
+}
+
+/// Reads vectors of any vector format from `path` (`-`: standard input, see the
+/// [module docs](self)). A text format is an [`Error::InvalidParameter`]: documents are read
+/// by [`documents`](super::documents()) and featurised by [`text`](crate::text).
 pub fn read_vectors(path: &Path, format: InputFormat, opts: &VectorOptions) -> Result<VectorInput> {
-    let plain = |vectors| VectorInput {
-        vectors,
-        labels: None,
-        lines: None,
-        bad: BadLines::default(),
-    };
     Ok(match format {
-        InputFormat::Npy => plain(Vectors::Dense(read_npy_dense(path)?)),
-        InputFormat::Npz => plain(Vectors::Sparse(read_npz_csr(path)?)),
-        InputFormat::Fvecs => plain(Vectors::Dense(read_vecs(path, VecsKind::F32)?)),
-        InputFormat::Ivecs => plain(Vectors::Dense(read_vecs(path, VecsKind::I32)?)),
-        InputFormat::Bvecs => plain(Vectors::Dense(read_vecs(path, VecsKind::U8)?)),
+        InputFormat::Npy => VectorInput::plain(Vectors::Dense(read_npy_dense(path)?)),
+        InputFormat::Npz => VectorInput::plain(read_npz(path, &opts.limits)?),
+        InputFormat::Fvecs => VectorInput::plain(Vectors::Dense(read_vecs(path, VecsKind::F32)?)),
+        InputFormat::Ivecs => VectorInput::plain(Vectors::Dense(read_vecs(path, VecsKind::I32)?)),
+        InputFormat::Bvecs => VectorInput::plain(Vectors::Dense(read_vecs(path, VecsKind::U8)?)),
         InputFormat::MatrixMarket => {
-            let m = super::mtx::read_mtx(path, opts.on_bad)?;
+            let m = read_mtx(path, opts.on_bad)?;
             VectorInput {
                 bad: m.bad,
-                ..plain(m.matrix)
+                ..VectorInput::plain(m.matrix)
             }
         }
         InputFormat::Svmlight => {
-            let s = read_svmlight(
-                path,
-                &SvmlightOptions {
-                    base: opts.base,
-                    dim: opts.dim,
-                    on_bad: opts.on_bad,
-                },
-            )?;
-            VectorInput {
-                vectors: Vectors::Sparse(s.matrix),
-                labels: Some(s.labels),
-                lines: Some(s.lines),
-                bad: s.bad,
-            }
+            VectorInput::svmlight(read_svmlight(path, &svmlight_options(opts))?)
         }
         InputFormat::Text | InputFormat::JsonLines | InputFormat::Csv | InputFormat::Tsv => {
-            return Err(Error::param(
-                "format",
-                format!("`{format}` is a text format: read it as documents, not vectors"),
+            return Err(text_format(format));
+        }
+    })
+}
+
+/// Reads vectors of a streamable format from any reader, as it comes (`name` is the name
+/// errors give, e.g. `<stdin>`). `.npz` cannot be streamed: an [`Error::Format`] says so.
+pub fn read_vectors_from(
+    reader: impl Read,
+    name: &Path,
+    format: InputFormat,
+    opts: &VectorOptions,
+) -> Result<VectorInput> {
+    Ok(match format {
+        InputFormat::Npy => VectorInput::plain(Vectors::Dense(read_npy_dense_from(reader, name)?)),
+        InputFormat::Npz => {
+            return Err(format_error(
+                name,
+                "an .npz (zip) archive cannot be read from standard input or a pipe: its \
+                 directory is at its end; save it to a file first",
             ));
+        }
+        InputFormat::Fvecs => {
+            VectorInput::plain(Vectors::Dense(read_vecs_from(reader, name, VecsKind::F32)?))
+        }
+        InputFormat::Ivecs => {
+            VectorInput::plain(Vectors::Dense(read_vecs_from(reader, name, VecsKind::I32)?))
+        }
+        InputFormat::Bvecs => {
+            VectorInput::plain(Vectors::Dense(read_vecs_from(reader, name, VecsKind::U8)?))
+        }
+        InputFormat::MatrixMarket => {
+            let m = read_mtx_from(reader, name, opts.on_bad)?;
+            VectorInput {
+                bad: m.bad,
+                ..VectorInput::plain(m.matrix)
+            }
+        }
+        InputFormat::Svmlight => {
+            VectorInput::svmlight(read_svmlight_from(reader, name, &svmlight_options(opts))?)
+        }
+        InputFormat::Text | InputFormat::JsonLines | InputFormat::Csv | InputFormat::Tsv => {
+            return Err(text_format(format));
         }
     })
 }

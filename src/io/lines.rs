@@ -7,6 +7,8 @@
 //! parse errors are skippable: an I/O error, a bad header or a structural error of the whole
 //! file (a MatrixMarket entry count that does not match) always fails.
 
+use std::io::{BufRead, Read};
+
 use crate::error::{Error, Result};
 
 /// How a line-oriented reader handles a line it cannot parse.
@@ -78,11 +80,19 @@ pub(crate) fn format_error(path: &std::path::Path, reason: impl Into<String>) ->
     }
 }
 
+/// The longest line a [`LineReader`] returns: a longer one (a file without line breaks, or
+/// `/dev/zero`) is an error after this many bytes rather than a buffer that grows until memory
+/// runs out.
+pub(crate) const MAX_LINE: usize = 256 << 20;
+
 /// Reads a file line by line as raw bytes, giving 1-based line numbers and lines without
 /// their `\n` / `\r\n` ending; a UTF-8 byte-order mark at the start of the file is dropped.
+/// A line longer than [`MAX_LINE`] bytes is an [`InvalidData`](std::io::ErrorKind::InvalidData)
+/// error naming it.
 pub(crate) struct LineReader<R> {
     inner: R,
     line: usize,
+    bytes: u64,
     buf: Vec<u8>,
 }
 
@@ -91,6 +101,7 @@ impl<R: std::io::BufRead> LineReader<R> {
         LineReader {
             inner,
             line: 0,
+            bytes: 0,
             buf: Vec::new(),
         }
     }
@@ -98,10 +109,23 @@ impl<R: std::io::BufRead> LineReader<R> {
     /// The next line as `(number, bytes)`, `None` at the end of the file.
     pub(crate) fn next_line(&mut self) -> std::io::Result<Option<(usize, &[u8])>> {
         self.buf.clear();
-        if self.inner.read_until(b'\n', &mut self.buf)? == 0 {
+        let n = (&mut self.inner)
+            .take(MAX_LINE as u64 + 1)
+            .read_until(b'\n', &mut self.buf)?;
+        if n == 0 {
             return Ok(None);
         }
         self.line += 1;
+        self.bytes += n as u64;
+        if n > MAX_LINE && self.buf.last() != Some(&b'\n') {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!(
+                    "line {} is longer than {MAX_LINE} bytes (no line break: not a text file?)",
+                    self.line
+                ),
+            ));
+        }
         let mut b = &self.buf[..];
         if self.line == 1 {
             b = b.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(b);
@@ -114,6 +138,11 @@ impl<R: std::io::BufRead> LineReader<R> {
     /// The number of the last line returned.
     pub(crate) fn line(&self) -> usize {
         self.line
+    }
+
+    /// Bytes read so far.
+    pub(crate) fn bytes(&self) -> u64 {
+        self.bytes
     }
 }
 

@@ -1,10 +1,10 @@
-//! Files: the versioned binary format of signature matrices and indexes, atomic writes, and
-//! input formats.
+//! Files: the versioned binary format of signature matrices and indexes, writes that lose
+//! nothing, and input formats.
 //!
 //! Inputs ([`InputFormat`] picks one by extension or name):
 //!
-//! - vectors: dense [`.npy`](read_npy_dense), SciPy sparse [`.npz`](read_npz_csr),
-//!   [SVMlight / libsvm](read_svmlight), [MatrixMarket](read_mtx),
+//! - vectors: dense [`.npy`](read_npy_dense), [`.npz`](read_npz) (a SciPy sparse matrix or one
+//!   dense array of `np.savez`), [SVMlight / libsvm](read_svmlight), [MatrixMarket](read_mtx),
 //!   [`.fvecs` / `.ivecs` / `.bvecs`](vecs::read_vecs), all through [`read_vectors`];
 //! - text: plain lines, JSON Lines and CSV / TSV, through [`documents()`] and
 //!   [`read_documents`];
@@ -14,25 +14,50 @@
 //! Every reader reports bad input as a typed error naming the file and the line, row or byte
 //! ([`Error::Parse`](crate::Error::Parse) for text, [`Error::Format`](crate::Error::Format)
 //! for binary files), never a panic; line-oriented readers can skip bad lines instead
-//! ([`OnBadLine`]).
+//! ([`OnBadLine`]). A size claimed by a header is checked against the file before anything is
+//! allocated, a compressed archive may decompress only so far ([`Limits`]), and every vector
+//! format but `.npz` also reads standard input (the path `-`) or any reader
+//! ([`read_vectors_from`]). `tests/bad_input.rs` holds the readers to this with thousands of
+//! damaged and hostile inputs.
+//!
+//! Outputs ([`atomic`]): [`write_atomic`] replaces a file by a renamed temporary (keeping
+//! symbolic links, writing pipes and devices straight through, cleaning the temporaries of
+//! killed runs); [`OutputSet`] replaces several files together or none; [`check_distinct`]
+//! refuses an output that is an input; [`lock_exclusive`] serialises read-modify-write of a
+//! file by concurrent runs.
 
 pub mod atomic;
+pub mod csr;
 pub mod documents;
 pub mod format;
 pub mod input;
+pub mod limits;
 pub mod lines;
+pub mod lock;
 pub mod mtx;
 pub mod npy;
 pub mod persist;
+pub mod source;
 pub mod svmlight;
 pub mod vecs;
 
-pub use atomic::write_atomic;
-pub use documents::{Document, Documents, TextOptions, documents, read_documents};
+pub use atomic::{OutputSet, check_distinct, write_atomic};
+pub use documents::{
+    Document, Documents, TextOptions, documents, read_documents, read_documents_with_ids,
+};
 pub use format::{FileKind, IndexFile, Writer};
-pub use input::{InputFormat, VectorInput, VectorOptions, Vectors, read_vectors};
+pub use input::{
+    InputFormat, VectorInput, VectorOptions, Vectors, read_vectors, read_vectors_from,
+};
+pub use limits::Limits;
 pub use lines::{BadLines, OnBadLine};
-pub use mtx::{MatrixMarket, read_mtx};
-pub use npy::{Csr, read_npy_dense, read_npz_csr, read_signatures_npy, write_signatures_npy};
-pub use persist::{SignatureFile, load_index, load_signatures, save_signatures};
-pub use svmlight::{IndexBase, Svmlight, SvmlightOptions, read_svmlight};
+pub use lock::{LockGuard, lock_exclusive, try_lock_exclusive};
+pub use mtx::{MatrixMarket, read_mtx, read_mtx_from};
+pub use npy::{
+    Csr, read_npy_dense, read_npy_dense_from, read_npz, read_npz_csr, read_signatures_npy,
+    read_signatures_npy_from, write_signatures_npy,
+};
+pub use persist::{SignatureFile, load_index, load_signatures, save_signatures, verify_index};
+pub use source::is_stdin;
+pub use svmlight::{IndexBase, Svmlight, SvmlightOptions, read_svmlight, read_svmlight_from};
+pub use vecs::{read_vecs, read_vecs_from};

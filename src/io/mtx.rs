@@ -18,15 +18,23 @@
 //! Errors name the file and line. Under [`OnBadLine::Skip`] a bad coordinate entry is skipped
 //! (and still counts toward the declared number of entries); a bad banner, size line or array
 //! value always fails, as does a file with fewer or more entries than declared.
+//!
+//! **Sizes.** The size line is checked against the bytes that follow it before anything is
+//! allocated: an array value takes at least 2 bytes (`0\n`), a coordinate entry at least 4
+//! (`1 1\n`), and rows, which need hold no bytes (empty rows of a coordinate matrix, rows of
+//! an array with 0 columns), may not outnumber the bytes of the input. Columns must fit `u32`
+//! indices (at most 2^32 − 1). Read from standard input (`-`) or any reader
+//! ([`read_mtx_from`]), the claims are checked as the data arrives.
 
-use std::io::BufReader;
+use std::io::{BufReader, Read};
 use std::path::Path;
 
 use ndarray::{Array2, ShapeBuilder};
 
+use super::csr::{self, MAX_COLS};
 use super::input::Vectors;
-use super::lines::{BadLines, LineReader, OnBadLine, io_error, parse_error, utf8};
-use super::npy::csr_from_triplets;
+use super::lines::{BadLines, LineReader, OnBadLine, format_error, io_error, parse_error, utf8};
+use super::source::{Source, open};
 use crate::error::Result;
 
 /// A parsed MatrixMarket file.
@@ -70,10 +78,21 @@ fn parse_value(field: Field, tok: Option<&str>) -> std::result::Result<f32, Stri
     Ok(v)
 }
 
-/// Reads a MatrixMarket file: a coordinate file as CSR, an array file as a dense matrix.
+/// Reads a MatrixMarket file (`-`: standard input): a coordinate file as CSR, an array file
+/// as a dense matrix.
 pub fn read_mtx(path: &Path, on_bad: OnBadLine) -> Result<MatrixMarket> {
-    let file = std::fs::File::open(path).map_err(io_error(path))?;
-    let mut reader = LineReader::new(BufReader::with_capacity(1 << 16, file));
+    mtx(open(path)?, on_bad)
+}
+
+/// As [`read_mtx`], from any reader (`name` is the name errors give).
+pub fn read_mtx_from(reader: impl Read, name: &Path, on_bad: OnBadLine) -> Result<MatrixMarket> {
+    mtx(Source::stream(reader, name), on_bad)
+}
+
+fn mtx(src: Source<'_>, on_bad: OnBadLine) -> Result<MatrixMarket> {
+    let path: &Path = &src.name;
+    let len = src.len;
+    let mut reader = LineReader::new(BufReader::with_capacity(1 << 16, src.reader));
     let perr = |line: usize, reason: String| parse_error(path, line, reason);
     let eof = |reader: &LineReader<_>, what: &str| {
         parse_error(
@@ -157,7 +176,7 @@ pub fn read_mtx(path: &Path, on_bad: OnBadLine) -> Result<MatrixMarket> {
         .map_err(|_| {
             perr(
                 line,
-                format!("size line `{size}` is not non-negative integers"),
+                format!("size line `{size}` is not non-negative integers that fit 64 bits"),
             )
         })?;
     let want = if coordinate { 3 } else { 2 };
@@ -181,59 +200,122 @@ pub fn read_mtx(path: &Path, on_bad: OnBadLine) -> Result<MatrixMarket> {
             format!("a symmetric matrix must be square, not {rows} × {cols}"),
         ));
     }
+    // Bytes after the size line, when the input is a file: every claim is checked against
+    // them before anything is allocated.
+    let rest = len.map(|l| l.saturating_sub(reader.bytes()));
+    // Rows hold no bytes of their own (a coordinate matrix can have empty rows, an array
+    // matrix zero columns): they may not outnumber the bytes of the input.
+    let rows_fit = |bytes: u64| {
+        if rows as u64 > bytes {
+            Err(perr(
+                line,
+                format!(
+                    "size line `{size}` claims {rows} rows, more than the {bytes} bytes of the input"
+                ),
+            ))
+        } else {
+            Ok(())
+        }
+    };
     let mut bad = BadLines::default();
 
     if !coordinate {
-        let mut a = Array2::<f32>::zeros((rows, cols).f());
-        // Positions (i, j) in file order.
-        let mut positions = (0..cols).flat_map(|j| {
-            let from = match symmetry {
-                Symmetry::General => 0,
-                Symmetry::Symmetric => j,
-                Symmetry::Skew => j + 1,
-            };
-            (from..rows).map(move |i| (i, j))
+        let total = match symmetry {
+            Symmetry::General => rows.checked_mul(cols),
+            Symmetry::Symmetric => rows.checked_mul(rows.saturating_add(1)).map(|x| x / 2),
+            Symmetry::Skew => rows.checked_mul(rows.saturating_sub(1)).map(|x| x / 2),
+        }
+        .ok_or_else(|| perr(line, format!("size line `{size}`: too many values")))?;
+        if let Some(rest) = rest {
+            // Each value takes at least two bytes ("0\n"), the last one at least one.
+            if total as u64 > rest / 2 + 1 {
+                return Err(perr(
+                    line,
+                    format!(
+                        "size line `{size}` claims {total} values, but only {rest} bytes follow"
+                    ),
+                ));
+            }
+        }
+        if let Some(l) = len {
+            rows_fit(l)?;
+        }
+        let mut vals: Vec<f32> = Vec::new();
+        vals.reserve_exact(if rest.is_some() {
+            total
+        } else {
+            total.min(1 << 12)
         });
-        let total = positions.clone().count();
-        let mut read = 0;
         while let Some((n, t)) = next_data_line!() {
-            let (i, j) = positions.next().ok_or_else(|| {
-                perr(
+            if vals.len() == total {
+                return Err(perr(
                     n,
                     format!("more values than the {total} of a {rows} × {cols} array"),
-                )
-            })?;
+                ));
+            }
             let mut toks = t.split_ascii_whitespace();
             let v = parse_value(field, toks.next()).map_err(|r| perr(n, r))?;
             if toks.next().is_some() {
                 return Err(perr(n, format!("`{t}`: expected one value per line")));
             }
-            a[(i, j)] = v;
-            match symmetry {
-                Symmetry::General => {}
-                Symmetry::Symmetric => a[(j, i)] = v,
-                Symmetry::Skew => a[(j, i)] = -v,
+            vals.push(v);
+        }
+        if vals.len() != total {
+            return Err(eof(&reader, &format!("{} of {total} values", vals.len())));
+        }
+        rows_fit(reader.bytes())?;
+        let a = match symmetry {
+            Symmetry::General => Array2::from_shape_vec((rows, cols).f(), vals)
+                .map_err(|e| format_error(path, format!("{rows} × {cols}: {e}")))?
+                .as_standard_layout()
+                .into_owned(),
+            _ => {
+                let mut a = Array2::<f32>::zeros((rows, cols));
+                let from = usize::from(symmetry == Symmetry::Skew);
+                let mut k = 0;
+                for j in 0..cols {
+                    for i in j + from..rows {
+                        let v = vals[k];
+                        k += 1;
+                        a[(i, j)] = v;
+                        a[(j, i)] = if symmetry == Symmetry::Skew { -v } else { v };
+                    }
+                }
+                a
             }
-            read += 1;
-        }
-        if read != total {
-            return Err(eof(&reader, &format!("{read} of {total} values")));
-        }
+        };
         return Ok(MatrixMarket {
-            matrix: Vectors::Dense(a.as_standard_layout().into_owned()),
+            matrix: Vectors::Dense(a),
             bad,
         });
     }
 
     let nnz = nums[2];
-    if cols > u32::MAX as usize + 1 {
+    if cols as u64 > MAX_COLS {
         return Err(perr(
             line,
-            format!("{cols} columns do not fit 32-bit column indices"),
+            format!("{cols} columns do not fit 32-bit column indices (at most {MAX_COLS})"),
         ));
     }
-    let cap = nnz.min(1 << 24) * if symmetry == Symmetry::General { 1 } else { 2 };
-    let (mut r, mut c, mut v) = (
+    if let Some(rest) = rest {
+        // Each entry takes at least four bytes ("1 1\n"), the last one at least three.
+        if nnz as u64 > rest / 4 + 1 {
+            return Err(perr(
+                line,
+                format!("size line `{size}` claims {nnz} entries, but only {rest} bytes follow"),
+            ));
+        }
+    }
+    if let Some(l) = len {
+        rows_fit(l)?;
+    }
+    let sym = if symmetry == Symmetry::General { 1 } else { 2 };
+    let cap = if rest.is_some() {
+        nnz
+    } else {
+        nnz.min(1 << 12)
+    } * sym;
+    let (mut r, mut c, mut v): (Vec<usize>, Vec<u32>, Vec<f32>) = (
         Vec::with_capacity(cap),
         Vec::with_capacity(cap),
         Vec::with_capacity(cap),
@@ -276,11 +358,11 @@ pub fn read_mtx(path: &Path, on_bad: OnBadLine) -> Result<MatrixMarket> {
         match entry {
             Ok((i, j, x)) => {
                 r.push(i);
-                c.push(j);
+                c.push(j as u32);
                 v.push(x);
                 if i != j && symmetry != Symmetry::General {
                     r.push(j);
-                    c.push(i);
+                    c.push(i as u32);
                     v.push(if symmetry == Symmetry::Skew { -x } else { x });
                 }
             }
@@ -290,8 +372,10 @@ pub fn read_mtx(path: &Path, on_bad: OnBadLine) -> Result<MatrixMarket> {
     if seen != nnz {
         return Err(eof(&reader, &format!("{seen} of {nnz} declared entries")));
     }
+    rows_fit(reader.bytes())?;
+    let m = csr::from_coo(rows, cols, &r, &c, &v).map_err(|e| format_error(path, e))?;
     Ok(MatrixMarket {
-        matrix: Vectors::Sparse(csr_from_triplets(rows, cols, &r, &c, &v)),
+        matrix: Vectors::Sparse(m),
         bad,
     })
 }

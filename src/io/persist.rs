@@ -4,10 +4,10 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use super::format::{FileKind, IndexFile, Writer};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::index::mih::MultiIndexParts;
 use crate::index::{
-    HammingIndex, IndexSpec, LinearScan, MultiIndex, PermutationIndex, PermutedTables,
+    HammingIndex, IndexSpec, LinearScan, MultiIndex, PermutationIndex, PermutedTables, check_bits,
 };
 use crate::signature::SignatureMatrix;
 use crate::signers::SignerInfo;
@@ -15,10 +15,14 @@ use crate::storage::Buf;
 
 /// Records a signer's parameters as `signer.*` file parameters ([`SignerInfo::to_params`];
 /// [`SignerSpec::from_params`](crate::signers::SignerSpec::from_params) reads them back).
-pub fn signer_params(w: &mut Writer<'_>, info: &SignerInfo) {
+///
+/// # Errors
+/// [`Error::InvalidParameter`] for a signer parameter whose name is not a valid key.
+pub fn signer_params(w: &mut Writer<'_>, info: &SignerInfo) -> Result<()> {
     for (k, v) in info.to_params() {
-        w.param(&k, v);
+        w.param(&k, v)?;
     }
+    Ok(())
 }
 
 /// Saves a signature matrix, with the parameters of the signer that made it when known.
@@ -28,11 +32,11 @@ pub fn save_signatures<S: AsRef<[u64]>>(
     signer: Option<&SignerInfo>,
 ) -> Result<()> {
     let mut w = Writer::new(FileKind::Signatures);
-    w.param("bits", sigs.bits()).param("rows", sigs.len());
+    w.param("bits", sigs.bits())?.param("rows", sigs.len())?;
     if let Some(info) = signer {
-        signer_params(&mut w, info);
+        signer_params(&mut w, info)?;
     }
-    w.u64s("codes", sigs.as_slice());
+    w.u64s("codes", sigs.as_slice())?;
     w.write(path)
 }
 
@@ -49,7 +53,7 @@ pub struct SignatureFile {
 pub fn load_signatures(path: &Path) -> Result<SignatureFile> {
     let f = IndexFile::open(path)?;
     f.expect_kind(FileKind::Signatures)?;
-    let bits: usize = f.param("bits")?;
+    let bits = width(&f)?;
     let rows: usize = f.param("rows")?;
     let matrix =
         SignatureMatrix::from_parts(bits, f.u64s("codes")?).map_err(|e| f.error(e.to_string()))?;
@@ -62,12 +66,47 @@ pub fn load_signatures(path: &Path) -> Result<SignatureFile> {
     })
 }
 
+/// The `bits` parameter, checked: `1 ..= MAX_BITS`.
+fn width(f: &IndexFile) -> Result<usize> {
+    let raw = f
+        .param_opt("bits")
+        .ok_or_else(|| f.field_error("param bits", "missing"))?;
+    let bits: usize = raw
+        .parse()
+        .map_err(|_| f.field_error("param bits", format!("`{raw}` is not a number")))?;
+    check_bits(bits).map_err(|e| match e {
+        Error::InvalidParameter { reason, .. } => f.field_error("param bits", reason),
+        other => f.error(other.to_string()),
+    })?;
+    Ok(bits)
+}
+
+/// A parameter, parsed, or an error naming it.
+fn param<T: std::str::FromStr>(f: &IndexFile, key: &str) -> Result<T> {
+    let raw = f
+        .param_opt(key)
+        .ok_or_else(|| f.field_error(format!("param {key}"), "missing"))?;
+    raw.parse()
+        .map_err(|_| f.field_error(format!("param {key}"), format!("`{raw}` is not valid")))
+}
+
+/// An index's validation error as an error naming the file and the field.
+fn into_field(f: &IndexFile, e: Error) -> Error {
+    match e {
+        Error::InvalidParameter { name, reason } => f.field_error(name, reason),
+        Error::LengthMismatch { what, left, right } => {
+            f.field_error(what, format!("lengths differ ({left} vs {right})"))
+        }
+        other => f.error(other.to_string()),
+    }
+}
+
 impl LinearScan {
     /// Saves the index.
     pub fn save(&self, path: &Path) -> Result<()> {
         let mut w = Writer::new(FileKind::LinearScan);
-        w.param("bits", self.bits()).param("len", self.len());
-        w.u64s("codes", self.codes()).u32s("ids", self.ids());
+        w.param("bits", self.bits())?.param("len", self.len())?;
+        w.u64s("codes", self.codes())?.u32s("ids", self.ids())?;
         w.write(path)
     }
 
@@ -79,8 +118,8 @@ impl LinearScan {
     }
 
     fn from_file(f: &IndexFile) -> Result<Self> {
-        let idx = LinearScan::from_parts(f.param("bits")?, f.u64s("codes")?, f.u32s("ids")?)
-            .map_err(|e| f.error(e.to_string()))?;
+        let idx = LinearScan::from_parts(width(f)?, f.u64s("codes")?, f.u32s("ids")?)
+            .map_err(|e| into_field(f, e))?;
         check_len(f, idx.len())?;
         Ok(idx)
     }
@@ -92,18 +131,18 @@ impl PermutedTables {
         let (dir, keys, vals, codes, row_ids, delta_codes, delta_ids, dead) = self.parts();
         let levels: Vec<String> = self.levels().iter().map(ToString::to_string).collect();
         let mut w = Writer::new(FileKind::PermutedTables);
-        w.param("bits", self.bits())
-            .param("radius", self.built_radius())
-            .param("levels", levels.join(","))
-            .param("len", self.len());
-        w.u32s("dir", dir)
-            .u8s("keys", keys)
-            .u32s("vals", vals)
-            .u64s("codes", codes)
-            .u32s("row_ids", row_ids);
-        w.u64s("delta_codes", delta_codes)
-            .u32s("delta_ids", delta_ids)
-            .u32s("dead", &dead);
+        w.param("bits", self.bits())?
+            .param("radius", self.built_radius())?
+            .param("levels", levels.join(","))?
+            .param("len", self.len())?;
+        w.u32s("dir", dir)?
+            .u8s("keys", keys)?
+            .u32s("vals", vals)?
+            .u64s("codes", codes)?
+            .u32s("row_ids", row_ids)?;
+        w.u64s("delta_codes", delta_codes)?
+            .u32s("delta_ids", delta_ids)?
+            .u32s("dead", &dead)?;
         w.write(path)
     }
 
@@ -115,18 +154,18 @@ impl PermutedTables {
     }
 
     fn from_file(f: &IndexFile) -> Result<Self> {
-        let levels = f
-            .param::<String>("levels")?
+        let raw: String = param(f, "levels")?;
+        let levels = raw
             .split(',')
             .filter(|s| !s.is_empty())
             .map(|s| {
                 s.parse::<usize>()
-                    .map_err(|_| f.error(format!("bad level {s:?}")))
+                    .map_err(|_| f.field_error("param levels", format!("bad level {s:?}")))
             })
             .collect::<Result<Vec<_>>>()?;
         let idx = PermutedTables::from_parts(
-            f.param("bits")?,
-            f.param("radius")?,
+            width(f)?,
+            param(f, "radius")?,
             levels,
             f.u32s("dir")?,
             f.u8s("keys")?,
@@ -137,7 +176,7 @@ impl PermutedTables {
             f.u32s("delta_ids")?.to_vec(),
             &f.u32s("dead")?,
         )
-        .map_err(|e| f.error(e.to_string()))?;
+        .map_err(|e| into_field(f, e))?;
         check_len(f, idx.len())?;
         Ok(idx)
     }
@@ -148,22 +187,22 @@ impl MultiIndex {
     pub fn save(&self, path: &Path) -> Result<()> {
         let p = self.to_parts();
         let mut w = Writer::new(FileKind::MultiIndex);
-        w.param("bits", p.bits)
-            .param("substrings", p.substrings)
-            .param("auto_substrings", p.auto_substrings)
-            .param("fallback", p.fallback)
-            .param("len", self.len());
+        w.param("bits", p.bits)?
+            .param("substrings", p.substrings)?
+            .param("auto_substrings", p.auto_substrings)?
+            .param("fallback", p.fallback)?
+            .param("len", self.len())?;
         if let Some(l) = p.delta_limit {
-            w.param("delta_limit", l);
+            w.param("delta_limit", l)?;
         }
-        w.u64s("codes", &p.codes)
-            .u32s("ids", &p.ids)
-            .u64s("dead", &p.dead)
-            .u32s("rows", &p.rows);
-        w.u32s("dirs", &p.dirs)
-            .u64s("keys", &p.keys)
-            .u64s("delta_codes", &p.delta_codes)
-            .u32s("delta_ids", &p.delta_ids);
+        w.u64s("codes", &p.codes)?
+            .u32s("ids", &p.ids)?
+            .u64s("dead", &p.dead)?
+            .u32s("rows", &p.rows)?;
+        w.u32s("dirs", &p.dirs)?
+            .u64s("keys", &p.keys)?
+            .u64s("delta_codes", &p.delta_codes)?
+            .u32s("delta_ids", &p.delta_ids)?;
         w.write(path)
     }
 
@@ -176,14 +215,14 @@ impl MultiIndex {
 
     fn from_file(f: &IndexFile) -> Result<Self> {
         let parts = MultiIndexParts {
-            bits: f.param("bits")?,
-            substrings: f.param("substrings")?,
-            auto_substrings: f.param("auto_substrings")?,
+            bits: width(f)?,
+            substrings: param(f, "substrings")?,
+            auto_substrings: param(f, "auto_substrings")?,
             delta_limit: f
                 .param_opt("delta_limit")
-                .map(|_| f.param("delta_limit"))
+                .map(|_| param(f, "delta_limit"))
                 .transpose()?,
-            fallback: f.param("fallback")?,
+            fallback: param(f, "fallback")?,
             codes: f.u64s("codes")?,
             ids: f.u32s("ids")?,
             dead: f.u64s("dead")?,
@@ -193,7 +232,7 @@ impl MultiIndex {
             delta_codes: f.u64s("delta_codes")?.to_vec(),
             delta_ids: f.u32s("delta_ids")?.to_vec(),
         };
-        let idx = MultiIndex::from_parts(parts).map_err(|e| f.error(e.to_string()))?;
+        let idx = MultiIndex::from_parts(parts).map_err(|e| into_field(f, e))?;
         check_len(f, idx.len())?;
         Ok(idx)
     }
@@ -205,19 +244,19 @@ impl PermutationIndex {
     pub fn save(&self, path: &Path) -> Result<()> {
         if !self.is_compact() {
             let mut c = self.clone();
-            c.compact();
+            c.compact()?;
             return c.save(path);
         }
         let mut w = Writer::new(FileKind::Permutation);
-        w.param("bits", self.bits())
-            .param("beam", self.beam())
-            .param("seed", self.seed())
-            .param("permutations", self.permutations())
-            .param("len", self.len());
-        w.u32s("perms", self.perms())
-            .u64s("codes", self.codes())
-            .u32s("ids", self.ids());
-        w.u64s("keys", self.keys()).u32s("order", self.order());
+        w.param("bits", self.bits())?
+            .param("beam", self.beam())?
+            .param("seed", self.seed())?
+            .param("permutations", self.permutations())?
+            .param("len", self.len())?;
+        w.u32s("perms", self.perms())?
+            .u64s("codes", self.codes())?
+            .u32s("ids", self.ids())?;
+        w.u64s("keys", self.keys())?.u32s("order", self.order())?;
         w.write(path)
     }
 
@@ -230,24 +269,33 @@ impl PermutationIndex {
 
     fn from_file(f: &IndexFile) -> Result<Self> {
         let idx = PermutationIndex::from_parts(
-            f.param("bits")?,
-            f.param("beam")?,
-            f.param("seed")?,
+            width(f)?,
+            param(f, "beam")?,
+            param(f, "seed")?,
             f.u32s("perms")?,
             f.u64s("codes")?,
             f.u32s("ids")?,
             f.u64s("keys")?,
             f.u32s("order")?,
         )
-        .map_err(|e| f.error(e.to_string()))?;
+        .map_err(|e| into_field(f, e))?;
+        if let Some(q) = f.param_opt("permutations") {
+            if q.parse::<usize>().ok() != Some(idx.permutations()) {
+                return Err(f.field_error(
+                    "param permutations",
+                    format!("{q} recorded, {} stored", idx.permutations()),
+                ));
+            }
+        }
         check_len(f, idx.len())?;
         Ok(idx)
     }
 }
 
 fn check_len(f: &IndexFile, len: usize) -> Result<()> {
-    if len != f.param::<usize>("len")? {
-        return Err(f.error("stored count differs from the recorded one"));
+    let recorded: usize = param(f, "len")?;
+    if len != recorded {
+        return Err(f.field_error("param len", format!("{recorded} recorded, {len} stored")));
     }
     Ok(())
 }
@@ -258,27 +306,55 @@ impl IndexFile {
     /// it from the length of the `perms` section).
     ///
     /// # Errors
-    /// [`Error::Format`](crate::Error::Format) naming the file and the parameter that is
-    /// missing or not valid, or when the file holds signatures.
+    /// [`Error::InvalidField`] naming the file and the parameter that is missing or not
+    /// valid, or [`Error::Format`] when the file holds signatures.
     pub fn spec(&self) -> Result<IndexSpec> {
         let mut params = self.params().clone();
         if self.kind() == FileKind::Permutation && !params.contains_key("permutations") {
-            let bits: usize = self.param("bits")?;
+            let bits = width(self)?;
             let perms = self.section_len("perms")?;
-            params.insert("permutations".into(), (perms / bits.max(1)).to_string());
+            params.insert("permutations".into(), (perms / bits).to_string());
         }
-        IndexSpec::from_params(self.kind(), &params).map_err(|e| self.error(e.to_string()))
+        IndexSpec::from_params(self.kind(), &params).map_err(|e| match e {
+            Error::InvalidParameter {
+                name: "kind",
+                reason,
+            } => self.error(reason),
+            Error::InvalidParameter { name, reason } => {
+                self.field_error(format!("param {name}"), reason)
+            }
+            other => self.error(other.to_string()),
+        })
     }
 }
 
-/// Loads any index file, whatever its kind.
+/// Loads any index file, whatever its kind. Opening checks the header and the section
+/// table, loading checks every parameter and the length of every section against them,
+/// without reading the data (the contents are checked by [`verify_index`]).
 pub fn load_index(path: &Path) -> Result<Box<dyn HammingIndex>> {
     let f = IndexFile::open(path)?;
+    load_from(&f)
+}
+
+fn load_from(f: &IndexFile) -> Result<Box<dyn HammingIndex>> {
     Ok(match f.kind() {
-        FileKind::LinearScan => Box::new(LinearScan::from_file(&f)?),
-        FileKind::PermutedTables => Box::new(PermutedTables::from_file(&f)?),
-        FileKind::MultiIndex => Box::new(MultiIndex::from_file(&f)?),
-        FileKind::Permutation => Box::new(PermutationIndex::from_file(&f)?),
+        FileKind::LinearScan => Box::new(LinearScan::from_file(f)?),
+        FileKind::PermutedTables => Box::new(PermutedTables::from_file(f)?),
+        FileKind::MultiIndex => Box::new(MultiIndex::from_file(f)?),
+        FileKind::Permutation => Box::new(PermutationIndex::from_file(f)?),
         FileKind::Signatures => return Err(f.error("holds signatures, not an index")),
     })
+}
+
+/// Verifies an index file completely: its checksum ([`IndexFile::verify`]), then every
+/// invariant of the index it holds ([`HammingIndex::validate`]): `O(file size)`. What the
+/// command line's `index verify` runs.
+///
+/// # Errors
+/// [`Error::Checksum`] for a corrupt file, [`Error::InvalidField`] naming the file and the
+/// section whose contents are inconsistent, or the errors of [`load_index`].
+pub fn verify_index(path: &Path) -> Result<()> {
+    let f = IndexFile::open(path)?;
+    f.verify()?;
+    load_from(&f)?.validate().map_err(|e| into_field(&f, e))
 }

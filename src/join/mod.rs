@@ -9,9 +9,17 @@
 //! (per table, one pass over the rows plus the pairs sharing a key): for 64-bit codes and
 //! `r = 3` on a million rows it is the pigeonhole design of 4 blocks of 16 bits.
 
+mod banded;
 mod graph;
 
-pub use graph::{clusters, knn_graph, knn_graph_rows, knn_graph_with};
+pub(crate) use banded::{BIG_RUN, banded_join_map};
+pub use banded::{
+    BandStats, Banding, BandingBuilder, CandidateSample, CappedGroup, DEFAULT_MAX_GROUP, IdPair,
+    band_partition, banded_join, banded_join_each, sample_candidates,
+};
+pub use graph::{
+    LeaderOrder, UnionFind, clusters, knn_graph, knn_graph_rows, knn_graph_with, leader_clusters,
+};
 
 use rayon::prelude::*;
 
@@ -74,23 +82,115 @@ pub struct Match {
 /// # Errors
 /// [`Error::InvalidParameter`] for more than `2^32` rows.
 pub fn self_join<S: AsRef<[u64]> + Sync>(sigs: &SignatureMatrix<S>, r: u32) -> Result<Vec<Pair>> {
+    let mut pairs = Vec::new();
+    self_join_map(sigs, r, None, Some, |p| pairs.push(p))?;
+    pairs.par_sort_unstable();
+    Ok(pairs)
+}
+
+/// [`self_join`] streaming: each pair goes to `sink` as its table is done (table by table,
+/// in an order that does not depend on the number of threads), so no pair list is held;
+/// returns the number of pairs.
+///
+/// ```
+/// use simlsh::join::self_join_each;
+/// use simlsh::SignatureMatrix;
+///
+/// let sigs = SignatureMatrix::from_parts(64, vec![0b0111u64, 0b0001, 0b0111, u64::MAX]).unwrap();
+/// let mut far = 0;
+/// let n = self_join_each(&sigs, 2, |p| far += u32::from(p.distance > 0)).unwrap();
+/// assert_eq!((n, far), (3, 2));
+/// ```
+///
+/// # Errors
+/// As [`self_join`].
+pub fn self_join_each<S: AsRef<[u64]> + Sync>(
+    sigs: &SignatureMatrix<S>,
+    r: u32,
+    mut sink: impl FnMut(Pair),
+) -> Result<u64> {
+    let mut n = 0u64;
+    self_join_map(sigs, r, None, Some, |p| {
+        n += 1;
+        sink(p);
+    })?;
+    Ok(n)
+}
+
+/// [`self_join_each`] restricted to the rows marked in `active`: pairs involving an inactive
+/// row are never formed (e.g. documents without features, whose all-zero signatures would
+/// pair with each other at distance 0). Returns the number of pairs.
+///
+/// ```
+/// use simlsh::join::self_join_active;
+/// use simlsh::SignatureMatrix;
+///
+/// let sigs = SignatureMatrix::from_parts(64, vec![0u64, 0, 0, 1]).unwrap();
+/// let mut pairs = Vec::new();
+/// let n = self_join_active(&sigs, 1, &[true, false, false, true], |p| pairs.push((p.i, p.j))).unwrap();
+/// assert_eq!((n, pairs), (1, vec![(0, 3)]));
+/// ```
+///
+/// # Errors
+/// As [`self_join`]; [`Error::LengthMismatch`] if `active` has not one flag per row.
+pub fn self_join_active<S: AsRef<[u64]> + Sync>(
+    sigs: &SignatureMatrix<S>,
+    r: u32,
+    active: &[bool],
+    mut sink: impl FnMut(Pair),
+) -> Result<u64> {
+    let mut n = 0u64;
+    self_join_map(sigs, r, Some(active), Some, |p| {
+        n += 1;
+        sink(p);
+    })?;
+    Ok(n)
+}
+
+/// The exact self-join, general form: the pairs within radius `r` of the rows marked in
+/// `active` (all if `None`), each passed through `map` in the worker threads; the kept results
+/// go to `sink` table by table, in an order that does not depend on the number of threads.
+pub(crate) fn self_join_map<S, T, M, K>(
+    sigs: &SignatureMatrix<S>,
+    r: u32,
+    active: Option<&[bool]>,
+    map: M,
+    mut sink: K,
+) -> Result<()>
+where
+    S: AsRef<[u64]> + Sync,
+    T: Send,
+    M: Fn(Pair) -> Option<T> + Sync,
+    K: FnMut(T),
+{
     let n = sigs.len();
     if u32::try_from(n).is_err() {
         return Err(Error::param("signatures", "more than 2^32 rows"));
     }
-    if n < 2 {
-        return Ok(Vec::new());
+    if let Some(a) = active {
+        if a.len() != n {
+            return Err(Error::LengthMismatch {
+                what: "active flags vs rows",
+                left: a.len(),
+                right: n,
+            });
+        }
+    }
+    let ids: Vec<u32> = (0..n as u32)
+        .filter(|&i| active.is_none_or(|a| a[i as usize]))
+        .collect();
+    if ids.len() < 2 {
+        return Ok(());
     }
     let bits = sigs.bits();
-    let plan = self_join_plan(bits, r, n)?;
+    let plan = self_join_plan(bits, r, ids.len())?;
     let layout = Layout::new(bits, r, &plan.levels);
-    let per_table: Vec<Vec<Pair>> = (0..layout.tables.len())
-        .into_par_iter()
-        .map(|t| join_table(sigs.as_slice(), &layout, t, r))
-        .collect();
-    let mut pairs = per_table.concat();
-    pairs.par_sort_unstable();
-    Ok(pairs)
+    for t in 0..layout.tables.len() {
+        join_table(sigs.as_slice(), &ids, &layout, t, r, &map)
+            .into_iter()
+            .for_each(&mut sink);
+    }
+    Ok(())
 }
 
 /// The design [`self_join`] uses for `n` rows of `bits` bits at radius `r`: among the
@@ -110,17 +210,24 @@ pub fn self_join_plan(bits: usize, r: u32, n: usize) -> Result<Plan> {
     join_plan(bits, r, n as u64).ok_or_else(|| Error::param("bits", "must be at least 1"))
 }
 
-/// The pairs table `t` reports.
+/// The pairs table `t` reports among the rows `ids`, through `map`.
 ///
 /// The rows are grouped by the table's key: a counting sort on the top `b ≤ 8` bits of their
 /// key words, computed straight from the rows (one pass to count, one to scatter), then each
 /// of the `2^b` runs, small enough to stay in cache, is sorted on the next key bits (up to
 /// `log2 N` bits in all) and, for longer keys, sorted and cut into equal keys. The runs are
 /// processed in parallel.
-fn join_table(rows: &[u64], layout: &Layout, t: usize, r: u32) -> Vec<Pair> {
+fn join_table<T: Send, M: Fn(Pair) -> Option<T> + Sync>(
+    rows: &[u64],
+    ids: &[u32],
+    layout: &Layout,
+    t: usize,
+    r: u32,
+    map: &M,
+) -> Vec<T> {
     let tl = &layout.tables[t];
     let w = layout.words();
-    let n = rows.len() / w;
+    let n = ids.len();
     let key_of = |i: usize| {
         if w == 1 {
             tl.keyword1(rows[i])
@@ -134,11 +241,12 @@ fn join_table(rows: &[u64], layout: &Layout, t: usize, r: u32) -> Vec<Pair> {
         t,
         r,
         w,
+        map,
     };
     let p = tl.key_bits;
     let mut out = Vec::new();
     if p == 0 {
-        let all: Vec<(u64, u32)> = (0..n).map(|i| (key_of(i), i as u32)).collect();
+        let all: Vec<(u64, u32)> = ids.iter().map(|&i| (key_of(i as usize), i)).collect();
         ctx.group(&all, &mut out);
         return out;
     }
@@ -146,7 +254,7 @@ fn join_table(rows: &[u64], layout: &Layout, t: usize, r: u32) -> Vec<Pair> {
     let b1 = b.min(8);
     let b2 = b - b1;
     let shift1 = 64 - b1;
-    let keys: Vec<u64> = (0..n).map(key_of).collect();
+    let keys: Vec<u64> = ids.iter().map(|&i| key_of(i as usize)).collect();
     let mut top = vec![0usize; (1 << b1) + 1];
     for &k in &keys {
         top[(k >> shift1) as usize + 1] += 1;
@@ -156,13 +264,13 @@ fn join_table(rows: &[u64], layout: &Layout, t: usize, r: u32) -> Vec<Pair> {
     }
     let mut next = top[..1 << b1].to_vec();
     let mut scattered = vec![(0u64, 0u32); n];
-    for (i, &k) in keys.iter().enumerate() {
+    for (&i, &k) in ids.iter().zip(&keys) {
         let slot = &mut next[(k >> shift1) as usize];
-        scattered[*slot] = (k, i as u32);
+        scattered[*slot] = (k, i);
         *slot += 1;
     }
     drop(keys);
-    let per_run: Vec<Vec<Pair>> = (0..1usize << b1)
+    let per_run: Vec<Vec<T>> = (0..1usize << b1)
         .into_par_iter()
         .map_init(
             || (Vec::new(), Vec::new()),
@@ -195,23 +303,24 @@ fn join_table(rows: &[u64], layout: &Layout, t: usize, r: u32) -> Vec<Pair> {
 }
 
 /// What the pair checks of one table need.
-struct GroupCtx<'a> {
+struct GroupCtx<'a, M> {
     rows: &'a [u64],
     layout: &'a Layout,
     t: usize,
     r: u32,
     w: usize,
+    map: &'a M,
 }
 
-impl GroupCtx<'_> {
+impl<T: Send, M: Fn(Pair) -> Option<T> + Sync> GroupCtx<'_, M> {
     fn row(&self, i: u32) -> &[u64] {
         &self.rows[i as usize * self.w..][..self.w]
     }
 
-    /// Checks a pair whose key words XOR to `x`; pushes it if within the radius and this is
-    /// the first table sharing its key.
+    /// Checks a pair whose key words XOR to `x`; pushes it (through the map) if within the
+    /// radius and this is the first table sharing its key.
     #[inline(always)]
-    fn check(&self, x: u64, a: u32, b: u32, out: &mut Vec<Pair>) {
+    fn check(&self, x: u64, a: u32, b: u32, out: &mut Vec<T>) {
         let lower = x.count_ones();
         if lower > self.r {
             return;
@@ -229,15 +338,17 @@ impl GroupCtx<'_> {
             }
             d
         };
-        out.push(Pair {
+        if let Some(v) = (self.map)(Pair {
             i: a.min(b),
             j: a.max(b),
             distance,
-        });
+        }) {
+            out.push(v);
+        }
     }
 
     #[inline(always)]
-    fn small_body(&self, g: &[(u64, u32)], out: &mut Vec<Pair>) {
+    fn small_body(&self, g: &[(u64, u32)], out: &mut Vec<T>) {
         for (a, &(ka, ia)) in g.iter().enumerate() {
             for &(kb, ib) in &g[a + 1..] {
                 self.check(ka ^ kb, ia, ib, out);
@@ -251,15 +362,15 @@ impl GroupCtx<'_> {
     /// The CPU must support POPCNT.
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "popcnt")]
-    unsafe fn small_popcnt(&self, g: &[(u64, u32)], out: &mut Vec<Pair>) {
+    unsafe fn small_popcnt(&self, g: &[(u64, u32)], out: &mut Vec<T>) {
         self.small_body(g, out);
     }
 
     /// Every pair of a small group.
-    fn small_group(&self, g: &[(u64, u32)], out: &mut Vec<Pair>) {
+    fn small_group(&self, g: &[(u64, u32)], out: &mut Vec<T>) {
         #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("popcnt") {
-            // SAFETY: the CPU has POPCNT, checked just above.
+        if crate::cpu::features().popcnt {
+            // SAFETY: the CPU has POPCNT (detected by the CPU dispatch layer).
             unsafe { self.small_popcnt(g, out) };
             return;
         }
@@ -268,7 +379,7 @@ impl GroupCtx<'_> {
 
     /// The pairs of a bucket of entries sharing the top key bits: one group, or, when the key
     /// is longer (`split`), the bucket sorted and cut into runs of equal keys.
-    fn bucket(&self, entries: &mut [(u64, u32)], split: bool, out: &mut Vec<Pair>) {
+    fn bucket(&self, entries: &mut [(u64, u32)], split: bool, out: &mut Vec<T>) {
         if !split {
             self.group(entries, out);
             return;
@@ -283,7 +394,7 @@ impl GroupCtx<'_> {
     }
 
     /// Every pair of a group of entries sharing the key.
-    fn group(&self, g: &[(u64, u32)], out: &mut Vec<Pair>) {
+    fn group(&self, g: &[(u64, u32)], out: &mut Vec<T>) {
         if g.len() >= BIG_GROUP {
             out.extend(self.big_group(g));
         } else {
@@ -293,7 +404,7 @@ impl GroupCtx<'_> {
 
     /// Every pair of a big group: its codes gathered (key words for one-word codes, which
     /// have the same distances) and compared tile by tile with the batched scan kernel.
-    fn big_group(&self, g: &[(u64, u32)]) -> Vec<Pair> {
+    fn big_group(&self, g: &[(u64, u32)]) -> Vec<T> {
         let w = self.w;
         let codes: Vec<u64> = if w == 1 {
             g.iter().map(|&(k, _)| k).collect()
@@ -302,7 +413,7 @@ impl GroupCtx<'_> {
                 .flat_map(|&(_, i)| self.row(i).iter().copied())
                 .collect()
         };
-        let tiles: Vec<Vec<Pair>> = (0..g.len().div_ceil(GROUP_TILE))
+        let tiles: Vec<Vec<T>> = (0..g.len().div_ceil(GROUP_TILE))
             .into_par_iter()
             .map(|tile| {
                 let a0 = tile * GROUP_TILE;
@@ -319,7 +430,7 @@ impl GroupCtx<'_> {
                 out
             })
             .collect();
-        tiles.concat()
+        tiles.into_iter().flatten().collect()
     }
 }
 

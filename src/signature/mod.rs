@@ -28,9 +28,30 @@ pub const fn last_word_mask(bits: usize) -> u64 {
     }
 }
 
-fn check_bits(bits: usize) -> Result<()> {
+/// The widest signature simlsh makes or reads: `2^20` bits (128 KiB per signature). Every
+/// signer, index, file reader and planner checks widths against it with [`check_bits`], so
+/// a width read from an option or a file header can never ask for an unbounded allocation.
+pub const MAX_BITS: usize = 1 << 20;
+
+/// Checks a signature width `f`: `1 ≤ f ≤` [`MAX_BITS`]. The one rule for every width.
+///
+/// ```
+/// use simlsh::signature::{MAX_BITS, check_bits};
+/// assert!(check_bits(64).is_ok() && check_bits(MAX_BITS).is_ok());
+/// assert!(check_bits(0).is_err() && check_bits(MAX_BITS + 1).is_err());
+/// ```
+///
+/// # Errors
+/// [`Error::InvalidParameter`] naming `bits` and the limit.
+pub fn check_bits(bits: usize) -> Result<()> {
     if bits == 0 {
         return Err(Error::param("bits", "a signature needs at least 1 bit"));
+    }
+    if bits > MAX_BITS {
+        return Err(Error::param(
+            "bits",
+            format!("{bits} bits is more than the limit of {MAX_BITS} bits (2^20)"),
+        ));
     }
     Ok(())
 }
@@ -146,7 +167,7 @@ impl Signature {
                 got: other.bits,
             });
         }
-        Ok(hamming::distance(&self.words, &other.words))
+        hamming::distance(&self.words, &other.words)
     }
 }
 
@@ -237,7 +258,7 @@ impl<S: AsRef<[u64]>> SignatureMatrix<S> {
 
     /// Hamming distance between rows `i` and `j`.
     pub fn distance(&self, i: usize, j: usize) -> u32 {
-        hamming::distance(self.row(i), self.row(j))
+        hamming::Kernels::dispatched().distance_eq(self.row(i), self.row(j))
     }
 
     /// A zero-copy `N × words` ndarray view.

@@ -109,7 +109,7 @@ mod tests {
     #[test]
     fn round_equals_the_hardware_instruction() {
         #[cfg(target_arch = "x86_64")]
-        if std::is_x86_feature_detected!("aes") {
+        if crate::cpu::detected().aes {
             use std::arch::x86_64::*;
             let mut rng = crate::rng::Rng::new(4);
             for _ in 0..1000 {

@@ -186,10 +186,7 @@ fn kernel() -> Kernel {
     static K: OnceLock<Kernel> = OnceLock::new();
     *K.get_or_init(|| {
         #[cfg(target_arch = "x86_64")]
-        if std::env::var_os("SIMLSH_FORCE_SCALAR").is_none_or(|v| v != "1")
-            && std::is_x86_feature_detected!("avx2")
-            && std::is_x86_feature_detected!("fma")
-        {
+        if crate::cpu::features().avx2_fma() {
             return x86::block_safe;
         }
         block_scalar

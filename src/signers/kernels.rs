@@ -14,9 +14,9 @@
 //!   its hash stream is the AES round of [`stream_block`], by the AES-NI instruction.
 //!
 //! **Dispatch.** The x86-64 kernels need AVX2 and FMA (the table kernel also AES-NI) and are
-//! chosen once, at the first call, by `is_x86_feature_detected!`; other CPUs and platforms use the scalar reference, which is always
-//! built. The environment variable `SIMLSH_FORCE_SCALAR=1`, read at that first call, forces the
-//! scalar kernels (to compare, or to rule the SIMD layer out).
+//! chosen once, at the first call, from [`crate::cpu::features`]; other CPUs and platforms use
+//! the scalar reference, which is always built. `SIMLSH_FORCE_SCALAR=1` forces the scalar
+//! kernels (see [`crate::cpu`]).
 //!
 //! **Register blocking.** [`add_signed_rows`] takes the sign words through a closure
 //! `word(i, k)` (feature `i`, 64-lane block `k`) that is inlined into the kernel. The AVX2
@@ -39,22 +39,18 @@ enum Level {
 fn level() -> Level {
     static L: OnceLock<Level> = OnceLock::new();
     *L.get_or_init(|| {
-        if std::env::var_os("SIMLSH_FORCE_SCALAR").is_some_and(|v| v == "1") {
-            return Level::Scalar;
-        }
         #[cfg(target_arch = "x86_64")]
-        if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
+        if crate::cpu::features().avx2_fma() {
             return Level::Avx2Fma;
         }
         Level::Scalar
     })
 }
 
-/// Whether the table kernel may use AES-NI (on top of [`level`]'s AVX2 and FMA).
+/// Whether the table kernel may use AVX2, FMA and AES-NI.
 #[cfg(target_arch = "x86_64")]
 fn aes() -> bool {
-    static A: OnceLock<bool> = OnceLock::new();
-    *A.get_or_init(|| level() == Level::Avx2Fma && std::is_x86_feature_detected!("aes"))
+    crate::cpu::features().avx2_fma_aes()
 }
 
 /// Name of the accumulation kernels in use: `"avx2+fma"` or `"scalar"`.
@@ -413,7 +409,7 @@ mod tests {
     #[test]
     fn simd_kernels_equal_scalar_bit_for_bit() {
         #[cfg(target_arch = "x86_64")]
-        if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
+        if crate::cpu::detected().avx2_fma() {
             let mut r = Rng::new(3);
             for &words in &[1usize, 2, 3, 4, 7] {
                 for &n in &[0usize, 1, 5, 64, 333] {
@@ -450,10 +446,7 @@ mod tests {
     #[test]
     fn table_kernel_equals_scalar_bit_for_bit() {
         #[cfg(target_arch = "x86_64")]
-        if std::is_x86_feature_detected!("avx2")
-            && std::is_x86_feature_detected!("fma")
-            && std::is_x86_feature_detected!("aes")
-        {
+        if crate::cpu::detected().avx2_fma_aes() {
             let mut r = Rng::new(8);
             let tables: [[f32; 8]; 2] =
                 std::array::from_fn(|_| std::array::from_fn(|_| r.gaussian() as f32));

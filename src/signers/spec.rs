@@ -96,8 +96,8 @@ pub enum SignerKind {
 pub struct KindInfo {
     /// The name, as in the string form of [`SignerKind`] and in [`SignerInfo::kind`].
     pub name: &'static str,
-    /// One line of description: what the signer is and when to use it.
-    pub description: &'static str,
+    /// One line: what the signer is and when to use it.
+    pub summary: &'static str,
     /// Whether [`SignerSpec::build`] needs the input dimension (an explicit matrix).
     pub needs_dim: bool,
     /// The parameters of the string form.
@@ -108,72 +108,72 @@ pub struct KindInfo {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ParamInfo {
     /// The key in the text form (`kind:key=value`).
-    pub key: &'static str,
+    pub name: &'static str,
     /// Its default, as text.
     pub default: &'static str,
-    /// One line of description.
-    pub description: &'static str,
+    /// What it sets, in one line.
+    pub summary: &'static str,
 }
 
 const KINDS: &[KindInfo] = &[
     KindInfo {
         name: "gaussian",
-        description: "explicit Gaussian D × f matrix (Charikar 2002): the exact 1 − θ/π collision law",
+        summary: "explicit Gaussian D × f matrix (Charikar 2002): the exact 1 − θ/π collision law",
         needs_dim: true,
         params: &[],
     },
     KindInfo {
         name: "super-bit",
-        description: "Gaussian hyperplanes orthonormalised in batches (Ji et al. 2012): lowest error on dense vectors",
+        summary: "Gaussian hyperplanes orthonormalised in batches (Ji et al. 2012): lowest error on dense vectors",
         needs_dim: true,
         params: &[ParamInfo {
-            key: "depth",
+            name: "depth",
             default: "min(D, f)",
-            description: "hyperplanes orthonormalised together, 1 ≤ depth ≤ min(D, f)",
+            summary: "hyperplanes orthonormalised together, 1 ≤ depth ≤ min(D, f)",
         }],
     },
     KindInfo {
         name: "rademacher",
-        description: "explicit ±1 D × f matrix stored as bits (Achlioptas 2003)",
+        summary: "explicit ±1 D × f matrix stored as bits (Achlioptas 2003)",
         needs_dim: true,
         params: &[],
     },
     KindInfo {
         name: "very-sparse",
-        description: "explicit sparse ±1 matrix (Li, Hastie & Church 2006): for dense inputs",
+        summary: "explicit sparse ±1 matrix (Li, Hastie & Church 2006): for dense inputs",
         needs_dim: true,
         params: &[
             ParamInfo {
-                key: "density",
+                name: "density",
                 default: "1/√D",
-                description: "fraction of nonzero matrix entries, in (0, 1]",
+                summary: "fraction of nonzero matrix entries, in (0, 1]",
             },
             ParamInfo {
-                key: "nnz",
+                name: "nnz",
                 default: "none",
-                description: "expected nonzeros per input row: the density becomes max(1/√D, ln 100 / nnz), so that under 1% of a row's projections are 0",
+                summary: "expected nonzeros per input row: the density becomes max(1/√D, ln 100 / nnz), so that under 1% of a row's projections are 0",
             },
         ],
     },
     KindInfo {
         name: "hashing-trick",
-        description: "±1 columns hashed from each feature (Manku et al. 2007): no matrix, any dimension, tokens; fastest",
+        summary: "±1 columns hashed from each feature (Manku et al. 2007): no matrix, any dimension, tokens; fastest",
         needs_dim: false,
         params: &[],
     },
     KindInfo {
         name: "pooled",
-        description: "hashed picks from a pool of Gaussians (Van Durme & Lall 2010): any dimension, tokens",
+        summary: "hashed picks from a pool of Gaussians (Van Durme & Lall 2010): any dimension, tokens",
         needs_dim: false,
         params: &[ParamInfo {
-            key: "pool",
+            name: "pool",
             default: "10000",
-            description: "pool size m, 1 ≤ m ≤ 2^32",
+            summary: "pool size m, 1 ≤ m ≤ 2^32",
         }],
     },
     KindInfo {
         name: "hashed-gaussian",
-        description: "quantised Gaussian columns hashed from each feature: no matrix, any dimension, tokens; unbiased when a few features dominate",
+        summary: "quantised Gaussian columns hashed from each feature: no matrix, any dimension, tokens; unbiased when a few features dominate",
         needs_dim: false,
         params: &[],
     },
@@ -276,7 +276,7 @@ impl<'a> Params<'a> {
             None => Ok(()),
             Some((key, _)) => {
                 let doc = KINDS.iter().find(|k| k.name == self.kind).expect("listed");
-                let known: Vec<&str> = doc.params.iter().map(|p| p.key).collect();
+                let known: Vec<&str> = doc.params.iter().map(|p| p.name).collect();
                 Err(bad(format!(
                     "the {} signer has no parameter `{key}` ({})",
                     self.kind,

@@ -15,7 +15,7 @@ use simlsh::index::{HammingIndex, LinearScan};
 use simlsh::io::input::{VectorOptions, Vectors, read_vectors};
 
 use super::sign::format_of;
-use crate::common::{Ctx, SignerArgs, write_file};
+use crate::common::{Ctx, SignerArgs, to_stdout, write_file};
 
 const EXAMPLE: &str = "Examples:
   simlsh eval datasets/glove-6B-50d-10k/vectors.fvecs --signer gaussian --bits 256 --pairs 20000 --plot eval.svg
@@ -95,7 +95,7 @@ pub fn run(a: Args, ctx: &mut Ctx) -> Result<()> {
     }
     let signer = a
         .signer
-        .build(a.signer.signer, Some(x.ncols() as u64), ctx.bits, ctx.seed)?;
+        .build(Some(x.ncols() as u64), ctx.bits(), ctx.seed)?;
     let sigs = ctx.phase("sign", |ctx| super::sign::sign_dense(&x, &signer, ctx))?;
     let bits = sigs.bits() as u64;
 
@@ -136,21 +136,24 @@ pub fn run(a: Args, ctx: &mut Ctx) -> Result<()> {
         ctx.spin("measuring recall", || recall_at_k(&x, &sigs, q, k))
     })?;
 
-    println!("| angle | pairs | mean abs cosine error |");
-    println!("|---|---|---|");
-    for b in 0..sum.len() {
-        let m = if cnt[b] > 0 {
-            format!("{:.4}", sum[b] / cnt[b] as f64)
-        } else {
-            "-".into()
-        };
-        println!("| {} | {} | {m} |", bucket_name(b), cnt[b]);
-    }
-    println!("| all | {} | {mae:.4} |", points.len());
-    println!(
-        "recall@{k} {recall:.6}  ({q} queries, f = {bits}, signer {})",
-        simlsh::Signer::info(&signer).kind
-    );
+    to_stdout(|w| {
+        writeln!(w, "| angle | pairs | mean abs cosine error |")?;
+        writeln!(w, "|---|---|---|")?;
+        for b in 0..sum.len() {
+            let m = if cnt[b] > 0 {
+                format!("{:.4}", sum[b] / cnt[b] as f64)
+            } else {
+                "-".into()
+            };
+            writeln!(w, "| {} | {} | {m} |", bucket_name(b), cnt[b])?;
+        }
+        writeln!(w, "| all | {} | {mae:.4} |", points.len())?;
+        writeln!(
+            w,
+            "recall@{k} {recall:.6}  ({q} queries, f = {bits}, signer {})",
+            simlsh::Signer::info(&signer).kind
+        )
+    })?;
     ctx.record("mae_cosine", mae);
     ctx.record("recall", recall);
     ctx.record("pairs", points.len());

@@ -6,27 +6,31 @@
 //! leave its temporary file behind; the next `add` or `remove` on the same index deletes the
 //! temporary files of processes that no longer run.
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand, ValueEnum};
 use simlsh::HammingIndex;
+use simlsh::Hit;
 use simlsh::estimate;
-use simlsh::index::{MultiIndex, PermutationIndex, PermutedTables};
-use simlsh::io::{IndexFile, load_index, load_signatures, read_signatures_npy};
+use simlsh::index::IndexSpec;
+use simlsh::io::{IndexFile, load_index};
 use simlsh::signature::SignatureMatrix;
 use simlsh::storage::Buf;
-use simlsh::{Hit, LinearScan};
 
-use crate::common::{Ctx, human_bytes, write_file};
+use crate::common::{
+    Ctx, check_distinct, human_bytes, print_line, read_codes, to_stdout, write_file,
+};
 
 const EXAMPLE: &str = "Examples:
-  simlsh index build codes.npy codes.idx --kind manku --radius 3
+  simlsh index build codes.npy codes.idx --kind manku:k=3
   simlsh index query codes.idx queries.npy --radius 3 --out hits.tsv
   simlsh index add codes.idx more.npy --first-id 1000000
   simlsh index remove codes.idx --ids 4,8,15
-  simlsh index info codes.idx";
+  simlsh index info codes.idx
+  simlsh index verify codes.idx
+  simlsh index kinds";
 
 /// Build, change, query and describe Hamming indexes stored on disk.
 #[derive(Parser, Debug)]
@@ -43,24 +47,27 @@ enum Action {
     Remove(RemoveArgs),
     Query(QueryArgs),
     Info(InfoArgs),
+    Verify(VerifyArgs),
+    Kinds,
 }
 
-/// Which index to build.
-#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-enum Kind {
-    /// Brute force by popcount (exact, no extra memory).
-    Linear,
-    /// Permuted tables (Manku et al. 2007), exact up to --radius.
-    Manku,
-    /// Multi-index hashing (Norouzi et al.), exact at any radius.
-    Mih,
-    /// Sorted random bit permutations (Charikar 2002): approximate k-NN.
-    Permutation,
+const VERIFY_EXAMPLE: &str = "Example:
+  simlsh index verify codes.idx
+Opening an index checks its header and section bounds only (so that opening a large index
+costs no pass over it); verify reads every byte: the checksum, then every invariant of the
+index. Exit status 1 and the first problem found when the file is corrupt.";
+
+/// Checks an index file completely: checksum and contents.
+#[derive(Parser, Debug)]
+#[command(after_help = VERIFY_EXAMPLE)]
+struct VerifyArgs {
+    /// The index file.
+    index: PathBuf,
 }
 
 const BUILD_EXAMPLE: &str = "Example:
-  simlsh index build codes.npy codes.idx --kind manku --radius 3
-  simlsh index build codes.npy codes.idx --kind permutation --permutations 16 --beam 32 --seed 7
+  simlsh index build codes.npy codes.idx --kind manku:k=3
+  simlsh index build codes.npy codes.idx --kind permutation:q=16,beam=32 --seed 7
 SIGS is a .npy array of uint64 (N x words; the width is --bits, default 64 x words) or a
 simlsh signature file. Codes get ids 0..N.";
 
@@ -72,18 +79,9 @@ struct BuildArgs {
     sigs: PathBuf,
     /// The index file to write.
     out: PathBuf,
-    /// The index kind.
-    #[arg(long, value_enum)]
-    kind: Kind,
-    /// Radius the permuted tables answer exactly (manku).
-    #[arg(long, default_value_t = 3)]
-    radius: u32,
-    /// Number of random bit permutations q (permutation).
-    #[arg(long, default_value_t = simlsh::index::DEFAULT_PERMUTATIONS)]
-    permutations: usize,
-    /// Beam B: codes compared on each side of the query in each sorted list (permutation).
-    #[arg(long, default_value_t = simlsh::index::DEFAULT_BEAM)]
-    beam: usize,
+    /// The index: KIND or KIND:key=value,... (see --help).
+    #[arg(long, value_parser = parse_index, long_help = index_help())]
+    kind: IndexSpec,
 }
 
 const ADD_EXAMPLE: &str = "Example:
@@ -177,119 +175,108 @@ pub fn run(a: Args, ctx: &mut Ctx) -> Result<()> {
         Action::Remove(b) => remove(b, ctx),
         Action::Query(b) => query(b, ctx),
         Action::Info(b) => info(b),
+        Action::Verify(b) => verify(b, ctx),
+        Action::Kinds => to_stdout(|w| w.write_all(index_help().as_bytes())),
     }
 }
 
-/// Reads signatures from a `.npy` (recognised by its magic) or a simlsh signature file.
-/// `bits` is the width wanted (`None`: 64 × words for `.npy`, the recorded one otherwise); a
-/// simlsh file of another width is an error.
-fn read_sigs(path: &Path, bits: Option<usize>) -> Result<SignatureMatrix<Buf<u64>>> {
-    let mut magic = [0u8; 6];
-    let n = std::fs::File::open(path)
-        .and_then(|mut f| f.read(&mut magic))
-        .with_context(|| format!("reading {}", path.display()))?;
-    let m = if n == 6 && &magic == b"\x93NUMPY" {
-        let m = read_signatures_npy(path, None)
-            .with_context(|| format!("reading signatures from {}", path.display()))?;
-        match bits {
-            Some(b) if b != m.bits() => {
-                let words = m.words_per_row();
-                if b.div_ceil(64) != words {
-                    bail!(
-                        "{}: {words} words per code, but a {b}-bit code has {}",
-                        path.display(),
-                        b.div_ceil(64)
-                    );
-                }
-                read_signatures_npy(path, Some(b))
-                    .with_context(|| format!("reading signatures from {}", path.display()))?
-            }
-            _ => m,
+/// Reads signature codes (a `.npy` of uint64 words or a simlsh signature file) of width
+/// `bits` when known (an index's width, or `--bits`).
+fn read_sigs(path: &Path, bits: Option<usize>, source: &str) -> Result<SignatureMatrix<Buf<u64>>> {
+    match read_codes(path, bits, source)? {
+        Some(c) => Ok(c.sigs),
+        None => bail!(
+            "{}: not signature codes (a .npy array of uint64 words or a simlsh signature file)",
+            path.display()
+        ),
+    }
+}
+
+/// The width of codes for index `idx`: its own; a `--bits` that disagrees is an error.
+fn index_bits(idx: &dyn HammingIndex, ctx: &Ctx) -> Result<Option<usize>> {
+    match ctx.bits_given {
+        Some(b) if b != idx.bits() => bail!(
+            "--bits {b} disagrees with the index, which holds {}-bit codes",
+            idx.bits()
+        ),
+        _ => Ok(Some(idx.bits())),
+    }
+}
+
+/// The `--kind` help: every kind of the library's table, with its parameters.
+pub fn index_help() -> String {
+    let mut h = String::from(
+        "The index: KIND or KIND:key=value,... (parameters left out take their defaults).\n",
+    );
+    for k in simlsh::index::kinds() {
+        h.push_str(&format!("\n  {}: {}", k.name, k.description));
+        for p in k.params {
+            h.push_str(&format!(
+                "\n      {}:{}=…: {} (default {})",
+                k.name, p.key, p.description, p.default
+            ));
         }
-    } else {
-        let m = load_signatures(path)
-            .with_context(|| format!("reading signatures from {}", path.display()))?
-            .matrix;
-        if let Some(b) = bits.filter(|&b| b != m.bits()) {
-            bail!(
-                "{}: holds {}-bit signatures, {b} bits expected",
-                path.display(),
-                m.bits()
-            );
+    }
+    h
+}
+
+/// Parses an index spec; `exact` is another name of `linear`.
+pub fn parse_index(s: &str) -> std::result::Result<IndexSpec, String> {
+    let s = if s == "exact" { "linear" } else { s };
+    s.parse().map_err(|e: simlsh::Error| e.to_string())
+}
+
+/// The spec with the global `--seed` for kinds that draw random numbers, unless the spec sets
+/// its own seed.
+pub fn seeded(spec: IndexSpec, ctx: &Ctx) -> IndexSpec {
+    match &spec {
+        IndexSpec::Permutation(p) if p.seed == simlsh::index::DEFAULT_SEED => {
+            spec.with_seed(ctx.seed)
         }
-        m
-    };
-    Ok(m)
+        _ => spec,
+    }
 }
 
 fn open_index(path: &Path) -> Result<Box<dyn HammingIndex>> {
     load_index(path).with_context(|| format!("loading index {}", path.display()))
 }
 
-/// Saves `idx` over `path` atomically, first deleting temporary files left beside it by
-/// killed runs (`.NAME.tmp-PID` of a process that no longer runs).
+/// Saves `idx` over `path` atomically (the library's atomic write also removes the
+/// temporary files that killed runs left beside it).
 fn save_index(idx: &dyn HammingIndex, path: &Path) -> Result<()> {
-    clean_stale_temporaries(path);
     idx.save(path)
         .with_context(|| format!("writing index {}", path.display()))
 }
 
-fn clean_stale_temporaries(path: &Path) {
-    let proc = Path::new("/proc");
-    if !proc.join("self").exists() {
-        // No way to tell a dead writer from a live one: leave the files.
-        return;
+/// Holds the index's advisory lock for a read-modify-write, so that concurrent `add`s and
+/// `remove`s on one index run one after the other and none is lost.
+fn lock(path: &Path, ctx: &Ctx) -> Result<simlsh::io::LockGuard> {
+    if let Some(guard) = simlsh::io::try_lock_exclusive(path)
+        .with_context(|| format!("locking {}", path.display()))?
+    {
+        return Ok(guard);
     }
-    let Some(name) = path.file_name().map(|n| n.to_string_lossy().into_owned()) else {
-        return;
-    };
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    let prefix = format!(".{name}.tmp-");
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for e in entries.flatten() {
-        let file = e.file_name().to_string_lossy().into_owned();
-        let Some(pid) = file.strip_prefix(&prefix) else {
-            continue;
-        };
-        if pid.parse::<u32>().is_ok()
-            && pid != std::process::id().to_string()
-            && !proc.join(pid).exists()
-        {
-            let _ = std::fs::remove_file(e.path());
-        }
-    }
+    ctx.say(format!(
+        "waiting for another run changing {} to finish",
+        path.display()
+    ));
+    simlsh::io::lock_exclusive(path).with_context(|| format!("locking {}", path.display()))
 }
 
 fn build(a: BuildArgs, ctx: &mut Ctx) -> Result<()> {
-    let bits = (ctx.bits != 64).then_some(ctx.bits);
-    let sigs = ctx.phase("read", |_| read_sigs(&a.sigs, bits))?;
-    let seed = ctx.seed;
+    let outs: Vec<&Path> = std::iter::once(a.out.as_path())
+        .chain(ctx.stats.as_deref())
+        .collect();
+    check_distinct(&[&a.sigs], &outs)?;
+    let bits = ctx.bits_given;
+    let sigs = ctx.phase("read", |_| read_sigs(&a.sigs, bits, "--bits"))?;
+    let spec = seeded(a.kind.clone(), ctx);
     let idx: Box<dyn HammingIndex> = ctx
         .phase("build", |ctx| {
-            let kind = format!("building the {:?} index", a.kind).to_lowercase();
-            ctx.spin(&kind, || -> Result<Box<dyn HammingIndex>> {
-                Ok(match a.kind {
-                    Kind::Linear => Box::new(LinearScan::build(&sigs)?) as Box<dyn HammingIndex>,
-                    Kind::Manku => {
-                        Box::new(PermutedTables::builder().radius(a.radius).build(&sigs)?)
-                    }
-                    Kind::Mih => Box::new(MultiIndex::build(&sigs)?),
-                    Kind::Permutation => Box::new(
-                        PermutationIndex::builder()
-                            .permutations(a.permutations)
-                            .beam(a.beam)
-                            .seed(seed)
-                            .build(&sigs)?,
-                    ),
-                })
-            })
+            let what = format!("building the {} index", spec.kind());
+            Ok(ctx.spin(&what, || spec.build(&sigs))?)
         })
-        .with_context(|| format!("building a {:?} index of {}", a.kind, a.sigs.display()))?;
+        .with_context(|| format!("building a {spec} index of {}", a.sigs.display()))?;
     ctx.phase("save", |_| save_index(idx.as_ref(), &a.out))?;
     ctx.record("codes", idx.len());
     ctx.record("index_bytes", idx.bytes());
@@ -305,8 +292,11 @@ fn build(a: BuildArgs, ctx: &mut Ctx) -> Result<()> {
 }
 
 fn add(a: AddArgs, ctx: &mut Ctx) -> Result<()> {
+    check_distinct(&[&a.sigs], &[&a.index])?;
+    let _lock = lock(&a.index, ctx)?;
     let mut idx = ctx.phase("load", |_| open_index(&a.index))?;
-    let sigs = ctx.phase("read", |_| read_sigs(&a.sigs, Some(idx.bits())))?;
+    let bits = index_bits(idx.as_ref(), ctx)?;
+    let sigs = ctx.phase("read", |_| read_sigs(&a.sigs, bits, "the index"))?;
     let n = sigs.len();
     if n > 0
         && u32::try_from(n - 1)
@@ -320,18 +310,11 @@ fn add(a: AddArgs, ctx: &mut Ctx) -> Result<()> {
             u32::MAX
         );
     }
+    // One batch: every index inserts it in one pass (at most one merge), all or nothing.
+    let ids: Vec<u32> = (0..n as u32).map(|i| a.first_id + i).collect();
     ctx.phase("insert", |ctx| {
-        let pb = ctx.progress(n as u64, "inserting");
-        for i in 0..n {
-            let id = a.first_id + i as u32;
-            idx.insert(id, sigs.row(i))
-                .with_context(|| format!("inserting row {i} of {} as id {id}", a.sigs.display()))?;
-            if i % 1024 == 1023 {
-                pb.set_position(i as u64 + 1);
-            }
-        }
-        pb.finish_and_clear();
-        Ok(())
+        ctx.spin("inserting", || idx.insert_batch(&ids, sigs.as_slice()))
+            .with_context(|| format!("inserting the codes of {}", a.sigs.display()))
     })?;
     ctx.phase("save", |_| save_index(idx.as_ref(), &a.index))?;
     ctx.record("added", n);
@@ -361,15 +344,10 @@ fn remove(a: RemoveArgs, ctx: &mut Ctx) -> Result<()> {
         Some(p) => parse_ids(p)?,
         None => a.ids.clone(),
     };
+    let _lock = lock(&a.index, ctx)?;
     let mut idx = ctx.phase("load", |_| open_index(&a.index))?;
-    let mut removed = 0usize;
-    ctx.phase("remove", |_| {
-        for &id in &ids {
-            if idx.remove(id)? {
-                removed += 1;
-            }
-        }
-        Ok(())
+    let removed = ctx.phase("remove", |ctx| {
+        Ok(ctx.spin("removing", || idx.remove_batch(&ids))?)
     })?;
     ctx.phase("save", |_| save_index(idx.as_ref(), &a.index))?;
     ctx.record("removed", removed);
@@ -414,8 +392,16 @@ fn write_hits(
 pub const QUERY_BATCH: usize = 8192;
 
 fn query(a: QueryArgs, ctx: &mut Ctx) -> Result<()> {
+    let outs: Vec<&Path> = a
+        .out
+        .iter()
+        .map(PathBuf::as_path)
+        .chain(ctx.stats.as_deref())
+        .collect();
+    check_distinct(&[&a.index, &a.queries], &outs)?;
     let idx = ctx.phase("load", |_| open_index(&a.index))?;
-    let queries = ctx.phase("read", |_| read_sigs(&a.queries, Some(idx.bits())))?;
+    let bits = index_bits(idx.as_ref(), ctx)?;
+    let queries = ctx.phase("read", |_| read_sigs(&a.queries, bits, "the index"))?;
     let results = ctx.phase("search", |ctx| {
         type Search<'a> = Box<dyn Fn(&[u64]) -> simlsh::Result<Vec<Vec<Hit>>> + 'a>;
         let index = idx.as_ref();
@@ -432,13 +418,7 @@ fn query(a: QueryArgs, ctx: &mut Ctx) -> Result<()> {
     let hits: usize = results.iter().map(Vec::len).sum();
     ctx.phase("write", |_| match &a.out {
         Some(p) => write_file(p, |w| write_hits(w, &results, f, a.format)),
-        None => {
-            let stdout = std::io::stdout();
-            let mut w = std::io::BufWriter::new(stdout.lock());
-            write_hits(&mut w, &results, f, a.format)
-                .and_then(|()| w.flush())
-                .context("writing to stdout")
-        }
+        None => to_stdout(|w| write_hits(w, &results, f, a.format)),
     })?;
     ctx.record("queries", queries.len());
     ctx.record("hits", hits);
@@ -446,6 +426,14 @@ fn query(a: QueryArgs, ctx: &mut Ctx) -> Result<()> {
         ctx.say(format!("{} queries, {hits} hits", queries.len()));
     }
     Ok(())
+}
+
+fn verify(a: VerifyArgs, ctx: &mut Ctx) -> Result<()> {
+    ctx.phase("verify", |_| {
+        simlsh::io::verify_index(&a.index)
+            .with_context(|| format!("verifying index {}", a.index.display()))
+    })?;
+    print_line(format_args!("{}: ok", a.index.display()))
 }
 
 fn info(a: InfoArgs) -> Result<()> {
@@ -459,6 +447,7 @@ fn info(a: InfoArgs) -> Result<()> {
     };
     let mut out = String::new();
     out.push_str(&format!("kind\t{}\n", idx.kind()));
+    out.push_str(&format!("spec\t{}\n", idx.spec()));
     out.push_str(&format!("bits\t{}\n", idx.bits()));
     out.push_str(&format!("len\t{}\n", idx.len()));
     out.push_str(&format!("bytes\t{}\n", idx.bytes()));
@@ -466,6 +455,5 @@ fn info(a: InfoArgs) -> Result<()> {
     for (k, v) in file.params() {
         out.push_str(&format!("param.{k}\t{v}\n"));
     }
-    print!("{out}");
-    Ok(())
+    to_stdout(|w| w.write_all(out.as_bytes()))
 }

@@ -12,8 +12,8 @@ use simlsh::io::documents::{TextOptions, read_documents};
 use simlsh::io::input::{InputFormat, VectorOptions, Vectors, read_vectors};
 use simlsh::io::lines::OnBadLine;
 use simlsh::signature::words_for;
-use simlsh::signers::{AnySigner, Signer, SignerInfo};
-use simlsh::text::{Idf, Mode, StopWords, Tokenizer, Weighting};
+use simlsh::signers::{AnySigner, Signer};
+use simlsh::text::{Idf, Mode, SignOptions, SignedCorpus, StopWords, Tokenizer, Weighting};
 use simlsh::{SignatureMatrix, io};
 
 use crate::common::{Ctx, SignerArgs};
@@ -138,26 +138,41 @@ pub fn tokenizer(t: &TextArgs, texts: &[&str], ctx: &mut Ctx) -> Result<Tokenize
 }
 
 /// Signs documents in chunks, with a progress bar on a terminal; rows are signed
-/// independently, so the result equals one `sign_corpus` call.
+/// independently, so the result equals one `sign_corpus_with` call.
+pub fn sign_corpus(
+    tokenizer: &Tokenizer,
+    signer: &AnySigner,
+    texts: &[&str],
+    opts: SignOptions,
+    ctx: &mut Ctx,
+) -> Result<SignedCorpus> {
+    ctx.phase("sign", |ctx| {
+        let pb = ctx.progress(texts.len() as u64, "signing");
+        let mut all: Option<SignedCorpus> = None;
+        for chunk in texts.chunks(20_000) {
+            let part = tokenizer.sign_corpus_with(signer, chunk, opts)?;
+            match &mut all {
+                Some(c) => c.append(part)?,
+                None => all = Some(part),
+            }
+            pb.inc(chunk.len() as u64);
+        }
+        pb.finish_and_clear();
+        match all {
+            Some(c) => Ok(c),
+            None => Ok(tokenizer.sign_corpus_with(signer, &[] as &[&str], opts)?),
+        }
+    })
+}
+
+/// [`sign_corpus`], the signatures alone.
 pub fn sign_texts(
     tokenizer: &Tokenizer,
     signer: &AnySigner,
     texts: &[&str],
     ctx: &mut Ctx,
 ) -> Result<SignatureMatrix> {
-    ctx.phase("sign", |ctx| {
-        let pb = ctx.progress(texts.len() as u64, "signing");
-        let mut sigs = SignatureMatrix::new(signer.bits())?;
-        for chunk in texts.chunks(20_000) {
-            let part = tokenizer.sign_corpus(signer, chunk)?;
-            for row in part.rows() {
-                sigs.push_words(part.bits(), row)?;
-            }
-            pb.inc(chunk.len() as u64);
-        }
-        pb.finish_and_clear();
-        Ok(sigs)
-    })
+    Ok(sign_corpus(tokenizer, signer, texts, SignOptions::default(), ctx)?.signatures)
 }
 
 /// Rows signed per chunk of [`sign_vectors`] (a multiple of the library's parallel blocks).
@@ -270,7 +285,7 @@ pub fn sign_input(
     let v = ctx.phase("read", |_| Ok(read_vectors(&a.input, format, &opts)?))?;
     report_bad(ctx, &v.bad);
     let signer = ctx.phase("signer", |ctx| {
-        s.build(s.signer, Some(v.vectors.cols() as u64), ctx.bits, ctx.seed)
+        s.build(Some(v.vectors.cols() as u64), ctx.bits(), ctx.seed)
     })?;
     let sigs = ctx
         .phase("sign", |ctx| sign_vectors(&v.vectors, &signer, ctx))
@@ -294,55 +309,10 @@ fn sign_text(
     report_bad(ctx, &bad);
     let texts: Vec<&str> = docs.iter().map(|d| d.text.as_str()).collect();
     let tokenizer = tokenizer(&a.text, &texts, ctx)?;
-    let signer = s.build(s.signer, None, ctx.bits, ctx.seed)?;
+    let signer = s.build(None, ctx.bits(), ctx.seed)?;
     let sigs = sign_texts(&tokenizer, &signer, &texts, ctx)?;
     ctx.record("rows", sigs.len());
     Ok((sigs, signer))
-}
-
-/// Signatures stored in `path` (`.npy` of uint64 words or a `.simlsh` signature file), or
-/// `None` when `path` holds something else. A `.npy` is taken as codes when its dtype is
-/// uint64; its width is `--bits` when that fits its words, else 64 per word.
-pub fn stored_codes(path: &Path, bits: usize) -> Result<Option<SignatureMatrix>> {
-    let ext = path
-        .extension()
-        .and_then(|e| e.to_str())
-        .map(str::to_ascii_lowercase);
-    match ext.as_deref() {
-        Some("simlsh") => {
-            let f = io::load_signatures(path)?;
-            Ok(Some(SignatureMatrix::from_parts(
-                f.matrix.bits(),
-                f.matrix.as_slice().to_vec(),
-            )?))
-        }
-        Some("npy") => {
-            let Ok(m) = io::read_signatures_npy(path, None) else {
-                return Ok(None);
-            };
-            let w = m.words_per_row();
-            let f = if bits.div_ceil(64) == w { bits } else { 64 * w };
-            let m = io::read_signatures_npy(path, Some(f))?;
-            Ok(Some(SignatureMatrix::from_parts(f, m.as_slice().to_vec())?))
-        }
-        _ => Ok(None),
-    }
-}
-
-/// Signatures of the input: stored codes as they are, else vectors or documents signed.
-pub fn codes_or_sign(
-    a: &InputArgs,
-    s: &SignerArgs,
-    ctx: &mut Ctx,
-) -> Result<(SignatureMatrix, Option<SignerInfo>)> {
-    if a.format.is_none() {
-        if let Some(m) = stored_codes(&a.input, ctx.bits)? {
-            ctx.record("rows", m.len());
-            return Ok((m, None));
-        }
-    }
-    let (m, signer) = sign_input(a, s, ctx)?;
-    Ok((m, Some(signer.info())))
 }
 
 pub fn run(a: Args, ctx: &mut Ctx) -> Result<()> {
@@ -368,13 +338,4 @@ pub fn run(a: Args, ctx: &mut Ctx) -> Result<()> {
         signer.info().kind
     ));
     Ok(())
-}
-
-/// Writes `body` to standard output (buffered); a closed pipe (`| head`) is not an error.
-pub fn to_stdout(body: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()>) -> Result<()> {
-    let mut w = std::io::BufWriter::new(std::io::stdout().lock());
-    match body(&mut w).and_then(|()| std::io::Write::flush(&mut w)) {
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        r => Ok(r.context("writing to standard output")?),
-    }
 }

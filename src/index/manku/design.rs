@@ -187,21 +187,9 @@ pub(crate) fn check_design(bits: usize, radius: u32, levels: &[usize]) -> Result
     Ok(())
 }
 
-/// `C(n, k)`, or `None` beyond `usize`.
+/// `C(n, k)`, or `None` beyond `usize` ([`crate::util::binomial`]).
 fn binom(n: usize, k: u32) -> Option<usize> {
-    let k = k as usize;
-    if k > n {
-        return Some(0);
-    }
-    let k = k.min(n - k);
-    let mut c: u128 = 1;
-    for i in 0..k {
-        c = c * (n - i) as u128 / (i + 1) as u128;
-        if c > usize::MAX as u128 {
-            return None;
-        }
-    }
-    Some(c as usize)
+    crate::util::binomial(n as u64, u64::from(k)).and_then(|c| usize::try_from(c).ok())
 }
 
 /// Sizes of `len` bits cut into `r` blocks: `len % r` blocks of `ceil`, then `floor`.

@@ -257,21 +257,6 @@ pub(crate) fn counting_sort(
     }
 }
 
-/// Hints the CPU to fetch the cache line holding `x` (no effect on other architectures).
-#[inline(always)]
-pub(crate) fn prefetch<T>(x: &T) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: a prefetch is only a hint: it never faults and does not change memory; the
-    // pointer comes from a reference, so it is valid anyway.
-    unsafe {
-        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
-            (x as *const T).cast::<i8>(),
-        );
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = x;
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -154,26 +154,33 @@ impl Store {
         }
     }
 
-    /// Rebuilds the tables of `layout` from their arrays, checking their shapes, the
-    /// directories and the key order (not the values).
+    /// Rebuilds the tables of `layout` from their arrays, checking their shapes and the
+    /// directories (every entry then lies in its table); [`validate`](Self::validate) checks
+    /// the key order.
     pub(crate) fn from_parts(
         layout: &Layout,
         dir: Buf<u32>,
         keys: Buf<u8>,
         vals: Buf<u32>,
     ) -> Result<Store> {
-        let bad = |what: &str| Error::param("index data", what.to_string());
+        let bad = |field: &'static str, what: &str| Error::param(field, what.to_string());
         let nt = layout.tables.len();
         if vals.len() % nt != 0 {
-            return Err(bad("values do not fill the tables"));
+            return Err(bad("section vals", "values do not fill the tables"));
         }
         let m = vals.len() / nt;
         if u32::try_from(m).is_err() {
-            return Err(bad("more than 2^32 entries per table"));
+            return Err(bad("section vals", "more than 2^32 entries per table"));
         }
         let (shapes, dir_len, keys_len) = shapes(layout, m);
-        if dir.len() != dir_len || keys.len() != keys_len {
-            return Err(bad("directory or keys do not match the tables"));
+        if dir.len() != dir_len {
+            return Err(bad(
+                "section dir",
+                "the directories do not match the tables",
+            ));
+        }
+        if keys.len() != keys_len {
+            return Err(bad("section keys", "the keys do not match the tables"));
         }
         let store = Store {
             m,
@@ -186,21 +193,30 @@ impl Store {
             let sh = store.shapes[t];
             let d = &store.dir[sh.dir..sh.dir + (1 << sh.b) + 1];
             if d[0] != 0 || d[d.len() - 1] as usize != m || d.windows(2).any(|p| p[0] > p[1]) {
-                return Err(bad("a table directory is not monotone"));
+                return Err(bad("section dir", "a table directory is not monotone"));
             }
+        }
+        Ok(store)
+    }
+
+    /// Checks that every table is sorted and that no stored key has the bits its directory
+    /// prefix stands for: `O(tables · m)`.
+    pub(crate) fn validate(&self, layout: &Layout) -> Result<()> {
+        let bad = |what: &str| Error::param("section keys", what.to_string());
+        for t in 0..layout.tables.len() {
+            let sh = self.shapes[t];
             let mut prev: Option<u64> = None;
-            for (k, _) in store.table(t) {
+            for (k, _) in self.table(t) {
                 if prev.is_some_and(|p| p > k) {
                     return Err(bad("a table is not sorted"));
                 }
                 prev = Some(k);
             }
-            let high_bits_set = (0..m).any(|i| store.rem(&sh, i) & !sh.low != 0);
-            if high_bits_set {
+            if (0..self.m).any(|i| self.rem(&sh, i) & !sh.low != 0) {
                 return Err(bad("a stored key has bits the directory stands for"));
             }
         }
-        Ok(store)
+        Ok(())
     }
 
     /// Entries per table.
@@ -323,15 +339,15 @@ mod tests {
                 );
                 let mut bad_keys = k.to_vec();
                 bad_keys[..store.shape(0).kb].fill(0xFF);
-                assert!(
-                    Store::from_parts(
-                        &layout,
-                        d.to_vec().into(),
-                        bad_keys.into(),
-                        v.to_vec().into()
-                    )
-                    .is_err()
-                );
+                let loaded = Store::from_parts(
+                    &layout,
+                    d.to_vec().into(),
+                    bad_keys.into(),
+                    v.to_vec().into(),
+                )
+                .unwrap();
+                assert!(loaded.validate(&layout).is_err());
+                assert!(back.validate(&layout).is_ok());
                 let short: Vec<u32> = v[1..].to_vec();
                 assert!(
                     Store::from_parts(&layout, d.to_vec().into(), k.to_vec().into(), short.into())

@@ -1,0 +1,682 @@
+//! Planning a cosine-threshold join: bands and widths for the banded join, the radius of the
+//! exact Hamming join, and the choice between them.
+
+use std::f64::consts::PI;
+
+use super::binomial::{binomial_quantile, cdf_unchecked};
+use super::planner::{Planner, RadiusRule};
+use super::{check_bits, check_cosine};
+use crate::error::{Error, Result};
+
+/// Signature widths a [`BandingPlanner`] considers by default.
+pub const DEFAULT_WIDTHS: [usize; 7] = [64, 128, 256, 512, 1024, 2048, 4096];
+
+/// Default recall target of the planners: pairs exactly at the threshold are found with
+/// probability at least 0.99 (pairs above it more often).
+pub const DEFAULT_RECALL: f64 = 0.99;
+
+/// Share of the miss budget `1 − target` given to the Hamming filter of a banded plan.
+const FILTER_SHARE: f64 = 0.01;
+
+/// Cost model (nanoseconds on one core, fitted to `benches/join.rs` on 300k planted rows):
+/// putting one row into one band (key, radix sort, run scan, fetching the row).
+pub const BAND_ROW_NS: f64 = 35.0;
+
+/// Cost model: one pair check of `f`-bit codes in a run of fewer than 48 rows (XOR, popcount
+/// with early exit, first-band test), fixed part.
+pub const PAIR_NS: f64 = 2.5;
+
+/// Cost model: one pair check in a small run, per 64-bit word of the codes.
+pub const PAIR_WORD_NS: f64 = 0.5;
+
+/// Cost model: one pair check in a run of 48 rows or more of codes of at most 8 words (the
+/// batched scan kernel, specialised up to 8 words; it also compares each pair in both orders
+/// within a tile), fixed part.
+pub const KERNEL_PAIR_NS: f64 = 0.0;
+
+/// Cost model: one pair check in a big run, per 64-bit word of the codes.
+pub const KERNEL_WORD_NS: f64 = 0.4;
+
+/// Nanoseconds of one pair check of `bits`-bit codes in runs of `run` rows on average.
+fn pair_ns(bits: usize, run: f64) -> f64 {
+    let words = bits.div_ceil(64) as f64;
+    if run >= crate::join::BIG_RUN as f64 && words <= 8.0 {
+        KERNEL_PAIR_NS + KERNEL_WORD_NS * words
+    } else {
+        PAIR_NS + PAIR_WORD_NS * words
+    }
+}
+
+/// Validates a recall target.
+fn check_recall(target: f64) -> Result<f64> {
+    if !(target > 0.0 && target < 1.0) {
+        return Err(Error::param(
+            "recall",
+            format!("the recall target must lie strictly between 0 and 1, got {target}"),
+        ));
+    }
+    Ok(target)
+}
+
+/// The probability that one bit of the signatures of two vectors with cosine `c` agrees:
+/// `1 − acos(c)/π`.
+fn agree(c: f64) -> f64 {
+    1.0 - c.acos() / PI
+}
+
+/// The probability that two vectors with cosine `c` agree on at least one of `bands` bands
+/// of `width` bits: `1 − (1 − p^w)^b` with `p = 1 − acos(c)/π`.
+///
+/// ```
+/// use simlsh::estimate::band_recall;
+/// // 16 bands of 8 bits at cosine 0.8 (p = 0.795 per bit, p^8 = 0.16).
+/// let r = band_recall(16, 8, 0.8)?;
+/// assert!((r - 0.93836).abs() < 1e-5);
+/// # Ok::<(), simlsh::Error>(())
+/// ```
+///
+/// # Errors
+/// [`Error::InvalidParameter`] for a cosine outside [−1, 1] or NaN, or `width` outside
+/// 1 ..= 64.
+pub fn band_recall(bands: usize, width: u32, cosine: f64) -> Result<f64> {
+    let c = check_cosine("cosine", cosine)?;
+    check_width(width)?;
+    Ok(any_band(agree(c), bands, width))
+}
+
+fn check_width(width: u32) -> Result<()> {
+    if !(1..=64).contains(&width) {
+        return Err(Error::param(
+            "width",
+            format!("bits per band must be 1 ..= 64, got {width}"),
+        ));
+    }
+    Ok(())
+}
+
+/// `1 − (1 − p^w)^b`, accurate for small `p^w`.
+fn any_band(p: f64, bands: usize, width: u32) -> f64 {
+    let pw = p.powi(width as i32);
+    if pw >= 1.0 {
+        return if bands > 0 { 1.0 } else { 0.0 };
+    }
+    -(bands as f64 * (-pw).ln_1p()).exp_m1()
+}
+
+/// The expected number of candidate pairs among `n` rows whose pairs are all random (cosine 0,
+/// each bit agreeing with probability ½): `n(n−1)/2 · (1 − (1 − 2^−w)^b)`. Real data adds the
+/// pairs above cosine 0; [`crate::join::sample_candidates`] measures the rate on a sample.
+///
+/// ```
+/// use simlsh::estimate::background_candidates;
+/// let c = background_candidates(1000, 1, 10);
+/// assert!((c - 999.0 * 500.0 / 1024.0).abs() < 1e-6);
+/// ```
+pub fn background_candidates(n: u64, bands: usize, width: u32) -> f64 {
+    let pairs = n as f64 * (n.max(1) - 1) as f64 / 2.0;
+    pairs * any_band(0.5, bands, width.clamp(1, 64))
+}
+
+/// The probability that two vectors with cosine `c` agree on at least one of `bands` bands of
+/// `width` bits **and** have `bits`-bit signatures within Hamming distance `radius`: the
+/// recall of a banded join with a Hamming filter, computed exactly (the bands are disjoint
+/// runs of bits, so their distances are independent binomials; a dynamic programme over the
+/// bands carries the distance so far and whether a band agreed, then the bits outside the
+/// bands are added).
+///
+/// ```
+/// use simlsh::estimate::{band_recall, filtered_band_recall};
+/// let full = filtered_band_recall(256, 16, 8, 256, 0.8)?;
+/// assert!((full - band_recall(16, 8, 0.8)?).abs() < 1e-12);
+/// assert!(filtered_band_recall(256, 16, 8, 52, 0.8)? < full);
+/// # Ok::<(), simlsh::Error>(())
+/// ```
+///
+/// # Errors
+/// [`Error::InvalidParameter`] for a cosine outside [−1, 1] or NaN, `width` outside 1 ..= 64,
+/// `bits` 0, or `bands · width > bits`.
+pub fn filtered_band_recall(
+    bits: usize,
+    bands: usize,
+    width: u32,
+    radius: u64,
+    cosine: f64,
+) -> Result<f64> {
+    let c = check_cosine("cosine", cosine)?;
+    check_width(width)?;
+    check_bits(bits as u64)?;
+    if bands.saturating_mul(width as usize) > bits {
+        return Err(Error::param(
+            "bands",
+            format!("{bands} bands of {width} bits do not fit in {bits} bits"),
+        ));
+    }
+    Ok(filtered(bits, bands, width, radius, 1.0 - agree(c)))
+}
+
+/// [`filtered_band_recall`] for a per-bit disagreement probability `q`.
+fn filtered(bits: usize, bands: usize, width: u32, radius: u64, q: f64) -> f64 {
+    let w = width as usize;
+    let r = radius.min(bits as u64) as usize;
+    // Distribution of one band's distance.
+    let pmf: Vec<f64> = (0..=w)
+        .map(|d| {
+            let below = if d == 0 {
+                0.0
+            } else {
+                cdf_unchecked(d as u64 - 1, w as u64, q)
+            };
+            (cdf_unchecked(d as u64, w as u64, q) - below).max(0.0)
+        })
+        .collect();
+    // none[s], some[s]: P(distance so far = s ≤ r, no band / some band agreed so far).
+    let mut none = vec![0.0; r + 1];
+    let mut some = vec![0.0; r + 1];
+    none[0] = 1.0;
+    for _ in 0..bands {
+        let mut n2 = vec![0.0; r + 1];
+        let mut s2 = vec![0.0; r + 1];
+        for s in 0..=r {
+            let (a, b) = (none[s], some[s]);
+            if a == 0.0 && b == 0.0 {
+                continue;
+            }
+            s2[s] += (a + b) * pmf[0];
+            for (d, &pd) in pmf.iter().enumerate().skip(1) {
+                if s + d > r {
+                    break;
+                }
+                n2[s + d] += a * pd;
+                s2[s + d] += b * pd;
+            }
+        }
+        none = n2;
+        some = s2;
+    }
+    let rest = (bits - bands * w) as u64;
+    some.iter()
+        .enumerate()
+        .map(|(s, &v)| {
+            if v == 0.0 {
+                0.0
+            } else {
+                v * cdf_unchecked((r - s) as u64, rest, q)
+            }
+        })
+        .sum::<f64>()
+        .min(1.0)
+}
+
+/// A banded join's parameters and expected figures, from [`BandingPlanner::plan`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct BandingPlan {
+    /// The cosine threshold τ.
+    pub threshold: f64,
+    /// The recall target at τ.
+    pub target: f64,
+    /// Signature width `f`.
+    pub bits: usize,
+    /// Number of bands `b`.
+    pub bands: usize,
+    /// Bits per band `w`.
+    pub width: u32,
+    /// The Hamming filter's radius, if any: candidates farther apart are dropped before
+    /// verification (it costs at most 1% of the miss budget `1 − target`).
+    pub max_distance: Option<u32>,
+    /// Probability that a pair at τ becomes a candidate, `1 − (1 − p^w)^b`.
+    pub band_recall: f64,
+    /// Probability that a pair at τ becomes a candidate and passes the filter: the plan's
+    /// recall at τ, ≥ the target ([`filtered_band_recall`]).
+    pub recall: f64,
+    /// Expected candidate pairs among random pairs, [`background_candidates`].
+    pub candidates: f64,
+    /// Expected time on one core, nanoseconds, by the cost model ([`BAND_ROW_NS`], the pair
+    /// checks of small or big runs, and the signing cost if set).
+    pub cost_ns: f64,
+}
+
+impl BandingPlan {
+    /// The [`Banding`](crate::join::Banding) of this plan (default hot-key cap).
+    ///
+    /// # Errors
+    /// Never for a plan from [`BandingPlanner::plan`].
+    pub fn banding(&self) -> Result<crate::join::Banding> {
+        let mut b = crate::join::Banding::builder()
+            .bits(self.bits)
+            .bands(self.bands)
+            .width(self.width);
+        if let Some(r) = self.max_distance {
+            b = b.max_distance(r);
+        }
+        b.build()
+    }
+}
+
+/// Planner of a banded join: for a cosine threshold τ, a recall target at τ (default 0.99)
+/// and `n` rows, picks the signature width `f` (among the allowed widths, or the one given),
+/// the number of bands `b` and their width `w` so that a pair at τ becomes a candidate with
+/// probability ≥ the target, at the least expected cost.
+///
+/// For each `f` and `w`, `b` is the smallest with `1 − (1 − p^w)^b` ≥ the target (plus the
+/// filter's share), `p = 1 − acos(τ)/π`; the layout must fit, `b·w ≤ f`. The cost is `b·n`
+/// band insertions plus the expected random candidates `n²/2 · (1 − (1 − 2^−w)^b)`, each a
+/// pair check of `f` bits, plus (if set with [`sign_cost`](Self::sign_cost)) signing `n`
+/// rows at `f` bits. Longer bands give fewer random candidates but need more bands, hence
+/// wider signatures.
+///
+/// With the Hamming filter (default on) the plan also sets a radius that a pair at τ exceeds
+/// with probability ≤ 1% of `1 − target`, dropping random candidates (at distance ≈ `f/2`)
+/// before they are verified; its recall is computed exactly.
+///
+/// ```
+/// use simlsh::estimate::BandingPlanner;
+///
+/// let plan = BandingPlanner::new(0.8).recall(0.95).rows(312_000).bits(1024).plan()?;
+/// assert!(plan.recall >= 0.95 && plan.bands * plan.width as usize <= 1024);
+/// assert!(plan.candidates < 312_000f64 * 312_000.0 / 2.0 / 50.0);
+/// # Ok::<(), simlsh::Error>(())
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+pub struct BandingPlanner {
+    threshold: f64,
+    recall: f64,
+    rows: u64,
+    widths: Vec<usize>,
+    filter: bool,
+    sign_ns_per_bit: f64,
+}
+
+impl BandingPlanner {
+    /// A planner for the threshold τ: recall 0.99, one million rows, the widths
+    /// [`DEFAULT_WIDTHS`], the Hamming filter on, signing not counted.
+    pub fn new(threshold: f64) -> Self {
+        BandingPlanner {
+            threshold,
+            recall: DEFAULT_RECALL,
+            rows: 1_000_000,
+            widths: DEFAULT_WIDTHS.to_vec(),
+            filter: true,
+            sign_ns_per_bit: 0.0,
+        }
+    }
+
+    /// The recall target at τ, in (0, 1).
+    pub fn recall(mut self, target: f64) -> Self {
+        self.recall = target;
+        self
+    }
+
+    /// The number of rows `n`.
+    pub fn rows(mut self, n: u64) -> Self {
+        self.rows = n;
+        self
+    }
+
+    /// A fixed signature width (the signatures exist).
+    pub fn bits(mut self, f: usize) -> Self {
+        self.widths = vec![f];
+        self
+    }
+
+    /// The signature widths to choose from.
+    pub fn widths(mut self, widths: &[usize]) -> Self {
+        self.widths = widths.to_vec();
+        self
+    }
+
+    /// Use the Hamming filter (default true).
+    pub fn filter(mut self, on: bool) -> Self {
+        self.filter = on;
+        self
+    }
+
+    /// Counts signing in the cost: nanoseconds per row per signature bit (the hashing trick
+    /// costs about 0.07 ns per nonzero per bit, so 0.07 × the mean nonzeros per row).
+    pub fn sign_cost(mut self, ns_per_row_per_bit: f64) -> Self {
+        self.sign_ns_per_bit = ns_per_row_per_bit;
+        self
+    }
+
+    /// The cheapest plan.
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] for a threshold outside [−1, 1], a recall target outside
+    /// (0, 1), no widths or a width of 0, a negative or non-finite signing cost, or when no
+    /// layout of the allowed widths reaches the target.
+    pub fn plan(&self) -> Result<BandingPlan> {
+        let t = check_cosine("threshold", self.threshold)?;
+        let target = check_recall(self.recall)?;
+        if self.widths.is_empty() {
+            return Err(Error::param("widths", "no signature width to choose from"));
+        }
+        if !(self.sign_ns_per_bit.is_finite() && self.sign_ns_per_bit >= 0.0) {
+            return Err(Error::param(
+                "sign_cost",
+                format!("must be finite and >= 0, got {}", self.sign_ns_per_bit),
+            ));
+        }
+        let p = agree(t);
+        let q = 1.0 - p;
+        let miss = 1.0 - target;
+        let n = self.rows as f64;
+        let mut best: Option<(f64, usize, usize, u32, Option<u32>)> = None;
+        for &f in &self.widths {
+            check_bits(f as u64)?;
+            let (radius, need) = if self.filter && q > 0.0 {
+                let r = binomial_quantile(1.0 - FILTER_SHARE * miss, f as u64, q)?;
+                (Some(r.min(f as u64) as u32), target + FILTER_SHARE * miss)
+            } else {
+                (None, target)
+            };
+            for w in 1..=f.min(64) as u32 {
+                let pw = p.powi(w as i32);
+                let b = if pw >= 1.0 {
+                    1
+                } else if pw <= 0.0 {
+                    continue;
+                } else {
+                    let b = ((1.0 - need).ln() / (-pw).ln_1p()).ceil().max(1.0);
+                    if b * w as f64 > f as f64 {
+                        continue;
+                    }
+                    b as usize
+                };
+                let run = n * 0.5f64.powi(w as i32);
+                let cost = b as f64 * n * BAND_ROW_NS
+                    + background_candidates(self.rows, b, w) * pair_ns(f, run)
+                    + self.sign_ns_per_bit * f as f64 * n;
+                if best.is_none_or(|x| cost < x.0) {
+                    best = Some((cost, f, b, w, radius));
+                }
+            }
+        }
+        let Some((cost_ns, bits, bands, width, max_distance)) = best else {
+            return Err(Error::param(
+                "widths",
+                format!(
+                    "no band layout within widths {:?} reaches recall {target} at cosine {t}",
+                    self.widths
+                ),
+            ));
+        };
+        let band_recall = any_band(p, bands, width);
+        let recall = match max_distance {
+            Some(r) => filtered(bits, bands, width, u64::from(r), q),
+            None => band_recall,
+        };
+        Ok(BandingPlan {
+            threshold: t,
+            target,
+            bits,
+            bands,
+            width,
+            max_distance,
+            band_recall,
+            recall,
+            candidates: background_candidates(self.rows, bands, width),
+            cost_ns,
+        })
+    }
+}
+
+/// Which join a [`JoinPlanner`] chose.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum JoinChoice {
+    /// The exact Hamming join at [`HammingJoinPlan::radius`].
+    Hamming,
+    /// The banded join of [`JoinPlan::banded`].
+    Banded,
+}
+
+/// The exact Hamming join's side of a [`JoinPlan`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct HammingJoinPlan {
+    /// The smallest radius whose binomial recall at τ reaches the target
+    /// ([`RadiusRule::TargetRecall`]).
+    pub radius: u64,
+    /// Its recall at τ, `P(Bin(f, acos(τ)/π) ≤ r)`.
+    pub recall: f64,
+    /// Expected pair checks of the join's design, [`crate::index::Plan::join_cost`].
+    pub pair_checks: f64,
+    /// Expected time on one core, nanoseconds, by the same cost model as banding.
+    pub cost_ns: f64,
+}
+
+/// The result of [`JoinPlanner::plan`]: both options and the cheaper one.
+#[derive(Clone, Debug, PartialEq)]
+pub struct JoinPlan {
+    /// The cheaper option.
+    pub choice: JoinChoice,
+    /// The exact Hamming join.
+    pub hamming: HammingJoinPlan,
+    /// The banded join, if a layout of the signatures' width reaches the target.
+    pub banded: Option<BandingPlan>,
+}
+
+/// Chooses between the exact Hamming join and the banded join for a cosine threshold τ, a
+/// recall target at τ (default 0.99), `n` rows and `f`-bit signatures.
+///
+/// The Hamming join finds a pair when its distance is within the radius; the radius that
+/// reaches the target grows with `f·acos(τ)/π`, and its cost with the radius relative to
+/// `f`: cheap near τ = 1 (small `r/f`, many permuted tables with long keys), all `n²/2`
+/// pairs when `r/f` approaches ¼ or so. Banding's cost depends on τ and `n` only through the
+/// layout; it wins for thresholds far from 1 on wide signatures.
+///
+/// ```
+/// use simlsh::estimate::{JoinChoice, JoinPlanner};
+///
+/// // Near-duplicates at 64 bits: the exact join.
+/// let near = JoinPlanner::new(0.99).rows(1_000_000).bits(64).plan()?;
+/// assert_eq!(near.choice, JoinChoice::Hamming);
+/// // Cosine 0.8 on 312k rows of 1024 bits: banding.
+/// let far = JoinPlanner::new(0.8).recall(0.95).rows(312_000).bits(1024).plan()?;
+/// assert_eq!(far.choice, JoinChoice::Banded);
+/// assert!(far.banded.unwrap().cost_ns < far.hamming.cost_ns / 10.0);
+/// # Ok::<(), simlsh::Error>(())
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+pub struct JoinPlanner {
+    threshold: f64,
+    recall: f64,
+    rows: u64,
+    bits: usize,
+}
+
+impl JoinPlanner {
+    /// A planner for the threshold τ: recall 0.99, one million rows, 256 bits.
+    pub fn new(threshold: f64) -> Self {
+        JoinPlanner {
+            threshold,
+            recall: DEFAULT_RECALL,
+            rows: 1_000_000,
+            bits: 256,
+        }
+    }
+
+    /// The recall target at τ, in (0, 1).
+    pub fn recall(mut self, target: f64) -> Self {
+        self.recall = target;
+        self
+    }
+
+    /// The number of rows `n`.
+    pub fn rows(mut self, n: u64) -> Self {
+        self.rows = n;
+        self
+    }
+
+    /// The signatures' width `f`.
+    pub fn bits(mut self, f: usize) -> Self {
+        self.bits = f;
+        self
+    }
+
+    /// Plans both joins and picks the cheaper.
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] for a threshold outside [−1, 1], a recall target outside
+    /// (0, 1), or `f` outside 1 ..= 2²⁰.
+    pub fn plan(&self) -> Result<JoinPlan> {
+        let target = check_recall(self.recall)?;
+        let radius = Planner::new(self.threshold)
+            .bits(self.bits as u64)
+            .rule(RadiusRule::TargetRecall(target))
+            .plan()?;
+        let r = radius.radius;
+        let design = crate::join::self_join_plan(self.bits, r as u32, self.rows as usize)?;
+        let pair_checks = design.join_cost();
+        let hamming = HammingJoinPlan {
+            radius: r,
+            recall: radius.chosen().recall_at_threshold,
+            pair_checks,
+            cost_ns: pair_checks * pair_ns(self.bits, f64::INFINITY),
+        };
+        let banded = BandingPlanner::new(self.threshold)
+            .recall(target)
+            .rows(self.rows)
+            .bits(self.bits)
+            .plan()
+            .ok();
+        let choice = match &banded {
+            Some(b) if b.cost_ns < hamming.cost_ns => JoinChoice::Banded,
+            _ => JoinChoice::Hamming,
+        };
+        Ok(JoinPlan {
+            choice,
+            hamming,
+            banded,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `P(some band agrees ∧ distance ≤ r)` by enumerating every pattern of per-band
+    /// distances (tiny layouts only).
+    fn brute_filtered(bits: usize, bands: usize, width: u32, r: u64, q: f64) -> f64 {
+        let w = width as u64;
+        let pmf = |d: u64, n: u64| {
+            let below = if d == 0 {
+                0.0
+            } else {
+                cdf_unchecked(d - 1, n, q)
+            };
+            cdf_unchecked(d, n, q) - below
+        };
+        let rest = (bits - bands * width as usize) as u64;
+        let mut total = 0.0;
+        let combos = (w + 1).pow(bands as u32);
+        for code in 0..combos {
+            let mut c = code;
+            let (mut sum, mut prob, mut any) = (0, 1.0, false);
+            for _ in 0..bands {
+                let d = c % (w + 1);
+                c /= w + 1;
+                sum += d;
+                prob *= pmf(d, w);
+                any |= d == 0;
+            }
+            if any && sum <= r {
+                total += prob * cdf_unchecked(r - sum, rest, q);
+            }
+        }
+        total
+    }
+
+    #[test]
+    fn filtered_recall_matches_enumeration() {
+        for &(f, b, w, r, c) in &[
+            (12usize, 3usize, 3u32, 4u64, 0.7f64),
+            (10, 2, 4, 3, 0.9),
+            (16, 4, 2, 6, 0.5),
+            (9, 3, 3, 9, 0.8),
+            (20, 3, 4, 0, 0.95),
+        ] {
+            let q = c.acos() / PI;
+            let got = filtered_band_recall(f, b, w, r, c).unwrap();
+            let want = brute_filtered(f, b, w, r, q);
+            assert!(
+                (got - want).abs() < 1e-12,
+                "{f} {b} {w} {r} {c}: {got} vs {want}"
+            );
+        }
+        // Without a binding radius the filter is the plain band recall.
+        let plain = band_recall(10, 6, 0.9).unwrap();
+        assert!((filtered_band_recall(64, 10, 6, 64, 0.9).unwrap() - plain).abs() < 1e-12);
+    }
+
+    #[test]
+    fn plans_reach_the_target_with_the_fewest_bands() {
+        for &(t, target, f) in &[
+            (0.8, 0.99, 4096usize),
+            (0.9, 0.95, 256),
+            (0.5, 0.9, 1024),
+            (0.95, 0.999, 512),
+        ] {
+            let plan = BandingPlanner::new(t)
+                .recall(target)
+                .rows(100_000)
+                .bits(f)
+                .plan()
+                .unwrap();
+            assert!(plan.recall >= target, "{plan:?}");
+            assert!(plan.band_recall >= plan.recall);
+            assert!(plan.bands * plan.width as usize <= f);
+            // One band fewer misses the target (with the filter's share).
+            let need = target + FILTER_SHARE * (1.0 - target);
+            assert!(any_band(agree(t), plan.bands - 1, plan.width) < need);
+            let r = plan.max_distance.unwrap() as u64;
+            let q = 1.0 - agree(t);
+            assert!(1.0 - cdf_unchecked(r, f as u64, q) <= FILTER_SHARE * (1.0 - target));
+        }
+        // Nothing fits: cosine 0.5 at recall 0.999 needs 7 one-bit bands, more than 4 bits.
+        assert!(
+            BandingPlanner::new(0.5)
+                .recall(0.999)
+                .bits(4)
+                .plan()
+                .is_err()
+        );
+        assert!(
+            BandingPlanner::new(0.5)
+                .recall(0.999)
+                .bits(7)
+                .plan()
+                .is_ok()
+        );
+    }
+
+    #[test]
+    fn chooser_prefers_hamming_near_one_and_bands_far_from_it() {
+        let near = JoinPlanner::new(0.98)
+            .rows(1_000_000)
+            .bits(64)
+            .plan()
+            .unwrap();
+        assert_eq!(near.choice, JoinChoice::Hamming);
+        let far = JoinPlanner::new(0.8)
+            .rows(300_000)
+            .bits(2048)
+            .plan()
+            .unwrap();
+        assert_eq!(far.choice, JoinChoice::Banded);
+        // The radius is the smallest reaching the target.
+        let r = far.hamming.radius;
+        let q = 0.8f64.acos() / PI;
+        assert!(cdf_unchecked(r, 2048, q) >= 0.99 && cdf_unchecked(r - 1, 2048, q) < 0.99);
+    }
+
+    #[test]
+    fn invalid_settings_are_rejected() {
+        assert!(BandingPlanner::new(1.5).plan().is_err());
+        assert!(BandingPlanner::new(0.8).recall(1.0).plan().is_err());
+        assert!(BandingPlanner::new(0.8).widths(&[]).plan().is_err());
+        assert!(BandingPlanner::new(0.8).widths(&[0]).plan().is_err());
+        assert!(BandingPlanner::new(0.8).sign_cost(f64::NAN).plan().is_err());
+        assert!(JoinPlanner::new(0.8).bits(0).plan().is_err());
+        assert!(band_recall(4, 0, 0.5).is_err());
+        assert!(filtered_band_recall(16, 5, 4, 3, 0.5).is_err());
+    }
+}

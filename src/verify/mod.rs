@@ -1,0 +1,58 @@
+//! Exact answers from signature candidates: the signatures generate candidate pairs (or
+//! neighbours), and the exact cosine of the input vectors decides.
+//!
+//! | task | function | candidates from |
+//! |---|---|---|
+//! | all pairs with cosine ≥ τ | [`VerifiedJoin`] | the exact Hamming join at a planned radius, or banding |
+//! | k nearest by cosine | [`rerank`], [`rerank_graph`] | the `m` nearest by Hamming distance |
+//!
+//! The input vectors implement [`Vectors`]: dense rows ([`DenseVectors`], normalised once),
+//! a borrowed CSR matrix of any index types ([`CsrVectors`]), or owned sparse rows of
+//! `(u64 key, f32 weight)` as the text front-end produces them ([`SparseVectors`]). Rows of
+//! norm 0 are never paired: a verified join reports them apart.
+//!
+//! Pairs stream to a sink: feed a [`UnionFind`](crate::join::UnionFind) for connected
+//! components without holding the pair list, or collect them for non-chaining
+//! [`leader_clusters`](crate::join::leader_clusters).
+//!
+//! ```
+//! use simlsh::join::{LeaderOrder, UnionFind, leader_clusters};
+//! use simlsh::verify::{SparseVectors, VerifiedJoin, Vectors};
+//! use simlsh::{HashingTrick, Signer};
+//!
+//! // Three documents as weighted features: 0 ≈ 1, 1 ≈ 2, 0 ≉ 2; document 3 is empty.
+//! let docs: Vec<Vec<(u64, f32)>> = vec![
+//!     vec![(1, 1.0), (2, 1.0), (3, 1.0)],
+//!     vec![(1, 1.0), (2, 1.0), (3, 1.0), (4, 1.0)],
+//!     vec![(2, 1.0), (3, 1.0), (4, 1.0)],
+//!     vec![],
+//! ];
+//! let signer = HashingTrick::builder().bits(256).seed(7).build()?;
+//! let sigs = simlsh::SignatureMatrix::from_signatures(
+//!     256,
+//!     &docs.iter().map(|d| {
+//!         let (ids, w): (Vec<u64>, Vec<f32>) = d.iter().copied().unzip();
+//!         signer.sign_sparse(&ids, &w)
+//!     }).collect::<Result<Vec<_>, _>>()?,
+//! )?;
+//! let vectors = SparseVectors::from_rows(docs)?;
+//! let join = VerifiedJoin::planned(0.8, 0.99, 256, vectors.len())?;
+//! let mut uf = UnionFind::new(vectors.len())?;
+//! let mut edges = Vec::new();
+//! let report = join.run(&sigs, &vectors, |p| {
+//!     uf.union(p.i, p.j);
+//!     edges.push((p.i, p.j));
+//! })?;
+//! assert_eq!(report.zero_rows, vec![3]);
+//! assert_eq!(uf.labels(), vec![0, 0, 0, 3]); // components chain 0 ≈ 1 ≈ 2
+//! assert_eq!(leader_clusters(4, edges, LeaderOrder::Id)?, vec![0, 0, 2, 3]);
+//! # Ok::<(), simlsh::Error>(())
+//! ```
+
+mod join;
+mod rerank;
+mod vectors;
+
+pub use join::{Candidates, VerifiedJoin, VerifiedJoinBuilder, VerifiedPair, VerifyReport};
+pub use rerank::{rerank, rerank_graph};
+pub use vectors::{CsrVectors, DenseVectors, SparseVectors, Vectors};

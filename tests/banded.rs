@@ -1,0 +1,316 @@
+//! The banded join against brute force: every pair that agrees on some band (in a run that
+//! was not capped) and lies within the Hamming filter, exactly once; the per-partition
+//! function reproduces it from any split of the rows; the result does not depend on the
+//! number of threads.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use proptest::prelude::*;
+use simlsh::SignatureMatrix;
+use simlsh::join::{
+    Banding, CappedGroup, IdPair, Pair, band_partition, banded_join, banded_join_each,
+    sample_candidates,
+};
+use simlsh::rng::Rng;
+use simlsh::signature::{last_word_mask, words_for};
+
+/// `n` random codes of `bits` bits, each copying the bands of an earlier row with probability
+/// ½ per band (so that runs of equal keys form), plus a few exact duplicates.
+fn codes(n: usize, bits: usize, width: usize, seed: u64) -> SignatureMatrix {
+    let w = words_for(bits);
+    let mut rng = Rng::new(seed);
+    let mut data: Vec<u64> = Vec::with_capacity(n * w);
+    for i in 0..n {
+        let mut row: Vec<u64> = (0..w).map(|_| rng.next_u64()).collect();
+        if i > 0 && rng.below(4) > 0 {
+            let src = rng.below(i as u64) as usize;
+            if rng.below(8) == 0 {
+                row.copy_from_slice(&data[src * w..(src + 1) * w]);
+            } else {
+                for band in 0..bits.div_ceil(width) {
+                    if rng.below(2) == 0 {
+                        for bit in band * width..((band + 1) * width).min(bits) {
+                            let m = 1u64 << (bit % 64);
+                            row[bit / 64] = (row[bit / 64] & !m) | (data[src * w + bit / 64] & m);
+                        }
+                    }
+                }
+            }
+        }
+        row[w - 1] &= last_word_mask(bits);
+        data.extend_from_slice(&row);
+    }
+    SignatureMatrix::from_parts(bits, data).unwrap()
+}
+
+/// The brute-force answer: capped runs, then every pair within the radius whose first band of
+/// agreement in an uncapped run exists.
+fn brute(sigs: &SignatureMatrix, b: &Banding) -> (Vec<Pair>, Vec<CappedGroup>) {
+    let n = sigs.len();
+    let mut sizes: BTreeMap<(u32, u64), usize> = BTreeMap::new();
+    for i in 0..n {
+        for (band, key) in b.keys(sigs.row(i)) {
+            *sizes.entry((band, key)).or_default() += 1;
+        }
+    }
+    let capped: Vec<CappedGroup> = sizes
+        .iter()
+        .filter(|&(_, &s)| s > b.max_group())
+        .map(|(&(band, key), &rows)| CappedGroup { band, key, rows })
+        .collect();
+    let is_capped = |band: u32, key: u64| sizes[&(band, key)] > b.max_group();
+    let mut pairs = Vec::new();
+    for i in 0..n {
+        for j in i + 1..n {
+            let d = sigs.distance(i, j);
+            if d > b.max_distance() {
+                continue;
+            }
+            let agree = (0..b.bands()).any(|k| {
+                let key = b.key(k, sigs.row(i));
+                key == b.key(k, sigs.row(j)) && !is_capped(k as u32, key)
+            });
+            if agree {
+                pairs.push(Pair {
+                    i: i as u32,
+                    j: j as u32,
+                    distance: d,
+                });
+            }
+        }
+    }
+    (pairs, capped)
+}
+
+fn pool(threads: usize) -> rayon::ThreadPool {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .unwrap()
+}
+
+/// A layout: `(bits, width, bands, max_distance, max_group)`.
+fn layout() -> impl Strategy<Value = (usize, u32, usize, u32, usize)> {
+    (
+        prop_oneof![Just(16usize), Just(64), Just(100), Just(130), Just(256)],
+        1u32..=24,
+    )
+        .prop_flat_map(|(bits, width)| {
+            let width = width.min(bits as u32);
+            let max_bands = bits / width as usize;
+            (
+                Just(bits),
+                Just(width),
+                1..=max_bands,
+                0..=bits as u32,
+                prop_oneof![Just(usize::MAX), 2usize..6],
+            )
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn banded_join_equals_brute_force(
+        (bits, width, bands, max_distance, max_group) in layout(),
+        n in 0usize..70,
+        seed in any::<u64>(),
+    ) {
+        let sigs = codes(n, bits, width as usize, seed);
+        let b = Banding::builder()
+            .bits(bits)
+            .bands(bands)
+            .width(width)
+            .max_distance(max_distance)
+            .max_group(max_group)
+            .build()
+            .unwrap();
+        let (want, capped) = brute(&sigs, &b);
+        let (got, stats) = banded_join(&sigs, &b).unwrap();
+        prop_assert_eq!(&got, &want);
+        prop_assert_eq!(stats.candidates, want.len() as u64);
+        let mut got_capped = stats.capped.clone();
+        got_capped.sort_unstable();
+        prop_assert_eq!(&got_capped, &capped);
+        // Each pair once, and the streamed order is the same for 1 and 2 threads.
+        let stream = |threads: usize| {
+            pool(threads).install(|| {
+                let mut v = Vec::new();
+                banded_join_each(&sigs, &b, |p| v.push(p)).unwrap();
+                v
+            })
+        };
+        let one = stream(1);
+        prop_assert_eq!(&one, &stream(2));
+        let distinct: BTreeSet<(u32, u32)> = one.iter().map(|p| (p.i, p.j)).collect();
+        prop_assert_eq!(distinct.len(), one.len());
+    }
+
+    #[test]
+    fn partitions_reproduce_the_join(
+        (bits, width, bands, max_distance, max_group) in layout(),
+        n in 0usize..60,
+        parts in 1usize..5,
+        seed in any::<u64>(),
+    ) {
+        let sigs = codes(n, bits, width as usize, seed);
+        let b = Banding::builder()
+            .bits(bits)
+            .bands(bands)
+            .width(width)
+            .max_distance(max_distance)
+            .max_group(max_group)
+            .build()
+            .unwrap();
+        let (want, stats) = banded_join(&sigs, &b).unwrap();
+        // Distinct ids in scrambled order, and a job that sends each (band, key) group to
+        // partition `key % parts`, rows in any order.
+        let mut rng = Rng::new(seed ^ 0x5eed);
+        let ids: Vec<u64> = (0..n as u64).map(|i| (i * 7919 + 13) ^ 0xabcd_ef00).collect();
+        let w = words_for(bits);
+        let mut got: Vec<IdPair> = Vec::new();
+        let mut capped = Vec::new();
+        for band in 0..bands {
+            for part in 0..parts {
+                let mut rows: Vec<usize> = (0..n)
+                    .filter(|&i| b.key(band, sigs.row(i)) % parts as u64 == part as u64)
+                    .collect();
+                for k in (1..rows.len()).rev() {
+                    rows.swap(k, rng.below(k as u64 + 1) as usize);
+                }
+                let pid: Vec<u64> = rows.iter().map(|&i| ids[i]).collect();
+                let psig: Vec<u64> = rows
+                    .iter()
+                    .flat_map(|&i| sigs.row(i).iter().copied())
+                    .collect();
+                prop_assert_eq!(psig.len(), rows.len() * w);
+                capped.extend(
+                    band_partition(&b, band, &pid, &psig, &stats.capped, |p| got.push(p)).unwrap(),
+                );
+            }
+        }
+        let back: BTreeMap<u64, u32> = ids.iter().enumerate().map(|(i, &id)| (id, i as u32)).collect();
+        let mut mapped: Vec<Pair> = got
+            .iter()
+            .map(|p| {
+                let (i, j) = (back[&p.a], back[&p.b]);
+                Pair { i: i.min(j), j: i.max(j), distance: p.distance }
+            })
+            .collect();
+        mapped.sort_unstable();
+        prop_assert_eq!(&mapped, &want);
+        capped.sort_unstable();
+        let mut all = stats.capped.clone();
+        all.sort_unstable();
+        prop_assert_eq!(capped, all);
+    }
+}
+
+#[test]
+fn partition_errors_are_typed() {
+    let b = Banding::builder()
+        .bits(64)
+        .bands(4)
+        .width(16)
+        .build()
+        .unwrap();
+    assert!(band_partition(&b, 4, &[1], &[0], &[], |_| {}).is_err());
+    assert!(band_partition(&b, 0, &[1, 2], &[0], &[], |_| {}).is_err());
+    let wide = Banding::builder()
+        .bits(60)
+        .bands(3)
+        .width(20)
+        .build()
+        .unwrap();
+    // A bit set beyond the 60-bit width.
+    assert!(band_partition(&wide, 0, &[1], &[u64::MAX], &[], |_| {}).is_err());
+    let sigs = SignatureMatrix::from_parts(128, vec![0u64; 4]).unwrap();
+    assert!(banded_join(&sigs, &b).is_err());
+}
+
+#[test]
+fn hot_key_runs_are_capped_and_reported() {
+    // 30 all-zero rows and 5 rows sharing band 1 only: the zero run is capped on every band,
+    // the pairs among the 5 come from band 1, and the zero rows pair with nothing.
+    let mut data = vec![0u64; 30];
+    for i in 0..5u64 {
+        data.push((i + 1) | 0xffff_0000 | ((i + 1) << 32) | 0x1234_0000_0000_0000);
+    }
+    let sigs = SignatureMatrix::from_parts(64, data).unwrap();
+    let b = Banding::builder()
+        .bits(64)
+        .bands(4)
+        .width(16)
+        .max_group(10)
+        .build()
+        .unwrap();
+    let (pairs, stats) = banded_join(&sigs, &b).unwrap();
+    assert_eq!(pairs.len(), 10);
+    assert!(pairs.iter().all(|p| p.i >= 30));
+    let keys: Vec<(u32, u64, usize)> = stats
+        .capped
+        .iter()
+        .map(|g| (g.band, g.key, g.rows))
+        .collect();
+    assert_eq!(keys, vec![(0, 0, 30), (1, 0, 30), (2, 0, 30), (3, 0, 30)]);
+}
+
+#[test]
+fn sampled_candidate_rate_matches_the_join() {
+    let sigs = codes(400, 128, 8, 17);
+    let b = Banding::builder()
+        .bits(128)
+        .bands(8)
+        .width(8)
+        .build()
+        .unwrap();
+    let (pairs, stats) = banded_join(&sigs, &b).unwrap();
+    // The whole data as the sample: the join's own count.
+    let all = sample_candidates(&sigs, &b, 1000, 1).unwrap();
+    assert_eq!((all.rows, all.candidates), (400, pairs.len() as u64));
+    assert_eq!(all.candidates, stats.candidates);
+    assert!((all.expected - pairs.len() as f64).abs() < 1e-9);
+    // A sample: its candidates are the join's pairs among the sampled rows, and the same
+    // seed gives the same sample.
+    let s = sample_candidates(&sigs, &b, 150, 9).unwrap();
+    assert_eq!(s, sample_candidates(&sigs, &b, 150, 9).unwrap());
+    assert_eq!(s.rows, 150);
+    assert!((s.rate - s.candidates as f64 / (150.0 * 149.0 / 2.0)).abs() < 1e-15);
+    assert!((s.expected - s.rate * 400.0 * 399.0 / 2.0).abs() < 1e-6);
+    assert!(sample_candidates(&sigs, &b, 1, 9).is_err());
+}
+
+#[test]
+fn big_runs_equal_brute_force() {
+    // Short bands on 300 rows: runs of about 75 rows, compared by the batched kernel.
+    for &(bits, width, bands, max_distance) in &[
+        (64usize, 2u32, 20usize, 30u32),
+        (200, 3, 40, 90),
+        (256, 2, 128, 256),
+    ] {
+        let sigs = codes(300, bits, width as usize, 23);
+        let b = Banding::builder()
+            .bits(bits)
+            .bands(bands)
+            .width(width)
+            .max_distance(max_distance)
+            .max_group(120)
+            .build()
+            .unwrap();
+        let (want, capped) = brute(&sigs, &b);
+        let (got, stats) = banded_join(&sigs, &b).unwrap();
+        assert_eq!(got, want, "f={bits} w={width}");
+        let mut c = stats.capped.clone();
+        c.sort_unstable();
+        assert_eq!(c, capped);
+        let stream = |threads: usize| {
+            pool(threads).install(|| {
+                let mut v = Vec::new();
+                banded_join_each(&sigs, &b, |p| v.push(p)).unwrap();
+                v
+            })
+        };
+        assert_eq!(stream(1), stream(2));
+    }
+}
