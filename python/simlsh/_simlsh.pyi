@@ -142,6 +142,14 @@ def verified_join_csr(
     threshold: float, radius: int | None = None, bands: int | None = None, width: int | None = None,
     max_distance: int | None = None, recall: float = 0.99, threads: int | None = None,
 ) -> tuple[tuple[I64, I64, I32, F64], dict[str, Any]]: ...
+def rerank_dense(
+    queries: npt.NDArray[np.float32], base: npt.NDArray[np.float32], ids: I64, k: int,
+    threads: int | None = None,
+) -> tuple[npt.NDArray[np.float32], I64]: ...
+def rerank_csr(
+    q_indptr: I64, q_indices: I64, q_data: npt.NDArray[np.float32], b_indptr: I64, b_indices: I64,
+    b_data: npt.NDArray[np.float32], ids: I64, k: int, threads: int | None = None,
+) -> tuple[npt.NDArray[np.float32], I64]: ...
 def band_keys(
     codes: U64, bits: int, bands: int, width: int, threads: int | None = None
 ) -> tuple[I32, U64]: ...

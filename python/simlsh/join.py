@@ -17,7 +17,7 @@ import numpy as np
 from . import _simlsh
 from ._codes import as_codes, as_ids
 
-__all__ = ["self_join", "clusters", "knn_graph", "banded_join", "verified_join"]
+__all__ = ["self_join", "clusters", "knn_graph", "banded_join", "verified_join", "rerank"]
 
 
 def self_join(codes, radius: int, *, bits: int | None = None, threads: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -120,3 +120,46 @@ def verified_join(
         out = _simlsh.verified_join_dense(codes, bits, X, float(threshold), **kw)
     pairs, report = out
     return (*pairs, report) if return_report else pairs
+
+
+def rerank(queries, base, ids, k: int, *, threads: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The exact-cosine k-NN from Hamming candidates: for each query row ``q``, the candidate
+    ids ``ids[q]`` (e.g. the ``I`` of an index's ``search(codes, m)`` with ``m ≫ k``; ``-1``
+    entries are skipped) scored by the exact cosine of ``queries[q]`` with ``base[id]`` (in
+    ``float64``), the best ``k`` kept. Returns ``(C, I)`` as FAISS's inner-product indexes do:
+    ``(nq, k)`` arrays of ``float32`` cosines, highest first (ties by the smaller id), and
+    ``int64`` ids; ``-inf`` and ``-1`` where a query has fewer than ``k`` candidates. Rows of
+    norm 0 have cosine 0.
+
+    ``queries`` and ``base`` are both dense 2-D ``float32`` arrays (read in place) or both
+    SciPy CSR matrices of ``float32`` with sorted indices.
+
+    >>> import numpy as np, simlsh
+    >>> base = np.array([[1, 0], [0.8, 0.6], [0, 1], [-1, 0]], dtype=np.float32)
+    >>> C, I = simlsh.rerank(np.array([[0.9, 0.5]], dtype=np.float32), base, np.array([[0, 1, 2, 3]]), k=2)
+    >>> I.tolist(), [round(float(c), 3) for c in C[0]]
+    ([[1, 0]], [0.991, 0.874])
+    """
+    ids = np.asarray(ids)
+    if ids.ndim != 2 or ids.dtype.kind not in "iu":
+        raise TypeError("ids must be a 2-D integer array (the I of an index's search)")
+    ids = np.ascontiguousarray(ids, dtype=np.int64)
+    k = int(k)
+    if type(queries).__module__.startswith("scipy.sparse") or type(base).__module__.startswith("scipy.sparse"):
+        mats = []
+        for name, m in (("queries", queries), ("base", base)):
+            if not type(m).__module__.startswith("scipy.sparse") or m.format != "csr" or m.dtype != np.float32:
+                raise TypeError(f"sparse {name} must be a float32 CSR matrix ({name}.tocsr().astype(np.float32)), as the other one is")
+            mats.append(m)
+        q, b = mats
+        if q.shape[1] != b.shape[1]:
+            raise ValueError(f"queries have {q.shape[1]} columns and base vectors {b.shape[1]}")
+        return _simlsh.rerank_csr(
+            q.indptr.astype(np.int64, copy=False), q.indices.astype(np.int64, copy=False), q.data,
+            b.indptr.astype(np.int64, copy=False), b.indices.astype(np.int64, copy=False), b.data,
+            ids, k, threads=threads,
+        )
+    for name, m in (("queries", queries), ("base", base)):
+        if not isinstance(m, np.ndarray) or m.dtype != np.float32 or m.ndim != 2:
+            raise TypeError(f"dense {name} must be a 2-D float32 NumPy array ({name}.astype(np.float32))")
+    return _simlsh.rerank_dense(queries, base, ids, k, threads=threads)

@@ -7,6 +7,7 @@ mod errors;
 mod estimate;
 mod index;
 mod join;
+mod rerank;
 mod signer;
 mod text;
 mod threads;
@@ -28,6 +29,8 @@ fn _simlsh(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(verify::verified_join_dense, m)?)?;
     m.add_function(wrap_pyfunction!(verify::verified_join_csr, m)?)?;
     m.add_function(wrap_pyfunction!(verify::band_keys, m)?)?;
+    m.add_function(wrap_pyfunction!(rerank::rerank_dense, m)?)?;
+    m.add_function(wrap_pyfunction!(rerank::rerank_csr, m)?)?;
     m.add_function(wrap_pyfunction!(verify::band_partition, m)?)?;
     m.add_function(wrap_pyfunction!(estimate::angle, m)?)?;
     m.add_function(wrap_pyfunction!(estimate::cosine, m)?)?;
