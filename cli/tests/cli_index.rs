@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use simlsh::io::{load_index, save_signatures, write_signatures_npy};
 use simlsh::rng::Rng;
-use simlsh::{HammingIndex, LinearScan, SignatureMatrix};
+use simlsh::{HammingIndex, LinearScan, SignatureMatrix, Signer};
 
 mod cli_common;
 use cli_common::{ok, simlsh};
@@ -517,5 +517,187 @@ fn killed_add_leaves_the_old_or_the_new_index() {
     assert!(kills > 0, "no run was killed: the test tested nothing");
     eprintln!("{kills} runs killed, {torn_writes} of them inside the save");
     assert_eq!(temporaries(&dir), 0, "temporary files left");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+// ---- Signed indexes: the signer recorded, queries signed like the index, re-ranking ----
+
+/// `n` vectors of dimension `dim` in clusters of 30 around random centres (cosine within a
+/// cluster about 0.94, between clusters about N(0, 1/dim)), and `q` queries, each a member of
+/// a random cluster perturbed a little: the true top 10 of a query are among its cluster's
+/// 30, in an order the signatures only approximate.
+fn clustered(
+    seed: u64,
+    n: usize,
+    q: usize,
+    dim: usize,
+) -> (ndarray::Array2<f32>, ndarray::Array2<f32>) {
+    let mut rng = Rng::new(seed);
+    let mut gauss = |s: f64| (rng.gaussian() * s) as f32;
+    let centres: Vec<Vec<f32>> = (0..n.div_ceil(30))
+        .map(|_| (0..dim).map(|_| gauss(1.0)).collect())
+        .collect();
+    let base = ndarray::Array2::from_shape_fn((n, dim), |(i, j)| centres[i / 30][j] + gauss(0.25));
+    let mut pick = Rng::new(seed ^ 0x5eed);
+    let picks: Vec<usize> = (0..q).map(|_| pick.below(n as u64) as usize).collect();
+    let mut rng = Rng::new(seed + 1);
+    let queries = ndarray::Array2::from_shape_fn((q, dim), |(i, j)| {
+        base[[picks[i], j]] + (rng.gaussian() * 0.1) as f32
+    });
+    (base, queries)
+}
+
+/// The exact cosine of two rows, in f64 from the f32 values.
+fn cos64(a: ndarray::ArrayView1<f32>, b: ndarray::ArrayView1<f32>) -> f64 {
+    let (mut ab, mut aa, mut bb) = (0f64, 0f64, 0f64);
+    for (&x, &y) in a.iter().zip(b) {
+        let (x, y) = (f64::from(x), f64::from(y));
+        ab += x * y;
+        aa += x * x;
+        bb += y * y;
+    }
+    ab / (aa.sqrt() * bb.sqrt())
+}
+
+/// Parses `query` TSV output: per query, `(hit, distance, cosine)` in output order; checks the
+/// header's last column.
+fn parse_rows(text: &str, queries: usize, cos: &str) -> Vec<Vec<(u32, u32, f64)>> {
+    let mut lines = text.lines();
+    assert_eq!(
+        lines.next(),
+        Some(format!("query\thit\tdistance\t{cos}").as_str())
+    );
+    let mut out = vec![Vec::new(); queries];
+    for l in lines {
+        let f: Vec<&str> = l.split('\t').collect();
+        out[f[0].parse::<usize>().unwrap()].push((
+            f[1].parse().unwrap(),
+            f[2].parse().unwrap(),
+            f[3].parse().unwrap(),
+        ));
+    }
+    out
+}
+
+/// Vectors queried against an index built from vectors are signed with the index's recorded
+/// signer (the results equal the library's exact k-NN of the queries signed by the spec the
+/// index records); `--rerank M` gives the k of highest exact cosine among the M nearest by
+/// Hamming (checked against an f64 oracle), with the exact cosines of the f32 inputs, and its
+/// recall against the brute-force exact top k within the binomial bound.
+#[test]
+fn query_vectors_signed_by_the_index_and_reranked_by_exact_cosine() {
+    let dir = tmp_dir("rerank");
+    let (n, nq, dim, k, m) = (2000, 100, 32, 10, 100);
+    let (base, queries) = clustered(11, n, nq, dim);
+    let (bp, qp, idx) = (dir.join("base.npy"), dir.join("q.npy"), dir.join("b.idx"));
+    ndarray_npy::write_npy(&bp, &base).unwrap();
+    ndarray_npy::write_npy(&qp, &queries).unwrap();
+    ok(&run(&[
+        &"--bits",
+        &"128",
+        &"--seed",
+        &"7",
+        &"index",
+        &"build",
+        &bp,
+        &idx,
+        &"--kind",
+        &"mih",
+        &"--signer",
+        &"gaussian",
+    ]));
+    // The index records its signer, and it rebuilds the signer of its codes.
+    let lib = load_index(&idx).unwrap();
+    let spec = lib.signer_spec().unwrap().unwrap();
+    assert_eq!(spec.to_string(), "gaussian");
+    assert_eq!((spec.bits, spec.seed, spec.dim), (128, 7, Some(dim as u64)));
+    let signer = spec.build(None).unwrap();
+    let (bs, qs) = (
+        signer.sign_dense(&base).unwrap(),
+        signer.sign_dense(&queries).unwrap(),
+    );
+    let oracle = LinearScan::build(&bs).unwrap();
+    let info = ok(&run(&[&"index", &"info", &idx]));
+    assert!(
+        info.contains("signer\tgaussian (f=128, seed=7, D=32)"),
+        "{info}"
+    );
+
+    // Plain k-NN: the queries signed by the recorded signer, whatever --seed says now.
+    let out = ok(&run(&[
+        &"--seed", &"99", &"index", &"query", &idx, &qp, &"--k", &"10",
+    ]));
+    let got = parse_tsv(&out, nq, 128);
+    assert_eq!(got, lib_hits(oracle.knn_batch(qs.as_slice(), k).unwrap()));
+
+    // Re-ranked.
+    let out = ok(&run(&[
+        &"index",
+        &"query",
+        &idx,
+        &qp,
+        &"--k",
+        &"10",
+        &"--rerank",
+        &"100",
+        &"--vectors",
+        &bp,
+    ]));
+    let rows = parse_rows(&out, nq, "exact_cosine");
+    let cands = oracle.knn_batch(qs.as_slice(), m).unwrap();
+    let (mut found, mut hamming_found) = (0usize, 0usize);
+    for (q, hits) in rows.iter().enumerate() {
+        assert_eq!(hits.len(), k, "query {q}");
+        // The oracle: the M Hamming candidates by f64 exact cosine.
+        let mut scored: Vec<(u32, f64)> = cands[q]
+            .iter()
+            .map(|h| (h.id, cos64(queries.row(q), base.row(h.id as usize))))
+            .collect();
+        scored.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        let kth = scored[k - 1].1;
+        for (r, &(id, d, c)) in hits.iter().enumerate() {
+            let exact = cos64(queries.row(q), base.row(id as usize));
+            assert!(
+                (c - exact).abs() < 1e-6,
+                "query {q} hit {id}: {c} vs {exact}"
+            );
+            assert_eq!(
+                d,
+                simlsh::hamming::distance(qs.row(q), bs.row(id as usize)).unwrap()
+            );
+            assert!(cands[q].iter().any(|h| h.id == id), "{id} not a candidate");
+            assert!(
+                exact >= kth - 1e-6,
+                "query {q}: {id} ({exact}) below the k-th {kth}"
+            );
+            if r > 0 {
+                assert!(c <= hits[r - 1].2, "query {q}: not sorted by cosine");
+            }
+        }
+        // Recall against the brute-force exact top k over the whole base.
+        let mut all: Vec<(usize, f64)> = (0..n)
+            .map(|i| (i, cos64(queries.row(q), base.row(i))))
+            .collect();
+        all.sort_by(|a, b| b.1.total_cmp(&a.1));
+        let truth: Vec<u32> = all[..k].iter().map(|p| p.0 as u32).collect();
+        found += hits.iter().filter(|h| truth.contains(&h.0)).count();
+        hamming_found += cands[q][..k]
+            .iter()
+            .filter(|h| truth.contains(&h.id))
+            .count();
+    }
+    // A true neighbour (in the query's cluster: angle ≲ 0.4 rad, Hamming distance ~
+    // Bin(128, ≤ 0.13)) is missed only if ≥ 71 of the ~1,970 rows of other clusters (angle
+    // ≳ 0.9 rad, ~ Bin(128, ≥ 0.3)) come closer: both tails beyond 3 sigma, a miss
+    // probability under 1e-3 per neighbour, so over the 1,000 neighbours P(misses > 10) <
+    // 1e-3 (binomial, mean ≤ 1).
+    let total = nq * k;
+    eprintln!("recall@{k}: re-ranked {found}/{total}, Hamming only {hamming_found}/{total}");
+    assert!(total - found <= 10, "re-ranked recall {found}/{total}");
+    // Re-ranking is what recovers them: the Hamming top k alone misses more.
+    assert!(
+        hamming_found < found,
+        "Hamming-only recall {hamming_found}/{total}"
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
