@@ -753,6 +753,11 @@ fn read_for_index(
     if let Some(k) = &a.signer {
         check_kind(k, rec, &a.index)?;
     }
+    if !crate::parquet::is_parquet(path) && super::sign::format_of(path, a.input_format)?.is_text()
+    {
+        // Documents: the index must record how its documents were tokenised.
+        text_args(rec, &a.field, &a.index)?;
+    }
     let (p, signed_by) = sign_input(
         &input,
         spec.kind.clone(),
