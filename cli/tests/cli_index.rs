@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use simlsh::io::{load_index, save_signatures, write_signatures_npy};
 use simlsh::rng::Rng;
-use simlsh::{HammingIndex, LinearScan, SignatureMatrix};
+use simlsh::{HammingIndex, LinearScan, SignatureMatrix, Signer};
 
 mod cli_common;
 use cli_common::{ok, simlsh};
@@ -303,12 +303,12 @@ fn bad_inputs_fail_naming_the_file() {
         &missing,
     );
     assert!(!idx.exists());
-    // A float64 .npy is not a code matrix.
-    let f64npy = dir.join("floats.npy");
-    ndarray_npy::write_npy(&f64npy, &ndarray::Array2::<f64>::zeros((3, 2))).unwrap();
+    // A .npy that is neither codes nor vectors.
+    let garbage = dir.join("garbage.npy");
+    std::fs::write(&garbage, b"\x93NUMPY\x01\x00garbage").unwrap();
     fails_naming(
-        &run(&[&"index", &"build", &f64npy, &idx, &"--kind", &"mih"]),
-        &f64npy,
+        &run(&[&"index", &"build", &garbage, &idx, &"--kind", &"mih"]),
+        &garbage,
     );
     // A truncated index file.
     let data = codes(4, 300, 64);
@@ -517,5 +517,590 @@ fn killed_add_leaves_the_old_or_the_new_index() {
     assert!(kills > 0, "no run was killed: the test tested nothing");
     eprintln!("{kills} runs killed, {torn_writes} of them inside the save");
     assert_eq!(temporaries(&dir), 0, "temporary files left");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+// ---- Signed indexes: the signer recorded, queries signed like the index, re-ranking ----
+
+/// `n` vectors of dimension `dim` in clusters of 30 around random centres (cosine within a
+/// cluster about 0.94, between clusters about N(0, 1/dim)), and `q` queries, each a member of
+/// a random cluster perturbed a little: the true top 10 of a query are among its cluster's
+/// 30, in an order the signatures only approximate.
+fn clustered(
+    seed: u64,
+    n: usize,
+    q: usize,
+    dim: usize,
+) -> (ndarray::Array2<f32>, ndarray::Array2<f32>) {
+    let mut rng = Rng::new(seed);
+    let mut gauss = |s: f64| (rng.gaussian() * s) as f32;
+    let centres: Vec<Vec<f32>> = (0..n.div_ceil(30))
+        .map(|_| (0..dim).map(|_| gauss(1.0)).collect())
+        .collect();
+    let base = ndarray::Array2::from_shape_fn((n, dim), |(i, j)| centres[i / 30][j] + gauss(0.25));
+    let mut pick = Rng::new(seed ^ 0x5eed);
+    let picks: Vec<usize> = (0..q).map(|_| pick.below(n as u64) as usize).collect();
+    let mut rng = Rng::new(seed + 1);
+    let queries = ndarray::Array2::from_shape_fn((q, dim), |(i, j)| {
+        base[[picks[i], j]] + (rng.gaussian() * 0.1) as f32
+    });
+    (base, queries)
+}
+
+/// The exact cosine of two rows, in f64 from the f32 values.
+fn cos64(a: ndarray::ArrayView1<f32>, b: ndarray::ArrayView1<f32>) -> f64 {
+    let (mut ab, mut aa, mut bb) = (0f64, 0f64, 0f64);
+    for (&x, &y) in a.iter().zip(b) {
+        let (x, y) = (f64::from(x), f64::from(y));
+        ab += x * y;
+        aa += x * x;
+        bb += y * y;
+    }
+    ab / (aa.sqrt() * bb.sqrt())
+}
+
+/// Parses `query` TSV output: per query, `(hit, distance, cosine)` in output order; checks the
+/// header's last column.
+fn parse_rows(text: &str, queries: usize, cos: &str) -> Vec<Vec<(u32, u32, f64)>> {
+    let mut lines = text.lines();
+    assert_eq!(
+        lines.next(),
+        Some(format!("query\thit\tdistance\t{cos}").as_str())
+    );
+    let mut out = vec![Vec::new(); queries];
+    for l in lines {
+        let f: Vec<&str> = l.split('\t').collect();
+        out[f[0].parse::<usize>().unwrap()].push((
+            f[1].parse().unwrap(),
+            f[2].parse().unwrap(),
+            f[3].parse().unwrap(),
+        ));
+    }
+    out
+}
+
+/// Vectors queried against an index built from vectors are signed with the index's recorded
+/// signer (the results equal the library's exact k-NN of the queries signed by the spec the
+/// index records); `--rerank M` gives the k of highest exact cosine among the M nearest by
+/// Hamming (checked against an f64 oracle), with the exact cosines of the f32 inputs, and its
+/// recall against the brute-force exact top k within the binomial bound.
+#[test]
+fn query_vectors_signed_by_the_index_and_reranked_by_exact_cosine() {
+    let dir = tmp_dir("rerank");
+    let (n, nq, dim, k, m) = (2000, 100, 32, 10, 100);
+    let (base, queries) = clustered(11, n, nq, dim);
+    let (bp, qp, idx) = (dir.join("base.npy"), dir.join("q.npy"), dir.join("b.idx"));
+    ndarray_npy::write_npy(&bp, &base).unwrap();
+    ndarray_npy::write_npy(&qp, &queries).unwrap();
+    ok(&run(&[
+        &"--bits",
+        &"128",
+        &"--seed",
+        &"7",
+        &"index",
+        &"build",
+        &bp,
+        &idx,
+        &"--kind",
+        &"mih",
+        &"--signer",
+        &"gaussian",
+    ]));
+    // The index records its signer, and it rebuilds the signer of its codes.
+    let lib = load_index(&idx).unwrap();
+    let spec = lib.signer_spec().unwrap().unwrap();
+    assert_eq!(spec.to_string(), "gaussian");
+    assert_eq!((spec.bits, spec.seed, spec.dim), (128, 7, Some(dim as u64)));
+    let signer = spec.build(None).unwrap();
+    let (bs, qs) = (
+        signer.sign_dense(&base).unwrap(),
+        signer.sign_dense(&queries).unwrap(),
+    );
+    let oracle = LinearScan::build(&bs).unwrap();
+    let info = ok(&run(&[&"index", &"info", &idx]));
+    assert!(
+        info.contains("signer\tgaussian (f=128, seed=7, D=32)"),
+        "{info}"
+    );
+
+    // Plain k-NN: the queries signed by the recorded signer, whatever --seed says now.
+    let out = ok(&run(&[
+        &"--seed", &"99", &"index", &"query", &idx, &qp, &"--k", &"10",
+    ]));
+    let got = parse_tsv(&out, nq, 128);
+    assert_eq!(got, lib_hits(oracle.knn_batch(qs.as_slice(), k).unwrap()));
+
+    // Re-ranked.
+    let out = ok(&run(&[
+        &"index",
+        &"query",
+        &idx,
+        &qp,
+        &"--k",
+        &"10",
+        &"--rerank",
+        &"100",
+        &"--vectors",
+        &bp,
+    ]));
+    let rows = parse_rows(&out, nq, "exact_cosine");
+    let cands = oracle.knn_batch(qs.as_slice(), m).unwrap();
+    let (mut found, mut hamming_found) = (0usize, 0usize);
+    for (q, hits) in rows.iter().enumerate() {
+        assert_eq!(hits.len(), k, "query {q}");
+        // The oracle: the M Hamming candidates by f64 exact cosine.
+        let mut scored: Vec<(u32, f64)> = cands[q]
+            .iter()
+            .map(|h| (h.id, cos64(queries.row(q), base.row(h.id as usize))))
+            .collect();
+        scored.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        let kth = scored[k - 1].1;
+        for (r, &(id, d, c)) in hits.iter().enumerate() {
+            let exact = cos64(queries.row(q), base.row(id as usize));
+            assert!(
+                (c - exact).abs() < 1e-6,
+                "query {q} hit {id}: {c} vs {exact}"
+            );
+            assert_eq!(
+                d,
+                simlsh::hamming::distance(qs.row(q), bs.row(id as usize)).unwrap()
+            );
+            assert!(cands[q].iter().any(|h| h.id == id), "{id} not a candidate");
+            assert!(
+                exact >= kth - 1e-6,
+                "query {q}: {id} ({exact}) below the k-th {kth}"
+            );
+            if r > 0 {
+                assert!(c <= hits[r - 1].2, "query {q}: not sorted by cosine");
+            }
+        }
+        // Recall against the brute-force exact top k over the whole base.
+        let mut all: Vec<(usize, f64)> = (0..n)
+            .map(|i| (i, cos64(queries.row(q), base.row(i))))
+            .collect();
+        all.sort_by(|a, b| b.1.total_cmp(&a.1));
+        let truth: Vec<u32> = all[..k].iter().map(|p| p.0 as u32).collect();
+        found += hits.iter().filter(|h| truth.contains(&h.0)).count();
+        hamming_found += cands[q][..k]
+            .iter()
+            .filter(|h| truth.contains(&h.id))
+            .count();
+    }
+    // A true neighbour (in the query's cluster: angle ≲ 0.4 rad, Hamming distance ~
+    // Bin(128, ≤ 0.13)) is missed only if ≥ 71 of the ~1,970 rows of other clusters (angle
+    // ≳ 0.9 rad, ~ Bin(128, ≥ 0.3)) come closer: both tails beyond 3 sigma, a miss
+    // probability under 1e-3 per neighbour, so over the 1,000 neighbours P(misses > 10) <
+    // 1e-3 (binomial, mean ≤ 1).
+    let total = nq * k;
+    eprintln!("recall@{k}: re-ranked {found}/{total}, Hamming only {hamming_found}/{total}");
+    assert!(total - found <= 10, "re-ranked recall {found}/{total}");
+    // Re-ranking is what recovers them: the Hamming top k alone misses more.
+    assert!(
+        hamming_found < found,
+        "Hamming-only recall {hamming_found}/{total}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `n` JSON Lines documents from a 300-word vocabulary, in families of near duplicates.
+fn documents(seed: u64, n: usize) -> String {
+    let mut rng = Rng::new(seed);
+    let vocab: Vec<String> = (0..300).map(|i| format!("w{i}")).collect();
+    let mut out = String::new();
+    let mut family: Vec<usize> = Vec::new();
+    for i in 0..n {
+        if i % 5 == 0 {
+            family = (0..12).map(|_| rng.below(300) as usize).collect();
+        }
+        let mut words = family.clone();
+        words[rng.below(12) as usize] = rng.below(300) as usize;
+        let text: Vec<&str> = words.iter().map(|&w| vocab[w].as_str()).collect();
+        out.push_str(&format!("{{\"text\": \"{}\"}}\n", text.join(" ")));
+    }
+    out
+}
+
+/// Documents: the index records the tokenizer options with the signer; queries given as text
+/// are tokenised and signed like the index (the same results as the codes `simlsh sign` makes
+/// with those options); re-ranking by the exact cosine of the weighted features finds each
+/// document itself first (cosine 1). A TF-IDF table fitted and not saved cannot sign queries:
+/// an error naming the index; saved, it can.
+#[test]
+fn query_documents_with_the_recorded_tokenizer() {
+    let dir = tmp_dir("text");
+    let docs = dir.join("docs.jsonl");
+    std::fs::write(&docs, documents(5, 200)).unwrap();
+    let queries = dir.join("q.jsonl");
+    let text = std::fs::read_to_string(&docs).unwrap();
+    std::fs::write(
+        &queries,
+        text.lines().step_by(7).collect::<Vec<_>>().join("\n"),
+    )
+    .unwrap();
+    let nq = 200usize.div_ceil(7);
+    let idx = dir.join("d.idx");
+    let opts = [
+        "--ngram",
+        "2",
+        "--weighting",
+        "tf",
+        "--signer",
+        "pooled:pool=500",
+    ];
+    let mut build: Vec<&dyn AsRef<std::ffi::OsStr>> = vec![
+        &"--seed", &"4", &"index", &"build", &docs, &idx, &"--kind", &"linear",
+    ];
+    build.extend(opts.iter().map(|o| o as &dyn AsRef<std::ffi::OsStr>));
+    ok(&run(&build));
+    let rec = load_index(&idx).unwrap().signer().cloned().unwrap();
+    assert_eq!(rec.text_options()["ngram"], "2");
+    assert_eq!(rec.text_options()["weighting"], "tf");
+    // The queries as codes, signed by `simlsh sign` with the same options.
+    let qcodes = dir.join("q.simlsh");
+    let mut sign: Vec<&dyn AsRef<std::ffi::OsStr>> =
+        vec![&"--seed", &"4", &"sign", &queries, &qcodes];
+    sign.extend(opts.iter().map(|o| o as &dyn AsRef<std::ffi::OsStr>));
+    ok(&run(&sign));
+    let by_text = ok(&run(&[&"index", &"query", &idx, &queries, &"--k", &"5"]));
+    let by_codes = ok(&run(&[&"index", &"query", &idx, &qcodes, &"--k", &"5"]));
+    assert_eq!(by_text, by_codes);
+    assert_eq!(
+        parse_tsv(&by_text, nq, 64)
+            .iter()
+            .map(Vec::len)
+            .sum::<usize>(),
+        nq * 5
+    );
+    // Re-ranked: query i is document 7i, found first with cosine 1.
+    let out = ok(&run(&[
+        &"index",
+        &"query",
+        &idx,
+        &queries,
+        &"--k",
+        &"3",
+        &"--rerank",
+        &"20",
+        &"--vectors",
+        &docs,
+    ]));
+    for (q, hits) in parse_rows(&out, nq, "exact_cosine").iter().enumerate() {
+        assert_eq!(hits[0].0, 7 * q as u32, "query {q}");
+        assert!((hits[0].2 - 1.0).abs() < 1e-6);
+        assert!(hits.windows(2).all(|p| p[0].2 >= p[1].2));
+    }
+    // TF-IDF fitted on the documents and not saved: no way to weight queries alike.
+    let fitted = dir.join("fitted.idx");
+    ok(&run(&[
+        &"index", &"build", &docs, &fitted, &"--kind", &"linear",
+    ]));
+    let out = run(&[&"index", &"query", &fitted, &queries, &"--k", &"3"]);
+    fails_naming(&out, &fitted);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--save-idf"));
+    // Saved: queries are weighted by the saved table (and equal the codes signed with it).
+    let (saved, idf) = (dir.join("saved.idx"), dir.join("docs.idf"));
+    ok(&run(&[
+        &"index",
+        &"build",
+        &docs,
+        &saved,
+        &"--kind",
+        &"linear",
+        &"--save-idf",
+        &idf,
+    ]));
+    let by_text = ok(&run(&[&"index", &"query", &saved, &queries, &"--k", &"4"]));
+    let qcodes = dir.join("q-idf.simlsh");
+    ok(&run(&[&"sign", &queries, &qcodes, &"--idf", &idf]));
+    let by_codes = ok(&run(&[&"index", &"query", &saved, &qcodes, &"--k", &"4"]));
+    assert_eq!(by_text, by_codes);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A signature file's signer is carried over by `index build` and checked by `index add`;
+/// indexes of codes whose signer is unknown (and files written before signers were recorded)
+/// load with none, and vectors or documents queried against them are an error naming the
+/// index; a `--signer` that disagrees, vectors of another dimension, codes where re-ranking
+/// needs vectors, and a BASE that is not the index's vectors are errors naming the file.
+#[test]
+fn signer_records_are_carried_over_and_checked() {
+    let dir = tmp_dir("signer-errors");
+    let (base, queries) = clustered(3, 300, 20, 16);
+    let (bp, qp) = (dir.join("base.npy"), dir.join("q.npy"));
+    ndarray_npy::write_npy(&bp, &base).unwrap();
+    ndarray_npy::write_npy(&qp, &queries).unwrap();
+    // sign → .simlsh → build: the signer is carried over.
+    let sigs = dir.join("base.simlsh");
+    ok(&run(&[
+        &"--bits",
+        &"96",
+        &"--seed",
+        &"2",
+        &"sign",
+        &bp,
+        &sigs,
+        &"--signer",
+        &"super-bit",
+    ]));
+    let idx = dir.join("b.idx");
+    ok(&run(&[
+        &"index",
+        &"build",
+        &sigs,
+        &idx,
+        &"--kind",
+        &"manku:k=2",
+    ]));
+    let spec = load_index(&idx).unwrap().signer_spec().unwrap().unwrap();
+    assert_eq!(
+        (spec.kind.name(), spec.bits, spec.seed, spec.dim),
+        ("super-bit", 96, 2, Some(16))
+    );
+    // ... and the queries are signed with it: the same hits as codes signed by `sign`.
+    let qsigs = dir.join("q.simlsh");
+    ok(&run(&[
+        &"--bits",
+        &"96",
+        &"--seed",
+        &"2",
+        &"sign",
+        &qp,
+        &qsigs,
+        &"--signer",
+        &"super-bit",
+    ]));
+    assert_eq!(
+        ok(&run(&[&"index", &"query", &idx, &qp, &"--radius", &"20"])),
+        ok(&run(&[
+            &"index",
+            &"query",
+            &idx,
+            &qsigs,
+            &"--radius",
+            &"20"
+        ]))
+    );
+    // A --signer that agrees (defaults written out or not) passes; one that disagrees fails.
+    ok(&run(&[
+        &"index",
+        &"query",
+        &idx,
+        &qp,
+        &"--k",
+        &"2",
+        &"--signer",
+        &"super-bit",
+    ]));
+    ok(&run(&[
+        &"index",
+        &"query",
+        &idx,
+        &qp,
+        &"--k",
+        &"2",
+        &"--signer",
+        &"super-bit:depth=16",
+    ]));
+    for other in ["gaussian", "super-bit:depth=4"] {
+        let out = run(&[
+            &"index",
+            &"query",
+            &idx,
+            &qp,
+            &"--k",
+            &"2",
+            &"--signer",
+            &other,
+        ]);
+        fails_naming(&out, &idx);
+        assert!(String::from_utf8_lossy(&out.stderr).contains("disagrees"));
+    }
+    // Build from codes with a --signer that disagrees with their file.
+    let out = run(&[
+        &"index",
+        &"build",
+        &sigs,
+        &dir.join("x.idx"),
+        &"--kind",
+        &"linear",
+        &"--signer",
+        &"gaussian",
+    ]);
+    fails_naming(&out, &sigs);
+    // Add: codes of another signer are refused, of the same accepted.
+    let other = dir.join("other.simlsh");
+    ok(&run(&[
+        &"--bits",
+        &"96",
+        &"--seed",
+        &"3",
+        &"sign",
+        &qp,
+        &other,
+        &"--signer",
+        &"super-bit",
+    ]));
+    fails_naming(
+        &run(&[&"index", &"add", &idx, &other, &"--first-id", &"1000"]),
+        &other,
+    );
+    ok(&run(&[
+        &"index",
+        &"add",
+        &idx,
+        &qsigs,
+        &"--first-id",
+        &"1000",
+    ]));
+    assert_eq!(
+        load_index(&idx).unwrap().signer_spec().unwrap().unwrap(),
+        spec
+    );
+    // Vectors of another dimension.
+    let wide = dir.join("wide.npy");
+    ndarray_npy::write_npy(&wide, &ndarray::Array2::<f32>::ones((3, 17))).unwrap();
+    let out = run(&[&"index", &"query", &idx, &wide, &"--k", &"2"]);
+    fails_naming(&out, &wide);
+    // Re-ranking with codes as queries.
+    let idx2 = dir.join("v.idx");
+    ok(&run(&[
+        &"--bits",
+        &"96",
+        &"index",
+        &"build",
+        &bp,
+        &idx2,
+        &"--kind",
+        &"linear",
+        &"--signer",
+        &"gaussian",
+    ]));
+    fails_naming(
+        &run(&[
+            &"index",
+            &"query",
+            &idx2,
+            &qsigs,
+            &"--k",
+            &"2",
+            &"--rerank",
+            &"9",
+            &"--vectors",
+            &bp,
+        ]),
+        &qsigs,
+    );
+    // BASE with fewer rows than the index holds, or other vectors of the same shape.
+    let short = dir.join("short.npy");
+    ndarray_npy::write_npy(&short, &base.slice(ndarray::s![..100, ..]).to_owned()).unwrap();
+    fails_naming(
+        &run(&[
+            &"index",
+            &"query",
+            &idx2,
+            &qp,
+            &"--k",
+            &"2",
+            &"--rerank",
+            &"9",
+            &"--vectors",
+            &short,
+        ]),
+        &short,
+    );
+    let (shuffled, _) = clustered(4, 300, 1, 16);
+    let wrong = dir.join("wrong.npy");
+    ndarray_npy::write_npy(&wrong, &shuffled).unwrap();
+    let out = run(&[
+        &"index",
+        &"query",
+        &idx2,
+        &qp,
+        &"--k",
+        &"2",
+        &"--rerank",
+        &"9",
+        &"--vectors",
+        &wrong,
+    ]);
+    fails_naming(&out, &wrong);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not the code the index stores"));
+    // --rerank needs --k and --vectors; --rerank below --k.
+    assert!(
+        !run(&[
+            &"index",
+            &"query",
+            &idx2,
+            &qp,
+            &"--k",
+            &"2",
+            &"--rerank",
+            &"9"
+        ])
+        .status
+        .success()
+    );
+    assert!(
+        !run(&[
+            &"index",
+            &"query",
+            &idx2,
+            &qp,
+            &"--radius",
+            &"2",
+            &"--rerank",
+            &"9",
+            &"--vectors",
+            &bp
+        ])
+        .status
+        .success()
+    );
+    assert!(
+        !run(&[
+            &"index",
+            &"query",
+            &idx2,
+            &qp,
+            &"--k",
+            &"5",
+            &"--rerank",
+            &"3",
+            &"--vectors",
+            &bp
+        ])
+        .status
+        .success()
+    );
+    // Codes whose signer is unknown: the index records none; vectors are refused naming it.
+    let npy = dir.join("codes.npy");
+    write_signatures_npy(&npy, &codes(1, 50, 64)).unwrap();
+    let plain = dir.join("plain.idx");
+    ok(&run(&[&"index", &"build", &npy, &plain, &"--kind", &"mih"]));
+    assert!(load_index(&plain).unwrap().signer().is_none());
+    assert!(ok(&run(&[&"index", &"info", &plain])).contains("signer\tnone\n"));
+    let out = run(&[&"index", &"query", &plain, &qp, &"--k", &"2"]);
+    fails_naming(&out, &plain);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("records no signer"));
+    fails_naming(
+        &run(&[
+            &"index",
+            &"build",
+            &npy,
+            &dir.join("y.idx"),
+            &"--kind",
+            &"mih",
+            &"--signer",
+            &"gaussian",
+        ]),
+        &npy,
+    );
+    // Documents against an index of vectors.
+    let docs = dir.join("d.jsonl");
+    std::fs::write(&docs, documents(1, 10)).unwrap();
+    fails_naming(
+        &run(&[&"index", &"query", &idx2, &docs, &"--k", &"2"]),
+        &idx2,
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -24,6 +24,8 @@ pub struct LinearScan {
     ids: Buf<u32>,
     /// Whether the contents are known to be valid (built here, or checked).
     validated: bool,
+    /// The signer of the codes, when recorded.
+    signer: Option<crate::index::SignerRecord>,
 }
 
 impl LinearScan {
@@ -35,6 +37,7 @@ impl LinearScan {
             codes: Buf::default(),
             ids: Buf::default(),
             validated: true,
+            signer: None,
         })
     }
 
@@ -47,6 +50,7 @@ impl LinearScan {
             codes: sigs.as_slice().to_vec().into(),
             ids: (0..n).collect::<Vec<_>>().into(),
             validated: true,
+            signer: None,
         })
     }
 
@@ -71,6 +75,7 @@ impl LinearScan {
             codes,
             ids,
             validated: false,
+            signer: None,
         })
     }
 
@@ -108,6 +113,14 @@ impl LinearScan {
 }
 
 impl HammingIndex for LinearScan {
+    fn signer(&self) -> Option<&crate::index::SignerRecord> {
+        self.signer.as_ref()
+    }
+
+    fn set_signer(&mut self, signer: Option<crate::index::SignerRecord>) -> Result<()> {
+        crate::index::signer::set(&mut self.signer, self.bits, signer)
+    }
+
     fn save(&self, path: &std::path::Path) -> Result<()> {
         LinearScan::save(self, path)
     }

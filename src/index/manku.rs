@@ -174,6 +174,8 @@ pub struct PermutedTables {
     main_ids: MainIds,
     /// Whether the contents are known to be valid (built here, or checked).
     validated: bool,
+    /// The signer of the codes, when recorded.
+    signer: Option<crate::index::SignerRecord>,
 }
 
 /// Merges two sorted runs of `(key, value)` pairs.
@@ -255,6 +257,7 @@ impl PermutedTables {
             dead: IdSet::default(),
             main_ids,
             validated: true,
+            signer: None,
         }
     }
 
@@ -493,6 +496,14 @@ impl PermutedTables {
 }
 
 impl HammingIndex for PermutedTables {
+    fn signer(&self) -> Option<&crate::index::SignerRecord> {
+        self.signer.as_ref()
+    }
+
+    fn set_signer(&mut self, signer: Option<crate::index::SignerRecord>) -> Result<()> {
+        crate::index::signer::set(&mut self.signer, self.bits, signer)
+    }
+
     fn save(&self, path: &std::path::Path) -> Result<()> {
         PermutedTables::save(self, path)
     }

@@ -20,6 +20,9 @@
 //!   ([`radius_flat`](HammingIndex::radius_flat), [`knn_flat`](HammingIndex::knn_flat)).
 //! - [`IndexSpec`] is every kind with its parameters, in a compact text form shared by the
 //!   command line and the bindings; [`HammingIndex::spec`] gives it back from an index.
+//! - [`SignerRecord`] is the signer that made the stored codes, when known: kept with the
+//!   index and in its file, so that queries are signed like the index
+//!   ([`HammingIndex::signer`], [`HammingIndex::signer_spec`]).
 
 mod linear;
 pub mod manku;
@@ -27,6 +30,7 @@ pub(crate) mod mih;
 mod permutation;
 pub mod results;
 mod rows;
+pub mod signer;
 pub mod spec;
 
 pub use linear::LinearScan;
@@ -37,6 +41,7 @@ pub use permutation::{
     recall_at_k,
 };
 pub use results::{KnnResults, NO_DISTANCE, NO_ID, RangeResults};
+pub use signer::SignerRecord;
 pub use spec::{
     IndexSpec, KindInfo, MankuDesign, MankuSpec, MihSpec, ParamInfo, PermutationSpec, kinds,
 };
@@ -71,6 +76,26 @@ pub trait HammingIndex: Send + Sync {
 
     /// Signature width `f`.
     fn bits(&self) -> usize;
+
+    /// The signer that made the stored codes, when recorded ([`SignerRecord`]): saved in the
+    /// index file and loaded back, kept through inserts and removals. Indexes of files
+    /// written before it was recorded, or of codes whose signer is unknown, have none.
+    fn signer(&self) -> Option<&SignerRecord>;
+
+    /// Records the signer that made the stored codes (`None` forgets it).
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] when the record's width is not the index's.
+    fn set_signer(&mut self, signer: Option<SignerRecord>) -> Result<()>;
+
+    /// The spec of the recorded signer, which [`SignerSpec::build`] turns into the signer of
+    /// the stored codes: `None` when none is recorded, an error when the record does not
+    /// rebuild (a `custom` matrix, a hash of another release).
+    ///
+    /// [`SignerSpec::build`]: crate::signers::SignerSpec::build
+    fn signer_spec(&self) -> Option<Result<crate::signers::SignerSpec>> {
+        self.signer().map(SignerRecord::spec)
+    }
 
     /// Number of stored signatures.
     fn len(&self) -> usize;

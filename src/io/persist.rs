@@ -7,7 +7,8 @@ use super::format::{FileKind, IndexFile, Writer};
 use crate::error::{Error, Result};
 use crate::index::mih::MultiIndexParts;
 use crate::index::{
-    HammingIndex, IndexSpec, LinearScan, MultiIndex, PermutationIndex, PermutedTables, check_bits,
+    HammingIndex, IndexSpec, LinearScan, MultiIndex, PermutationIndex, PermutedTables,
+    SignerRecord, check_bits,
 };
 use crate::signature::SignatureMatrix;
 use crate::signers::SignerInfo;
@@ -107,6 +108,7 @@ impl LinearScan {
         let mut w = Writer::new(FileKind::LinearScan);
         w.param("bits", self.bits())?.param("len", self.len())?;
         w.u64s("codes", self.codes())?.u32s("ids", self.ids())?;
+        record_signer(&mut w, self.signer())?;
         w.write(path)
     }
 
@@ -121,7 +123,7 @@ impl LinearScan {
         let idx = LinearScan::from_parts(width(f)?, f.u64s("codes")?, f.u32s("ids")?)
             .map_err(|e| into_field(f, e))?;
         check_len(f, idx.len())?;
-        Ok(idx)
+        with_signer(f, idx)
     }
 }
 
@@ -143,6 +145,7 @@ impl PermutedTables {
         w.u64s("delta_codes", delta_codes)?
             .u32s("delta_ids", delta_ids)?
             .u32s("dead", &dead)?;
+        record_signer(&mut w, self.signer())?;
         w.write(path)
     }
 
@@ -178,7 +181,7 @@ impl PermutedTables {
         )
         .map_err(|e| into_field(f, e))?;
         check_len(f, idx.len())?;
-        Ok(idx)
+        with_signer(f, idx)
     }
 }
 
@@ -203,6 +206,7 @@ impl MultiIndex {
             .u64s("keys", &p.keys)?
             .u64s("delta_codes", &p.delta_codes)?
             .u32s("delta_ids", &p.delta_ids)?;
+        record_signer(&mut w, self.signer())?;
         w.write(path)
     }
 
@@ -234,7 +238,7 @@ impl MultiIndex {
         };
         let idx = MultiIndex::from_parts(parts).map_err(|e| into_field(f, e))?;
         check_len(f, idx.len())?;
-        Ok(idx)
+        with_signer(f, idx)
     }
 }
 
@@ -257,6 +261,7 @@ impl PermutationIndex {
             .u64s("codes", self.codes())?
             .u32s("ids", self.ids())?;
         w.u64s("keys", self.keys())?.u32s("order", self.order())?;
+        record_signer(&mut w, self.signer())?;
         w.write(path)
     }
 
@@ -288,8 +293,24 @@ impl PermutationIndex {
             }
         }
         check_len(f, idx.len())?;
-        Ok(idx)
+        with_signer(f, idx)
     }
+}
+
+/// Records the signer of an index's codes ([`SignerRecord::params`]), when known.
+fn record_signer(w: &mut Writer<'_>, signer: Option<&SignerRecord>) -> Result<()> {
+    for (k, v) in signer.map(SignerRecord::params).into_iter().flatten() {
+        w.param(k, v)?;
+    }
+    Ok(())
+}
+
+/// The index with the signer its file records, if any (files written before the signer was
+/// recorded have none).
+fn with_signer<I: HammingIndex>(f: &IndexFile, mut idx: I) -> Result<I> {
+    idx.set_signer(SignerRecord::from_params(f.params()))
+        .map_err(|e| into_field(f, e))?;
+    Ok(idx)
 }
 
 fn check_len(f: &IndexFile, len: usize) -> Result<()> {

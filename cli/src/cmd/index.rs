@@ -9,23 +9,33 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result, bail, ensure};
 use clap::{Parser, Subcommand, ValueEnum};
+use rayon::prelude::*;
 use simlsh::HammingIndex;
 use simlsh::Hit;
 use simlsh::estimate;
-use simlsh::index::IndexSpec;
+use simlsh::index::{IndexSpec, SignerRecord};
+use simlsh::io::input::InputFormat;
 use simlsh::io::{IndexFile, load_index};
 use simlsh::signature::SignatureMatrix;
+use simlsh::signers::{SignerKind, SignerSpec};
 use simlsh::storage::Buf;
+use simlsh::text::Mode;
+use simlsh::verify::{CsrVectors, Vectors};
 
+use super::sign::{InputArgs, TextArgs, WeightingArg};
 use crate::common::{
-    Ctx, check_distinct, human_bytes, print_line, read_codes, to_stdout, write_file,
+    Ctx, SignerArgs, check_distinct, check_paths, human_bytes, print_line, read_codes, to_stdout,
+    write_file,
 };
+use crate::input::{Exact, prepare};
 
 const EXAMPLE: &str = "Examples:
   simlsh index build codes.npy codes.idx --kind manku:k=3
+  simlsh index build glove.fvecs glove.idx --kind mih --signer super-bit --bits 128
   simlsh index query codes.idx queries.npy --radius 3 --out hits.tsv
+  simlsh index query glove.idx queries.fvecs --k 10 --rerank 100 --vectors glove.fvecs
   simlsh index add codes.idx more.npy --first-id 1000000
   simlsh index remove codes.idx --ids 4,8,15
   simlsh index info codes.idx
@@ -67,21 +77,31 @@ struct VerifyArgs {
 
 const BUILD_EXAMPLE: &str = "Example:
   simlsh index build codes.npy codes.idx --kind manku:k=3
-  simlsh index build codes.npy codes.idx --kind permutation:q=16,beam=32 --seed 7
-SIGS is a .npy array of uint64 (N x words; the width is --bits, default 64 x words) or a
-simlsh signature file. Codes get ids 0..N.";
+  simlsh index build codes.simlsh codes.idx --kind permutation:q=16,beam=32 --seed 7
+  simlsh index build glove.fvecs glove.idx --kind mih --signer gaussian --bits 128 --seed 3
+  simlsh index build docs.jsonl docs.idx --kind manku --ngram 2 --save-idf docs.idf
+INPUT is stored codes (a .npy array of uint64, N x words, width --bits, default 64 x words; or
+a simlsh signature file), or vectors or documents, signed here with --signer, --bits and
+--seed. Row i gets id i. The index records the signer of its codes (what a signature file
+records, or the signer used here, and for documents the tokenizer options), so that `index
+query` signs vectors and documents like the index. Documents weighted by TF-IDF: give --idf
+or --save-idf, so that queries are weighted by the same table.";
 
-/// Builds an index of a signature file (ids 0..N) and saves it atomically.
+/// Builds an index of codes, vectors or documents (ids 0..N) and saves it atomically.
 #[derive(Parser, Debug)]
 #[command(after_help = BUILD_EXAMPLE)]
 struct BuildArgs {
-    /// Signatures: `.npy` of uint64 codes or a simlsh signature file.
-    sigs: PathBuf,
+    #[command(flatten)]
+    input: InputArgs,
     /// The index file to write.
     out: PathBuf,
     /// The index: KIND or KIND:key=value,... (see --help).
     #[arg(long, value_parser = parse_index, long_help = index_help())]
     kind: IndexSpec,
+    /// Vectors or documents: the signer, KIND or KIND:key=value,... (default hashing-trick;
+    /// see `simlsh sign --help`). Codes: must be the signer their signature file records.
+    #[arg(long, value_parser = parse_signer)]
+    signer: Option<SignerKind>,
 }
 
 const ADD_EXAMPLE: &str = "Example:
@@ -123,17 +143,25 @@ struct RemoveArgs {
 /// Output format of `query`.
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 enum Format {
-    /// `query\thit\tdistance\tcosine` with a header line.
+    /// `query\thit\tdistance\tcosine` with a header line (`exact_cosine` with --rerank).
     Tsv,
-    /// One JSON object per hit: `{"query", "hit", "distance", "cosine"}`.
+    /// One JSON object per hit: `{"query", "hit", "distance", "cosine"}` (`exact_cosine`
+    /// with --rerank).
     Jsonl,
 }
 
 const QUERY_EXAMPLE: &str = "Example:
   simlsh index query codes.idx queries.npy --radius 3 --out hits.tsv
   simlsh index query codes.idx queries.npy --k 10 --format jsonl
-QUERIES is a .npy of uint64 codes or a simlsh signature file, of the index's width. Query i is
-row i; the cosine column is the estimate cos(pi h / f) of the Hamming distance h.";
+  simlsh index query glove.idx queries.fvecs --k 10
+  simlsh index query glove.idx queries.fvecs --k 10 --rerank 100 --vectors glove.fvecs
+QUERIES is codes of the index's width (a .npy of uint64 words or a simlsh signature file), or
+vectors or documents (any input `simlsh sign` reads), signed with the signer the index records
+(its kind, width, seed and dimension; for documents its tokenizer options). Query i is row i;
+the cosine column is the estimate cos(pi h / f) of the Hamming distance h. With --rerank M
+and --vectors BASE (the vectors or documents the index was built from: id i is row i of BASE),
+the M nearest by Hamming distance are re-ranked by exact cosine and the k highest kept, as
+`query, hit, distance, exact_cosine`, highest first.";
 
 /// Radius or k-NN search of every query (in parallel), as TSV or JSON Lines.
 #[derive(Parser, Debug)]
@@ -141,14 +169,35 @@ row i; the cosine column is the estimate cos(pi h / f) of the Hamming distance h
 struct QueryArgs {
     /// The index file.
     index: PathBuf,
-    /// Query codes: `.npy` of uint64 codes or a simlsh signature file.
+    /// Queries: codes (`.npy` of uint64 words, a simlsh signature file), or vectors or
+    /// documents signed like the index (`-`: standard input, with --input-format).
     queries: PathBuf,
     /// Every stored code within this Hamming distance.
-    #[arg(long, required_unless_present = "k", conflicts_with = "k")]
+    #[arg(long, required_unless_present = "k", conflicts_with_all = ["k", "rerank"])]
     radius: Option<u32>,
     /// The k nearest stored codes.
     #[arg(long)]
     k: Option<usize>,
+    /// Re-rank: take the M nearest by Hamming distance and keep the k of highest exact cosine
+    /// with the rows of --vectors (needs vectors or documents as QUERIES).
+    #[arg(long, value_name = "M", requires_all = ["k", "vectors"])]
+    rerank: Option<usize>,
+    /// The vectors or documents the index was built from (row i is id i), for --rerank.
+    #[arg(long, value_name = "BASE", requires = "rerank")]
+    vectors: Option<PathBuf>,
+    /// Format of QUERIES and BASE (default: from the extension).
+    #[arg(long)]
+    input_format: Option<InputFormat>,
+    /// Documents: JSON field or CSV column holding the text.
+    #[arg(long, default_value = "text")]
+    field: String,
+    /// Skip malformed lines of QUERIES and BASE (counted and reported) instead of failing.
+    #[arg(long)]
+    skip_bad: bool,
+    /// The signer the index records, checked (an error when it disagrees); by default the
+    /// recorded one is used.
+    #[arg(long, value_parser = parse_signer)]
+    signer: Option<SignerKind>,
     /// Write the results here (atomically) instead of stdout.
     #[arg(long)]
     out: Option<PathBuf>,
@@ -190,6 +239,19 @@ fn read_sigs(path: &Path, bits: Option<usize>, source: &str) -> Result<Signature
             path.display()
         ),
     }
+}
+
+/// The signer a simlsh signature file records (`None` for other files or none recorded).
+fn signature_record(path: &Path) -> Result<Option<SignerRecord>> {
+    let mut magic = [0u8; 8];
+    let is_file = std::fs::File::open(path)
+        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut magic))
+        .is_ok();
+    if !is_file || &magic != b"SIMLSH\r\n" {
+        return Ok(None);
+    }
+    let f = IndexFile::open(path).with_context(|| format!("reading {}", path.display()))?;
+    Ok(SignerRecord::from_params(f.params()))
 }
 
 /// The width of codes for index `idx`: its own; a `--bits` that disagrees is an error.
@@ -263,31 +325,244 @@ fn lock(path: &Path, ctx: &Ctx) -> Result<simlsh::io::LockGuard> {
     simlsh::io::lock_exclusive(path).with_context(|| format!("locking {}", path.display()))
 }
 
-fn build(a: BuildArgs, ctx: &mut Ctx) -> Result<()> {
-    let outs: Vec<&Path> = std::iter::once(a.out.as_path())
-        .chain(ctx.stats.as_deref())
-        .collect();
-    check_distinct(&[&a.sigs], &outs)?;
+/// Parses a signer kind (`KIND` or `KIND:key=value,...`).
+fn parse_signer(s: &str) -> std::result::Result<SignerKind, String> {
+    s.parse().map_err(|e: simlsh::Error| e.to_string())
+}
+
+/// An input read for an index: its codes, the signer that made them when known, and the
+/// vectors when asked for.
+struct Signed {
+    sigs: SignatureMatrix,
+    record: Option<SignerRecord>,
+    exact: Option<Exact>,
+}
+
+/// Reads stored codes (a `.npy` of uint64 words, a simlsh signature file) of width `bits`
+/// when known: `None` when `input` is not codes (or is Parquet, whose column type decides).
+fn read_stored(input: &InputArgs, bits: Option<usize>, source: &str) -> Result<Option<Signed>> {
+    if input.format.is_some() || crate::parquet::is_parquet(&input.input) {
+        return Ok(None);
+    }
+    let Some(c) = read_codes(&input.input, bits, source)? else {
+        return Ok(None);
+    };
+    // A signature file records its signer: carried over whole (`signer.*`, `text.*`).
+    let record = match c.signer {
+        Some(_) => SignerRecord::from_params(
+            IndexFile::open(&input.input)
+                .with_context(|| format!("reading {}", input.input.display()))?
+                .params(),
+        ),
+        None => None,
+    };
+    let sigs = SignatureMatrix::from_parts(c.sigs.bits(), c.sigs.as_slice().to_vec())?;
+    Ok(Some(Signed {
+        sigs,
+        record,
+        exact: None,
+    }))
+}
+
+/// The name of a weighting, as `--weighting` takes it.
+fn weighting_name(w: WeightingArg) -> String {
+    w.to_possible_value()
+        .map(|v| v.get_name().to_string())
+        .unwrap_or_default()
+}
+
+/// The text options of documents signed here, as recorded with the index: tokenizer mode,
+/// n-gram, weighting, top-k, stop words and the TF-IDF table (files by absolute path;
+/// `fitted` for a table fitted on the documents and not saved).
+fn record_text(rec: SignerRecord, t: &TextArgs) -> Result<SignerRecord> {
+    let absolute = |p: &Path| -> Result<String> {
+        Ok(std::fs::canonicalize(p)
+            .with_context(|| format!("locating {}", p.display()))?
+            .display()
+            .to_string())
+    };
+    let mut rec = rec
+        .text_option("mode", format!("{:?}", t.mode).to_lowercase())?
+        .text_option("ngram", t.ngram)?
+        .text_option("weighting", weighting_name(t.weighting))?;
+    if let Some(k) = t.top_k {
+        rec = rec.text_option("top_k", k)?;
+    }
+    if let Some(sw) = &t.stop_words {
+        let v = if sw == "english" {
+            sw.clone()
+        } else {
+            absolute(Path::new(sw))?
+        };
+        rec = rec.text_option("stop_words", v)?;
+    }
+    if matches!(t.weighting, WeightingArg::Tfidf) {
+        let idf = match t.idf.as_deref().or(t.save_idf.as_deref()) {
+            Some(p) => absolute(p)?,
+            None => "fitted".into(),
+        };
+        rec = rec.text_option("idf", idf)?;
+    }
+    Ok(rec)
+}
+
+/// The tokenizer options recorded with index `index` (see [`record_text`]), reading
+/// documents from `field`.
+fn text_args(rec: &SignerRecord, field: &str, index: &Path) -> Result<TextArgs> {
+    let opts = rec.text_options();
+    let name = index.display();
+    ensure!(
+        !opts.is_empty(),
+        "{name} records no tokenizer options (its codes were not signed from documents by \
+         `simlsh index build`): sign the documents with the index's options and query with \
+         the codes"
+    );
+    let get = |k: &str| opts.get(k).copied();
+    let bad =
+        |k: &str, v: &str| anyhow::anyhow!("{name}: recorded text option {k}=`{v}` is not valid");
+    let weighting = match get("weighting").unwrap_or("tfidf") {
+        "binary" => WeightingArg::Binary,
+        "tf" => WeightingArg::Tf,
+        "tfidf" => WeightingArg::Tfidf,
+        v => return Err(bad("weighting", v)),
+    };
+    let idf = match (weighting, get("idf")) {
+        (WeightingArg::Tfidf, Some("fitted") | None) => bail!(
+            "{name} was built from documents weighted by a TF-IDF table fitted on them and not \
+             saved: rebuild it with --save-idf FILE (or --idf FILE) to sign queries with the \
+             same table"
+        ),
+        (WeightingArg::Tfidf, Some(p)) => Some(PathBuf::from(p)),
+        _ => None,
+    };
+    Ok(TextArgs {
+        field: field.to_string(),
+        mode: match get("mode") {
+            Some(m) => m.parse::<Mode>().map_err(|_| bad("mode", m))?,
+            None => Mode::default(),
+        },
+        ngram: match get("ngram") {
+            Some(n) => n.parse().map_err(|_| bad("ngram", n))?,
+            None => 1,
+        },
+        weighting,
+        top_k: get("top_k")
+            .map(|k| k.parse().map_err(|_| bad("top_k", k)))
+            .transpose()?,
+        stop_words: get("stop_words").map(str::to_string),
+        idf,
+        save_idf: None,
+    })
+}
+
+/// Signs vectors or documents with `kind` at the width and seed of `spec` (the global
+/// `--bits` and `--seed` when building), keeping the vectors when asked.
+fn sign_input(
+    input: &InputArgs,
+    kind: SignerKind,
+    width_seed: Option<(usize, u64)>,
+    vectors: bool,
+    ctx: &mut Ctx,
+) -> Result<(crate::input::Prepared, SignerRecord)> {
+    let saved = (ctx.bits_given, ctx.seed);
+    if let Some((bits, seed)) = width_seed {
+        ctx.bits_given = Some(bits);
+        ctx.seed = seed;
+    }
+    let p = prepare(input, &SignerArgs { signer: kind }, vectors, None, ctx);
+    (ctx.bits_given, ctx.seed) = saved;
+    let p = p?;
+    let Some(info) = &p.info else {
+        bail!(
+            "{}: holds signature codes, where vectors or documents were expected",
+            input.input.display()
+        );
+    };
+    let rec = SignerRecord::from_info(info);
+    Ok((p, rec))
+}
+
+fn build(mut a: BuildArgs, ctx: &mut Ctx) -> Result<()> {
+    let _spool = a.input.spool_stdin()?;
+    check_paths(ctx, &a.input, &[&a.out])?;
     let bits = ctx.bits_given;
-    let sigs = ctx.phase("read", |_| read_sigs(&a.sigs, bits, "--bits"))?;
+    let read = ctx.phase("read", |_| read_stored(&a.input, bits, "--bits"))?;
+    let (sigs, record) = match read {
+        Some(s) => {
+            if let Some(k) = &a.signer {
+                match &s.record {
+                    Some(r) => check_kind(k, r, &a.input.input)?,
+                    None => bail!(
+                        "--signer applies to vectors and documents: {} holds codes whose \
+                         signer is not recorded",
+                        a.input.input.display()
+                    ),
+                }
+            }
+            (s.sigs, s.record)
+        }
+        None => {
+            let kind = a.signer.clone().unwrap_or_default();
+            let (p, rec) = sign_input(&a.input, kind, None, false, ctx)?;
+            let rec = match &p.texts {
+                Some(_) => record_text(rec, &a.input.text)?,
+                None => rec,
+            };
+            (p.sigs, Some(rec))
+        }
+    };
     let spec = seeded(a.kind.clone(), ctx);
-    let idx: Box<dyn HammingIndex> = ctx
+    let mut idx: Box<dyn HammingIndex> = ctx
         .phase("build", |ctx| {
             let what = format!("building the {} index", spec.kind());
             Ok(ctx.spin(&what, || spec.build(&sigs))?)
         })
-        .with_context(|| format!("building a {spec} index of {}", a.sigs.display()))?;
+        .with_context(|| format!("building a {spec} index of {}", a.input.input.display()))?;
+    idx.set_signer(record)?;
     ctx.phase("save", |_| save_index(idx.as_ref(), &a.out))?;
     ctx.record("codes", idx.len());
     ctx.record("index_bytes", idx.bytes());
     ctx.say(format!(
-        "{} index of {} {}-bit codes, {} in memory, written to {}",
+        "{} index of {} {}-bit codes, {} in memory, signer {}, written to {}",
         idx.kind(),
         idx.len(),
         idx.bits(),
         human_bytes(idx.bytes()),
+        idx.signer()
+            .map_or_else(|| "not recorded".to_string(), ToString::to_string),
         a.out.display()
     ));
+    Ok(())
+}
+
+/// Checks a `--signer` against a recorded signer: same kind, and the parameters it sets equal
+/// to the recorded ones.
+fn check_kind(kind: &SignerKind, rec: &SignerRecord, source: &Path) -> Result<()> {
+    let recorded = rec
+        .spec()
+        .with_context(|| format!("{}: the recorded signer does not rebuild", source.display()))?;
+    // The recorded spec writes defaults out: compare the signers the two specs build.
+    let given = SignerSpec {
+        kind: kind.clone(),
+        ..recorded.clone()
+    };
+    let same = given.kind.name() == recorded.kind.name()
+        && match (given.build(None), recorded.build(None)) {
+            (Ok(g), Ok(r)) => {
+                SignerRecord::from_info(&simlsh::Signer::info(&g))
+                    .spec()
+                    .ok()
+                    == SignerRecord::from_info(&simlsh::Signer::info(&r))
+                        .spec()
+                        .ok()
+            }
+            (Err(_), _) | (_, Err(_)) => given.kind == recorded.kind,
+        };
+    ensure!(
+        same,
+        "--signer {kind} disagrees with the signer {} records: {rec}",
+        source.display()
+    );
     Ok(())
 }
 
@@ -297,6 +572,17 @@ fn add(a: AddArgs, ctx: &mut Ctx) -> Result<()> {
     let mut idx = ctx.phase("load", |_| open_index(&a.index))?;
     let bits = index_bits(idx.as_ref(), ctx)?;
     let sigs = ctx.phase("read", |_| read_sigs(&a.sigs, bits, "the index"))?;
+    // Codes of a signature file must come from the index's signer, when both record one.
+    if let Some(ours) = idx.signer()
+        && let Some(theirs) = signature_record(&a.sigs)?
+        && theirs.spec().ok() != ours.spec().ok()
+    {
+        bail!(
+            "{} was signed by {theirs}, the index {} records {ours}",
+            a.sigs.display(),
+            a.index.display()
+        );
+    }
     let n = sigs.len();
     if n > 0
         && u32::try_from(n - 1)
@@ -362,24 +648,29 @@ fn remove(a: RemoveArgs, ctx: &mut Ctx) -> Result<()> {
     Ok(())
 }
 
+/// One result line: query, hit id, Hamming distance, cosine (estimated from the distance, or
+/// exact when re-ranked).
+type Row = (u32, u32, f64);
+
 fn write_hits(
     w: &mut dyn Write,
-    results: &[Vec<Hit>],
-    f: u64,
+    results: &[Vec<Row>],
+    exact: bool,
     format: Format,
 ) -> std::io::Result<()> {
+    let cos = if exact { "exact_cosine" } else { "cosine" };
     if format == Format::Tsv {
-        writeln!(w, "query\thit\tdistance\tcosine")?;
+        writeln!(w, "query\thit\tdistance\t{cos}")?;
     }
     for (q, hits) in results.iter().enumerate() {
-        for h in hits {
-            let c = estimate::cosine(u64::from(h.distance), f);
+        for &(id, d, c) in hits {
             match format {
-                Format::Tsv => writeln!(w, "{q}\t{}\t{}\t{c:.6}", h.id, h.distance)?,
+                Format::Tsv if exact => writeln!(w, "{q}\t{id}\t{d}\t{c:.9}")?,
+                Format::Tsv => writeln!(w, "{q}\t{id}\t{d}\t{c:.6}")?,
                 Format::Jsonl => writeln!(
                     w,
                     "{}",
-                    serde_json::json!({"query": q, "hit": h.id, "distance": h.distance, "cosine": c})
+                    serde_json::json!({"query": q, "hit": id, "distance": d, cos: c})
                 )?,
             }
         }
@@ -391,6 +682,205 @@ fn write_hits(
 /// answers a batch on many cores in parallel.
 pub const QUERY_BATCH: usize = 8192;
 
+/// The input options of QUERIES or BASE, with the index's tokenizer options for documents.
+fn query_input(a: &QueryArgs, path: &Path, rec: Option<&SignerRecord>) -> Result<InputArgs> {
+    let text = match rec.filter(|r| !r.text_options().is_empty()) {
+        Some(r) => text_args(r, &a.field, &a.index)?,
+        // Not documents, or documents the index cannot sign (an error once known).
+        None => TextArgs {
+            field: a.field.clone(),
+            mode: Mode::default(),
+            ngram: 1,
+            weighting: WeightingArg::Binary,
+            top_k: None,
+            stop_words: None,
+            idf: None,
+            save_idf: None,
+        },
+    };
+    Ok(InputArgs {
+        input: path.to_path_buf(),
+        format: a.input_format,
+        skip_bad: a.skip_bad,
+        text,
+    })
+}
+
+/// Reads QUERIES or BASE for the index `idx`: codes as they are (a signature file's signer
+/// must be the index's), vectors or documents signed with the index's recorded signer.
+fn read_for_index(
+    a: &QueryArgs,
+    path: &Path,
+    idx: &dyn HammingIndex,
+    vectors: bool,
+    ctx: &mut Ctx,
+) -> Result<Signed> {
+    let rec = idx.signer();
+    let input = query_input(a, path, rec)?;
+    let bits = index_bits(idx, ctx)?;
+    if let Some(s) = read_stored(&input, bits, "the index")? {
+        ensure!(
+            !vectors,
+            "{}: --rerank needs vectors or documents, and stored codes have none",
+            path.display()
+        );
+        if let (Some(theirs), Some(ours)) = (&s.record, rec)
+            && theirs.spec().ok() != ours.spec().ok()
+        {
+            bail!(
+                "{} was signed by {theirs}, the index {} records {ours}",
+                path.display(),
+                a.index.display()
+            );
+        }
+        return Ok(s);
+    }
+    let Some(rec) = rec else {
+        bail!(
+            "{} records no signer (built from codes whose signer is unknown, or by an earlier \
+             release): give {} as codes signed like the index",
+            a.index.display(),
+            path.display()
+        );
+    };
+    let spec = rec.spec().with_context(|| {
+        format!(
+            "{}: the recorded signer {} does not rebuild",
+            a.index.display(),
+            rec.kind()
+        )
+    })?;
+    if let Some(k) = &a.signer {
+        check_kind(k, rec, &a.index)?;
+    }
+    if !crate::parquet::is_parquet(path) && super::sign::format_of(path, a.input_format)?.is_text()
+    {
+        // Documents: the index must record how its documents were tokenised.
+        text_args(rec, &a.field, &a.index)?;
+    }
+    let (p, signed_by) = sign_input(
+        &input,
+        spec.kind.clone(),
+        Some((spec.bits, spec.seed)),
+        vectors,
+        ctx,
+    )?;
+    if p.texts.is_some() {
+        // Documents: the index must record how its documents were tokenised.
+        text_args(rec, &a.field, &a.index)?;
+    } else {
+        ensure!(
+            rec.text_options().is_empty(),
+            "{} holds codes of documents, {} holds vectors",
+            a.index.display(),
+            path.display()
+        );
+    }
+    let signed_by = signed_by.spec()?;
+    if signed_by != spec {
+        match (spec.dim, signed_by.dim) {
+            (Some(want), Some(got)) if want != got => bail!(
+                "{} has {got} columns, the {} signer of {} was drawn for {want}",
+                path.display(),
+                spec.kind,
+                a.index.display()
+            ),
+            _ => bail!(
+                "{} signed by {}, not by the signer {} records ({rec})",
+                path.display(),
+                signed_by.kind,
+                a.index.display()
+            ),
+        }
+    }
+    Ok(Signed {
+        sigs: p.sigs,
+        record: Some(rec.clone()),
+        exact: p.exact,
+    })
+}
+
+/// Scores each query's Hamming candidates by exact cosine with the base rows and keeps the
+/// `k` highest (ties by the smaller id). Each candidate is checked against BASE: its id must
+/// be a row, and the Hamming distance of BASE's row to the query the one the index reports
+/// (BASE is what the index was built from).
+fn rerank_hits(
+    found: &[Vec<Hit>],
+    queries: &Signed,
+    base: &Signed,
+    k: usize,
+    base_path: &Path,
+) -> Result<Vec<Vec<Row>>> {
+    fn score<V: Vectors>(
+        found: &[Vec<Hit>],
+        qs: &SignatureMatrix,
+        bs: &SignatureMatrix,
+        qv: &V,
+        bv: &V,
+        k: usize,
+        base_path: &Path,
+    ) -> Result<Vec<Vec<Row>>> {
+        found
+            .par_iter()
+            .enumerate()
+            .map(|(q, hits)| {
+                let mut scored = Vec::with_capacity(hits.len());
+                for h in hits {
+                    let i = h.id as usize;
+                    ensure!(
+                        i < bs.len(),
+                        "the index holds id {}, {} has {} rows",
+                        h.id,
+                        base_path.display(),
+                        bs.len()
+                    );
+                    let d = simlsh::hamming::distance(qs.row(q), bs.row(i))?;
+                    ensure!(
+                        d == h.distance,
+                        "row {i} of {} is not the code the index stores under id {i} \
+                         (Hamming distance {d} to query {q}, the index says {}): give the \
+                         vectors the index was built from",
+                        base_path.display(),
+                        h.distance
+                    );
+                    scored.push((h.id, d, qv.cosine_with(q, bv, i)));
+                }
+                scored.sort_by(|a, b| b.2.total_cmp(&a.2).then(a.0.cmp(&b.0)));
+                scored.truncate(k);
+                Ok(scored)
+            })
+            .collect()
+    }
+    let (qs, bs) = (&queries.sigs, &base.sigs);
+    let dims = |a: usize, b: usize| -> Result<()> {
+        ensure!(
+            a == b,
+            "the queries have {a} columns, {} has {b}",
+            base_path.display()
+        );
+        Ok(())
+    };
+    match (&queries.exact, &base.exact) {
+        (Some(Exact::Dense(q)), Some(Exact::Dense(b))) => {
+            dims(q.dim(), b.dim())?;
+            score(found, qs, bs, q, b, k, base_path)
+        }
+        (Some(Exact::Sparse(q)), Some(Exact::Sparse(b))) => {
+            score(found, qs, bs, q, b, k, base_path)
+        }
+        (Some(Exact::Csr(q)), Some(Exact::Csr(b))) => {
+            dims(q.cols(), b.cols())?;
+            let (q, b) = (CsrVectors::new(q.view())?, CsrVectors::new(b.view())?);
+            score(found, qs, bs, &q, &b, k, base_path)
+        }
+        _ => bail!(
+            "the queries and {} are not vectors of one kind (both dense, both sparse, or both \
+             documents)",
+            base_path.display()
+        ),
+    }
+}
+
 fn query(a: QueryArgs, ctx: &mut Ctx) -> Result<()> {
     let outs: Vec<&Path> = a
         .out
@@ -398,32 +888,80 @@ fn query(a: QueryArgs, ctx: &mut Ctx) -> Result<()> {
         .map(PathBuf::as_path)
         .chain(ctx.stats.as_deref())
         .collect();
-    check_distinct(&[&a.index, &a.queries], &outs)?;
+    let mut ins: Vec<&Path> = vec![&a.index, &a.queries];
+    ins.extend(a.vectors.as_deref());
+    check_distinct(&ins, &outs)?;
+    if a.k == Some(0) {
+        bail!("--k must be at least 1");
+    }
+    if let (Some(m), Some(k)) = (a.rerank, a.k) {
+        ensure!(m >= k, "--rerank {m} must be at least --k {k}");
+    }
     let idx = ctx.phase("load", |_| open_index(&a.index))?;
-    let bits = index_bits(idx.as_ref(), ctx)?;
-    let queries = ctx.phase("read", |_| read_sigs(&a.queries, bits, "the index"))?;
-    let results = ctx.phase("search", |ctx| {
+    let rerank = a.rerank.is_some();
+    let queries = ctx.phase("read", |ctx| {
+        read_for_index(&a, &a.queries, idx.as_ref(), rerank, ctx)
+    })?;
+    let base = match &a.vectors {
+        Some(p) => {
+            let b = ctx.phase("read", |ctx| read_for_index(&a, p, idx.as_ref(), true, ctx))?;
+            ensure!(
+                idx.len() <= b.sigs.len(),
+                "the index holds {} codes, {} has {} rows: give the vectors the index was \
+                 built from",
+                idx.len(),
+                p.display(),
+                b.sigs.len()
+            );
+            Some(b)
+        }
+        None => None,
+    };
+    let sigs = &queries.sigs;
+    let found = ctx.phase("search", |ctx| {
         type Search<'a> = Box<dyn Fn(&[u64]) -> simlsh::Result<Vec<Vec<Hit>>> + 'a>;
         let index = idx.as_ref();
-        let search: Search = match (a.radius, a.k) {
+        let search: Search = match (a.radius, a.rerank.or(a.k)) {
             (Some(r), _) => Box::new(move |q| index.radius_batch(q, r)),
             (None, Some(k)) => Box::new(move |q| index.knn_batch(q, k)),
             (None, None) => bail!("give --radius or --k"),
         };
-        ctx.batched(queries.len(), QUERY_BATCH, "searching", |r| {
-            Ok(search(queries.slice_rows(r).as_slice())?)
+        ctx.batched(sigs.len(), QUERY_BATCH, "searching", |r| {
+            Ok(search(sigs.slice_rows(r).as_slice())?)
         })
     })?;
     let f = idx.bits() as u64;
+    let results: Vec<Vec<Row>> = match (&base, a.k) {
+        (Some(base), Some(k)) => ctx.phase("rerank", |_| {
+            rerank_hits(
+                &found,
+                &queries,
+                base,
+                k,
+                a.vectors.as_deref().unwrap_or(&a.index),
+            )
+        })?,
+        _ => found
+            .iter()
+            .map(|hits| {
+                hits.iter()
+                    .map(|h| {
+                        let c = estimate::cosine(u64::from(h.distance), f);
+                        (h.id, h.distance, c)
+                    })
+                    .collect()
+            })
+            .collect(),
+    };
     let hits: usize = results.iter().map(Vec::len).sum();
     ctx.phase("write", |_| match &a.out {
-        Some(p) => write_file(p, |w| write_hits(w, &results, f, a.format)),
-        None => to_stdout(|w| write_hits(w, &results, f, a.format)),
+        Some(p) => write_file(p, |w| write_hits(w, &results, rerank, a.format)),
+        None => to_stdout(|w| write_hits(w, &results, rerank, a.format)),
     })?;
-    ctx.record("queries", queries.len());
+    ctx.record("queries", sigs.len());
     ctx.record("hits", hits);
     if a.out.is_some() {
-        ctx.say(format!("{} queries, {hits} hits", queries.len()));
+        ctx.say(format!("{} queries, {hits} hits", sigs.len()));
     }
     Ok(())
 }
@@ -449,6 +987,11 @@ fn info(a: InfoArgs) -> Result<()> {
     out.push_str(&format!("kind\t{}\n", idx.kind()));
     out.push_str(&format!("spec\t{}\n", idx.spec()));
     out.push_str(&format!("bits\t{}\n", idx.bits()));
+    out.push_str(&format!(
+        "signer\t{}\n",
+        idx.signer()
+            .map_or_else(|| "none".to_string(), ToString::to_string)
+    ));
     out.push_str(&format!("len\t{}\n", idx.len()));
     out.push_str(&format!("bytes\t{}\n", idx.bytes()));
     out.push_str(&format!("bytes_per_code\t{per_code:.2}\n"));

@@ -85,6 +85,7 @@ impl PermutedTables {
             dead,
             main_ids: MainIds::Range(0),
             validated: false,
+            signer: None,
         })
     }
 

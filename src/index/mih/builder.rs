@@ -125,6 +125,7 @@ impl MultiIndexBuilder {
             delta_ids: Vec::new(),
             pool: Pool::default(),
             validated: true,
+            signer: None,
         };
         idx.install(Vec::new(), Vec::new());
         Ok(idx)

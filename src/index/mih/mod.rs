@@ -174,6 +174,8 @@ pub struct MultiIndex {
     pool: Pool<Scratch>,
     /// Whether the contents are known to be valid (built here, or checked).
     validated: bool,
+    /// The signer of the codes, when recorded.
+    signer: Option<crate::index::SignerRecord>,
 }
 
 impl std::fmt::Debug for MultiIndex {
@@ -650,6 +652,14 @@ impl MultiIndex {
 }
 
 impl HammingIndex for MultiIndex {
+    fn signer(&self) -> Option<&crate::index::SignerRecord> {
+        self.signer.as_ref()
+    }
+
+    fn set_signer(&mut self, signer: Option<crate::index::SignerRecord>) -> Result<()> {
+        crate::index::signer::set(&mut self.signer, self.bits, signer)
+    }
+
     fn save(&self, path: &std::path::Path) -> Result<()> {
         MultiIndex::save(self, path)
     }

@@ -131,6 +131,8 @@ pub struct PermutationIndex {
     pool: Pool<Scratch>,
     /// Whether the contents are known to be valid (built here, or checked).
     validated: bool,
+    /// The signer of the codes, when recorded.
+    signer: Option<crate::index::SignerRecord>,
 }
 
 impl std::fmt::Debug for PermutationIndex {
@@ -207,6 +209,7 @@ impl PermutationIndex {
             n_dead: 0,
             pool: Pool::default(),
             validated: true,
+            signer: None,
         }
     }
 
@@ -292,6 +295,7 @@ impl PermutationIndex {
             n_dead: 0,
             pool: Pool::default(),
             validated: false,
+            signer: None,
         })
     }
 
@@ -528,6 +532,14 @@ impl PermutationIndex {
 }
 
 impl HammingIndex for PermutationIndex {
+    fn signer(&self) -> Option<&crate::index::SignerRecord> {
+        self.signer.as_ref()
+    }
+
+    fn set_signer(&mut self, signer: Option<crate::index::SignerRecord>) -> Result<()> {
+        crate::index::signer::set(&mut self.signer, self.bits, signer)
+    }
+
     fn save(&self, path: &std::path::Path) -> Result<()> {
         PermutationIndex::save(self, path)
     }
