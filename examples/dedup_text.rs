@@ -115,7 +115,7 @@ fn report(name: &str, docs: &[String], found: &[Pair], reference: &BTreeSet<(u32
         .filter(|p| docs[p.i as usize] == docs[p.j as usize])
         .count();
     println!(
-        "  {name:<34} {:>5} pairs: {exact:>4} identical poems, {near:>3}/{} reference near duplicates",
+        "  {name:<36} {:>5} pairs: {exact:>4} identical poems, {near:>3}/{} reference near duplicates",
         found.len(),
         reference.len()
     );

@@ -54,7 +54,8 @@ pub struct Ctx {
     pub quiet: bool,
     pub stats: Option<PathBuf>,
     start: Instant,
-    phases: Vec<(String, f64)>,
+    /// Per phase: its name, wall-clock seconds and CPU seconds of the process's threads.
+    phases: Vec<(String, f64, Option<f64>)>,
     values: BTreeMap<String, Value>,
 }
 
@@ -87,10 +88,13 @@ impl Ctx {
 
     /// Runs `f` as a named phase, timed for `--stats`.
     pub fn phase<T>(&mut self, name: &str, f: impl FnOnce(&mut Self) -> Result<T>) -> Result<T> {
-        let t = Instant::now();
+        let (t, cpu) = (Instant::now(), process_cpu_ns());
         let r = f(self)?;
+        let cpu = cpu
+            .zip(process_cpu_ns())
+            .map(|(a, b)| b.saturating_sub(a) as f64 * 1e-9);
         self.phases
-            .push((name.to_string(), t.elapsed().as_secs_f64()));
+            .push((name.to_string(), t.elapsed().as_secs_f64(), cpu));
         Ok(r)
     }
 
@@ -175,11 +179,17 @@ impl Ctx {
             let phases: serde_json::Map<String, Value> = self
                 .phases
                 .iter()
-                .map(|(k, v)| (k.clone(), json!(v)))
+                .map(|(k, v, _)| (k.clone(), json!(v)))
+                .collect();
+            let cpu: serde_json::Map<String, Value> = self
+                .phases
+                .iter()
+                .filter_map(|(k, _, c)| Some((k.clone(), json!((*c)?))))
                 .collect();
             let doc = json!({
                 "seconds_total": self.start.elapsed().as_secs_f64(),
                 "phases_seconds": phases,
+                "phases_cpu_seconds": cpu,
                 "values": self.values,
                 "peak_rss_bytes": peak_rss(),
                 "threads": rayon::current_num_threads(),
@@ -240,6 +250,20 @@ pub fn to_stdout(body: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> Re
 /// Writes one line to standard output, as [`to_stdout`].
 pub fn print_line(line: impl std::fmt::Display) -> Result<()> {
     to_stdout(|w| writeln!(w, "{line}"))
+}
+
+/// CPU time of this process's live threads in nanoseconds (Linux
+/// `/proc/self/task/*/schedstat`), if known: the measure of a phase on a machine shared with
+/// other jobs, which inflate wall-clock time. Threads that ended are not counted (the
+/// thread pool's workers live as long as the process).
+pub fn process_cpu_ns() -> Option<u64> {
+    let tasks = std::fs::read_dir("/proc/self/task").ok()?;
+    // A thread that ends while this reads is skipped.
+    let thread = |t: std::fs::DirEntry| -> Option<u64> {
+        let s = std::fs::read_to_string(t.path().join("schedstat")).ok()?;
+        s.split_whitespace().next()?.parse().ok()
+    };
+    Some(tasks.filter_map(|t| thread(t.ok()?)).sum())
 }
 
 /// Peak resident memory of this process (Linux `VmHWM`), if known.

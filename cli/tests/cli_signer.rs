@@ -56,6 +56,14 @@ fn sign(
         .to_vec();
     let doc: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
+    // Every timed phase also has its CPU time (Linux).
+    let wall = doc["phases_seconds"].as_object().unwrap();
+    let cpu = doc["phases_cpu_seconds"].as_object().unwrap();
+    assert!(wall.contains_key("sign"));
+    assert_eq!(
+        wall.keys().collect::<Vec<_>>(),
+        cpu.keys().collect::<Vec<_>>()
+    );
     (
         sigs,
         doc["values"].clone(),
