@@ -356,9 +356,10 @@ pub fn signer_help() -> String {
     let mut h = String::from(
         "The signer: KIND or KIND:key=value,... (parameters left out take their defaults; \
          `hashing` is short for `hashing-trick`).\n\n\
-         Default: hashed-gaussian for sparse vectors and text (unbiased when a few features \
-         dominate a row, where the ±1 columns of hashing-trick over-collide), hashing-trick for \
-         dense vectors. very-sparse on sparse vectors takes nnz from the input's mean row \
+         Default: hashed-gaussian for sparse vectors, text and dense vectors alike (unbiased \
+         when a few features dominate a row, where the ±1 columns of hashing-trick \
+         over-collide; on the bundled GloVe vectors at 256 bits, recall@10 0.58 against \
+         0.55). very-sparse on sparse vectors takes nnz from the input's mean row \
          length unless density or nnz is given.\n",
     );
     for k in simlsh::signers::kinds() {
@@ -390,9 +391,11 @@ fn parse_signer(s: &str) -> std::result::Result<SignerKind, String> {
 /// of the hashing trick do not), at about 1.4× its cost per nonzero.
 pub const DEFAULT_SIGNER_SPARSE: SignerKind = SignerKind::HashedGaussian;
 
-/// The signer used without `--signer` on dense vectors: the hashing trick (no coordinate of
-/// a dense row dominates, and `±1` columns are the cheapest).
-pub const DEFAULT_SIGNER_DENSE: SignerKind = SignerKind::HashingTrick;
+/// The signer used without `--signer` on dense vectors: also the hashed Gaussian signer. Dense
+/// embeddings have heavy coordinates too: on the bundled GloVe vectors (10,000 × 50, f = 256,
+/// four seeds) its recall@10 is 0.575–0.586 against 0.546–0.568 for the hashing trick, its
+/// mean cosine error 0.072–0.075 against 0.075–0.077.
+pub const DEFAULT_SIGNER_DENSE: SignerKind = SignerKind::HashedGaussian;
 
 /// What is signed, as far as the choice of signer goes.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -427,8 +430,8 @@ impl InputShape {
 /// Signer options shared by the subcommands that sign.
 #[derive(Args, Clone, Debug)]
 pub struct SignerArgs {
-    /// The signer: KIND or KIND:key=value,... (default: hashed-gaussian for sparse vectors and
-    /// text, hashing-trick for dense vectors; see --help).
+    /// The signer: KIND or KIND:key=value,... (default: hashed-gaussian for sparse vectors,
+    /// text and dense vectors alike; see --help).
     #[arg(long, value_parser = parse_signer, long_help = signer_help())]
     pub signer: Option<SignerKind>,
 }

@@ -1,6 +1,6 @@
 //! The CLI's choice of signer and text weighting, checked against the library: the default
-//! signer of each input shape (hashed Gaussian for sparse vectors and text, the hashing trick
-//! for dense vectors), `--signer hashing`, the very sparse signer's density taken from the
+//! signer of each input shape (hashed Gaussian for sparse vectors, text and dense vectors),
+//! `--signer hashing`, the very sparse signer's density taken from the
 //! input's row length (or a warning), and jieba's keyword weights (`--weighting jieba`).
 
 use std::path::{Path, PathBuf};
@@ -103,7 +103,7 @@ fn read_sparse(path: &Path) -> simlsh::io::Csr {
 }
 
 #[test]
-fn the_default_signer_is_hashed_gaussian_for_sparse_rows_and_hashing_for_dense_ones() {
+fn the_default_signer_is_hashed_gaussian_for_sparse_and_dense_rows() {
     // Sparse rows: the hashed Gaussian signer, and --stats says it was the default.
     let svm = sparse_file("default.svm", 300, 50_000, 1);
     let m = read_sparse(&svm);
@@ -135,7 +135,7 @@ fn the_default_signer_is_hashed_gaussian_for_sparse_rows_and_hashing_for_dense_o
         ht.sign_csr(m.view()).unwrap().as_slice()
     );
 
-    // Dense rows keep the hashing trick; a signature file records the signer used.
+    // Dense rows too; a signature file records the signer used.
     let out = tmp("glove.simlsh");
     ok(&simlsh()
         .args(["sign", GLOVE])
@@ -144,7 +144,7 @@ fn the_default_signer_is_hashed_gaussian_for_sparse_rows_and_hashing_for_dense_o
         .output()
         .unwrap());
     let f = simlsh::io::load_signatures(&out).unwrap();
-    assert_eq!(f.params["signer.kind"], "hashing-trick");
+    assert_eq!(f.params["signer.kind"], "hashed-gaussian");
     let x = match read_vectors(
         Path::new(GLOVE),
         InputFormat::Fvecs,
@@ -156,10 +156,10 @@ fn the_default_signer_is_hashed_gaussian_for_sparse_rows_and_hashing_for_dense_o
         Vectors::Dense(x) => x,
         Vectors::Sparse(_) => panic!("dense expected"),
     };
-    let ht = HashingTrick::builder().bits(64).seed(0).build().unwrap();
+    let hg = HashedGaussian::builder().bits(64).seed(0).build().unwrap();
     assert_eq!(
         f.matrix.as_slice(),
-        ht.sign_dense(&x.view()).unwrap().as_slice()
+        hg.sign_dense(&x.view()).unwrap().as_slice()
     );
 }
 
@@ -201,8 +201,7 @@ fn help_names_the_defaults_and_the_jieba_weighting() {
     for cmd in ["sign", "dedup", "knn", "cluster"] {
         let help = ok(&simlsh().args([cmd, "--help"]).output().unwrap());
         assert!(
-            help.contains("hashed-gaussian for sparse vectors and")
-                && help.contains("hashing-trick for dense vectors"),
+            help.contains("Default: hashed-gaussian for sparse vectors, text and dense vectors"),
             "{cmd}: {help}"
         );
         assert!(help.contains("jieba.analyse.extract_tags"), "{cmd}: {help}");
