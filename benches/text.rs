@@ -3,9 +3,12 @@
 //! - `song/…`: the 254,248 Song poems of `../shared/datasets/chinese-poetry-tang-song/`
 //!   (field `text`; the bundled 3,500 poems when that file is absent, or the JSON Lines file
 //!   named by `SIMLSH_TEXT_BENCH_FILE`, gzipped or not): character bigrams (`Mode::Chars`,
-//!   `ngram(2)`) with TF-IDF at f = 256 (`chars2/sign`, throughput in bigrams), the IDF pass
-//!   over the same tokens (`chars2/idf`), and jieba words (`Mode::Cjk`) with TF-IDF at
-//!   f = 256 (`cjk/sign`, throughput in words).
+//!   `ngram(2)`) with TF-IDF at f = 256, signed by the hashed Gaussian signer (the command
+//!   line's default for text, `chars2/sign/hashed-gaussian`) and by the hashing trick
+//!   (`chars2/sign/hashing-trick`), throughput in bigrams; the IDF pass over the same tokens
+//!   (`chars2/idf`); jieba words (`Mode::Cjk`) with TF-IDF (`cjk/sign/…`, throughput in
+//!   words) and with jieba's own keyword weights (`jieba/sign/…`, `Weighting::JiebaKeywords`,
+//!   the command line's `--weighting jieba`), f = 256, hashed Gaussian.
 //! - `long-line/…`: one document made of the first poems joined into a single line of
 //!   growing length, character bigrams, TF at f = 64: the time per character stays flat.
 //!
@@ -16,7 +19,8 @@ use std::path::{Path, PathBuf};
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use simlsh::HashingTrick;
-use simlsh::text::{Idf, Mode, Tokenizer};
+use simlsh::signers::{AnySigner, HashedGaussian};
+use simlsh::text::{Idf, Mode, Tokenizer, Weighting};
 use std::hint::black_box;
 
 fn one_thread<R: Send>(f: impl FnOnce() -> R + Send) -> R {
@@ -64,7 +68,18 @@ fn bench_song(c: &mut Criterion) {
     let path = corpus_path();
     let docs = poems(&path);
     eprintln!("{}: {} documents", path.display(), docs.len());
-    let signer = HashingTrick::builder().bits(256).seed(1).build().unwrap();
+    let hg: AnySigner = HashedGaussian::builder()
+        .bits(256)
+        .seed(1)
+        .build()
+        .unwrap()
+        .into();
+    let ht: AnySigner = HashingTrick::builder()
+        .bits(256)
+        .seed(1)
+        .build()
+        .unwrap()
+        .into();
     let mut g = c.benchmark_group("song");
     g.sample_size(10);
     for (name, mode, n) in [("chars2", Mode::Chars, 2), ("cjk", Mode::Cjk, 1)] {
@@ -78,9 +93,26 @@ fn bench_song(c: &mut Criterion) {
         }
         let idf = one_thread(|| Idf::fit(&plain, &docs));
         let tok = plain.to_builder().idf(idf).build().unwrap();
-        g.bench_function(format!("{name}/sign"), |b| {
-            b.iter(|| one_thread(|| black_box(tok.sign_corpus(&signer, &docs).unwrap())))
-        });
+        let signers: &[(&str, &AnySigner)] = if name == "chars2" {
+            &[("hashed-gaussian", &hg), ("hashing-trick", &ht)]
+        } else {
+            &[("hashed-gaussian", &hg)]
+        };
+        for (s, signer) in signers {
+            g.bench_function(format!("{name}/sign/{s}"), |b| {
+                b.iter(|| one_thread(|| black_box(tok.sign_corpus(*signer, &docs).unwrap())))
+            });
+        }
+        if mode == Mode::Cjk {
+            let jieba = plain
+                .to_builder()
+                .weighting(Weighting::JiebaKeywords)
+                .build()
+                .unwrap();
+            g.bench_function("jieba/sign/hashed-gaussian", |b| {
+                b.iter(|| one_thread(|| black_box(jieba.sign_corpus(&hg, &docs).unwrap())))
+            });
+        }
     }
     g.finish();
 }

@@ -1,5 +1,6 @@
 //! Near-duplicate text at 64 bits, in English and Chinese, with the classic pipeline: segment,
-//! weight, 64-bit simhash (hashing trick), all pairs within Hamming distance 3. Documents
+//! weight, 64-bit simhash (the hashing trick; on the poems also the hashed Gaussian signer,
+//! the command line's default for text), all pairs within Hamming distance 3. Documents
 //! without features (empty, punctuation or stop words only) have the all-zero signature and
 //! are left out of the pairs.
 //!
@@ -7,12 +8,13 @@
 //! near duplicates (pairs with the same first clause, up to the first `，`, `。` or line
 //! break, and different text): jieba words with TF-IDF fitted on the poems, jieba's own
 //! keyword weights (its bundled IDF table and stop words, `Weighting::JiebaKeywords`), and
-//! character bigrams with TF-IDF, each keeping the 20 heaviest features.
+//! character bigrams with TF-IDF, each keeping the 20 heaviest features, each signed by both
+//! signers.
 //!
 //! `cargo run --release --example dedup_text [-- PYTHON_TAGS.jsonl]`
 //!
 //! With a file of Python jieba keywords (one JSON list of `[word, weight]` per poem, in file
-//! order), it also signs those with the same signer and reports how many of the reference
+//! order), it also signs those with the same signers and reports how many of the reference
 //! pairs they find and how often the two keyword sets agree. The file is written by
 //!
 //! ```text
@@ -29,6 +31,7 @@ use anyhow::{Context, Result};
 use simlsh::io::documents::{TextOptions, read_documents};
 use simlsh::io::input::InputFormat;
 use simlsh::join::Pair;
+use simlsh::signers::{AnySigner, HashedGaussian};
 use simlsh::text::{Idf, Mode, SignOptions, Tokenizer, Weighting};
 use simlsh::{HashingTrick, SignatureMatrix, Signer, estimate, join};
 
@@ -112,7 +115,7 @@ fn report(name: &str, docs: &[String], found: &[Pair], reference: &BTreeSet<(u32
         .filter(|p| docs[p.i as usize] == docs[p.j as usize])
         .count();
     println!(
-        "  {name:<34} {:>5} pairs: {exact:>4} identical poems, {near:>3}/{} reference near duplicates",
+        "  {name:<36} {:>5} pairs: {exact:>4} identical poems, {near:>3}/{} reference near duplicates",
         found.len(),
         reference.len()
     );
@@ -127,7 +130,16 @@ fn chinese(python_tags: Option<&str>) -> Result<()> {
         docs.len(),
         reference.len()
     );
-    let signer = HashingTrick::builder().bits(64).seed(1).build()?;
+    let signers: [(&str, AnySigner); 2] = [
+        (
+            "hashing-trick",
+            HashingTrick::builder().bits(64).seed(1).build()?.into(),
+        ),
+        (
+            "hashed-gaussian",
+            HashedGaussian::builder().bits(64).seed(1).build()?.into(),
+        ),
+    ];
     let top = Some(20);
     let cjk = Tokenizer::builder().mode(Mode::Cjk).build()?;
     let bigrams = Tokenizer::builder().mode(Mode::Chars).ngram(2).build()?;
@@ -154,15 +166,18 @@ fn chinese(python_tags: Option<&str>) -> Result<()> {
                 .build()?,
         ),
     ];
-    for (name, tok) in &pipelines {
-        let c = tok.sign_corpus_with(&signer, &docs, SignOptions::default())?;
-        let featureless: Vec<bool> = c.features.iter().map(|&n| n == 0).collect();
-        report(
-            name,
-            &docs,
-            &pairs(&c.signatures, &featureless)?,
-            &reference,
-        );
+    for (signer_name, signer) in &signers {
+        println!(" {signer_name}:");
+        for (name, tok) in &pipelines {
+            let c = tok.sign_corpus_with(signer, &docs, SignOptions::default())?;
+            let featureless: Vec<bool> = c.features.iter().map(|&n| n == 0).collect();
+            report(
+                name,
+                &docs,
+                &pairs(&c.signatures, &featureless)?,
+                &reference,
+            );
+        }
     }
     let Some(tags) = python_tags else {
         return Ok(());
@@ -179,14 +194,24 @@ fn chinese(python_tags: Option<&str>) -> Result<()> {
         lists.len() == docs.len(),
         "{tags}: one line per poem expected"
     );
-    let mut sigs = SignatureMatrix::new(64)?;
-    let mut featureless = Vec::new();
+    let featureless: Vec<bool> = lists.iter().map(Vec::is_empty).collect();
+    for (signer_name, signer) in &signers {
+        let mut sigs = SignatureMatrix::new(64)?;
+        for list in &lists {
+            let words: Vec<&str> = list.iter().map(|(w, _)| w.as_str()).collect();
+            let weights: Vec<f32> = list.iter().map(|&(_, x)| x).collect();
+            sigs.push(&signer.sign_tokens(&words, &weights)?)?;
+        }
+        report(
+            &format!("Python extract_tags, {signer_name}"),
+            &docs,
+            &pairs(&sigs, &featureless)?,
+            &reference,
+        );
+    }
     let (mut same, mut jaccard) = (0usize, 0f64);
     for (d, list) in docs.iter().zip(&lists) {
         let words: Vec<&str> = list.iter().map(|(w, _)| w.as_str()).collect();
-        let weights: Vec<f32> = list.iter().map(|&(_, x)| x).collect();
-        sigs.push(&signer.sign_tokens(&words, &weights)?)?;
-        featureless.push(list.is_empty());
         let ours: BTreeSet<String> = keywords.features(d).tokens.into_iter().collect();
         let theirs: BTreeSet<String> = words.iter().map(|w| w.to_string()).collect();
         same += usize::from(ours == theirs);
@@ -197,12 +222,6 @@ fn chinese(python_tags: Option<&str>) -> Result<()> {
             ours.intersection(&theirs).count() as f64 / union as f64
         };
     }
-    report(
-        "Python jieba.analyse.extract_tags",
-        &docs,
-        &pairs(&sigs, &featureless)?,
-        &reference,
-    );
     println!(
         "  keyword sets, JiebaKeywords against Python: identical for {same} of {} poems, mean Jaccard {:.4}",
         docs.len(),

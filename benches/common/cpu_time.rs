@@ -9,7 +9,7 @@ pub struct CpuTime;
 
 static WALL: WallTime = WallTime;
 
-fn thread_cpu_ns() -> u64 {
+pub fn thread_cpu_ns() -> u64 {
     std::fs::read_to_string("/proc/thread-self/schedstat")
         .ok()
         .and_then(|s| s.split_whitespace().next()?.parse().ok())

@@ -11,7 +11,7 @@ use simlsh::text::SignOptions;
 use simlsh::verify::{DenseVectors, SparseVectors};
 
 use crate::cmd::sign::{self, InputArgs};
-use crate::common::{Ctx, SignerArgs, read_codes};
+use crate::common::{Ctx, InputShape, SignerArgs, read_codes};
 use crate::parquet::Table;
 
 /// The input vectors, for exact cosines.
@@ -88,6 +88,8 @@ pub struct Prepared {
     pub signer: String,
     /// The signer's parameters, when the input was signed here.
     pub info: Option<simlsh::signers::SignerInfo>,
+    /// Where the signer came from (`--signer`, `default for text`, …), when signed here.
+    pub origin: Option<String>,
 }
 
 impl Prepared {
@@ -178,6 +180,7 @@ fn codes(sigs: SignatureMatrix, signer: String, ctx: &mut Ctx) -> Prepared {
         texts: None,
         signer,
         info: None,
+        origin: None,
     }
 }
 
@@ -227,9 +230,15 @@ fn prepare_vectors(
     vectors: bool,
     ctx: &mut Ctx,
 ) -> Result<Prepared> {
-    let signer = ctx.phase("signer", |ctx| {
-        s.build(Some(v.cols() as u64), ctx.bits(), ctx.seed)
-    })?;
+    let dim = v.cols() as u64;
+    let shape = match &v {
+        InputVectors::Dense(_) => InputShape::Dense { dim },
+        InputVectors::Sparse(m) => InputShape::Sparse {
+            dim,
+            mean_nnz: m.nnz() as f64 / m.rows().max(1) as f64,
+        },
+    };
+    let signer = ctx.phase("signer", |ctx| s.build_for(shape, ctx))?;
     let sigs = ctx
         .phase("sign", |ctx| sign::sign_vectors(&v, &signer, ctx))
         .with_context(|| format!("signing {}", a.input.display()))?;
@@ -255,6 +264,7 @@ fn prepare_vectors(
         texts: None,
         signer: info.kind.to_string(),
         info: Some(info),
+        origin: Some(s.origin(shape)),
     })
 }
 
@@ -289,7 +299,7 @@ fn prepare_texts(
 ) -> Result<Prepared> {
     let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
     let tokenizer = sign::tokenizer(&a.text, &refs, ctx)?;
-    let signer = s.build(None, ctx.bits(), ctx.seed)?;
+    let signer = s.build_for(InputShape::Text, ctx)?;
     let corpus = sign::sign_corpus(
         &tokenizer,
         &signer,
@@ -315,5 +325,6 @@ fn prepare_texts(
         texts: Some(texts),
         signer: info.kind.to_string(),
         info: Some(info),
+        origin: Some(s.origin(InputShape::Text)),
     })
 }

@@ -1,8 +1,9 @@
 //! The `simlsh` binary end to end: outputs checked against the library's results, bad input
 //! reported with file and line, outputs written atomically and never over the input.
 
+use simlsh::join;
+use simlsh::signers::HashedGaussian;
 use simlsh::text::{Idf, Mode, SignOptions, Tokenizer};
-use simlsh::{HashingTrick, join};
 
 mod cli_common;
 use cli_common::{ok, simlsh};
@@ -48,7 +49,8 @@ fn dedup_on_the_bundled_poems_matches_the_library() {
         .idf(idf)
         .build()
         .unwrap();
-    let signer = HashingTrick::builder().bits(64).seed(0).build().unwrap();
+    // The CLI's default signer for text.
+    let signer = HashedGaussian::builder().bits(64).seed(0).build().unwrap();
     let corpus = tok
         .sign_corpus_with(&signer, &texts, SignOptions::default())
         .unwrap();

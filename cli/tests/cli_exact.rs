@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use ndarray::Array2;
 use rand::{RngExt, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
-use simlsh::HashingTrick;
+use simlsh::signers::HashedGaussian;
 use simlsh::text::{Idf, Mode, SignOptions, Tokenizer};
 use simlsh::verify::{DenseVectors, SparseVectors, Vectors};
 
@@ -67,7 +67,8 @@ fn oracle_vectors(docs: &[String]) -> SparseVectors {
         .idf(idf)
         .build()
         .unwrap();
-    let signer = HashingTrick::builder().bits(64).build().unwrap();
+    // The CLI's default signer for text (the rows do not depend on it).
+    let signer = HashedGaussian::builder().bits(64).build().unwrap();
     let corpus = tok
         .sign_corpus_with(&signer, docs, SignOptions::default().rows(true))
         .unwrap();

@@ -11,7 +11,7 @@ use rand::{RngExt, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use simlsh::io::{InputFormat, VectorOptions, Vectors, read_vectors};
 use simlsh::join::{clusters, self_join};
-use simlsh::signers::{AnySigner, Distribution};
+use simlsh::signers::{AnySigner, Distribution, HashedGaussian};
 use simlsh::text::{Tokenizer, Weighting};
 use simlsh::{HammingIndex, HashingTrick, HyperplaneSigner, LinearScan, SignatureMatrix, Signer};
 
@@ -202,7 +202,8 @@ fn sign_reads_sparse_and_text_inputs() {
         .weighting(Weighting::Binary)
         .build()
         .unwrap();
-    let signer = HashingTrick::builder().bits(64).seed(0).build().unwrap();
+    // The CLI's default signer for text.
+    let signer = HashedGaussian::builder().bits(64).seed(0).build().unwrap();
     let want = tok.sign_corpus(&signer, &docs).unwrap();
     let got = simlsh::io::read_signatures_npy(&out, Some(64)).unwrap();
     assert_eq!(got.as_slice(), want.as_slice());

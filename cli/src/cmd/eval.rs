@@ -93,9 +93,12 @@ pub fn run(a: Args, ctx: &mut Ctx) -> Result<()> {
             a.input.display()
         );
     }
-    let signer = a
-        .signer
-        .build(Some(x.ncols() as u64), ctx.bits(), ctx.seed)?;
+    let signer = a.signer.build_for(
+        crate::common::InputShape::Dense {
+            dim: x.ncols() as u64,
+        },
+        ctx,
+    )?;
     let sigs = ctx.phase("sign", |ctx| super::sign::sign_dense(&x, &signer, ctx))?;
     let bits = sigs.bits() as u64;
 

@@ -20,7 +20,8 @@ use crate::common::{Ctx, SignerArgs, check_paths};
 const EXAMPLE: &str = "Examples:
   simlsh sign datasets/glove-6B-50d-10k/vectors.fvecs glove.npy --signer gaussian --bits 256
   simlsh sign datasets/glove-6B-50d-10k/vectors.fvecs glove.simlsh --signer super-bit
-  simlsh sign datasets/healthtweets-10k/healthtweets-10k.csv tweets.npy --ngram 2 --top-k 20";
+  simlsh sign datasets/healthtweets-10k/healthtweets-10k.csv tweets.npy --ngram 2 --top-k 20
+  simlsh sign datasets/chinese-poetry-3k/poems.jsonl poems.npy --weighting jieba --top-k 20";
 
 /// Signs every vector (npy, npz, svmlight, mtx, fvecs/ivecs/bvecs) or document (text, jsonl,
 /// csv, tsv) of INPUT and writes the signatures: a `.npy` array of uint64 words (N × words),
@@ -79,16 +80,21 @@ pub struct TextArgs {
     /// Text input: JSON field or CSV column holding the text.
     #[arg(long, default_value = "text")]
     pub field: String,
-    /// Text input: tokenizer: words (UAX #29), cjk (jieba), auto (jieba for Han runs), chars.
-    #[arg(long, default_value = "auto")]
-    pub mode: Mode,
+    /// Text input: tokenizer: words (UAX #29), cjk (jieba), auto (jieba for Han runs), chars
+    /// [default: auto; cjk with --weighting jieba].
+    #[arg(long)]
+    pub mode: Option<Mode>,
     /// Text input: shingles of n units (words or characters).
     #[arg(long, default_value_t = 1)]
     pub ngram: usize,
-    /// Text input: feature weights.
+    /// Text input: feature weights: binary (1), tf (count), tfidf (count × IDF fitted on the
+    /// input, or --idf), jieba (jieba's own keyword weights: its bundled IDF table and stop
+    /// words, as Python's `jieba.analyse.extract_tags`; mode cjk, words of one character
+    /// dropped).
     #[arg(long, value_enum, default_value = "tfidf")]
     pub weighting: WeightingArg,
-    /// Text input: keep only the K heaviest features of each document.
+    /// Text input: keep only the K heaviest features of each document (with --weighting
+    /// jieba: `extract_tags`'s topK).
     #[arg(long)]
     pub top_k: Option<usize>,
     /// Text input: stop words, `english` (a built-in list) or a file of words, one per line.
@@ -110,14 +116,30 @@ pub fn tokenizer(t: &TextArgs, texts: &[&str], ctx: &mut Ctx) -> Result<Tokenize
         Some("english") => StopWords::english(),
         Some(file) => StopWords::from_file(Path::new(file))?,
     };
+    let jieba = matches!(t.weighting, WeightingArg::Jieba);
+    if !matches!(t.weighting, WeightingArg::Tfidf) {
+        for (given, flag) in [(&t.idf, "--idf"), (&t.save_idf, "--save-idf")] {
+            anyhow::ensure!(
+                given.is_none(),
+                "{flag} applies to --weighting tfidf, not {}",
+                t.weighting.name()
+            );
+        }
+    }
+    let mode = t.mode.unwrap_or(if jieba { Mode::Cjk } else { Mode::Auto });
+    anyhow::ensure!(
+        !jieba || (mode == Mode::Cjk && t.ngram == 1),
+        "--weighting jieba weighs jieba's words: it needs --mode cjk (its default) and --ngram 1"
+    );
     let b = Tokenizer::builder()
-        .mode(t.mode)
+        .mode(mode)
         .ngram(t.ngram)
         .stop_words(stop)
         .top_k(t.top_k);
     let b = match t.weighting {
         WeightingArg::Binary => b.weighting(Weighting::Binary),
         WeightingArg::Tf => b.weighting(Weighting::Tf),
+        WeightingArg::Jieba => b.weighting(Weighting::JiebaKeywords),
         WeightingArg::Tfidf => {
             let idf = match &t.idf {
                 Some(p) => Idf::load(p)?,
@@ -244,9 +266,26 @@ fn shift_rows(e: simlsh::Error, lo: usize) -> simlsh::Error {
 /// Feature weights.
 #[derive(ValueEnum, Clone, Copy, Debug)]
 pub enum WeightingArg {
+    /// 1 per distinct feature.
     Binary,
+    /// The feature's count.
     Tf,
+    /// Count × IDF (fitted on the input, or --idf).
     Tfidf,
+    /// jieba's keyword weights (its IDF table and stop words; mode cjk).
+    Jieba,
+}
+
+impl WeightingArg {
+    /// The name on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            WeightingArg::Binary => "binary",
+            WeightingArg::Tf => "tf",
+            WeightingArg::Tfidf => "tfidf",
+            WeightingArg::Jieba => "jieba",
+        }
+    }
 }
 
 /// Format of `path`: `explicit`, else from the extension.
@@ -322,12 +361,16 @@ pub fn run(mut a: Args, ctx: &mut Ctx) -> Result<()> {
         .with_context(|| format!("writing {}", a.out.display()))
     })?;
     ctx.say(format!(
-        "signed {} rows of {} into {} (f = {}, signer {})",
+        "signed {} rows of {} into {} (f = {}, signer {}{})",
         sigs.len(),
         a.input.input.display(),
         a.out.display(),
         sigs.bits(),
-        info.kind
+        info.kind,
+        match p.origin.as_deref() {
+            Some(o) if o.starts_with("default") => format!(", the {o}"),
+            _ => String::new(),
+        }
     ));
     Ok(())
 }
