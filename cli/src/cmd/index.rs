@@ -382,7 +382,7 @@ fn record_text(rec: SignerRecord, t: &TextArgs) -> Result<SignerRecord> {
             .to_string())
     };
     let mut rec = rec
-        .text_option("mode", format!("{:?}", t.mode).to_lowercase())?
+        .text_option("mode", format!("{:?}", t.resolved_mode()).to_lowercase())?
         .text_option("ngram", t.ngram)?
         .text_option("weighting", weighting_name(t.weighting))?;
     if let Some(k) = t.top_k {
@@ -424,6 +424,7 @@ fn text_args(rec: &SignerRecord, field: &str, index: &Path) -> Result<TextArgs> 
         "binary" => WeightingArg::Binary,
         "tf" => WeightingArg::Tf,
         "tfidf" => WeightingArg::Tfidf,
+        "jieba" => WeightingArg::Jieba,
         v => return Err(bad("weighting", v)),
     };
     let idf = match (weighting, get("idf")) {
@@ -438,8 +439,8 @@ fn text_args(rec: &SignerRecord, field: &str, index: &Path) -> Result<TextArgs> 
     Ok(TextArgs {
         field: field.to_string(),
         mode: match get("mode") {
-            Some(m) => m.parse::<Mode>().map_err(|_| bad("mode", m))?,
-            None => Mode::default(),
+            Some(m) => Some(m.parse::<Mode>().map_err(|_| bad("mode", m))?),
+            None => None,
         },
         ngram: match get("ngram") {
             Some(n) => n.parse().map_err(|_| bad("ngram", n))?,
@@ -455,11 +456,11 @@ fn text_args(rec: &SignerRecord, field: &str, index: &Path) -> Result<TextArgs> 
     })
 }
 
-/// Signs vectors or documents with `kind` at the width and seed of `spec` (the global
+/// Signs vectors or documents with `kind` (`None`: the default for the input) at the width and seed of `spec` (the global
 /// `--bits` and `--seed` when building), keeping the vectors when asked.
 fn sign_input(
     input: &InputArgs,
-    kind: SignerKind,
+    kind: Option<SignerKind>,
     width_seed: Option<(usize, u64)>,
     vectors: bool,
     ctx: &mut Ctx,
@@ -502,8 +503,7 @@ fn build(mut a: BuildArgs, ctx: &mut Ctx) -> Result<()> {
             (s.sigs, s.record)
         }
         None => {
-            let kind = a.signer.clone().unwrap_or_default();
-            let (p, rec) = sign_input(&a.input, kind, None, false, ctx)?;
+            let (p, rec) = sign_input(&a.input, a.signer.clone(), None, false, ctx)?;
             let rec = match &p.texts {
                 Some(_) => record_text(rec, &a.input.text)?,
                 None => rec,
@@ -689,7 +689,7 @@ fn query_input(a: &QueryArgs, path: &Path, rec: Option<&SignerRecord>) -> Result
         // Not documents, or documents the index cannot sign (an error once known).
         None => TextArgs {
             field: a.field.clone(),
-            mode: Mode::default(),
+            mode: None,
             ngram: 1,
             weighting: WeightingArg::Binary,
             top_k: None,
@@ -760,7 +760,7 @@ fn read_for_index(
     }
     let (p, signed_by) = sign_input(
         &input,
-        spec.kind.clone(),
+        Some(spec.kind.clone()),
         Some((spec.bits, spec.seed)),
         vectors,
         ctx,

@@ -126,7 +126,7 @@ pub fn tokenizer(t: &TextArgs, texts: &[&str], ctx: &mut Ctx) -> Result<Tokenize
             );
         }
     }
-    let mode = t.mode.unwrap_or(if jieba { Mode::Cjk } else { Mode::Auto });
+    let mode = t.resolved_mode();
     anyhow::ensure!(
         !jieba || (mode == Mode::Cjk && t.ngram == 1),
         "--weighting jieba weighs jieba's words: it needs --mode cjk (its default) and --ngram 1"
@@ -274,6 +274,19 @@ pub enum WeightingArg {
     Tfidf,
     /// jieba's keyword weights (its IDF table and stop words; mode cjk).
     Jieba,
+}
+
+impl TextArgs {
+    /// The tokenizer mode: `--mode`, else `cjk` for jieba's keyword weights and `auto`
+    /// otherwise.
+    pub fn resolved_mode(&self) -> Mode {
+        self.mode
+            .unwrap_or(if matches!(self.weighting, WeightingArg::Jieba) {
+                Mode::Cjk
+            } else {
+                Mode::Auto
+            })
+    }
 }
 
 impl WeightingArg {
