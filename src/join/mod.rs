@@ -18,10 +18,10 @@ pub use banded::{
     BandStats, Banding, BandingBuilder, CandidateSample, CappedGroup, DEFAULT_MAX_GROUP, IdPair,
     band_partition, banded_join, banded_join_each, sample_candidates,
 };
-pub use tables::{TableKeys, TableKeysBuilder, table_partition};
 pub use graph::{
     LeaderOrder, UnionFind, clusters, knn_graph, knn_graph_rows, knn_graph_with, leader_clusters,
 };
+pub use tables::{TableKeys, TableKeysBuilder, table_partition};
 
 use rayon::prelude::*;
 

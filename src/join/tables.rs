@@ -239,9 +239,7 @@ impl TableKeys {
             self.agree_before(t, a, b, |_| true).is_some()
         } else {
             self.agree_before(t, a, b, |s| {
-                capped
-                    .binary_search(&(s as u32, self.key(s, a)))
-                    .is_err()
+                capped.binary_search(&(s as u32, self.key(s, a))).is_err()
             })
             .is_some()
         }
@@ -353,12 +351,18 @@ pub fn table_partition(
         let mut found = Vec::new();
         for a0 in (0..run.len()).step_by(RUN_TILE) {
             let a1 = (a0 + RUN_TILE).min(run.len());
-            hamming::scan_radius(&codes[a0 * w..a1 * w], &codes[a0 * w..], w, r, |qa, cb, d| {
-                let (p, q) = (a0 + qa, a0 + cb);
-                if q > p {
-                    found.push((p, q, d));
-                }
-            })?;
+            hamming::scan_radius(
+                &codes[a0 * w..a1 * w],
+                &codes[a0 * w..],
+                w,
+                r,
+                |qa, cb, d| {
+                    let (p, q) = (a0 + qa, a0 + cb);
+                    if q > p {
+                        found.push((p, q, d));
+                    }
+                },
+            )?;
         }
         found.sort_unstable();
         for (p, q, d) in found {
@@ -471,7 +475,10 @@ mod tests {
             assert!(!want.is_empty());
             for parts in [1, 3, 8] {
                 let (got, caps) = distributed(&t, &ids, &sigs, parts, &[]);
-                assert_eq!(got, want, "bits {bits} r {r} {levels:?}, {parts} partitions");
+                assert_eq!(
+                    got, want,
+                    "bits {bits} r {r} {levels:?}, {parts} partitions"
+                );
                 assert!(caps.is_empty());
             }
         }
