@@ -386,7 +386,7 @@ def near_duplicates(
             )
         )
     else:
-        reps, dup = sigs.select("id", "fp").persist(_disk()), None
+        groups, reps, dup = None, sigs.select("id", "fp").persist(_disk()), None
 
     n_rows = reps.count()
     scheme = key_scheme(
@@ -488,7 +488,10 @@ def near_duplicates(
         "capped": capped, "partitions": parts,
     }
     report["rows"] = df.count()
-    report["empty"] = report["rows"] - sigs.count()
+    with_features = (
+        groups.agg(F.sum(F.size("members"))).first()[0] or 0 if collapse_exact else n_rows
+    )
+    report["empty"] = report["rows"] - int(with_features)
     return pairs, report
 
 
