@@ -115,8 +115,6 @@ def _vector_struct(df, col):
     """A Spark ML vector column as ``indices``/``values`` list columns (dense vectors as
     ``values`` with ``indices`` null), read in the JVM by ``pyspark.ml.functions``."""
     F, _, _ = _spark()
-    from pyspark.ml.functions import vector_to_array  # noqa: F401 (needs pyspark.ml)
-
     # The vector's storage struct, without a Python call per row: Spark ML vectors serialise
     # to struct<type: tinyint, size: int, indices: array<int>, values: array<double>>, which
     # `to_json` exposes; reading that back with a fixed schema gives the fields as columns.
@@ -181,8 +179,8 @@ def _features(batch, inp: _Input, signer: Signer, tok: Tokenizer):
         indptr, ind, val = _csr(batch, inp)
         cols = signer.dim if signer.dim is not None else (int(ind.max()) + 1 if ind.size else 1)
         codes = core.sign_csr(indptr, ind, val, cols)
-        nz = np.add.reduceat(val != 0, indptr[:-1]) if val.size else np.zeros(n, np.int64)
-        has = (nz > 0) & (np.diff(indptr) > 0)
+        nonzero = np.concatenate([[0], np.cumsum(val != 0)])
+        has = nonzero[indptr[1:]] > nonzero[indptr[:-1]]
         # The content is the row's (index, value) entries: both byte ranges hashed.
         ib, vb = ind.view(np.uint8), val.view(np.uint8)
         h = [
@@ -331,8 +329,11 @@ def near_duplicates(
 
     ``return_report=True`` also returns a dict: ``rows``, ``empty`` (rows without features),
     ``representatives``, ``scheme`` (:meth:`KeyScheme.describe`), ``capped`` (hot keys:
-    ``(group, key, rows)``), ``partitions``. The report costs a few small Spark jobs; the pairs
-    DataFrame itself is lazy.
+    ``(group, key, rows)``), ``partitions``.
+
+    The signing and exact-duplicate stages run when this is called (their row count sizes the
+    table design) and stay persisted, memory and disk, for the lazy stages that follow (free
+    them with ``spark.catalog.clearCache()`` once the pairs are written).
     """
     F, T, _ = _spark()
     if not 0.0 < threshold <= 1.0:

@@ -45,6 +45,12 @@ type PartitionPairs<'py> = (
     Bound<'py, PyArray1<i64>>,
 );
 
+/// The `(group, key)` arrays of [`PyKeyScheme::keys`].
+type GroupKeys<'py> = (Bound<'py, PyArray1<i32>>, Bound<'py, PyArray1<u64>>);
+
+/// Signatures and feature counts of [`sign_text_counts`].
+type CodesCounts<'py> = (Bound<'py, PyArray2<u64>>, Bound<'py, PyArray1<u32>>);
+
 impl PyKeyScheme {
     fn bits(&self) -> usize {
         match &self.scheme {
@@ -179,7 +185,7 @@ impl PyKeyScheme {
         py: Python<'py>,
         codes: PyReadonlyArray2<'py, u64>,
         threads: Option<usize>,
-    ) -> PyResult<(Bound<'py, PyArray1<i32>>, Bound<'py, PyArray1<u64>>)> {
+    ) -> PyResult<GroupKeys<'py>> {
         use rayon::prelude::*;
         let t = Threads::new(threads)?;
         let m = self::codes(&codes, self.bits())?;
@@ -386,7 +392,7 @@ pub fn sign_text_counts<'py>(
     data: PyReadonlyArray1<'py, u8>,
     tokenizer: &PyTokenizer,
     threads: Option<usize>,
-) -> PyResult<(Bound<'py, PyArray2<u64>>, Bound<'py, PyArray1<u32>>)> {
+) -> PyResult<CodesCounts<'py>> {
     let t = Threads::new(threads)?;
     let data = contiguous(&data, "data")?;
     let docs = strings(offsets, data)?;
