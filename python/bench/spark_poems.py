@@ -40,16 +40,6 @@ def load(poems: pathlib.Path, limit: int | None):
     return ids, texts
 
 
-def shuffle_bytes(spark) -> int | None:
-    """Shuffle bytes written by every stage so far, from the driver's status store (kept with
-    the UI off; internal API, so None when it cannot be read)."""
-    try:
-        stages = spark.sparkContext._jsc.sc().statusStore().stageList(None)
-        return sum(int(stages.apply(i).shuffleWriteBytes()) for i in range(stages.size()))
-    except Exception:
-        return None
-
-
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--poems", type=pathlib.Path, required=True)
@@ -107,29 +97,19 @@ def main() -> None:
     signer = simlsh.HashingTrick(bits=256, seed=0)
     tok = simlsh.Tokenizer(mode="chars", ngram=2, weighting="tf")
 
-    shuffles = {}
-
-    def timed(make, name):
-        b0 = shuffle_bytes(spark)
+    def timed(make):
         t = time.perf_counter()
-        d = make()
-        d.write.format("noop").mode("overwrite").save()
-        secs = time.perf_counter() - t
-        b1 = shuffle_bytes(spark)
-        shuffles[name] = b1 - b0 if b0 is not None and b1 is not None else None
-        return secs
+        make().write.format("noop").mode("overwrite").save()
+        return time.perf_counter() - t
 
     kw = dict(threshold=args.threshold, signer=signer, tokenizer=tok, partitions=args.partitions)
-    t_sign = timed(lambda: S.signatures(df, "text", signer, tokenizer=tok), "sign")
-    t_cand = timed(lambda: S.near_duplicates(df, "id", "text", verify=False, **kw), "candidates_incl_sign")
+    t_sign = timed(lambda: S.signatures(df, "text", signer, tokenizer=tok))
+    t_cand = timed(lambda: S.near_duplicates(df, "id", "text", verify=False, **kw))
     spark.catalog.clearCache()
-    b0 = shuffle_bytes(spark)
     t = time.perf_counter()
     pairs, report = S.near_duplicates(df, "id", "text", return_report=True, **kw)
     pairs = pairs.localCheckpoint()
     t_ver = time.perf_counter() - t
-    b1 = shuffle_bytes(spark)
-    shuffles["verified_incl_sign"] = b1 - b0 if b0 is not None and b1 is not None else None
     npairs = pairs.count()
     t = time.perf_counter()
     labels = S.clusters(pairs, ids=df.select("id")).localCheckpoint()
@@ -139,7 +119,7 @@ def main() -> None:
     out["spark"] = {
         "master": args.master, "cores": cores, "partitions": args.partitions, "scheme": report["scheme"],
         "representatives": report["representatives"], "empty": report["empty"],
-        "pairs": npairs, "clusters": nclusters, "shuffle_write_bytes": shuffles,
+        "pairs": npairs, "clusters": nclusters,
         "seconds": {"sign": t_sign, "candidates_incl_sign": t_cand, "verified_incl_sign": t_ver, "clusters": t_cl},
         "docs_per_core_s": {
             "sign": n / (t_sign * cores), "join": n / (max(t_cand - t_sign, 1e-9) * cores),

@@ -20,8 +20,8 @@ import argparse
 import os
 import pathlib
 import sys
+import tempfile
 import time
-import types
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from spark_poems import load  # noqa: E402
@@ -39,12 +39,18 @@ def main() -> None:
     ap.add_argument("--ngram", type=int, default=2)
     args = ap.parse_args()
 
-    sys.modules["graphframes"] = types.SimpleNamespace(GraphFrame=None)  # the jar is not offline
-    sys.path.insert(0, str(args.text_dedup))
+    # The recipe's module alone (the package's __init__ pulls in unrelated dependencies), with
+    # an empty `graphframes` beside it (the jar is not offline); the executors' Python workers
+    # get both through PYTHONPATH.
+    stub = pathlib.Path(tempfile.mkdtemp(prefix="graphframes-stub-"))
+    (stub / "graphframes.py").write_text("GraphFrame = None  # not offline\n")
+    paths = [str(stub), str(args.text_dedup.resolve() / "text_dedup")]
+    sys.path[:0] = paths
+    os.environ["PYTHONPATH"] = os.pathsep.join(paths + [os.environ.get("PYTHONPATH", "")])
     import json
 
     import numpy as np
-    from text_dedup import minhash_spark as M
+    import minhash_spark as M
 
     ids, texts = load(args.poems, args.limit)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
