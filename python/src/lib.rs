@@ -7,6 +7,7 @@ mod errors;
 mod estimate;
 mod index;
 mod join;
+mod partition;
 mod rerank;
 mod signer;
 mod text;
@@ -22,6 +23,7 @@ fn _simlsh(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<text::PyTokenizer>()?;
     m.add_class::<text::PyIdf>()?;
     m.add_class::<index::PyIndex>()?;
+    m.add_class::<partition::PyKeyScheme>()?;
     m.add_function(wrap_pyfunction!(join::self_join, m)?)?;
     m.add_function(wrap_pyfunction!(join::clusters, m)?)?;
     m.add_function(wrap_pyfunction!(join::knn_graph, m)?)?;
@@ -32,6 +34,12 @@ fn _simlsh(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(rerank::rerank_dense, m)?)?;
     m.add_function(wrap_pyfunction!(rerank::rerank_csr, m)?)?;
     m.add_function(wrap_pyfunction!(verify::band_partition, m)?)?;
+    m.add_function(wrap_pyfunction!(partition::plan_join, m)?)?;
+    m.add_function(wrap_pyfunction!(partition::row_hashes, m)?)?;
+    m.add_function(wrap_pyfunction!(partition::sign_text_counts, m)?)?;
+    m.add_function(wrap_pyfunction!(partition::cosines_text, m)?)?;
+    m.add_function(wrap_pyfunction!(partition::cosines_dense, m)?)?;
+    m.add_function(wrap_pyfunction!(partition::cosines_csr, m)?)?;
     m.add_function(wrap_pyfunction!(estimate::angle, m)?)?;
     m.add_function(wrap_pyfunction!(estimate::cosine, m)?)?;
     m.add_function(wrap_pyfunction!(estimate::expected_hamming, m)?)?;

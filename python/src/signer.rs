@@ -457,7 +457,10 @@ impl Data for f64 {
 }
 
 /// A string column in the Arrow layout: `offsets` (`n + 1` entries) into UTF-8 `data`.
-fn arrow_strings<'a, O: SpIndex>(offsets: &[O], data: &'a [u8]) -> PyResult<Vec<&'a str>> {
+pub(crate) fn arrow_strings<'a, O: SpIndex>(
+    offsets: &[O],
+    data: &'a [u8],
+) -> PyResult<Vec<&'a str>> {
     if offsets.is_empty() {
         return Err(value_error(
             "offsets is empty (it has one entry per row plus one)",
