@@ -40,12 +40,12 @@ from .index import (
     verify_index,
 )
 from .join import banded_join, clusters, knn_graph, rerank, self_join, verified_join
-from .signers import HashingTrick, HyperplaneSigner, PooledSigner, Signer, hamming, signer
+from .signers import HashedGaussian, HashingTrick, HyperplaneSigner, PooledSigner, Signer, hamming, signer
 from .text import Idf, Tokenizer
 
 __all__ = [
     "FormatError", "__version__",
-    "Signer", "HyperplaneSigner", "HashingTrick", "PooledSigner", "signer", "hamming",
+    "Signer", "HyperplaneSigner", "HashingTrick", "HashedGaussian", "PooledSigner", "signer", "hamming",
     "Tokenizer", "Idf",
     "Index", "LinearScan", "PermutedTables", "MultiIndex", "PermutationIndex", "load_index",
     "verify_index",

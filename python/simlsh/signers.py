@@ -35,10 +35,12 @@ from . import _simlsh
 from ._codes import shift_rows
 from .text import Tokenizer, _texts
 
-__all__ = ["Signer", "HyperplaneSigner", "HashingTrick", "PooledSigner", "signer", "hamming", "KINDS"]
+__all__ = ["Signer", "HyperplaneSigner", "HashingTrick", "HashedGaussian", "PooledSigner", "signer", "hamming", "KINDS"]
 
 #: Signer kinds by name, as the command line's ``--signer`` and ``Signer.info()["kind"]``.
-KINDS = ("gaussian", "super-bit", "rademacher", "very-sparse", "hashing-trick", "pooled")
+KINDS = ("gaussian", "super-bit", "rademacher", "very-sparse", "hashing-trick", "hashed-gaussian", "pooled")
+#: The kinds that hash their features (no matrix, any dimension, ids or tokens).
+HASHED = ("hashing-trick", "hashed-gaussian", "pooled")
 
 
 class Signer:
@@ -192,6 +194,27 @@ class HashingTrick(Signer):
         self._core = _simlsh.Signer.hashing_trick(_count(bits, "bits"), _seed(seed))
 
 
+class HashedGaussian(Signer):
+    """The hashed Gaussian signer: no matrix, each feature (an integer id or a string token)
+    hashed to a column of quantised Gaussian values, so that a few heavy features shared by two
+    rows do not decide their bits the way the hashing trick's ``±1`` columns let them. Its
+    collision law is that of Gaussian hyperplanes (``1 - θ/π``) within a few thousandths, where
+    the hashing trick over-collides by up to 0.18 on rows sharing a dominant coordinate; it
+    costs about 1.4× the hashing trick per nonzero. The command line's default signer.
+
+    >>> s = HashedGaussian(bits=64, seed=1)
+    >>> a, b = s.sign([["the", "quick", "brown", "fox"], ["the", "quick", "brown", "dog"]])
+    >>> int(hamming(a, b)) < 32
+    True
+    """
+
+    __slots__ = ()
+
+    def __init__(self, *, bits: int, seed: int = 0):
+        self._params = dict(bits=bits, seed=seed)
+        self._core = _simlsh.Signer.hashed_gaussian(_count(bits, "bits"), _seed(seed))
+
+
 class PooledSigner(Signer):
     """Pooled random values (Van Durme & Lall 2010): the entry for (feature, bit) is a hashed
     pick from a pool of ``pool_size`` seeded Gaussians; features are ids or tokens, memory is
@@ -207,7 +230,8 @@ class PooledSigner(Signer):
 def signer(spec: str, *, bits: int, seed: int = 0, dim: int | None = None, **params: Any) -> Signer:
     """A signer from its specification, the text form shared with the command line
     (``--signer``) and the Rust library's ``SignerSpec``: a kind, ``gaussian``, ``super-bit``,
-    ``rademacher``, ``very-sparse`` (these need ``dim``), ``hashing-trick`` or ``pooled``,
+    ``rademacher``, ``very-sparse`` (these need ``dim``), ``hashing-trick``,
+    ``hashed-gaussian`` or ``pooled``,
     optionally with parameters (``super-bit:depth=32``, ``very-sparse:density=0.01``,
     ``pooled:pool=10000``); parameters may also be given by keyword (``depth``, ``density``,
     ``pool_size``).
@@ -229,6 +253,10 @@ def signer(spec: str, *, bits: int, seed: int = 0, dim: int | None = None, **par
         if dim is not None or given:
             raise ValueError(f"the hashing trick takes only bits and seed, not {sorted(given) or ['dim']}")
         return HashingTrick(bits=bits, seed=seed)
+    if kind == "hashed-gaussian":
+        if dim is not None or given:
+            raise ValueError(f"the hashed Gaussian signer takes only bits and seed, not {sorted(given) or ['dim']}")
+        return HashedGaussian(bits=bits, seed=seed)
     if kind == "pooled":
         if dim is not None:
             raise ValueError("the pooled signer takes no dim (its features are hashed)")
@@ -240,7 +268,7 @@ def signer(spec: str, *, bits: int, seed: int = 0, dim: int | None = None, **par
 
 def _signer_from_params(cls_name: str, params: dict[str, Any]) -> Signer:
     cls = {"HyperplaneSigner": HyperplaneSigner, "HashingTrick": HashingTrick,
-           "PooledSigner": PooledSigner}[cls_name]
+           "HashedGaussian": HashedGaussian, "PooledSigner": PooledSigner}[cls_name]
     return cls(**params)
 
 

@@ -23,7 +23,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
-from .signers import KINDS, Signer, signer
+from .signers import HASHED, KINDS, Signer, signer
 from .text import Tokenizer
 
 __all__ = ["SimHashTransformer"]
@@ -36,9 +36,9 @@ class SimHashTransformer(TransformerMixin, BaseEstimator):
     ----------
     bits : int, default 64
         Signature width ``f``.
-    signer : str, default ``"hashing-trick"``
-        ``hashing-trick`` or ``pooled`` (features hashed: any number of columns, columns are
-        feature ids) or ``gaussian``, ``super-bit``, ``rademacher``, ``very-sparse`` (an
+    signer : str, default ``"hashed-gaussian"`` (the command line's default)
+        ``hashed-gaussian``, ``hashing-trick`` or ``pooled`` (features hashed: any number of
+        columns, columns are feature ids) or ``gaussian``, ``super-bit``, ``rademacher``, ``very-sparse`` (an
         explicit matrix of ``n_features_in_`` rows, drawn at ``fit``).
     seed : int, default 0
         The seed: the same seed and parameters give the same signatures as
@@ -64,7 +64,7 @@ class SimHashTransformer(TransformerMixin, BaseEstimator):
     def __init__(
         self,
         bits: int = 64,
-        signer: str = "hashing-trick",
+        signer: str = "hashed-gaussian",
         seed: int = 0,
         density: float | None = None,
         depth: int | None = None,
@@ -99,9 +99,9 @@ class SimHashTransformer(TransformerMixin, BaseEstimator):
         shape = getattr(X, "shape", None)
         if shape is not None and len(shape) == 2:
             self.n_features_in_ = int(shape[1])
-            if self.signer not in ("hashing-trick", "pooled"):
+            if self.signer not in HASHED:
                 dim = self.n_features_in_
-        elif self.signer not in ("hashing-trick", "pooled"):
+        elif self.signer not in HASHED:
             raise ValueError(f"the {self.signer} signer needs a matrix input (its number of columns)")
         self.signer_: Signer = signer(self.signer, bits=self.bits, seed=self.seed, dim=dim, **self._params())
         return self

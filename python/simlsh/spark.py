@@ -44,7 +44,7 @@ import pyarrow as pa
 
 from . import _simlsh
 from .arrow import _dense_values, _first_null, _string_buffers, codes_from_arrow, codes_to_arrow
-from .signers import HashingTrick, Signer
+from .signers import HashedGaussian, Signer
 from .text import Tokenizer
 
 __all__ = ["signatures", "near_duplicates", "clusters", "key_scheme", "MAX_DRIVER_EDGES"]
@@ -216,11 +216,11 @@ def signatures(
     ``Tokenizer()``), an ``array<float>``/``array<double>`` column (dense rows of one length),
     a Spark ML vector column or a ``struct<indices, values>`` column (sparse rows), or is a
     pair ``(indices, values)`` of array columns. ``signer`` defaults to
-    ``HashingTrick(bits=64)``; it is sent to the executors as its parameters. Nulls fail the
+    ``HashedGaussian(bits=64)`` (the command line's default); it is sent to the executors as its parameters. Nulls fail the
     job with a ``ValueError`` naming the row of the batch.
     """
     F, T, _ = _spark()
-    signer = signer if signer is not None else HashingTrick(bits=64)
+    signer = signer if signer is not None else HashedGaussian(bits=64)
     tok = tokenizer if tokenizer is not None else Tokenizer()
     if not isinstance(signer, Signer):
         raise TypeError(f"signer must be a simlsh.Signer, got {type(signer).__name__}")
@@ -314,7 +314,7 @@ def near_duplicates(
     ``distance`` the Hamming distance of their signatures; ``cosine`` the exact cosine, or
     with ``verify=False`` the estimate ``cos(pi * distance / bits)`` of every candidate).
 
-    ``col`` is read as by :func:`signatures`; ``signer`` defaults to ``HashingTrick(bits=256)``
+    ``col`` is read as by :func:`signatures`; ``signer`` defaults to ``HashedGaussian(bits=256)``
     for text and sparse rows (dense rows need a :class:`simlsh.HyperplaneSigner` of their
     dimension). Rows without features (empty text, zero vectors) are never paired. Ids must be
     unique integers (``F.monotonically_increasing_id()`` makes some).
@@ -342,7 +342,7 @@ def near_duplicates(
     if signer is None:
         if inp.kind == "dense":
             raise ValueError("dense rows need a signer of their dimension: HyperplaneSigner(dim=..., bits=...)")
-        signer = HashingTrick(bits=256)
+        signer = HashedGaussian(bits=256)
     tok = tokenizer if tokenizer is not None else Tokenizer()
     bits = signer.bits
     spark = df.sparkSession

@@ -10,7 +10,8 @@ use pyo3::types::PyDict;
 use rayon::prelude::*;
 use simlsh::signature::{check_bits, words_for};
 use simlsh::signers::{
-    AnySigner, Distribution, HashingTrick, HyperplaneSigner, PooledSigner, SignerKind, SignerSpec,
+    AnySigner, Distribution, HashedGaussian, HashingTrick, HyperplaneSigner, PooledSigner,
+    SignerKind, SignerSpec,
 };
 use simlsh::{Error, SignatureMatrix, Signer};
 use sprs::{CompressedStorage, CsMatViewI, SpIndex};
@@ -522,6 +523,21 @@ impl PySigner {
     fn hashing_trick(bits: usize, seed: u64) -> PyResult<Self> {
         check_bits(bits).py()?;
         let s = HashingTrick::builder().bits(bits).seed(seed).build().py()?;
+        Ok(PySigner {
+            inner: Arc::new(s.into()),
+        })
+    }
+
+    /// The hashed Gaussian signer (`HashedGaussian`).
+    #[staticmethod]
+    #[pyo3(signature = (bits, seed = 0))]
+    fn hashed_gaussian(bits: usize, seed: u64) -> PyResult<Self> {
+        check_bits(bits).py()?;
+        let s = HashedGaussian::builder()
+            .bits(bits)
+            .seed(seed)
+            .build()
+            .py()?;
         Ok(PySigner {
             inner: Arc::new(s.into()),
         })

@@ -20,7 +20,8 @@ def test_pipeline_after_tfidf_equals_signing_the_tfidf_matrix(tweets):
     pipe = Pipeline([("tfidf", TfidfVectorizer()), ("simhash", SimHashTransformer(bits=128, seed=3))])
     codes = pipe.fit_transform(docs)
     X = TfidfVectorizer().fit_transform(docs)
-    np.testing.assert_array_equal(codes, simlsh.HashingTrick(bits=128, seed=3).sign(X))
+    # The default signer is the command line's: the hashed Gaussian.
+    np.testing.assert_array_equal(codes, simlsh.HashedGaussian(bits=128, seed=3).sign(X))
     np.testing.assert_array_equal(pipe.transform(docs[:10]), codes[:10])
     # The output goes straight into the indexes and joins.
     idx = simlsh.MultiIndex(bits=128)

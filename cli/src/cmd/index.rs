@@ -58,6 +58,7 @@ enum Action {
     Query(QueryArgs),
     Info(InfoArgs),
     Verify(VerifyArgs),
+    /// Lists every index kind with its parameters (the text form of --kind).
     Kinds,
 }
 
