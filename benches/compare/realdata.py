@@ -22,6 +22,7 @@ import json
 import math
 import os
 import pickle
+import re
 import platform
 import resource
 import shutil
@@ -486,12 +487,32 @@ def prepare_text(name, spec, wdir, smoke, checks):
     return n, truth, meta
 
 
+PLAN_LINE = re.compile(r"verified on (\d+) candidates from (?:(\d+) bands of (\d+) bits|radius (\d+))"
+                       r".*?planned recall ([0-9.]+)")
+
+
+def dedup_plan(stderr_text):
+    """The candidate plan of a verified `simlsh dedup` run, from its summary line (its --stats
+    JSON does not record it): {"bands", "band_bits"} or {"radius"}, and "planned_recall"."""
+    m = PLAN_LINE.search(stderr_text)
+    if not m:
+        return {}
+    out = {"planned_recall": float(m.group(5))}
+    if m.group(2):
+        out.update(bands=int(m.group(2)), band_bits=int(m.group(3)))
+    else:
+        out["radius"] = int(m.group(4))
+    return out
+
+
 def run_simlsh_dedup(binary, wdir, tag, inp, bits, tau, extra, seed=SEED):
     pairs, stats = wdir / f"{tag}.pairs.tsv", wdir / f"{tag}.stats.json"
+    # Not --quiet: the summary line (stderr, no progress bars off a terminal) names the plan.
     cmd = [binary, "dedup", inp, "--bits", bits, "--cosine", tau, "--pairs", pairs, "--stats", stats,
-           "--threads", 1, "--seed", seed, "--quiet", *extra]
+           "--threads", 1, "--seed", seed, *extra]
     proc = run_child(cmd, wdir / tag)
     st = json.loads(stats.read_text())
+    st["plan"] = dedup_plan(Path(f"{wdir / tag}.stderr").read_text(errors="replace"))
     proc["peak_rss_mb"] = st["peak_rss_bytes"] / 2**20
     i, j, base = read_pairs_tsv(pairs)
     ph = st["phases_seconds"]
@@ -587,11 +608,11 @@ def text_task(name, spec, args, checks):
                         extra={"process_wall_s": ru["proc"]["wall_s"], "simlsh_stats": ru["stats"]})
             i, j, rv = run_simlsh_dedup(binary, wdir, tag + "-verified", inp, VERIFY_BITS, tau,
                                         opts + ["--recall", RECALL_TARGET])
-            v = rv["stats"]["values"]
-            how = (f"{v['bands']} bands of {v['band_bits']} bits" if v.get("bands") else
-                   f"r = {v.get('radius')}")
+            v, pl = rv["stats"]["values"], rv["stats"]["plan"]
+            how = (f"{pl['bands']} bands of {pl['band_bits']} bits" if pl.get("bands") else
+                   f"r = {pl.get('radius')}") + f" (recall {pl.get('planned_recall', float('nan')):.3f})"
             row_v = add(tau, f"**simlsh dedup, {kind}, {VERIFY_BITS} bit, exact cosine (verified)**", feats,
-                        f"recall {RECALL_TARGET} planned: {how}; {v['candidates']} candidates", keys_of(i, j, n),
+                        f"--recall {RECALL_TARGET}: {how}; {v['candidates']} candidates", keys_of(i, j, n),
                         rv["time_s"], rv["proc"],
                         extra={"process_wall_s": rv["proc"]["wall_s"], "simlsh_stats": rv["stats"],
                                "vs_estimated": {"time": rv["time_s"] / max(ru["time_s"], 1e-9),
