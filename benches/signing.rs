@@ -6,7 +6,7 @@
 //! to a smaller row count for a quick run.
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use simlsh::signers::{Distribution, HashingTrick, HyperplaneSigner, PooledSigner};
+use simlsh::signers::{Distribution, HashedGaussian, HashingTrick, HyperplaneSigner, PooledSigner};
 use simlsh::{Signer, SignerExt};
 use simlsh_workloads::{W1, W2_DIM, w1, w2};
 use std::hint::black_box;
@@ -36,6 +36,10 @@ fn bench_w1(c: &mut Criterion) {
         let ht = HashingTrick::builder().bits(f).build().unwrap();
         g.bench_function(format!("hashing-trick/f{f}"), |b| {
             b.iter(|| one_thread(|| black_box(ht.sign_csr(csr.view()).unwrap())))
+        });
+        let hg = HashedGaussian::builder().bits(f).build().unwrap();
+        g.bench_function(format!("hashed-gaussian/f{f}"), |b| {
+            b.iter(|| one_thread(|| black_box(hg.sign_csr(csr.view()).unwrap())))
         });
         let pooled = PooledSigner::builder().bits(f).build().unwrap();
         g.bench_function(format!("pooled/f{f}"), |b| {

@@ -266,6 +266,10 @@ pub fn write_file(
 /// disagrees with a recorded width is an error, the one rule of every subcommand.
 /// `source` names where `bits` comes from in messages (`--bits`, `the index`).
 pub fn read_codes(path: &Path, bits: Option<usize>, source: &str) -> Result<Option<Codes>> {
+    if simlsh::io::is_stdin(path) {
+        // Standard input is read as the format --format names (codes are files).
+        return Ok(None);
+    }
     let mut magic = [0u8; 8];
     let n = std::fs::File::open(path)
         .and_then(|mut f| read_prefix(&mut f, &mut magic))

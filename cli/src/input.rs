@@ -6,12 +6,13 @@ use anyhow::{Context, Result};
 use simlsh::SignatureMatrix;
 use simlsh::io::Csr;
 use simlsh::io::documents::{TextOptions, read_documents_with_ids};
-use simlsh::io::input::{InputFormat, VectorOptions, Vectors as InputVectors, read_vectors};
+use simlsh::io::input::{VectorOptions, Vectors as InputVectors, read_vectors};
 use simlsh::text::SignOptions;
 use simlsh::verify::{DenseVectors, SparseVectors};
 
 use crate::cmd::sign::{self, InputArgs};
 use crate::common::{Ctx, SignerArgs, read_codes};
+use crate::parquet::Table;
 
 /// The input vectors, for exact cosines.
 pub enum Exact {
@@ -85,6 +86,8 @@ pub struct Prepared {
     pub texts: Option<Vec<String>>,
     /// The signer's name (or what the codes record).
     pub signer: String,
+    /// The signer's parameters, when the input was signed here.
+    pub info: Option<simlsh::signers::SignerInfo>,
 }
 
 impl Prepared {
@@ -113,27 +116,42 @@ pub fn prepare(
     id_field: Option<&str>,
     ctx: &mut Ctx,
 ) -> Result<Prepared> {
-    if a.format.is_none() {
-        if let Some(c) = read_codes(&a.input, ctx.bits_given, "--bits")? {
-            ctx.record("rows", c.sigs.len());
-            anyhow::ensure!(
-                id_field.is_none(),
-                "--id-field applies to documents, not to stored codes"
-            );
-            let sigs = SignatureMatrix::from_parts(c.sigs.bits(), c.sigs.as_slice().to_vec())?;
-            return Ok(Prepared {
-                names: Names::rows(sigs.len()),
-                sigs,
-                exact: None,
-                empty: Vec::new(),
-                texts: None,
-                signer: c.signer.unwrap_or_else(|| "none (codes given)".into()),
-            });
-        }
+    if a.format.is_none() && crate::parquet::is_parquet(&a.input) {
+        return prepare_parquet(a, s, vectors, id_field, ctx);
+    }
+    if a.format.is_none()
+        && let Some(c) = read_codes(&a.input, ctx.bits_given, "--bits")?
+    {
+        anyhow::ensure!(
+            id_field.is_none(),
+            "--id-field applies to documents, not to stored codes"
+        );
+        let sigs = SignatureMatrix::from_parts(c.sigs.bits(), c.sigs.as_slice().to_vec())?;
+        let signer = c.signer.unwrap_or_else(|| "none (codes given)".into());
+        return Ok(codes(sigs, signer, ctx));
     }
     let format = sign::format_of(&a.input, a.format)?;
     if format.is_text() {
-        return prepare_text(a, s, format, vectors, id_field, ctx);
+        let opts = TextOptions {
+            field: a.text.field.clone(),
+            on_bad: a.on_bad(),
+        };
+        let (docs, bad) = ctx.phase("read", |_| {
+            Ok(read_documents_with_ids(&a.input, format, &opts, id_field)?)
+        })?;
+        sign::report_bad(ctx, &bad);
+        let names = match id_field {
+            Some(field) => Names::Ids {
+                field: field.to_string(),
+                ids: docs
+                    .iter()
+                    .map(|d| d.id.clone().unwrap_or_default())
+                    .collect(),
+            },
+            None => Names::Records(docs.iter().map(|d| d.record).collect()),
+        };
+        let texts = docs.into_iter().map(|d| d.text).collect();
+        return prepare_texts(a, s, texts, names, vectors, ctx);
     }
     anyhow::ensure!(
         id_field.is_none(),
@@ -145,18 +163,82 @@ pub fn prepare(
     };
     let v = ctx.phase("read", |_| Ok(read_vectors(&a.input, format, &opts)?))?;
     sign::report_bad(ctx, &v.bad);
+    let n = v.vectors.rows();
+    prepare_vectors(a, s, v.vectors, Names::rows(n), vectors, ctx)
+}
+
+/// Stored codes: nothing to sign, no vectors.
+fn codes(sigs: SignatureMatrix, signer: String, ctx: &mut Ctx) -> Prepared {
+    ctx.record("rows", sigs.len());
+    Prepared {
+        names: Names::rows(sigs.len()),
+        sigs,
+        exact: None,
+        empty: Vec::new(),
+        texts: None,
+        signer,
+        info: None,
+    }
+}
+
+/// A Parquet input: documents, vectors or codes by the type of the --field column.
+fn prepare_parquet(
+    a: &InputArgs,
+    s: &SignerArgs,
+    vectors: bool,
+    id_field: Option<&str>,
+    ctx: &mut Ctx,
+) -> Result<Prepared> {
+    let field = a.text.field.clone();
+    let input = ctx.phase("read", |ctx| {
+        crate::parquet::read(&a.input, &field, id_field, ctx.bits_given)
+    })?;
+    let n = match &input.table {
+        Table::Texts(t) => t.len(),
+        Table::Dense(x) => x.nrows(),
+        Table::Sparse(m) => m.rows(),
+        Table::Codes(c) => c.len(),
+    };
+    let names = match (input.ids, id_field) {
+        (Some(ids), Some(field)) => Names::Ids {
+            field: field.to_string(),
+            ids,
+        },
+        _ => Names::rows(n),
+    };
+    match input.table {
+        Table::Texts(texts) => prepare_texts(a, s, texts, names, vectors, ctx),
+        Table::Dense(x) => prepare_vectors(a, s, InputVectors::Dense(x), names, vectors, ctx),
+        Table::Sparse(m) => prepare_vectors(a, s, InputVectors::Sparse(m), names, vectors, ctx),
+        Table::Codes(sigs) => {
+            let mut p = codes(sigs, "none (codes given)".into(), ctx);
+            p.names = names;
+            Ok(p)
+        }
+    }
+}
+
+/// Vectors: signed, and kept for exact cosines when asked.
+fn prepare_vectors(
+    a: &InputArgs,
+    s: &SignerArgs,
+    v: InputVectors,
+    names: Names,
+    vectors: bool,
+    ctx: &mut Ctx,
+) -> Result<Prepared> {
     let signer = ctx.phase("signer", |ctx| {
-        s.build(Some(v.vectors.cols() as u64), ctx.bits(), ctx.seed)
+        s.build(Some(v.cols() as u64), ctx.bits(), ctx.seed)
     })?;
     let sigs = ctx
-        .phase("sign", |ctx| sign::sign_vectors(&v.vectors, &signer, ctx))
+        .phase("sign", |ctx| sign::sign_vectors(&v, &signer, ctx))
         .with_context(|| format!("signing {}", a.input.display()))?;
     ctx.record("rows", sigs.len());
-    ctx.record("dim", v.vectors.cols());
-    let empty = zero_rows(&v.vectors);
+    ctx.record("dim", v.cols());
+    let empty = zero_rows(&v);
     let exact = if vectors {
         Some(ctx.phase("vectors", |_| {
-            Ok(match v.vectors {
+            Ok(match v {
                 InputVectors::Dense(x) => Exact::Dense(DenseVectors::new(x.view())?),
                 InputVectors::Sparse(m) => Exact::Csr(m),
             })
@@ -164,13 +246,15 @@ pub fn prepare(
     } else {
         None
     };
+    let info = simlsh::Signer::info(&signer);
     Ok(Prepared {
-        names: Names::rows(sigs.len()),
+        names,
         sigs,
         exact,
         empty,
         texts: None,
-        signer: simlsh::Signer::info(&signer).kind.to_string(),
+        signer: info.kind.to_string(),
+        info: Some(info),
     })
 }
 
@@ -193,29 +277,23 @@ fn zero_rows(v: &InputVectors) -> Vec<u32> {
     }
 }
 
-fn prepare_text(
+/// Documents: tokenised (a TF-IDF table fitted or loaded), signed in one pass, the weighted
+/// features kept for exact cosines when asked.
+fn prepare_texts(
     a: &InputArgs,
     s: &SignerArgs,
-    format: InputFormat,
+    texts: Vec<String>,
+    names: Names,
     vectors: bool,
-    id_field: Option<&str>,
     ctx: &mut Ctx,
 ) -> Result<Prepared> {
-    let opts = TextOptions {
-        field: a.text.field.clone(),
-        on_bad: a.on_bad(),
-    };
-    let (docs, bad) = ctx.phase("read", |_| {
-        Ok(read_documents_with_ids(&a.input, format, &opts, id_field)?)
-    })?;
-    sign::report_bad(ctx, &bad);
-    let texts: Vec<&str> = docs.iter().map(|d| d.text.as_str()).collect();
-    let tokenizer = sign::tokenizer(&a.text, &texts, ctx)?;
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let tokenizer = sign::tokenizer(&a.text, &refs, ctx)?;
     let signer = s.build(None, ctx.bits(), ctx.seed)?;
     let corpus = sign::sign_corpus(
         &tokenizer,
         &signer,
-        &texts,
+        &refs,
         SignOptions::default().rows(vectors),
         ctx,
     )?;
@@ -227,22 +305,15 @@ fn prepare_text(
         })?),
         None => None,
     };
-    let names = match id_field {
-        Some(field) => Names::Ids {
-            field: field.to_string(),
-            ids: docs
-                .iter()
-                .map(|d| d.id.clone().unwrap_or_default())
-                .collect(),
-        },
-        None => Names::Records(docs.iter().map(|d| d.record).collect()),
-    };
+    let info = simlsh::Signer::info(&signer);
+    drop(refs);
     Ok(Prepared {
         sigs: corpus.signatures,
         exact,
         empty,
         names,
-        texts: Some(docs.into_iter().map(|d| d.text).collect()),
-        signer: simlsh::Signer::info(&signer).kind.to_string(),
+        texts: Some(texts),
+        signer: info.kind.to_string(),
+        info: Some(info),
     })
 }

@@ -8,6 +8,8 @@ mod cmd;
 mod common;
 mod input;
 mod join;
+mod parquet;
+mod table;
 
 use clap::{Parser, Subcommand};
 

@@ -550,7 +550,9 @@ impl PySigner {
         let d = PyDict::new(py);
         match &s.kind {
             SignerKind::SuperBit { depth: Some(v) } => d.set_item("depth", v)?,
-            SignerKind::VerySparse { density: Some(v) } => d.set_item("density", v)?,
+            SignerKind::VerySparse {
+                density: Some(v), ..
+            } => d.set_item("density", v)?,
             SignerKind::Pooled { pool } => d.set_item("pool_size", pool)?,
             _ => {}
         }

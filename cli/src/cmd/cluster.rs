@@ -11,6 +11,8 @@ use super::sign::InputArgs;
 use crate::common::{Ctx, SignerArgs, check_paths, print_line, to_stdout, write_file};
 use crate::input::prepare;
 use crate::join::{Clusters, JoinArgs};
+use crate::parquet::Shape;
+use crate::table::Rows;
 
 const EXAMPLE: &str = "Examples:
   simlsh cluster datasets/glove-6B-50d-10k/vectors.fvecs --signer super-bit --bits 256 --cosine 0.8 --clustering leader --out clusters.tsv
@@ -36,14 +38,16 @@ pub struct Args {
     /// Documents: name rows by this JSON field or CSV column instead of record numbers.
     #[arg(long)]
     id_field: Option<String>,
-    /// Write the clusters here (default: standard output; the summary then goes to stderr).
+    /// Write the clusters here, TSV or .parquet (default: standard output; the summary then
+    /// goes to stderr).
     #[arg(long)]
     out: Option<PathBuf>,
     #[command(flatten)]
     signer: SignerArgs,
 }
 
-pub fn run(a: Args, ctx: &mut Ctx) -> Result<()> {
+pub fn run(mut a: Args, ctx: &mut Ctx) -> Result<()> {
+    let _spool = a.input.spool_stdin()?;
     let outputs: Vec<&std::path::Path> = a.out.iter().map(PathBuf::as_path).collect();
     check_paths(ctx, &a.input, &outputs)?;
     let want_vectors = a.join.cosine.is_some() && !a.join.no_verify;
@@ -64,13 +68,13 @@ pub fn run(a: Args, ctx: &mut Ctx) -> Result<()> {
         .for_each(|&l| *sizes.entry(l).or_default() += 1);
     let multi = sizes.values().filter(|&&s| s > 1).count();
     let largest = sizes.values().copied().max().unwrap_or(0);
-    let h = p.names.header();
+    let target = a.out.clone().unwrap_or_default();
     let body = |w: &mut dyn Write| -> std::io::Result<()> {
-        writeln!(w, "{h}\tcluster")?;
+        let mut rows = Rows::new(&target, w, &p.names, Shape::Clusters, false)?;
         for (i, &l) in labels.iter().enumerate() {
-            writeln!(w, "{}\t{}", p.names.name(i), p.names.name(l as usize))?;
+            rows.push(i as u32, l, 0, 0.0)?;
         }
-        Ok(())
+        rows.finish()
     };
     let summary = format!(
         "points {}  empty {}  pairs {}  clusters {}  largest {}  (f = {}, {})",

@@ -10,6 +10,8 @@ use super::sign::InputArgs;
 use crate::common::{Ctx, SignerArgs, check_paths, print_line};
 use crate::input::{Prepared, prepare};
 use crate::join::{Clusters, Found, JoinArgs, Mode};
+use crate::parquet::Shape;
+use crate::table::Rows;
 
 const EXAMPLE: &str = "Examples:
   simlsh dedup datasets/healthtweets-10k/healthtweets-10k.csv --radius 3 --pairs pairs.tsv --output unique.txt
@@ -40,11 +42,11 @@ pub struct Args {
     #[arg(long)]
     id_field: Option<String>,
     /// Write the pairs (TSV: a, b, Hamming distance, cosine: exact when verified, else
-    /// `estimated_cosine`).
+    /// `estimated_cosine`; Parquet when the name ends in .parquet).
     #[arg(long)]
     pairs: Option<PathBuf>,
-    /// Write each row's cluster (TSV: row, cluster = the row naming it: its smallest member,
-    /// or its leader).
+    /// Write each row's cluster (TSV or .parquet: row, cluster = the row naming it: its
+    /// smallest member, or its leader).
     #[arg(long)]
     clusters: Option<PathBuf>,
     /// Write the deduplicated output, one line per kept row: the document's text (text
@@ -61,7 +63,8 @@ pub struct Args {
     signer: SignerArgs,
 }
 
-pub fn run(a: Args, ctx: &mut Ctx) -> Result<()> {
+pub fn run(mut a: Args, ctx: &mut Ctx) -> Result<()> {
+    let _spool = a.input.spool_stdin()?;
     let outputs: Vec<&Path> = [&a.pairs, &a.clusters, &a.output, &a.empty]
         .into_iter()
         .flatten()
@@ -82,30 +85,20 @@ pub fn run(a: Args, ctx: &mut Ctx) -> Result<()> {
     let mut set = OutputSet::new();
     let outcome = match &a.pairs {
         Some(path) => {
-            let cosine = match mode {
-                Mode::Verified { .. } => "cosine",
-                Mode::Hamming { .. } => "estimated_cosine",
-            };
-            let h = p.names.header();
+            let exact = matches!(mode, Mode::Verified { .. });
             let mut result = None;
             set.write(path, |w| {
-                writeln!(w, "{h}_a\t{h}_b\tdistance\t{cosine}")?;
+                let mut rows = Rows::new(path, w, &p.names, Shape::Pairs, exact)?;
                 let mut err = Ok(());
                 let r = crate::join::run(&p, &mode, ctx, |f: Found| {
                     clusters.add(f.i, f.j);
                     if err.is_ok() {
-                        err = writeln!(
-                            w,
-                            "{}\t{}\t{}\t{:.6}",
-                            p.names.name(f.i as usize),
-                            p.names.name(f.j as usize),
-                            f.distance,
-                            f.cosine
-                        );
+                        err = rows.push(f.i, f.j, f.distance, f.cosine);
                     }
                 });
                 result = Some(r);
-                err
+                err?;
+                rows.finish()
             })?;
             result.expect("the join ran")?
         }
@@ -153,11 +146,11 @@ fn write_outputs(a: &Args, p: &Prepared, labels: &[u32], set: &mut OutputSet) ->
     let h = p.names.header();
     if let Some(path) = &a.clusters {
         set.write(path, |w| {
-            writeln!(w, "{h}\tcluster")?;
+            let mut rows = Rows::new(path, w, &p.names, Shape::Clusters, false)?;
             for (i, &l) in labels.iter().enumerate() {
-                writeln!(w, "{}\t{}", p.names.name(i), p.names.name(l as usize))?;
+                rows.push(i as u32, l, 0, 0.0)?;
             }
-            Ok(())
+            rows.finish()
         })?;
     }
     if let Some(path) = &a.output {

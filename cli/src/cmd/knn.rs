@@ -13,6 +13,8 @@ use super::index::QUERY_BATCH;
 use super::sign::InputArgs;
 use crate::common::{Ctx, SignerArgs, check_paths, to_stdout, write_file};
 use crate::input::{Exact, prepare};
+use crate::parquet::Shape;
+use crate::table::Rows;
 use simlsh::verify::{CsrVectors, rerank_graph};
 
 const EXAMPLE: &str = "Examples:
@@ -44,7 +46,7 @@ pub struct Args {
     /// Documents: name rows by this JSON field or CSV column instead of record numbers.
     #[arg(long)]
     id_field: Option<String>,
-    /// Write the graph here (default: standard output).
+    /// Write the graph here, TSV or .parquet (default: standard output).
     #[arg(long)]
     out: Option<PathBuf>,
     #[command(flatten)]
@@ -64,14 +66,15 @@ fn knn_graph(
     })
 }
 
-pub fn run(a: Args, ctx: &mut Ctx) -> Result<()> {
+pub fn run(mut a: Args, ctx: &mut Ctx) -> Result<()> {
+    let _spool = a.input.spool_stdin()?;
     if a.k == 0 {
         bail!("--k must be at least 1");
     }
-    if let Some(m) = a.rerank {
-        if m < a.k {
-            bail!("--rerank {m} must be at least --k {}", a.k);
-        }
+    if let Some(m) = a.rerank
+        && m < a.k
+    {
+        bail!("--rerank {m} must be at least --k {}", a.k);
     }
     let outputs: Vec<&std::path::Path> = a.out.iter().map(PathBuf::as_path).collect();
     check_paths(ctx, &a.input, &outputs)?;
@@ -132,21 +135,15 @@ pub fn run(a: Args, ctx: &mut Ctx) -> Result<()> {
             })
             .collect(),
     };
-    let h = p.names.header();
-    let cos = if a.rerank.is_some() {
-        "cosine"
-    } else {
-        "estimated_cosine"
-    };
+    let target = a.out.clone().unwrap_or_default();
     let body = |w: &mut dyn Write| -> std::io::Result<()> {
-        writeln!(w, "{h}	neighbor	distance	{cos}")?;
+        let mut out = Rows::new(&target, w, &p.names, Shape::Neighbors, a.rerank.is_some())?;
         for (i, hits) in rows.iter().enumerate() {
-            let name = p.names.name(i);
             for &(id, d, c) in hits {
-                writeln!(w, "{name}\t{}\t{d}\t{c:.6}", p.names.name(id as usize))?;
+                out.push(i as u32, id, d, c)?;
             }
         }
-        Ok(())
+        out.finish()
     };
     match &a.out {
         Some(path) => write_file(path, body)?,
