@@ -597,10 +597,14 @@ def text_task(name, spec, args, checks):
         # --- exact answers: candidates planned for RECALL_TARGET at tau, verified by the exact
         # cosine of the same vectors as the truth's (the text's own features, or the matrix);
         # beside each, the unverified run at the same width (pairs by estimated cosine).
+        # The text rows: the default signer (hashing trick) and the hashed Gaussian one.
         for kind, inp, opts in (("text", wdir / "docs.txt", text_extra),
+                                ("text, hashed-gaussian", wdir / "docs.txt",
+                                 text_extra + ["--signer", "hashed-gaussian"]),
                                 ("matrix", wdir / "tfidf.npz", ["--signer", "hashing-trick"])):
-            feats = ("its own tokenizer + IDF: " + " ".join(text_extra)) if kind == "text" else "TF-IDF matrix (npz)"
-            tag = f"simlsh-{kind}-{VERIFY_BITS}-{tau}"
+            feats = ("its own tokenizer + IDF: " + " ".join(text_extra)) if kind.startswith("text") \
+                else "TF-IDF matrix (npz)"
+            tag = f"simlsh-{kind.replace(', ', '-')}-{VERIFY_BITS}-{tau}"
             i, j, ru = run_simlsh_dedup(binary, wdir, tag + "-estimated", inp, VERIFY_BITS, tau, opts + ["--no-verify"])
             row_u = add(tau, f"simlsh dedup, {kind}, {VERIFY_BITS} bit, estimated cosine (--no-verify)", feats,
                         f"r = {r256[tau]}", keys_of(i, j, n), ru["time_s"], ru["proc"],
@@ -940,8 +944,10 @@ def render(result):
     for name, task in result["text"].items():
         m = task["meta"]
         out.append(f"## Near-duplicates: {name}\n")
-        tok = ("URLs removed, lower-cased Unicode words `\\w+`" if name.startswith("tweets") else
-               "character bigrams inside runs of word characters (punctuation and line breaks end a run)")
+        tok = ("URLs removed, then the command line's own tokenizer (`--mode words`: lower-cased UAX #29 words "
+               "with a letter or digit)" if name.startswith("tweets") else
+               "whitespace collapsed, then the command line's own tokenizer (`--mode chars --ngram 2`: character "
+               "bigrams; a bigram without a letter or digit dropped)")
         out.append(TEXT_NOTE.format(source=m["source"], read=m["documents_read"], dup=m["exact_duplicates_collapsed"],
                                     empty=m["empty_dropped"], n=m["documents"], feat=m["features"], nnz=m["nonzeros"],
                                     tok=tok, t8=m["truth_pairs"]["0.8"], t9=m["truth_pairs"]["0.9"],
