@@ -108,7 +108,7 @@ def corpus(a):
         (wdir / "gen.json").write_text(json.dumps({k: v for k, v in g.items() if k != "stderr"}))
     meta = json.loads((wdir / "corpus.json").read_text())
     gen = json.loads((wdir / "gen.json").read_text()) if (wdir / "gen.json").exists() else {}
-    cmd = [a.simlsh, "dedup", wdir / "corpus.txt", "--mode", "words", "--cosine", TAU, "--pairs",
+    cmd = [a.simlsh, "dedup", wdir / "corpus.txt", "--mode", "words", "--bits", a.bits, "--cosine", TAU, "--pairs",
            wdir / "pairs.tsv", "--stats", wdir / "stats.json", *(["--threads", a.threads] if a.threads else [])]
     r = run_timed(cmd, wdir / "dedup")
     n = meta["docs"]
