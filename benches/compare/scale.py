@@ -189,7 +189,7 @@ def knn(a):
     except ImportError:
         fi = None
     rows_out = []
-    for bits, rerank in ((a.bits, a.rerank),):
+    for bits, rerank in [(a.bits, int(m)) for m in str(a.rerank).split(",")]:
         cmd = [a.simlsh, "knn", vec, "--k", k, "--rerank", rerank, "--signer", a.signer, "--bits", bits,
                "--threads", a.threads, "--out", wdir / f"knn-{bits}-{rerank}.tsv", "--seed", 0, "--quiet"]
         times = []
@@ -230,7 +230,7 @@ def main():
     ap.add_argument("--label")
     ap.add_argument("--signer", default="super-bit")
     ap.add_argument("--bits", type=int, default=256)
-    ap.add_argument("--rerank", type=int, default=100)
+    ap.add_argument("--rerank", default="100", help="M, or a comma-separated list of M")
     a = ap.parse_args()
     if a.task == "knn" and a.threads is None:
         a.threads = 1
