@@ -60,8 +60,14 @@ fn args() -> Result<Args> {
             s => out = Some(PathBuf::from(s)),
         }
     }
-    a.out = out.context("usage: compare_corpus OUT_DIR [--docs N] [--seed S] [--vocab V] [--clustered F]")?;
-    if a.docs == 0 || a.docs > u32::MAX as usize || a.vocab < 2 || !(0.0..=1.0).contains(&a.clustered) {
+    a.out = out.context(
+        "usage: compare_corpus OUT_DIR [--docs N] [--seed S] [--vocab V] [--clustered F]",
+    )?;
+    if a.docs == 0
+        || a.docs > u32::MAX as usize
+        || a.vocab < 2
+        || !(0.0..=1.0).contains(&a.clustered)
+    {
         bail!("need 0 < docs < 2^32, vocab >= 2, 0 <= clustered <= 1");
     }
     Ok(a)
@@ -239,7 +245,10 @@ fn main() -> Result<()> {
     // The text, in blocks generated in parallel and written in order; document frequencies
     // counted on the way.
     let path = a.out.join("corpus.txt");
-    let mut w = BufWriter::with_capacity(1 << 22, File::create(&path).with_context(|| path.display().to_string())?);
+    let mut w = BufWriter::with_capacity(
+        1 << 22,
+        File::create(&path).with_context(|| path.display().to_string())?,
+    );
     let mut df = vec![0u32; a.vocab];
     let mut words_total = 0u64;
     const BLOCK: usize = 1 << 16;
@@ -254,8 +263,9 @@ fn main() -> Result<()> {
                 let mut distinct = Vec::new();
                 let mut words = Vec::new();
                 let mut total = 0u64;
-                for pos in b0..(b0 + BLOCK).min(n) {
-                    document(a.seed, &zipf, origin[pos], pos, &mut words);
+                let end = (b0 + BLOCK).min(n);
+                for (pos, &o) in origin.iter().enumerate().take(end).skip(b0) {
+                    document(a.seed, &zipf, o, pos, &mut words);
                     total += words.len() as u64;
                     for (k, &x) in words.iter().enumerate() {
                         if k > 0 {
@@ -331,7 +341,10 @@ fn main() -> Result<()> {
         "seconds_text": t_text,
         "seconds_total": t0.elapsed().as_secs_f64(),
     });
-    std::fs::write(a.out.join("corpus.json"), serde_json::to_string_pretty(&summary)?)?;
+    std::fs::write(
+        a.out.join("corpus.json"),
+        serde_json::to_string_pretty(&summary)?,
+    )?;
     println!("{summary}");
     Ok(())
 }
