@@ -507,12 +507,12 @@ def dedup_plan(stderr_text):
 
 def run_simlsh_dedup(binary, wdir, tag, inp, bits, tau, extra, seed=SEED):
     pairs, stats = wdir / f"{tag}.pairs.tsv", wdir / f"{tag}.stats.json"
-    # Not --quiet: the summary line (stderr, no progress bars off a terminal) names the plan.
+    # Not --quiet: the summary line (standard output) names the plan.
     cmd = [binary, "dedup", inp, "--bits", bits, "--cosine", tau, "--pairs", pairs, "--stats", stats,
            "--threads", 1, "--seed", seed, *extra]
     proc = run_child(cmd, wdir / tag)
     st = json.loads(stats.read_text())
-    st["plan"] = dedup_plan(Path(f"{wdir / tag}.stderr").read_text(errors="replace"))
+    st["plan"] = dedup_plan(Path(f"{wdir / tag}.stdout").read_text(errors="replace"))
     proc["peak_rss_mb"] = st["peak_rss_bytes"] / 2**20
     i, j, base = read_pairs_tsv(pairs)
     ph = st["phases_seconds"]

@@ -46,12 +46,13 @@ def run_timed(cmd, log, env_extra=None):
         p = subprocess.run(["/usr/bin/time", "-v", *map(str, cmd)], stdout=so, stderr=se, env=env)
         wall = time.perf_counter() - t0
     err = Path(f"{log}.stderr").read_text(errors="replace")
+    summary = Path(f"{log}.stdout").read_text(errors="replace")
     if p.returncode != 0:
         raise RuntimeError(f"command failed ({p.returncode}): {' '.join(map(str, cmd))}\n{err[-2000:]}")
     rss = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", err).group(1))
     user = float(re.search(r"User time \(seconds\): ([0-9.]+)", err).group(1))
     sys_t = float(re.search(r"System time \(seconds\): ([0-9.]+)", err).group(1))
-    return {"wall_s": wall, "cpu_s": user + sys_t, "peak_rss_mb": rss / 1024, "stderr": err}
+    return {"wall_s": wall, "cpu_s": user + sys_t, "peak_rss_mb": rss / 1024, "stderr": summary + err}
 
 
 def poems(a):
