@@ -157,6 +157,12 @@ def w2(args):
         R = np.random.default_rng(0).standard_normal((W2_D, f), dtype=np.float32)
         op = lambda: np.packbits(X @ R > 0, axis=1)  # noqa: E731
         notes = "numpy float32 X @ R (OpenBLAS sgemm) + sign + packbits"
+    elif s == "simlsh-py":
+        import simlsh
+
+        sg = simlsh.signer("gaussian", bits=f, dim=W2_D, seed=0)
+        op = lambda: sg.sign(X, threads=args.threads)  # noqa: E731
+        notes = "simlsh Python package: signer('gaussian', bits=f, dim=384).sign(X) (the Rust kernel through PyO3)"
     elif s == "sklearn-grp":
         from sklearn.random_projection import GaussianRandomProjection
 
@@ -167,6 +173,8 @@ def w2(args):
         raise SystemExit("unknown W2 system " + s)
     hwm = vmhwm_kb()
     med, times, codes = timed(args.reps, op)
+    if s == "simlsh-py":
+        codes = u8(np.asarray(codes, dtype=np.uint64))
     put(args, "codes.u8", np.asarray(codes)[:QUALITY_ROWS])
     return {"n": n, "n_full": n_full, "seconds": med, "times": times, "rss_hwm_before_kb": hwm, "notes": notes}
 
@@ -219,6 +227,19 @@ def w3(args):
             lims, _, ids = idx.range_search(xq, RADIUS + 1)  # faiss answers d < radius
             return [ids[lims[i]:lims[i + 1]] for i in range(nq)]
         notes += ".range_search(radius = 4), i.e. d <= 3"
+    elif s == "simlsh-py":
+        import simlsh
+
+        t0 = time.perf_counter()
+        idx = simlsh.PermutedTables(bits=64, radius=RADIUS)
+        idx.add(index.reshape(-1, 1), threads=args.threads)
+        build_s = time.perf_counter() - t0
+        q2 = np.ascontiguousarray(qs.reshape(-1, 1))
+
+        def op():
+            lims, _, ids = idx.range_search(q2, RADIUS, threads=args.threads)
+            return [ids[lims[i]:lims[i + 1]] for i in range(nq)]
+        notes = "simlsh Python package: PermutedTables(bits=64, radius=3).range_search (d <= 3)"
     elif s == "simhash-1e0ng":
         from simhash import Simhash
 
@@ -250,6 +271,17 @@ def w4(args):
             keep = qi < ids
             return np.stack([qi[keep], ids[keep]], 1)
         notes += ".range_search(every code, radius = 4); pairs i < j"
+    elif s == "simlsh-py":
+        import simlsh
+
+        build_s = None
+        c2 = np.ascontiguousarray(codes.reshape(-1, 1))
+
+        def op():
+            i, j, _ = simlsh.self_join(c2, RADIUS, bits=64, threads=args.threads)
+            keep = i < n
+            return np.stack([i[keep], j[keep]], 1)
+        notes = "simlsh Python package: self_join(codes, 3) (pairs i < j; the first n as queries)"
     elif s == "simhash-1e0ng":
         from simhash import Simhash
 
@@ -287,6 +319,16 @@ def w5(args):
                 out.append(top[np.lexsort((top, d[top]))])
             return np.array(out)
         notes = "np.bitwise_count(index ^ q).sum(1) + argpartition per query"
+    elif s == "simlsh-py":
+        import simlsh
+
+        t0 = time.perf_counter()
+        idx = simlsh.LinearScan(bits=W5_BITS)
+        idx.add(index, threads=args.threads)
+        build_s = time.perf_counter() - t0
+        q2 = np.ascontiguousarray(qs)
+        op = lambda: idx.search(q2, W5_K, threads=args.threads)[1]  # noqa: E731
+        notes = "simlsh Python package: LinearScan(bits=256).search(k = 10)"
     elif s == "faiss-flat":
         idx, build_s, notes = faiss_index(args, W5_BITS, u8(index))
         xq = u8(qs)

@@ -22,6 +22,7 @@ import json
 import math
 import os
 import pickle
+import re
 import platform
 import resource
 import shutil
@@ -42,6 +43,11 @@ from compare import machine  # noqa: E402
 TAUS = (0.8, 0.9)
 TAU = TAUS[0]
 NUM_PERM = 128
+# Exact answers: the width and the recall planned at tau of simlsh's verified rows, and the F1
+# they must reach (the issue's goal).
+VERIFY_BITS = 256
+RECALL_TARGET = 0.99
+F1_GOAL = 0.97
 SIGNERS = ("gaussian", "super-bit", "rademacher", "very-sparse", "hashing-trick", "pooled")
 GLOVE_BITS = (64, 256)
 SEED = 0
@@ -116,6 +122,15 @@ def read_pairs_tsv(path):
         return np.zeros(0, np.int64), np.zeros(0, np.int64), base
     i, j = a[:, 0] - base, a[:, 1] - base
     return np.minimum(i, j), np.maximum(i, j), base
+
+
+def read_pairs_cos(path):
+    """(i, j, cosine) of a verified `--pairs` TSV (record numbers, 0-based), i < j."""
+    a = np.loadtxt(path, skiprows=1, usecols=(0, 1, 3), dtype=np.float64, ndmin=2)
+    if a.size == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0)
+    i, j = a[:, 0].astype(np.int64), a[:, 1].astype(np.int64)
+    return np.minimum(i, j), np.maximum(i, j), a[:, 2]
 
 
 def keys_of(i, j, n):
@@ -193,6 +208,8 @@ def worker(kind, wdir, params):
     rss0 = _rss_now_mb()
     if kind == "minhash":
         out.update(_w_minhash(wdir, params))
+    elif kind == "rensa":
+        out.update(_w_rensa(wdir, params))
     elif kind == "simhash1e0ng":
         out.update(_w_simhash(wdir, params))
     elif kind == "gaoya":
@@ -255,6 +272,67 @@ def _w_minhash(wdir, params):
         t4 = time.perf_counter()
         np.save(pairs_path, np.stack([qi, qj, ok.astype(np.int64)]))
         runs.append({"jaccard": thr, "bands": lsh.b, "rows_per_band": lsh.r, "peak_rss_mb": _rss_now_mb(),
+                     "times": {"sign": t_sign, "index": t2 - t1, "query": t3 - t2, "verify": t4 - t3}})
+        del lsh
+        gc.collect()
+    return {"runs": runs, "_rss_loaded": loaded}
+
+
+def rensa_bands(thr, num_perm=NUM_PERM):
+    """datasketch's choice of bands (the (b, r) minimising the equally weighted false-positive
+    and false-negative areas of the S-curve at the threshold), restricted to the band counts
+    rensa accepts: b divides num_perm, r = num_perm / b."""
+    from datasketch.lsh import _false_negative_probability, _false_positive_probability
+
+    best = None
+    for b in (d for d in range(2, num_perm + 1) if num_perm % d == 0):
+        r = num_perm // b
+        err = 0.5 * _false_positive_probability(thr, b, r) + 0.5 * _false_negative_probability(thr, b, r)
+        if best is None or err < best[0]:
+            best = (err, b, r)
+    return best[1], best[2]
+
+
+def _w_rensa(wdir, params):
+    """rensa (R-MinHash, full token sets): digests once, then one RMinHashLSH per threshold,
+    candidates of every document's query, verified by the estimated Jaccard of the digests
+    (the treatment of datasketch)."""
+    import gc
+
+    from rensa import RMinHash, RMinHashLSH
+
+    with open(wdir / "tokens.pkl", "rb") as fh:
+        toks = pickle.load(fh)
+    sets = [sorted(set(tk)) for tk in toks]
+    loaded = _rss_now_mb()
+    t0 = time.perf_counter()
+    mhs = RMinHash.from_token_sets(sets, num_perm=NUM_PERM, seed=1)
+    t_sign = time.perf_counter() - t0
+    hv = np.asarray([m.digest() for m in mhs], dtype=np.uint32)
+    runs = []
+    for thr, pairs_path in zip(params["jaccard"], params["pairs"]):
+        b, r = rensa_bands(thr)
+        t1 = time.perf_counter()
+        lsh = RMinHashLSH(threshold=thr, num_perm=NUM_PERM, num_bands=b)
+        lsh.insert_many(mhs, 0)
+        t2 = time.perf_counter()
+        qi, qj = [], []
+        for i, cands in enumerate(lsh.query_all(mhs)):
+            for j in cands:
+                if j > i:
+                    qi.append(i)
+                    qj.append(j)
+        t3 = time.perf_counter()
+        qi = np.asarray(qi, np.int64)
+        qj = np.asarray(qj, np.int64)
+        est = np.zeros(len(qi))
+        for s0 in range(0, len(qi), 100000):
+            a, c = qi[s0 : s0 + 100000], qj[s0 : s0 + 100000]
+            est[s0 : s0 + 100000] = (hv[a] == hv[c]).mean(axis=1)
+        ok = est >= thr
+        t4 = time.perf_counter()
+        np.save(pairs_path, np.stack([qi, qj, ok.astype(np.int64)]))
+        runs.append({"jaccard": thr, "bands": b, "rows_per_band": r, "peak_rss_mb": _rss_now_mb(),
                      "times": {"sign": t_sign, "index": t2 - t1, "query": t3 - t2, "verify": t4 - t3}})
         del lsh
         gc.collect()
@@ -369,7 +447,7 @@ def prepare_text(name, spec, wdir, smoke, checks):
     wdir.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     texts = tp.load_texts(spec["path"], limit=spec.get("limit"))
-    tok = tp.tokenize_en if spec["lang"] == "en" else tp.tokenize_zh
+    tok = tp.library_tokenize(spec["lang"])
     norm = tp.normalise_en if spec["lang"] == "en" else tp.normalise_zh
     toks, lines, _, n_dup, n_empty = tp.collapse(texts, tok, norm)
     x, names = tp.tfidf(toks)
@@ -409,12 +487,32 @@ def prepare_text(name, spec, wdir, smoke, checks):
     return n, truth, meta
 
 
+PLAN_LINE = re.compile(r"verified on (\d+) candidates from (?:(\d+) bands of (\d+) bits|radius (\d+))"
+                       r".*?planned recall ([0-9.]+)")
+
+
+def dedup_plan(stderr_text):
+    """The candidate plan of a verified `simlsh dedup` run, from its summary line (its --stats
+    JSON does not record it): {"bands", "band_bits"} or {"radius"}, and "planned_recall"."""
+    m = PLAN_LINE.search(stderr_text)
+    if not m:
+        return {}
+    out = {"planned_recall": float(m.group(5))}
+    if m.group(2):
+        out.update(bands=int(m.group(2)), band_bits=int(m.group(3)))
+    else:
+        out["radius"] = int(m.group(4))
+    return out
+
+
 def run_simlsh_dedup(binary, wdir, tag, inp, bits, tau, extra, seed=SEED):
     pairs, stats = wdir / f"{tag}.pairs.tsv", wdir / f"{tag}.stats.json"
+    # Not --quiet: the summary line (standard output) names the plan.
     cmd = [binary, "dedup", inp, "--bits", bits, "--cosine", tau, "--pairs", pairs, "--stats", stats,
-           "--threads", 1, "--seed", seed, "--quiet", *extra]
+           "--threads", 1, "--seed", seed, *extra]
     proc = run_child(cmd, wdir / tag)
     st = json.loads(stats.read_text())
+    st["plan"] = dedup_plan(Path(f"{wdir / tag}.stdout").read_text(errors="replace"))
     proc["peak_rss_mb"] = st["peak_rss_bytes"] / 2**20
     i, j, base = read_pairs_tsv(pairs)
     ph = st["phases_seconds"]
@@ -437,7 +535,7 @@ def text_task(name, spec, args, checks):
     r64 = {tau: radius_for(tau, 64) for tau in TAUS}
     r256 = {tau: radius_for(tau, 256) for tau in TAUS}
     tk = {tau: truth[tau]["keys"] for tau in TAUS}
-    text_extra = ["--mode", "words"] if spec["lang"] == "en" else ["--mode", "chars", "--ngram", "2"]
+    text_extra = tp.CLI_TEXT[spec["lang"]]
 
     def add(tau, method, features, params, pred_keys, time_s, proc, notes="", ideal=None, extra=None):
         row = {"method": method, "features": features, "params": params, **score(pred_keys, tk[tau]),
@@ -459,7 +557,7 @@ def text_task(name, spec, args, checks):
         for signer, bits, rr in (("hashing-trick", 64, r64[tau]), ("hashing-trick", 256, r256[tau]),
                                  ("gaussian", 64, r64[tau])):
             i, j, res = run_simlsh_dedup(binary, wdir, f"simlsh-{signer}-{bits}-{tau}", wdir / "tfidf.npz", bits,
-                                         tau, ["--signer", signer])
+                                         tau, ["--signer", signer, "--no-verify"])
             got_r = res["stats"]["values"]["radius"]
             if signer == "hashing-trick":
                 checks.check(f"{name}: simlsh --cosine {tau} at f={bits} gives radius floor(f acos(tau)/pi)",
@@ -477,7 +575,8 @@ def text_task(name, spec, args, checks):
             rec = [row["recall"]]
             for seed in seeds[1:]:
                 i, j, _ = run_simlsh_dedup(binary, wdir, f"simlsh-{signer}-{bits}-{tau}-s{seed}",
-                                           wdir / "tfidf.npz", bits, tau, ["--signer", signer], seed=seed)
+                                           wdir / "tfidf.npz", bits, tau, ["--signer", signer, "--no-verify"],
+                                           seed=seed)
                 rec.append(score(keys_of(i, j, n), tk[tau])["recall"])
             mean, sd = float(np.mean(rec)), float(np.std(rec, ddof=1))
             row["seed_recalls"] = rec
@@ -488,11 +587,59 @@ def text_task(name, spec, args, checks):
             else:
                 checks.check(f"{name}: simlsh hashing-trick 64-bit mean recall over {len(rec)} seeds >= "
                              f"binomial law - 0.08 (tau={tau})", mean >= ir - 0.08, f"mean {mean:.3f}, ideal {ir:.3f}")
-        i, j, res = run_simlsh_dedup(binary, wdir, f"simlsh-text-{tau}", wdir / "docs.txt", 64, tau, text_extra)
+        i, j, res = run_simlsh_dedup(binary, wdir, f"simlsh-text-{tau}", wdir / "docs.txt", 64, tau,
+                                     text_extra + ["--no-verify"])
         add(tau, "simlsh dedup, text pipeline, 64 bit", "its own tokenizer + IDF on the same texts: "
             + " ".join(text_extra), f"r = {r64[tau]}", keys_of(i, j, n), res["time_s"], res["proc"],
-            notes="features differ from the truth's (own tokenizer, IDF)",
+            ideal=ideal_recall(truth[tau]["cos"], 64, r64[tau]),
             extra={"process_wall_s": res["proc"]["wall_s"], "simlsh_stats": res["stats"]})
+
+        # --- exact answers: candidates planned for RECALL_TARGET at tau, verified by the exact
+        # cosine of the same vectors as the truth's (the text's own features, or the matrix);
+        # beside each, the unverified run at the same width (pairs by estimated cosine).
+        # The text rows: the default signer (hashing trick) and the hashed Gaussian one.
+        for kind, inp, opts in (("text", wdir / "docs.txt", text_extra),
+                                ("text, hashed-gaussian", wdir / "docs.txt",
+                                 text_extra + ["--signer", "hashed-gaussian"]),
+                                ("matrix", wdir / "tfidf.npz", ["--signer", "hashing-trick"])):
+            feats = ("its own tokenizer + IDF: " + " ".join(text_extra)) if kind.startswith("text") \
+                else "TF-IDF matrix (npz)"
+            tag = f"simlsh-{kind.replace(', ', '-')}-{VERIFY_BITS}-{tau}"
+            i, j, ru = run_simlsh_dedup(binary, wdir, tag + "-estimated", inp, VERIFY_BITS, tau, opts + ["--no-verify"])
+            row_u = add(tau, f"simlsh dedup, {kind}, {VERIFY_BITS} bit, estimated cosine (--no-verify)", feats,
+                        f"r = {r256[tau]}", keys_of(i, j, n), ru["time_s"], ru["proc"],
+                        ideal=ideal_recall(truth[tau]["cos"], VERIFY_BITS, r256[tau]),
+                        extra={"process_wall_s": ru["proc"]["wall_s"], "simlsh_stats": ru["stats"]})
+            i, j, rv = run_simlsh_dedup(binary, wdir, tag + "-verified", inp, VERIFY_BITS, tau,
+                                        opts + ["--recall", RECALL_TARGET])
+            v, pl = rv["stats"]["values"], rv["stats"]["plan"]
+            how = (f"{pl['bands']} bands of {pl['band_bits']} bits" if pl.get("bands") else
+                   f"r = {pl.get('radius')}") + f" (recall {pl.get('planned_recall', float('nan')):.3f})"
+            row_v = add(tau, f"**simlsh dedup, {kind}, {VERIFY_BITS} bit, exact cosine (verified)**", feats,
+                        f"--recall {RECALL_TARGET}: {how}; {v['candidates']} candidates", keys_of(i, j, n),
+                        rv["time_s"], rv["proc"],
+                        extra={"process_wall_s": rv["proc"]["wall_s"], "simlsh_stats": rv["stats"],
+                               "vs_estimated": {"time": rv["time_s"] / max(ru["time_s"], 1e-9),
+                                                "cpu": rv["proc"]["cpu_s"] / max(ru["proc"]["cpu_s"], 1e-9)}})
+            row_v["seed_recall"] = (f"time {row_v['vs_estimated']['time']:.2f}x, CPU "
+                                    f"{row_v['vs_estimated']['cpu']:.2f}x the estimate")
+            # The same vectors: every reported cosine equals the truth's exact cosine.
+            ci, cj, cc = read_pairs_cos(wdir / f"{tag}-verified.pairs.tsv")
+            kt = truth[tau]["keys"]
+            pos = np.searchsorted(kt, ci * n + cj)
+            pos = np.minimum(pos, max(len(kt) - 1, 0))
+            inside = (kt[pos] == ci * n + cj) if len(kt) else np.zeros(len(ci), bool)
+            diff = float(np.abs(cc[inside] - truth[tau]["cos"][pos[inside]]).max()) if inside.any() else 0.0
+            checks.check(f"{name}: simlsh {kind} verified cosines = the truth's exact cosines (tau={tau})",
+                         diff <= 2e-6 and bool(np.all(cc >= tau)),
+                         f"max |difference| {diff:.2e} over {int(inside.sum())} pairs; min cosine "
+                         f"{cc.min() if len(cc) else float('nan'):.6f}")
+            outside = int((~inside).sum())
+            checks.check(f"{name}: simlsh {kind} verified pairs are all in the truth (tau={tau})", outside == 0,
+                         f"{outside} reported pairs not in the truth")
+            if len(tk[tau]) >= MIN_TRUTH_FOR_FLOOR:
+                checks.check(f"{name}: simlsh {kind} verified F1 >= {F1_GOAL} (tau={tau})",
+                             row_v["f1"] >= F1_GOAL, f"F1 {row_v['f1']:.4f}, recall {row_v['recall']:.4f}")
 
     # simlsh's join is exact: its pairs equal brute force on the signatures `simlsh sign` writes.
     sig = wdir / "simlsh-64.npy"
@@ -504,24 +651,26 @@ def text_task(name, spec, args, checks):
     checks.check(f"{name}: simlsh dedup pairs = brute-force Hamming <= r on simlsh sign's signatures",
                  np.array_equal(keys_of(bi, bj, n), keys_of(di, dj, n)), f"{len(di)} vs {len(bi)} pairs")
 
-    # --- datasketch MinHash LSH (token sets), at the Jaccard matched to tau
-    res_path = wdir / "minhash.json"
-    pair_paths = [str(wdir / f"minhash-{tau}.npy") for tau in TAUS]
-    proc = run_child([sys.executable, __file__, "--worker", "minhash", "--dir", wdir, "--params",
-                      json.dumps({"jaccard": [jaccard_for(t) for t in TAUS], "result": str(res_path),
-                                  "pairs": pair_paths})], wdir / "minhash")
-    res = json.loads(res_path.read_text())
-    for tau, run, pp in zip(TAUS, res["runs"], pair_paths):
-        qi, qj, ok = np.load(pp)
-        ti = run["times"]
-        base_t = ti["sign"] + ti["index"] + ti["query"]
-        prm = f"J = {run['jaccard']:.3f}, {NUM_PERM} perm, b = {run['bands']}, r = {run['rows_per_band']}"
-        extra = {"rss_after_load_mb": res["rss_after_load_mb"], "times": ti}
-        pr = dict(proc, peak_rss_mb=run["peak_rss_mb"])
-        add(tau, "datasketch MinHashLSH, candidates", "token sets", prm, keys_of(qi, qj, n), base_t, pr,
-            extra=extra)
-        add(tau, "datasketch MinHashLSH, verified", "token sets", prm + ", est. J >= thr",
-            keys_of(qi[ok == 1], qj[ok == 1], n), base_t + ti["verify"], pr, extra=extra)
+    # --- MinHash LSH on token sets, at the Jaccard matched to tau: datasketch (pure Python) and
+    # rensa (R-MinHash in Rust), the same treatment: every candidate of each document's query,
+    # then the candidates whose estimated Jaccard reaches the threshold.
+    for worker_kind, label in (("minhash", "datasketch MinHashLSH"), ("rensa", "rensa 0.5 RMinHashLSH")):
+        res_path = wdir / f"{worker_kind}.json"
+        pair_paths = [str(wdir / f"{worker_kind}-{tau}.npy") for tau in TAUS]
+        proc = run_child([sys.executable, __file__, "--worker", worker_kind, "--dir", wdir, "--params",
+                          json.dumps({"jaccard": [jaccard_for(t) for t in TAUS], "result": str(res_path),
+                                      "pairs": pair_paths})], wdir / worker_kind)
+        res = json.loads(res_path.read_text())
+        for tau, run, pp in zip(TAUS, res["runs"], pair_paths):
+            qi, qj, ok = np.load(pp)
+            ti = run["times"]
+            base_t = ti["sign"] + ti["index"] + ti["query"]
+            prm = f"J = {run['jaccard']:.3f}, {NUM_PERM} perm, b = {run['bands']}, r = {run['rows_per_band']}"
+            extra = {"rss_after_load_mb": res["rss_after_load_mb"], "times": ti}
+            pr = dict(proc, peak_rss_mb=run["peak_rss_mb"])
+            add(tau, f"{label}, candidates", "token sets", prm, keys_of(qi, qj, n), base_t, pr, extra=extra)
+            add(tau, f"{label}, verified", "token sets", prm + ", est. J >= thr",
+                keys_of(qi[ok == 1], qj[ok == 1], n), base_t + ti["verify"], pr, extra=extra)
 
     # --- simhash (1e0ng), TF-IDF weighted features, 64 bit
     nq = 5 if args.smoke else 40
@@ -795,8 +944,10 @@ def render(result):
     for name, task in result["text"].items():
         m = task["meta"]
         out.append(f"## Near-duplicates: {name}\n")
-        tok = ("URLs removed, lower-cased Unicode words `\\w+`" if name.startswith("tweets") else
-               "character bigrams inside runs of word characters (punctuation and line breaks end a run)")
+        tok = ("URLs removed, then the command line's own tokenizer (`--mode words`: lower-cased UAX #29 words "
+               "with a letter or digit)" if name.startswith("tweets") else
+               "whitespace collapsed, then the command line's own tokenizer (`--mode chars --ngram 2`: character "
+               "bigrams; a bigram without a letter or digit dropped)")
         out.append(TEXT_NOTE.format(source=m["source"], read=m["documents_read"], dup=m["exact_duplicates_collapsed"],
                                     empty=m["empty_dropped"], n=m["documents"], feat=m["features"], nnz=m["nonzeros"],
                                     tok=tok, t8=m["truth_pairs"]["0.8"], t9=m["truth_pairs"]["0.9"],

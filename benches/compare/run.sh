@@ -29,11 +29,20 @@ mkdir -p "$out"
 start=$(date +%s)
 
 echo "== peers: Python venv $venv" >&2
-if ! "$venv/bin/python" -c "import faiss, sklearn, scipy, simhash, gaoya, datasketch" 2>/dev/null; then
+if ! "$venv/bin/python" -c "import faiss, sklearn, scipy, simhash, gaoya, datasketch, rensa" 2>/dev/null; then
   "${PYTHON:-python3}" -m venv "$venv"
   "$venv/bin/pip" install --quiet --disable-pip-version-check -r "$here/requirements.txt"
 fi
 PY="$venv/bin/python"
+# simlsh's own Python package (the "simlsh-py" rows, and the tokenizer of the real-data truth),
+# rebuilt when the sources it is built from changed.
+stamp="$venv/.simlsh-py-sources"
+want="$(git rev-parse HEAD:python HEAD:src 2>/dev/null | tr '\n' ' ')$(git status --porcelain -- python src | md5sum)"
+if ! "$venv/bin/python" -c "import simlsh" 2>/dev/null || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+  echo "== simlsh Python package (pip install ./python)" >&2
+  "$venv/bin/pip" install --quiet --disable-pip-version-check ./python
+  echo "$want" > "$stamp"
+fi
 
 echo "== simlsh: release build" >&2
 cargo build --release --quiet --bin simlsh --example compare_worker --example write_workloads

@@ -1,16 +1,22 @@
 """Text preparation and exact ground truth for the real-data near-duplicate tasks.
 
-Used by realdata.py. Everything here is deterministic: the same input gives the same
-documents, TF-IDF matrix and truth pairs on every machine.
+Used by realdata.py and scale.py. Everything here is deterministic: the same input gives the
+same documents, TF-IDF matrix and truth pairs on every machine.
 
-* English (health-news tweets): URLs removed (the short-link slugs are random per post),
-  lower-cased, tokens = Unicode words (regex ``\\w+``).
-* Chinese (Tang poems): tokens = character bigrams inside each run of word characters
-  (punctuation and line breaks end a run; a one-character run is kept as a unigram).
+* Tokens: the command line's own tokenizer, through the Python package (`simlsh.Tokenizer`),
+  so that the truth's vectors are exactly those `simlsh dedup` verifies with:
+  - English (health-news tweets): URLs removed (the short-link slugs are random per post),
+    whitespace collapsed, then `--mode words` (lower-cased UAX #29 words with a letter or
+    digit);
+  - Chinese (poems): whitespace collapsed, then `--mode chars --ngram 2` (character bigrams of
+    the whole text; a bigram without a letter or digit is dropped).
+  The earlier regex tokens (``\\w+`` words, bigrams inside runs of word characters) are kept
+  as `tokenize_en` / `tokenize_zh` for reference only.
 * Exact duplicates (identical token sequences) are collapsed to their first occurrence;
   documents with no token are dropped.
 * TF-IDF: scikit-learn ``TfidfVectorizer`` on the token lists (smooth IDF, raw TF,
-  l2-normalised rows), CSR float32.
+  l2-normalised rows), CSR float32: the weights of the command line's TF-IDF
+  (``ln((1 + N) / (1 + df)) + 1`` times the count), up to the row scale, which a cosine ignores.
 * Truth: every pair i < j whose exact cosine is >= tau, by a sparse self-product in row
   blocks. Ubiquitous features would make that product dense, so the features are split
   into frequent (F) and rare (R): cos = x_R.y_R + x_F.y_F. A pair that shares no rare
@@ -84,8 +90,22 @@ def normalise_zh(text):
     return SPACE.sub(" ", text).strip()
 
 
+# The command line's text options of each language (and the same tokenizer in Python).
+CLI_TEXT = {"en": ["--mode", "words"], "zh": ["--mode", "chars", "--ngram", "2"]}
+
+
+def library_tokenize(lang):
+    """The tokens `simlsh dedup FILE <CLI_TEXT[lang]>` computes for a line, in order, repeats
+    included (the Python package runs the same Rust tokenizer)."""
+    import simlsh
+
+    tok = simlsh.Tokenizer(mode="words") if lang == "en" else simlsh.Tokenizer(mode="chars", ngram=2)
+    return tok.tokens
+
+
 def collapse(texts, tokenize, normalise):
-    """Tokenise, drop empty documents, collapse identical token sequences.
+    """Normalise each text into the line handed to the command line, tokenise that line, drop
+    empty documents, collapse identical token sequences.
 
     Returns (tokens, lines, kept, n_duplicates, n_empty): tokens and lines of the kept
     documents, kept = their indices in texts."""
@@ -93,7 +113,8 @@ def collapse(texts, tokenize, normalise):
     toks, lines, kept = [], [], []
     n_dup = n_empty = 0
     for i, t in enumerate(texts):
-        tk = tokenize(t)
+        line = normalise(t)
+        tk = tokenize(line)
         if not tk:
             n_empty += 1
             continue
@@ -103,7 +124,7 @@ def collapse(texts, tokenize, normalise):
             continue
         seen.add(key)
         toks.append(tk)
-        lines.append(normalise(t))
+        lines.append(line)
         kept.append(i)
     return toks, lines, np.asarray(kept, dtype=np.int64), n_dup, n_empty
 
