@@ -692,14 +692,14 @@ where
     if u32::try_from(n).is_err() {
         return Err(Error::param("signatures", "more than 2^32 rows"));
     }
-    if let Some(a) = active {
-        if a.len() != n {
-            return Err(Error::LengthMismatch {
-                what: "active flags vs rows",
-                left: a.len(),
-                right: n,
-            });
-        }
+    if let Some(a) = active
+        && a.len() != n
+    {
+        return Err(Error::LengthMismatch {
+            what: "active flags vs rows",
+            left: a.len(),
+            right: n,
+        });
     }
     let rows: Vec<u32> = (0..n as u32)
         .filter(|&i| active.is_none_or(|a| a[i as usize]))
