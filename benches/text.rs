@@ -15,17 +15,12 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+#[path = "common/pool.rs"]
+mod pool;
+use pool::pool;
 use simlsh::HashingTrick;
 use simlsh::text::{Idf, Mode, Tokenizer};
 use std::hint::black_box;
-
-fn one_thread<R: Send>(f: impl FnOnce() -> R + Send) -> R {
-    rayon::ThreadPoolBuilder::new()
-        .num_threads(1)
-        .build()
-        .unwrap()
-        .install(f)
-}
 
 fn corpus_path() -> PathBuf {
     if let Some(p) = std::env::var_os("SIMLSH_TEXT_BENCH_FILE") {
@@ -73,13 +68,13 @@ fn bench_song(c: &mut Criterion) {
         g.throughput(Throughput::Elements(tokens as u64));
         if name == "chars2" {
             g.bench_function(format!("{name}/idf"), |b| {
-                b.iter(|| one_thread(|| black_box(Idf::fit(&plain, &docs))))
+                b.iter(|| pool().install(|| black_box(Idf::fit(&plain, &docs))))
             });
         }
-        let idf = one_thread(|| Idf::fit(&plain, &docs));
+        let idf = pool().install(|| Idf::fit(&plain, &docs));
         let tok = plain.to_builder().idf(idf).build().unwrap();
         g.bench_function(format!("{name}/sign"), |b| {
-            b.iter(|| one_thread(|| black_box(tok.sign_corpus(&signer, &docs).unwrap())))
+            b.iter(|| pool().install(|| black_box(tok.sign_corpus(&signer, &docs).unwrap())))
         });
     }
     g.finish();
@@ -104,7 +99,7 @@ fn bench_long_line(c: &mut Criterion) {
         let doc: String = line.chars().take(chars).collect();
         g.throughput(Throughput::Elements(chars as u64));
         g.bench_function(format!("chars2/{chars}"), |b| {
-            b.iter(|| one_thread(|| black_box(tok.sign_corpus(&signer, &[&doc]).unwrap())))
+            b.iter(|| pool().install(|| black_box(tok.sign_corpus(&signer, &[&doc]).unwrap())))
         });
     }
     g.finish();

@@ -400,7 +400,13 @@ mod tests {
 
     #[test]
     fn written_headers_read_back_aligned_to_64_bytes() {
-        for shape in [vec![0], vec![3], vec![0, 1], vec![37, 2], vec![usize::MAX, 4]] {
+        for shape in [
+            vec![0],
+            vec![3],
+            vec![0, 1],
+            vec![37, 2],
+            vec![usize::MAX, 4],
+        ] {
             let mut b = Vec::new();
             write_header(&mut b, "<u8", &shape).unwrap();
             assert_eq!(b.len() % 64, 0, "{shape:?}");
