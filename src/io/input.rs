@@ -209,7 +209,7 @@ impl Vectors {
         }
     }
 
-    /// Signs every vector with `signer` ([`Signer::sign_dense`] or [`Signer::sign_csr`]).
+    /// Signs every vector with `signer` ([`Signer::sign_dense`] or [`SignerExt::sign_csr`]).
     pub fn sign<S: Signer + ?Sized>(&self, signer: &S) -> Result<SignatureMatrix> {
         match self {
             Vectors::Dense(a) => signer.sign_dense(a),
