@@ -9,7 +9,7 @@ use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 #[path = "common/pool.rs"]
 mod pool;
 use pool::pool;
-use simlsh::signers::{Distribution, HashingTrick, HyperplaneSigner, PooledSigner};
+use simlsh::signers::{Distribution, HashedGaussian, HashingTrick, HyperplaneSigner, PooledSigner};
 use simlsh::{Signer, SignerExt};
 use simlsh_workloads::{W1, W2_DIM, w1, w2};
 use std::hint::black_box;
@@ -31,6 +31,10 @@ fn bench_w1(c: &mut Criterion) {
         let ht = HashingTrick::builder().bits(f).build().unwrap();
         g.bench_function(format!("hashing-trick/f{f}"), |b| {
             b.iter(|| pool().install(|| black_box(ht.sign_csr(csr.view()).unwrap())))
+        });
+        let hg = HashedGaussian::builder().bits(f).build().unwrap();
+        g.bench_function(format!("hashed-gaussian/f{f}"), |b| {
+            b.iter(|| pool().install(|| black_box(hg.sign_csr(csr.view()).unwrap())))
         });
         let pooled = PooledSigner::builder().bits(f).build().unwrap();
         g.bench_function(format!("pooled/f{f}"), |b| {

@@ -14,34 +14,36 @@ use anyhow::Result;
 use ndarray::Array2;
 use simlsh::io::vecs::{VecsKind, read_vecs};
 use simlsh::rng::Rng;
-use simlsh::signers::{Distribution, HashingTrick, HyperplaneSigner, PooledSigner};
+use simlsh::signers::{SignerExt, SignerSpec};
 use simlsh::{SignatureMatrix, Signer};
 use simlsh_workloads::{W1, quality_check, w1};
 
-fn signers(dim: u64, bits: usize) -> Result<Vec<Box<dyn Signer>>> {
-    let h = |d| {
-        HyperplaneSigner::builder()
-            .dim(dim)
-            .bits(bits)
-            .seed(1)
-            .distribution(d)
-            .build()
-    };
-    let mut v: Vec<Box<dyn Signer>> = Vec::new();
+/// Every signer kind as a trait object, built from its spec. `extra` adds specs for this data
+/// (the very sparse signer sized for the rows' length).
+fn signers(dim: u64, bits: usize, extra: &[&str]) -> Result<Vec<Box<dyn Signer>>> {
+    let mut specs = vec![
+        "rademacher",
+        "very-sparse",
+        "pooled",
+        "hashing-trick",
+        "hashed-gaussian",
+    ];
     // A dense D × f Gaussian matrix of 2^20 rows is 1 GiB at f = 256: skip it there.
     if dim * bits as u64 <= 1 << 26 {
-        v.push(Box::new(h(Distribution::Gaussian)?));
-        v.push(Box::new(h(Distribution::SuperBit { depth: None })?));
+        specs.splice(0..0, ["gaussian", "super-bit"]);
     }
-    v.push(Box::new(h(Distribution::Rademacher)?));
-    v.push(Box::new(h(Distribution::VerySparse { density: None })?));
-    v.push(Box::new(
-        PooledSigner::builder().bits(bits).seed(1).build()?,
-    ));
-    v.push(Box::new(
-        HashingTrick::builder().bits(bits).seed(1).build()?,
-    ));
-    Ok(v)
+    specs.extend(extra);
+    specs
+        .into_iter()
+        .map(|s| {
+            let signer = s
+                .parse::<SignerSpec>()?
+                .bits(bits)
+                .seed(1)
+                .build(Some(dim))?;
+            Ok(Box::new(signer) as Box<dyn Signer>)
+        })
+        .collect()
 }
 
 struct Row {
@@ -73,7 +75,7 @@ fn report(
     let q = quality_check(&cos, &h, sigs.bits())?;
     let info = s.info();
     let name = match info.params.iter().find(|p| p.0 == "density") {
-        Some((_, d)) => format!("{} ({d})", info.kind),
+        Some((_, d)) => format!("{} (density {d})", info.kind),
         None => info.kind.to_string(),
     };
     Ok(Row {
@@ -117,7 +119,7 @@ fn main() -> Result<()> {
         .filter(|p| p.0 != p.1)
         .collect();
     for bits in [64, 256] {
-        for s in signers(glove.ncols() as u64, bits)? {
+        for s in signers(glove.ncols() as u64, bits, &[])? {
             let t = Instant::now();
             let sigs = s.sign_dense(&glove)?;
             rows.push(report(
@@ -138,10 +140,9 @@ fn main() -> Result<()> {
         .map(|(k, &c)| (2 * k, 2 * k + 1, c))
         .collect();
     for bits in [64, 256] {
-        for s in signers(W1::DIM as u64, bits)? {
-            // Sparse rows go through the generic per-row path of each signer.
+        for s in signers(W1::DIM as u64, bits, &["very-sparse:nnz=197"])? {
             let t = Instant::now();
-            let sigs = sign_sparse_rows(s.as_ref(), &csr)?;
+            let sigs = s.sign_csr(csr.view())?;
             rows.push(report(
                 "W1 20k × 2^20 (sparse)",
                 s.as_ref(),
@@ -166,21 +167,9 @@ fn main() -> Result<()> {
         );
     }
     println!(
-        "\nVery sparse projections at the default density 1/√D see almost none of a sparse row's features (rmse/ideal ≫ 1): use them for dense data."
+        "\nVery sparse projections at the default density 1/√D see almost none of a sparse row's features (rmse/ideal ≫ 1): use them for dense data, or give the row length (nnz)."
     );
     Ok(())
-}
-
-fn sign_sparse_rows(
-    s: &dyn Signer,
-    csr: &sprs::CsMatI<f32, u32, usize>,
-) -> Result<SignatureMatrix> {
-    let mut out = SignatureMatrix::new(s.bits())?;
-    for row in csr.outer_iterator() {
-        let ids: Vec<u64> = row.indices().iter().map(|&i| i as u64).collect();
-        out.push(&s.sign_sparse(&ids, row.data())?)?;
-    }
-    Ok(out)
 }
 
 fn human(b: usize) -> String {

@@ -12,6 +12,7 @@
 //! | Hamming distances and scans ([`crate::hamming`]) | `hamming::scalar` | `popcnt`, `avx2` sets | POPCNT; AVX2 + POPCNT |
 //! | Manku probes, MIH probes, self-join pair checks | the same loops, baseline `count_ones` | the loops compiled with POPCNT (`with_popcnt`) | POPCNT |
 //! | signers' accumulation and dense products ([`crate::signers`]) | `*_scalar` kernels | AVX2 + FMA kernels | AVX2, FMA |
+//! | hashed Gaussian signer's lookups and hash stream | `add_table_rows_scalar`, a software AES round | AVX2 + AES-NI kernel | AVX2, FMA, AES |
 //!
 //! The choice is made here and nowhere else: [`detected`] asks the CPU once
 //! (`is_x86_feature_detected!`) and caches the answer; [`features`] is what the kernels may
@@ -42,6 +43,8 @@ pub struct Features {
     pub avx2: bool,
     /// FMA (fused multiply-add; the signers use AVX2 + FMA kernels that do not fuse).
     pub fma: bool,
+    /// AES-NI (the hashed Gaussian signer's hash stream; not part of [`name`](Self::name)).
+    pub aes: bool,
 }
 
 impl Features {
@@ -50,6 +53,7 @@ impl Features {
         popcnt: false,
         avx2: false,
         fma: false,
+        aes: false,
     };
 
     /// `"scalar"`, or the extensions joined by `+` (e.g. `"popcnt+avx2+fma"`).
@@ -70,6 +74,11 @@ impl Features {
     pub fn avx2_fma(&self) -> bool {
         self.avx2 && self.fma
     }
+
+    /// True when AVX2, FMA and AES-NI are available (the hashed Gaussian signer's kernel).
+    pub fn avx2_fma_aes(&self) -> bool {
+        self.avx2_fma() && self.aes
+    }
 }
 
 /// What this CPU supports (asked once, then cached), whatever [`FORCE_SCALAR_ENV`] says;
@@ -83,6 +92,7 @@ pub fn detected() -> Features {
                 popcnt: std::arch::is_x86_feature_detected!("popcnt"),
                 avx2: std::arch::is_x86_feature_detected!("avx2"),
                 fma: std::arch::is_x86_feature_detected!("fma"),
+                aes: std::arch::is_x86_feature_detected!("aes"),
             }
         }
         #[cfg(not(target_arch = "x86_64"))]
@@ -184,9 +194,11 @@ mod tests {
             popcnt: true,
             avx2: true,
             fma: true,
+            aes: true,
         };
         assert_eq!(all.name(), "popcnt+avx2+fma");
-        assert!(all.avx2_fma());
+        assert!(all.avx2_fma() && all.avx2_fma_aes());
+        assert!(!Features { aes: false, ..all }.avx2_fma_aes());
         // `with_popcnt` gives the scalar result, and prefetching any address is harmless.
         struct Count<'a>(&'a [u64]);
         impl PopcntBody for Count<'_> {

@@ -10,7 +10,7 @@
 //! | layer | module | main items |
 //! |---|---|---|
 //! | signatures | [`signature`] | [`Signature`], [`SignatureMatrix`] (packed `u64` words, views, `ndarray` conversions) |
-//! | signers | [`signers`] | the [`Signer`] trait, [`HyperplaneSigner`], [`HashingTrick`], [`PooledSigner`], streaming [`Accumulator`]; [`SignerSpec`] and [`signers::kinds`] name every kind in one text form (`super-bit:depth=16`); [`signers::sparse`] checks and sorts sparse rows, [`signers::kernels`] holds the accumulation kernels |
+//! | signers | [`signers`] | the [`Signer`] trait, [`HyperplaneSigner`], [`HashingTrick`], [`HashedGaussian`], [`PooledSigner`], streaming [`Accumulator`]; [`SignerSpec`] and [`signers::kinds`] name every kind in one text form (`super-bit:depth=16`); [`signers::sparse`] checks and sorts sparse rows, [`signers::kernels`] holds the accumulation kernels |
 //! | estimates and plans | [`estimate`] | [`estimate::estimate`] (angle and cosine with intervals), binomial tails; [`estimate::Planner`] (Hamming radius for a cosine threshold), [`estimate::BitsPlanner`] (width for an error), [`estimate::BandingPlanner`] and [`estimate::JoinPlanner`] (banding, and banded or Hamming join, for a recall at a threshold) |
 //! | CPU dispatch | [`cpu`] | [`cpu::features`] and `SIMLSH_FORCE_SCALAR`: the one choice of scalar or x86 kernels, and the prefetch and POPCNT helpers every index and join shares |
 //! | popcount kernels | [`hamming`] | [`hamming::distance`], [`hamming::scan_radius`], [`hamming::scan_knn`]; [`hamming::scalar`] is the reference set |
@@ -85,13 +85,16 @@
 //!   mean squared angle error than Gaussian at `f = D`), signed by a matrix product.
 //!   `Gaussian` is the textbook reference.
 //! - **Sparse, high-dimensional or unbounded features** (TF-IDF, tokens, feature hashing):
-//!   [`HashingTrick`] holds no matrix at all, takes `u64` ids or strings, and is the fastest
-//!   per nonzero. Its `±1` columns are slightly biased when a few features dominate every row;
-//!   [`PooledSigner`] (Gaussian values from a 40 KB pool) is unbiased there, at a higher cost.
+//!   [`HashedGaussian`] holds no matrix, takes `u64` ids or strings, and keeps the collision
+//!   law when a few shared features dominate (e-mail boilerplate), at ≈ 1.4× the cost of
+//!   [`HashingTrick`], the fastest per nonzero, whose `±1` columns let such features decide
+//!   the bits (18× too many near-duplicate pairs on the dominance corpus, see
+//!   [`signers::hashed_gaussian`]).
 //! - **Explicit sparse matrices**: [`Distribution::Rademacher`](signers::Distribution::Rademacher)
 //!   stores one bit per entry; [`Distribution::VerySparse`](signers::Distribution::VerySparse)
 //!   stores `≈ f·√D` entries but, at its default density, sees too few of a sparse row's
-//!   features: use it for dense inputs.
+//!   features (most projections are 0): use it for dense inputs, or give the expected row
+//!   length ([`HyperplaneBuilder::expected_nnz`](signers::HyperplaneBuilder::expected_nnz)).
 //! - **Streams**: every signer's [`Accumulator`] takes features one at a time and gives the
 //!   signature at any point, bit-identical to batch signing.
 //!
@@ -108,8 +111,9 @@
 //! # Memory
 //!
 //! Every signer reports the bytes it holds ([`Signer::info`]): a Gaussian matrix is `4·D·f`
-//! bytes (1 GiB for `D = 2^20`, `f = 256`), a Rademacher matrix `D·f/8`, the pooled signer
-//! `4·m` (40 KB at `m = 10,000`), the hashing trick nothing. A signature takes `8·⌈f/64⌉`
+//! bytes (1 GiB for `D = 2^20`, `f = 256`), a Rademacher matrix `D·f/8`, a very sparse one
+//! `4·(D + 1) + 4·nnz` (`≈ 4·D + 4·f·√D`), the pooled signer `4·m` (40 KB at `m = 10,000`),
+//! the hashed Gaussian 96 bytes of tables, the hashing trick nothing. A signature takes `8·⌈f/64⌉`
 //! bytes; indexes report theirs through [`HammingIndex::bytes`]. Index files are memory-mapped
 //! on load ([`storage::Buf`]), so opening a large index costs no copy and its pages are shared
 //! between processes.
@@ -170,8 +174,8 @@ pub use error::{Error, Result};
 pub use index::{HammingIndex, Hit, Id, LinearScan, MultiIndex};
 pub use signature::{Signature, SignatureMatrix};
 pub use signers::{
-    Accumulator, HashingTrick, HyperplaneSigner, PooledSigner, Signer, SignerExt, SignerInfo,
-    SignerSpec,
+    Accumulator, HashedGaussian, HashingTrick, HyperplaneSigner, PooledSigner, Signer, SignerExt,
+    SignerInfo, SignerSpec,
 };
 
 /// The README's code examples, compiled and run as doctests.

@@ -1,7 +1,7 @@
 //! Golden signatures: fixed seeds and inputs give these exact words on every platform,
 //! thread count and release. A change here is a breaking change of every stored signature.
 
-use simlsh::signers::{Distribution, HashingTrick, HyperplaneSigner, PooledSigner};
+use simlsh::signers::{Distribution, HashedGaussian, HashingTrick, HyperplaneSigner, PooledSigner};
 use simlsh::{Signature, Signer};
 
 const IDS: [u64; 5] = [0, 3, 17, 40, 99];
@@ -42,6 +42,16 @@ fn golden_signatures_of_every_signer() {
             "pooled",
             Box::new(PooledSigner::builder().bits(130).seed(42).build().unwrap()),
         ),
+        (
+            "hashed-gaussian",
+            Box::new(
+                HashedGaussian::builder()
+                    .bits(130)
+                    .seed(42)
+                    .build()
+                    .unwrap(),
+            ),
+        ),
     ];
     let got: Vec<String> = signers
         .iter()
@@ -56,19 +66,22 @@ fn golden_token_signatures() {
     let w = [1.0, 2.0, 0.5, 1.5, -1.0];
     let ht = HashingTrick::builder().bits(64).seed(7).build().unwrap();
     let pooled = PooledSigner::builder().bits(64).seed(7).build().unwrap();
+    let hg = HashedGaussian::builder().bits(64).seed(7).build().unwrap();
     let got = [
         hex(&ht.sign_tokens(&tokens, &w).unwrap()),
         hex(&pooled.sign_tokens(&tokens, &w).unwrap()),
+        hex(&hg.sign_tokens(&tokens, &w).unwrap()),
     ];
     assert_eq!(got, GOLDEN_TOKENS);
 }
 
-const GOLDEN_SPARSE: [&str; 6] = [
+const GOLDEN_SPARSE: [&str; 7] = [
     "gaussian 0000000000000001fad005a12157fc6529da4b493b2438c7",
     "rademacher 0000000000000003776358402c4aa513a04f68db3a249620",
     "very-sparse 0000000000000000d28403306456ae0bc7033ea434638d15",
     "super-bit 0000000000000001bad01dad19391e652cfa4d5d07a63845",
     "hashing-trick 0000000000000001547a397e9d24485b07aa78190bbc9c33",
     "pooled 0000000000000002bd043216424ad32a2cc62d30c3f4a254",
+    "hashed-gaussian 0000000000000002461406558324ee4b848db321c053607e",
 ];
-const GOLDEN_TOKENS: [&str; 2] = ["801006fded7a2288", "d141439525eeb120"];
+const GOLDEN_TOKENS: [&str; 3] = ["801006fded7a2288", "d141439525eeb120", "03d0878ee427680b"];

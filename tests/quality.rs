@@ -9,9 +9,10 @@
 //! through the same dominant direction and a single run's RMSE varies from seed to seed by
 //! ±20%; on that data `±1` projections (hashing trick, Rademacher, very sparse) are also
 //! biased, because a sum dominated by a few `±1` terms is far from Gaussian: their expected
-//! RMSE at f = 256 is ≈ 1.12 × the ideal, while Gaussian-valued projections (pooled) meet it.
+//! RMSE at f = 256 is ≈ 1.12 × the ideal, while Gaussian-valued projections (pooled, hashed
+//! Gaussian) meet it.
 
-use simlsh::signers::{Distribution, HashingTrick, HyperplaneSigner, PooledSigner};
+use simlsh::signers::{Distribution, HashedGaussian, HashingTrick, HyperplaneSigner, PooledSigner};
 use simlsh::{SignatureMatrix, Signer, SignerExt};
 use simlsh_workloads::{QUALITY_PAIRS, W1, W2_DIM, dense_pairs_cosine, quality_check, w1, w2};
 
@@ -50,6 +51,15 @@ fn w1_sparse_pairs_meet_the_ideal_rmse() {
         let pm1 = f == 64;
         check(&format!("W1 hashing trick f={f}"), &cos, pm1, |s| {
             HashingTrick::builder()
+                .bits(f)
+                .seed(s)
+                .build()
+                .unwrap()
+                .sign_csr(csr.view())
+                .unwrap()
+        });
+        check(&format!("W1 hashed gaussian f={f}"), &cos, true, |s| {
+            HashedGaussian::builder()
                 .bits(f)
                 .seed(s)
                 .build()
@@ -125,6 +135,15 @@ fn w2_dense_pairs_meet_the_ideal_rmse() {
         }
         check(&format!("W2 hashing trick f={f}"), &cos, true, |s| {
             HashingTrick::builder()
+                .bits(f)
+                .seed(s)
+                .build()
+                .unwrap()
+                .sign_dense(&x)
+                .unwrap()
+        });
+        check(&format!("W2 hashed gaussian f={f}"), &cos, true, |s| {
+            HashedGaussian::builder()
                 .bits(f)
                 .seed(s)
                 .build()

@@ -6,8 +6,13 @@ mod signer_set;
 use ndarray::Array2;
 use proptest::prelude::*;
 use signer_set::all_signers;
+use simlsh::estimate::binomial_interval;
 use simlsh::rng::Rng;
-use simlsh::signers::{Distribution, HashingTrick, HyperplaneSigner, sparse::sort_and_merge};
+use simlsh::signers::hashed_gaussian::TABLES;
+use simlsh::signers::{
+    Distribution, HashedGaussian, HashingTrick, HyperplaneSigner, sparse::sort_and_merge,
+    zero_projection_fraction,
+};
 use simlsh::{Error, Signature, Signer, SignerExt};
 use sprs::CsMat;
 
@@ -94,6 +99,44 @@ fn hashing_trick_equals_its_explicit_rademacher_matrix_bit_for_bit() {
             assert_eq!(a.get(r), ht.sign_sparse(ids, w).unwrap());
         }
     }
+}
+
+#[test]
+fn hashed_gaussian_equals_its_explicit_matrix_bit_for_bit() {
+    let mut rng = Rng::new(6);
+    for &f in &WIDTHS {
+        let hg = HashedGaussian::builder().bits(f).seed(78).build().unwrap();
+        let dim = 300;
+        let explicit = hg.explicit_matrix(dim).unwrap();
+        assert_eq!(explicit.info().kind, "custom");
+        for r in 0..40 {
+            let (ids, w) = sparse_row(&mut rng, dim, 1 + r % 9);
+            assert_eq!(
+                hg.sign_sparse(&ids, &w).unwrap(),
+                explicit.sign_sparse(&ids, &w).unwrap(),
+                "f={f}"
+            );
+        }
+        // Every column value is one of its group's table.
+        let col = hg.column(12345);
+        assert_eq!(col.len(), f);
+        for (j, v) in col.iter().enumerate() {
+            assert!(TABLES[j / 8 % 2].contains(v), "{v}");
+        }
+    }
+    // Over many features the 8 values of each table are equiprobable (chi-square, 15 degrees
+    // of freedom, 99.9% critical value 37.7).
+    let hg = HashedGaussian::builder().bits(256).seed(1).build().unwrap();
+    let mut counts = [0u64; 16];
+    for i in 0..2000 {
+        for (j, v) in hg.column(i).into_iter().enumerate() {
+            let t = j / 8 % 2;
+            counts[8 * t + TABLES[t].iter().position(|&x| x == v).unwrap()] += 1;
+        }
+    }
+    let n = 2000.0 * 256.0 / 16.0;
+    let chi2: f64 = counts.iter().map(|&c| (c as f64 - n).powi(2) / n).sum();
+    assert!(chi2 < 37.7, "{counts:?}");
 }
 
 #[test]
@@ -299,6 +342,10 @@ fn bad_input_gives_typed_errors_naming_row_and_column() {
         Err(Error::InvalidParameter { name: "dim", .. })
     ));
     assert!(matches!(
+        HashedGaussian::builder().build(),
+        Err(Error::InvalidParameter { name: "bits", .. })
+    ));
+    assert!(matches!(
         HyperplaneSigner::builder()
             .dim(4)
             .bits(8)
@@ -452,12 +499,136 @@ fn signers_report_memory_and_cost() {
         .unwrap()
         .info();
     assert_eq!(p.bytes, 4000);
+    let hg = HashedGaussian::builder().bits(f).build().unwrap().info();
+    // The two 8-value tables and the two AES round keys; one key hash and four stream words
+    // (two AES blocks) per 64 bits.
+    assert_eq!((hg.kind, hg.bytes, hg.dim), ("hashed-gaussian", 96, None));
+    assert_eq!(hg.hash_words_per_nonzero, 1.0 + 4.0 * 4.0);
     // Very sparse columns really have density 1/√D: check against the matrix itself.
     let mut total = 0usize;
     for i in 0..d {
         total += vs.column(i).unwrap().iter().filter(|&&v| v != 0.0).count();
     }
     assert_eq!(total, nnz);
+}
+
+#[test]
+fn very_sparse_zero_projections_follow_their_formula_and_expected_nnz_removes_them() {
+    // D = 2^16, f = 256, rows of k = 40 random features with Gaussian weights: the fraction
+    // of projections exactly 0 is (1 − p)^k, checked within the 99.9% binomial interval over
+    // 300 rows × 256 bits.
+    let (d, f, k, rows) = (1u64 << 16, 256usize, 40usize, 300usize);
+    let mut rng = Rng::new(31);
+    let data: Vec<(Vec<u64>, Vec<f32>)> = (0..rows).map(|_| sparse_row(&mut rng, d, k)).collect();
+    let zeros = |s: &HyperplaneSigner| -> (u64, f64) {
+        let mut n = 0u64;
+        let mut expected = 0.0;
+        for (ids, w) in &data {
+            let mut acc = s.new_acc();
+            s.accumulate(ids, w, &mut acc);
+            n += acc[..f].iter().filter(|&&v| v == 0.0).count() as u64;
+            expected += zero_projection_fraction(ids.len() as u64, s.density().unwrap());
+        }
+        (n, expected / rows as f64)
+    };
+    let trials = (rows * f) as u64;
+    let default = HyperplaneSigner::builder()
+        .dim(d)
+        .bits(f)
+        .seed(2)
+        .distribution(Distribution::VerySparse { density: None })
+        .build()
+        .unwrap();
+    assert_eq!(default.density(), Some(1.0 / 256.0));
+    let (n, p) = zeros(&default);
+    let (lo, hi) = binomial_interval(trials, p, 0.999).unwrap();
+    assert!(
+        p > 0.85 && (lo..=hi).contains(&n),
+        "{n} zeros, expected {p}"
+    );
+    let sized = HyperplaneSigner::builder()
+        .dim(d)
+        .bits(f)
+        .seed(2)
+        .distribution(Distribution::VerySparse { density: None })
+        .expected_nnz(k as u64)
+        .build()
+        .unwrap();
+    assert_eq!(
+        sized.density(),
+        Some(simlsh::signers::ZERO_TARGET / k as f64)
+    );
+    let (n, p) = zeros(&sized);
+    let (lo, hi) = binomial_interval(trials, p, 0.999).unwrap();
+    assert!(
+        p < 0.01 && (lo..=hi).contains(&n),
+        "{n} zeros, expected {p}"
+    );
+    // Unrelated rows (disjoint features, cosine 0) collide on half their bits, as the law
+    // says, only when their projections are not 0: at the default density they share the
+    // zero bits.
+    let collisions = |s: &HyperplaneSigner| -> u64 {
+        (0..rows / 2)
+            .map(|r| {
+                let a = s.sign_sparse(&data[2 * r].0, &data[2 * r].1).unwrap();
+                let (ids, w) = &data[2 * r + 1];
+                // Shift the second row's features so the two share none.
+                let ids: Vec<u64> = ids.iter().map(|&i| (i + d / 2) % d).collect();
+                let (mut ids, mut w) = (ids, w.clone());
+                sort_and_merge(&mut ids, &mut w);
+                let b = s.sign_sparse(&ids, &w).unwrap();
+                u64::from(f as u32 - a.distance(&b).unwrap())
+            })
+            .sum()
+    };
+    let pairs = (rows / 2 * f) as u64;
+    let (lo, hi) = binomial_interval(pairs, 0.5, 0.999).unwrap();
+    assert!(
+        collisions(&default) > hi,
+        "default density should over-collide"
+    );
+    assert!((lo..=hi).contains(&collisions(&sized)));
+    // Typed errors.
+    let b = || HyperplaneSigner::builder().dim(d).bits(8);
+    for (builder, what) in [
+        (b().expected_nnz(10), "gaussian"),
+        (
+            b().distribution(Distribution::VerySparse { density: Some(0.1) })
+                .expected_nnz(10),
+            "both",
+        ),
+        (
+            b().distribution(Distribution::VerySparse { density: None })
+                .expected_nnz(0),
+            "zero",
+        ),
+    ] {
+        assert!(
+            matches!(
+                builder.build(),
+                Err(Error::InvalidParameter {
+                    name: "expected_nnz",
+                    ..
+                })
+            ),
+            "{what}"
+        );
+    }
+    // Memory: a u32 offset per feature plus a u32 per entry; at D = 2^20 the offsets (4 MiB)
+    // dominate the ≈ f·√D entries.
+    let big = HyperplaneSigner::builder()
+        .dim(1 << 20)
+        .bits(64)
+        .distribution(Distribution::VerySparse { density: None })
+        .build()
+        .unwrap()
+        .info();
+    let approx = 4.0 * (1u64 << 20) as f64 + 4.0 * 64.0 * 1024.0;
+    assert!(
+        (big.bytes as f64 / approx - 1.0).abs() < 0.01,
+        "{}",
+        big.bytes
+    );
 }
 
 #[test]

@@ -52,7 +52,7 @@ pub struct Ctx {
     /// `--bits` as given (`None`: not given).
     pub bits_given: Option<usize>,
     pub quiet: bool,
-    stats: Option<PathBuf>,
+    pub stats: Option<PathBuf>,
     start: Instant,
     phases: Vec<(String, f64)>,
     values: BTreeMap<String, Value>,
@@ -193,6 +193,35 @@ impl Ctx {
     }
 }
 
+/// Refuses to run when an output is an input (or two outputs are one file), through links:
+/// the input's files (the input, a saved IDF table read), `outputs`, and the run's own
+/// outputs (`--stats`, `--save-idf`).
+pub fn check_paths(
+    ctx: &Ctx,
+    input: &crate::cmd::sign::InputArgs,
+    outputs: &[&Path],
+) -> Result<()> {
+    let mut ins: Vec<&Path> = vec![&input.input];
+    ins.extend(input.text.idf.as_deref());
+    if let Some(f) = input.text.stop_words.as_deref().filter(|f| *f != "english") {
+        ins.push(Path::new(f));
+    }
+    let mut outs = outputs.to_vec();
+    outs.extend(ctx.stats.as_deref());
+    outs.extend(input.text.save_idf.as_deref());
+    check_distinct(&ins, &outs)
+}
+
+/// [`simlsh::io::check_distinct`] with `--stats` among the outputs.
+pub fn check_distinct(inputs: &[&Path], outputs: &[&Path]) -> Result<()> {
+    let ins: Vec<&Path> = inputs
+        .iter()
+        .copied()
+        .filter(|p| !simlsh::io::is_stdin(p))
+        .collect();
+    Ok(simlsh::io::check_distinct(&ins, outputs)?)
+}
+
 /// Writes a line on standard error; a closed or full stderr is ignored (never a panic, unlike
 /// `eprintln!`).
 pub fn stderr_line(line: std::fmt::Arguments<'_>) {
@@ -237,6 +266,10 @@ pub fn write_file(
 /// disagrees with a recorded width is an error, the one rule of every subcommand.
 /// `source` names where `bits` comes from in messages (`--bits`, `the index`).
 pub fn read_codes(path: &Path, bits: Option<usize>, source: &str) -> Result<Option<Codes>> {
+    if simlsh::io::is_stdin(path) {
+        // Standard input is read as the format --format names (codes are files).
+        return Ok(None);
+    }
     let mut magic = [0u8; 8];
     let n = std::fs::File::open(path)
         .and_then(|mut f| read_prefix(&mut f, &mut magic))

@@ -6,6 +6,10 @@
 
 mod cmd;
 mod common;
+mod input;
+mod join;
+mod parquet;
+mod table;
 
 use clap::{Parser, Subcommand};
 

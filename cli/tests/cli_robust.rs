@@ -72,7 +72,7 @@ fn a_reader_closing_the_pipe_ends_the_run_quietly_with_status_0() {
     let mut stdout = child.stdout.take().unwrap();
     let mut first = [0u8; 64];
     stdout.read_exact(&mut first).unwrap();
-    assert!(first.starts_with(b"row\tneighbor"));
+    assert!(first.starts_with(b"record\tneighbor"));
     drop(stdout);
     let out = child.wait_with_output().unwrap();
     assert_eq!(
@@ -303,6 +303,56 @@ fn index_commands_refuse_codes_of_another_width() {
         "{err}"
     );
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Runs simlsh with `stdin` as standard input.
+fn with_stdin(args: &[&str], stdin: &[u8]) -> std::process::Output {
+    use std::io::Write;
+    let mut child = simlsh()
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(stdin).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn standard_input_is_read_like_a_file() {
+    let tweets_path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../datasets/healthtweets-10k/healthtweets-10k.csv"
+    );
+    let tweets = std::fs::read(tweets_path).unwrap();
+    let from_file = ok(&simlsh()
+        .args(["dedup", tweets_path, "--cosine", "0.8", "--bits", "128"])
+        .output()
+        .unwrap());
+    let from_stdin = ok(&with_stdin(
+        &[
+            "dedup", "-", "--format", "csv", "--cosine", "0.8", "--bits", "128",
+        ],
+        &tweets,
+    ));
+    assert_eq!(from_file, from_stdin);
+    let glove = std::fs::read(GLOVE).unwrap();
+    let from_file = ok(&simlsh()
+        .args(["knn", GLOVE, "--k", "3", "--signer", "gaussian", "-q"])
+        .output()
+        .unwrap());
+    let from_stdin = ok(&with_stdin(
+        &[
+            "knn", "-", "--format", "fvecs", "--k", "3", "--signer", "gaussian", "-q",
+        ],
+        &glove,
+    ));
+    assert_eq!(from_file, from_stdin);
+    // Without --format there is no extension to go by.
+    let out = with_stdin(&["dedup", "-"], b"a\nb\n");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("needs --format"));
 }
 
 #[test]

@@ -337,7 +337,7 @@ fn cluster_matches_self_join_and_components() {
         let largest = sizes.values().max().unwrap();
         assert!(
             summary.starts_with(&format!(
-                "points {}  pairs {}  clusters {multi}  largest {largest}",
+                "points {}  empty 0  pairs {}  clusters {multi}  largest {largest}",
                 sigs.len(),
                 pairs.len()
             )),

@@ -141,6 +141,36 @@ fn active_rows(n: usize, active: Option<&[bool]>) -> Result<Vec<u32>> {
         .collect())
 }
 
+/// [`self_join_each`] restricted to the rows marked in `active`: pairs involving an inactive
+/// row are never formed (e.g. documents without features, whose all-zero signatures would
+/// pair with each other at distance 0). Returns the number of pairs.
+///
+/// ```
+/// use simlsh::join::self_join_active;
+/// use simlsh::SignatureMatrix;
+///
+/// let sigs = SignatureMatrix::from_parts(64, vec![0u64, 0, 0, 1]).unwrap();
+/// let mut pairs = Vec::new();
+/// let n = self_join_active(&sigs, 1, &[true, false, false, true], |p| pairs.push((p.i, p.j))).unwrap();
+/// assert_eq!((n, pairs), (1, vec![(0, 3)]));
+/// ```
+///
+/// # Errors
+/// As [`self_join`]; [`Error::LengthMismatch`] if `active` has not one flag per row.
+pub fn self_join_active<S: AsRef<[u64]> + Sync>(
+    sigs: &SignatureMatrix<S>,
+    r: u32,
+    active: &[bool],
+    mut sink: impl FnMut(Pair),
+) -> Result<u64> {
+    let mut n = 0u64;
+    self_join_map(sigs, r, Some(active), Some, |p| {
+        n += 1;
+        sink(p);
+    })?;
+    Ok(n)
+}
+
 /// The exact self-join, general form: the pairs within radius `r` of the rows marked in
 /// `active` (all if `None`), each passed through `map` in the worker threads; the kept results
 /// go to `sink` table by table, in an order that does not depend on the number of threads.

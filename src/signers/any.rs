@@ -4,7 +4,8 @@
 use sprs::{CsMatViewI, SpIndex};
 
 use super::{
-    Accumulator, HashingTrick, HyperplaneSigner, PooledSigner, Signer, SignerExt, SignerInfo,
+    Accumulator, HashedGaussian, HashingTrick, HyperplaneSigner, PooledSigner, Signer, SignerExt,
+    SignerInfo,
 };
 use crate::error::Result;
 use crate::signature::SignatureMatrix;
@@ -20,6 +21,8 @@ pub enum AnySigner {
     HashingTrick(HashingTrick),
     /// The pooled signer.
     Pooled(PooledSigner),
+    /// The hashed Gaussian signer.
+    HashedGaussian(HashedGaussian),
 }
 
 macro_rules! dispatch {
@@ -28,6 +31,7 @@ macro_rules! dispatch {
             AnySigner::Hyperplane($s) => $e,
             AnySigner::HashingTrick($s) => $e,
             AnySigner::Pooled($s) => $e,
+            AnySigner::HashedGaussian($s) => $e,
         }
     };
 }
@@ -88,5 +92,11 @@ impl From<HashingTrick> for AnySigner {
 impl From<PooledSigner> for AnySigner {
     fn from(s: PooledSigner) -> Self {
         AnySigner::Pooled(s)
+    }
+}
+
+impl From<HashedGaussian> for AnySigner {
+    fn from(s: HashedGaussian) -> Self {
+        AnySigner::HashedGaussian(s)
     }
 }

@@ -19,7 +19,23 @@ pub enum Distribution {
     /// Independent `±1` entries (Achlioptas): stored as bits, 32× smaller than Gaussian.
     Rademacher,
     /// Very sparse projections (Li, Hastie & Church 2006): each entry is `±1` with
-    /// probability `density` (half each) and `0` otherwise. `None` means `1/√D`.
+    /// probability `density` (half each) and `0` otherwise. `None` means `1/√D`, or, with
+    /// [`HyperplaneBuilder::expected_nnz`], the density that keeps a sparse row's projections
+    /// from vanishing.
+    ///
+    /// **Sparse rows.** A projection of a row with `k` nonzeros is exactly 0 when the column
+    /// has no entry on any of them, with probability [`zero_projection_fraction`]`(k, p)` =
+    /// `(1 − p)^k`; such bits are 0 for every row that misses them, so two unrelated sparse
+    /// rows collide there. At `p = 1/√D` and `D = 2^20`, a row of 200 nonzeros has 82% of its
+    /// projections at 0. Use it for dense inputs, or set the expected row length. That removes
+    /// the zeros, not the bias of sparse `±1` columns when a few features dominate (a shared
+    /// heavy coordinate mostly has entry 0, so such pairs collide too rarely: on W1,
+    /// rmse/ideal 1.9 at f = 64, `examples/tradeoff.rs`): for sparse rows prefer
+    /// [`HashedGaussian`](super::HashedGaussian).
+    ///
+    /// **Memory.** `4·(D + 1) + 4·nnz` bytes: a row offset per feature plus one `u32` per
+    /// nonzero entry, `nnz ≈ p·D·f`, so `≈ 4·D + 4·f·√D` at the default density (the offsets
+    /// dominate unless `f > √D`).
     VerySparse {
         /// Fraction of nonzero entries, in (0, 1]; `None` for `1/√D`.
         density: Option<f64>,
@@ -40,6 +56,36 @@ pub struct HyperplaneBuilder {
     dim: Option<u64>,
     seed: u64,
     distribution: Distribution,
+    expected_nnz: Option<u64>,
+}
+
+/// `ln 100`: with density `ZERO_TARGET / k`, at most `e^-ZERO_TARGET` = 1% of the
+/// projections of a row of `k` nonzeros are exactly 0 (since `(1 − c/k)^k ≤ e^-c`).
+pub const ZERO_TARGET: f64 = 4.605_170_185_988_092;
+
+/// The expected fraction of a very sparse signer's projections of a row of `nnz` nonzeros
+/// that are exactly 0 (no entry of the column on any of them), `(1 − density)^nnz`: those
+/// bits are 0 whatever the row, a source of false collisions between sparse rows. Callers
+/// can warn when it is large; [`HyperplaneBuilder::expected_nnz`] keeps it below 1%.
+///
+/// ```
+/// use simlsh::signers::zero_projection_fraction;
+/// let d = (1u64 << 20) as f64;
+/// assert!(zero_projection_fraction(200, 1.0 / d.sqrt()) > 0.8);
+/// assert!(zero_projection_fraction(200, 4.61 / 200.0) < 0.01);
+/// ```
+pub fn zero_projection_fraction(nnz: u64, density: f64) -> f64 {
+    let p = density.clamp(0.0, 1.0);
+    // Square-and-multiply: exact operations, the same value on every platform.
+    let (mut base, mut e, mut out) = (1.0 - p, nnz, 1.0);
+    while e > 0 {
+        if e & 1 == 1 {
+            out *= base;
+        }
+        base *= base;
+        e >>= 1;
+    }
+    out
 }
 
 impl HyperplaneBuilder {
@@ -67,6 +113,15 @@ impl HyperplaneBuilder {
         self
     }
 
+    /// Expected nonzeros `k` per input row, for [`Distribution::VerySparse`] without an
+    /// explicit density: the density becomes `max(1/√D, min(1, ln 100 / k))`, so that at
+    /// most 1% of the projections of a row of `k` (or more) nonzeros are exactly 0 (see
+    /// [`zero_projection_fraction`]). The matrix then holds `≈ ln 100 · D·f / k` entries.
+    pub fn expected_nnz(mut self, k: u64) -> Self {
+        self.expected_nnz = Some(k);
+        self
+    }
+
     /// Validates the parameters and draws the matrix.
     pub fn build(self) -> Result<HyperplaneSigner> {
         let bits = self.bits.ok_or_else(|| Error::param("bits", "required"))?;
@@ -83,6 +138,14 @@ impl HyperplaneBuilder {
         // The distribution is stored resolved (depth and density as used), so `info` reports
         // the parameters that rebuild this matrix.
         let mut distribution = self.distribution;
+        if self.expected_nnz.is_some()
+            && !matches!(self.distribution, Distribution::VerySparse { .. })
+        {
+            return Err(Error::param(
+                "expected_nnz",
+                "applies to the very sparse distribution only",
+            ));
+        }
         let matrix = match self.distribution {
             Distribution::Gaussian => Matrix::Dense(gaussian_rows(d, bits, seed)),
             Distribution::SuperBit { depth } => {
@@ -109,7 +172,21 @@ impl HyperplaneBuilder {
                 Matrix::Signs(words)
             }
             Distribution::VerySparse { density } => {
-                let p = density.unwrap_or(1.0 / (d as f64).sqrt());
+                let default = 1.0 / (d as f64).sqrt();
+                let p = match (density, self.expected_nnz) {
+                    (Some(_), Some(_)) => {
+                        return Err(Error::param(
+                            "expected_nnz",
+                            "set either the density or the expected row length, not both",
+                        ));
+                    }
+                    (Some(p), None) => p,
+                    (None, Some(0)) => {
+                        return Err(Error::param("expected_nnz", "must be at least 1"));
+                    }
+                    (None, Some(k)) => default.max((ZERO_TARGET / k as f64).min(1.0)),
+                    (None, None) => default,
+                };
                 if !(p > 0.0 && p <= 1.0) {
                     return Err(Error::param("density", format!("{p} is not in (0, 1]")));
                 }
@@ -283,6 +360,15 @@ impl HyperplaneSigner {
             distribution: None,
             matrix: Matrix::Signs(words),
         })
+    }
+
+    /// The resolved density of a very sparse matrix (`None` for the other distributions), for
+    /// [`zero_projection_fraction`].
+    pub fn density(&self) -> Option<f64> {
+        match self.distribution {
+            Some(Distribution::VerySparse { density }) => density,
+            _ => None,
+        }
     }
 
     /// The column `r_i` of feature `i` as floats (`f` values).

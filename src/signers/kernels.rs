@@ -1,17 +1,22 @@
 //! Accumulation kernels shared by the signers: `acc[j] += ±w` driven by sign bits (hashing
 //! trick, Rademacher matrices), `acc[j] += w · r[j]` (explicit Gaussian rows, pooled values),
-//! and the packing of `acc[j] > 0` into words.
+//! `acc[j] += w · T[m]` with `m` from an AES-expanded hash stream (the hashed Gaussian
+//! signer), and the packing of `acc[j] > 0` into words.
 //!
 //! **Exactness.** Every kernel performs exactly the same IEEE-754 operations, in the same order,
 //! as its scalar reference, so signatures are bit-identical whichever kernel runs:
 //! - signed adds compute `acc[j] + (±w)`; the AVX2 kernel selects `+w` or `−w` by the sign bit
 //!   (a blend) and adds it, the same single rounding;
 //! - `axpy` computes `acc[j] + (w · r[j])` with a separate multiply and add (never a fused
-//!   multiply-add, whose single rounding would differ).
+//!   multiply-add, whose single rounding would differ);
+//! - table lookups compute `acc[j] + (w · T[m])`: the AVX2 kernel multiplies the 8-entry
+//!   table by `w` once per feature (the same products) and picks them by index (`vpermps`);
+//!   its hash stream is the AES round of [`stream_block`], by the AES-NI instruction.
 //!
-//! **Dispatch.** The x86-64 kernels need AVX2 and FMA and are chosen once, at the first call,
-//! from [`crate::cpu::features`]; other CPUs and platforms use the scalar reference, which is
-//! always built. `SIMLSH_FORCE_SCALAR=1` forces the scalar kernels (see [`crate::cpu`]).
+//! **Dispatch.** The x86-64 kernels need AVX2 and FMA (the table kernel also AES-NI) and are
+//! chosen once, at the first call, from [`crate::cpu::features`]; other CPUs and platforms use
+//! the scalar reference, which is always built. `SIMLSH_FORCE_SCALAR=1` forces the scalar
+//! kernels (see [`crate::cpu`]).
 //!
 //! **Register blocking.** [`add_signed_rows`] takes the sign words through a closure
 //! `word(i, k)` (feature `i`, 64-lane block `k`) that is inlined into the kernel. The AVX2
@@ -40,6 +45,12 @@ fn level() -> Level {
         }
         Level::Scalar
     })
+}
+
+/// Whether the table kernel may use AVX2, FMA and AES-NI.
+#[cfg(target_arch = "x86_64")]
+fn aes() -> bool {
+    crate::cpu::features().avx2_fma_aes()
 }
 
 /// Name of the accumulation kernels in use: `"avx2+fma"` or `"scalar"`.
@@ -100,6 +111,79 @@ pub fn axpy(acc: &mut [f32], row: &[f32], w: f32) {
 pub fn axpy_scalar(acc: &mut [f32], row: &[f32], w: f32) {
     for (a, &r) in acc.iter_mut().zip(row) {
         *a += w * r;
+    }
+}
+
+/// Round keys of the hash stream of [`stream_block`]: the first 256 bits of the fraction of
+/// π (as in Blowfish), in register byte order.
+pub const STREAM_KEYS: [[u8; 16]; 2] = [
+    0x13198a2e_03707344_243f6a88_85a308d3u128.to_le_bytes(),
+    0x082efa98_ec4e6c89_a4093822_299f31d0u128.to_le_bytes(),
+];
+
+/// Block `k` of the hash stream of a feature `key`: 256 bits as eight 32-bit words. Word
+/// `4h + c` (`h` = 0, 1) is bytes `4c..4c+4` (little-endian) of
+/// `AESENC(AESENC(S, K1), K2)`, where the 16-byte state `S` holds `key` then `2k + h`
+/// (each 8 bytes, little-endian) and `K1`, `K2` are [`STREAM_KEYS`]: two AES rounds, after
+/// which every output bit depends on every input bit. `key` is already a strong 64-bit hash
+/// of the feature; the rounds only expand it.
+pub fn stream_block(key: u64, k: u64) -> [u32; 8] {
+    let mut out = [0u32; 8];
+    for h in 0..2 {
+        let mut s = [0u8; 16];
+        s[..8].copy_from_slice(&key.to_le_bytes());
+        s[8..].copy_from_slice(&(2 * k + h).to_le_bytes());
+        let x = super::aes::aesenc(super::aes::aesenc(s, STREAM_KEYS[0]), STREAM_KEYS[1]);
+        for c in 0..4 {
+            out[4 * h as usize + c] =
+                u32::from_le_bytes(x[4 * c..4 * c + 4].try_into().expect("4 bytes"));
+        }
+    }
+    out
+}
+
+/// For each 64-lane block `k` of `acc` (`acc.len() == 64 · W`), and for each feature `i` in
+/// order: with `d = stream_block(key(i), k)`, lane `8g + l` of the block (`g`, `l` in `0..8`)
+/// gets `acc += weights[i] · tables[g % 2][(d[l] >> 3g) & 7]`. The feature keys come through
+/// a closure inlined into the kernel (a key may be hashed as it is needed); it is called
+/// once per feature and block.
+#[inline]
+pub fn add_table_rows<F: Fn(usize) -> u64>(
+    acc: &mut [f32],
+    weights: &[f32],
+    key: F,
+    tables: &[[f32; 8]; 2],
+) {
+    assert_eq!(
+        acc.len() % 64,
+        0,
+        "accumulator length must be a multiple of 64"
+    );
+    #[cfg(target_arch = "x86_64")]
+    if aes() {
+        // SAFETY: `aes()` is true only after AVX2, FMA and AES were detected on this CPU.
+        unsafe { x86::add_table_rows(acc, weights, key, tables) };
+        return;
+    }
+    add_table_rows_scalar(acc, weights, key, tables)
+}
+
+/// Scalar reference of [`add_table_rows`].
+pub fn add_table_rows_scalar<F: Fn(usize) -> u64>(
+    acc: &mut [f32],
+    weights: &[f32],
+    key: F,
+    tables: &[[f32; 8]; 2],
+) {
+    for (i, &w) in weights.iter().enumerate() {
+        let key = key(i);
+        for (k, block) in acc.chunks_exact_mut(64).enumerate() {
+            let d = stream_block(key, k as u64);
+            for (j, a) in block.iter_mut().enumerate() {
+                let (g, l) = (j / 8, j % 8);
+                *a += w * tables[g % 2][(d[l] >> (3 * g) & 7) as usize];
+            }
+        }
     }
 }
 
@@ -206,6 +290,67 @@ pub(crate) mod x86 {
         }
     }
 
+    /// AVX2 + AES-NI version of `add_table_rows_scalar`. A block's eight 8-lane accumulators
+    /// stay in registers while every feature is added: its 256 stream bits are two AES
+    /// blocks computed in registers (`aesenc` twice each), the two tables are multiplied by
+    /// its weight (one `vmulps` each, the products of the scalar reference), and each group
+    /// of 8 lanes shifts the stream right by `3g` and picks its values with `vpermps`, which
+    /// reads the low 3 bits of each 32-bit index.
+    ///
+    /// # Safety
+    /// The CPU must support AVX2, FMA and AES; `acc.len()` must be a multiple of 64.
+    #[target_feature(enable = "avx2,fma,aes")]
+    pub unsafe fn add_table_rows<F: Fn(usize) -> u64>(
+        acc: &mut [f32],
+        weights: &[f32],
+        key: F,
+        tables: &[[f32; 8]; 2],
+    ) {
+        // SAFETY: the tables are 8 f32s (32 bytes) and the round keys 16 bytes each.
+        let (ta, tb, k1, k2) = unsafe {
+            (
+                _mm256_loadu_ps(tables[0].as_ptr()),
+                _mm256_loadu_ps(tables[1].as_ptr()),
+                _mm_loadu_si128(super::STREAM_KEYS[0].as_ptr().cast()),
+                _mm_loadu_si128(super::STREAM_KEYS[1].as_ptr().cast()),
+            )
+        };
+        for (k, block) in acc.chunks_exact_mut(64).enumerate() {
+            let p = block.as_mut_ptr();
+            // SAFETY: `block` has 64 f32s; the 8 loads and stores cover 8 each at 8·l.
+            let mut a: [__m256; 8] =
+                std::array::from_fn(|l| unsafe { _mm256_loadu_ps(p.add(8 * l)) });
+            let c0 = _mm_set_epi64x(2 * k as i64, 0);
+            let c1 = _mm_set_epi64x(2 * k as i64 + 1, 0);
+            for (i, &w) in weights.iter().enumerate() {
+                let kv = _mm_set_epi64x(0, key(i) as i64);
+                let x0 = _mm_aesenc_si128(_mm_aesenc_si128(_mm_or_si128(kv, c0), k1), k2);
+                let x1 = _mm_aesenc_si128(_mm_aesenc_si128(_mm_or_si128(kv, c1), k1), k2);
+                let r = _mm256_set_m128i(x1, x0);
+                let wv = _mm256_set1_ps(w);
+                let (twa, twb) = (_mm256_mul_ps(wv, ta), _mm256_mul_ps(wv, tb));
+                macro_rules! group {
+                    ($g:literal, $t:ident) => {
+                        let idx = _mm256_srli_epi32::<{ 3 * $g }>(r);
+                        a[$g] = _mm256_add_ps(a[$g], _mm256_permutevar8x32_ps($t, idx));
+                    };
+                }
+                group!(0, twa);
+                group!(1, twb);
+                group!(2, twa);
+                group!(3, twb);
+                group!(4, twa);
+                group!(5, twb);
+                group!(6, twa);
+                group!(7, twb);
+            }
+            for (l, v) in a.iter().enumerate() {
+                // SAFETY: as for the loads.
+                unsafe { _mm256_storeu_ps(p.add(8 * l), *v) };
+            }
+        }
+    }
+
     /// `acc[j] = acc[j] + w * row[j]` with separate multiply and add (no FMA), 8 lanes at a time.
     ///
     /// # Safety
@@ -294,6 +439,28 @@ mod tests {
                 // SAFETY: features detected above.
                 unsafe { x86::axpy(&mut b, &row, 0.3711) };
                 assert_eq!(bits_of(&a), bits_of(&b));
+            }
+        }
+    }
+
+    #[test]
+    fn table_kernel_equals_scalar_bit_for_bit() {
+        #[cfg(target_arch = "x86_64")]
+        if crate::cpu::detected().avx2_fma_aes() {
+            let mut r = Rng::new(8);
+            let tables: [[f32; 8]; 2] =
+                std::array::from_fn(|_| std::array::from_fn(|_| r.gaussian() as f32));
+            for &words in &[1usize, 2, 3, 5] {
+                for &n in &[0usize, 1, 7, 64, 300] {
+                    let keys: Vec<u64> = (0..n).map(|_| r.next_u64()).collect();
+                    let weights: Vec<f32> = (0..n).map(|_| (r.gaussian() * 3.0) as f32).collect();
+                    let init: Vec<f32> = (0..64 * words).map(|_| r.gaussian() as f32).collect();
+                    let (mut a, mut b) = (init.clone(), init);
+                    add_table_rows_scalar(&mut a, &weights, |i| keys[i], &tables);
+                    // SAFETY: features detected above; lengths as required.
+                    unsafe { x86::add_table_rows(&mut b, &weights, |i| keys[i], &tables) };
+                    assert_eq!(bits_of(&a), bits_of(&b), "words={words} n={n}");
+                }
             }
         }
     }

@@ -8,9 +8,10 @@
 //! |---|---|---|---|
 //! | [`HyperplaneSigner`] Gaussian / super-bit | stored `D × f` floats | `4·D·f` bytes | `f` multiply-adds |
 //! | [`HyperplaneSigner`] Rademacher | stored `D × f` signs | `D·f/8` bytes | `f` adds |
-//! | [`HyperplaneSigner`] very sparse | stored nonzeros, density `1/√D` | `≈ 4·f·√D` bytes | `f/√D` adds |
+//! | [`HyperplaneSigner`] very sparse | stored nonzeros, density `p = 1/√D` | `4·(D + 1) + 4·p·D·f` bytes (`≈ 4·D + 4·f·√D`) | `p·f` adds |
 //! | [`HashingTrick`] | XXH3 hash of the feature, `±1` | none | `f` adds + `f/64` hash words |
 //! | [`PooledSigner`] | hashed picks from a pool of `m` Gaussians | `4·m` bytes | `f` multiply-adds + `f/2` hash words |
+//! | [`HashedGaussian`] | XXH3 + 2 AES rounds of the feature, 16-level quantised Gaussian values | 96 bytes of tables | `f` adds (table lookups) + `f/16` hash words |
 //!
 //! **Ties.** All signers share one rule: bit `j` is 1 if and only if `V[j] > 0` strictly. So a
 //! zero vector, an empty document, or any `V[j] = 0` (including `−0.0`) gives bit 0, and NaN
@@ -25,8 +26,10 @@
 //! any platform all give the same bits.
 
 mod accumulator;
+mod aes;
 mod any;
 mod dense;
+pub mod hashed_gaussian;
 mod hashing;
 mod hyperplane;
 pub mod kernels;
@@ -36,8 +39,11 @@ mod spec;
 
 pub use accumulator::Accumulator;
 pub use any::AnySigner;
+pub use hashed_gaussian::{HashedGaussian, HashedGaussianBuilder};
 pub use hashing::{HashingTrick, HashingTrickBuilder};
-pub use hyperplane::{Distribution, HyperplaneBuilder, HyperplaneSigner};
+pub use hyperplane::{
+    Distribution, HyperplaneBuilder, HyperplaneSigner, ZERO_TARGET, zero_projection_fraction,
+};
 pub use pooled::{PooledBuilder, PooledSigner};
 pub use spec::{DEFAULT_POOL, KindInfo, ParamInfo, SignerKind, SignerSpec, kinds};
 

@@ -1,16 +1,37 @@
-//! [`SignerSpec`]: every signer kind and its parameters as plain data, with a compact string
-//! form (`gaussian`, `super-bit:depth=32`, `pooled:pool=10000`), the parameters recorded in
-//! signature and index files, and [`SignerSpec::build`]. The command line, the bindings and
-//! the files share this one table.
+//! [`SignerSpec`]: every signer kind and its parameters as one value, with a compact text
+//! form (`gaussian`, `super-bit:depth=32`, `pooled:pool=10000`) shared by the command line,
+//! the Python package and Spark, the `signer.*` parameters recorded in signature and index
+//! files, and [`SignerSpec::build`].
+//!
+//! # The text form
+//!
+//! `KIND[:KEY=VALUE[,KEY=VALUE]...]`, the kinds and keys of [`kinds()`]; width, seed and
+//! dimension are fields of the spec, not part of the text:
+//!
+//! | kind | keys (default) | needs `D` |
+//! |---|---|---|
+//! | `gaussian` | none | yes |
+//! | `super-bit` | `depth` hyperplanes orthonormalised together (`min(D, f)`) | yes |
+//! | `rademacher` | none | yes |
+//! | `very-sparse` | `density` of nonzero entries (`1/√D`); `nnz` expected per row (none) | yes |
+//! | `hashing-trick` | none | no |
+//! | `pooled` | `pool` size (10000) | no |
+//! | `hashed-gaussian` | none | no |
+//!
+//! [`Display`](std::fmt::Display) writes the kind and the parameters that differ from their
+//! defaults, so `parse(spec.to_string())` gives the same kind. The spec of a built signer
+//! ([`AnySigner::spec`], [`SignerSpec::from_params`] of a file) is fully determined: default
+//! depths and densities are written as the values used, so that it rebuilds the same matrix.
 //!
 //! ```
-//! use simlsh::signers::{SignerSpec, Signer};
+//! use simlsh::signers::{Signer, SignerSpec};
 //! let spec: SignerSpec = "super-bit:depth=16".parse()?;
 //! let signer = spec.bits(128).seed(7).build(Some(300))?;
 //! assert_eq!(signer.info().kind, "super-bit");
 //! // What a signature file records rebuilds the same signer.
 //! let again = SignerSpec::from_params(&signer.info().to_params())?.build(None)?;
-//! assert_eq!(again.sign_sparse(&[3, 250], &[1.0, -0.5])?, signer.sign_sparse(&[3, 250], &[1.0, -0.5])?);
+//! let (ids, w) = ([3, 250], [1.0, -0.5]);
+//! assert_eq!(again.sign_sparse(&ids, &w)?, signer.sign_sparse(&ids, &w)?);
 //! # Ok::<(), simlsh::Error>(())
 //! ```
 
@@ -18,9 +39,11 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::str::FromStr;
 
+use super::hashed_gaussian::HASH_DESCRIPTION as GAUSSIAN_HASH;
 use super::hashing::HASH_DESCRIPTION;
 use super::{
-    AnySigner, Distribution, HashingTrick, HyperplaneSigner, PooledSigner, Signer, SignerInfo,
+    AnySigner, Distribution, HashedGaussian, HashingTrick, HyperplaneSigner, PooledSigner, Signer,
+    SignerInfo,
 };
 use crate::error::{Error, Result};
 
@@ -46,8 +69,13 @@ pub enum SignerKind {
     Rademacher,
     /// Very sparse `±1` hyperplanes (Li, Hastie & Church 2006); needs the dimension.
     VerySparse {
-        /// Fraction of nonzero entries; `None` for `1/√D`.
+        /// Fraction of nonzero entries; `None` for `1/√D` (or the one `nnz` asks for).
         density: Option<f64>,
+        /// Expected nonzeros per input row ([`HyperplaneBuilder::expected_nnz`]): raises the
+        /// density so that at most 1% of such a row's projections are exactly 0.
+        ///
+        /// [`HyperplaneBuilder::expected_nnz`]: super::HyperplaneBuilder::expected_nnz
+        nnz: Option<u64>,
     },
     /// The per-feature hashing trick (Manku et al. 2007): `±1` columns, no matrix, any
     /// dimension, tokens.
@@ -58,9 +86,12 @@ pub enum SignerKind {
         /// Pool size `m`.
         pool: usize,
     },
+    /// Quantised Gaussian columns hashed from each feature ([`HashedGaussian`]): no matrix,
+    /// any dimension, tokens, and the `1 − θ/π` law when a few features dominate.
+    HashedGaussian,
 }
 
-/// One signer kind's documentation, for help texts and bindings: see [`kinds`].
+/// One signer kind, for help texts and menus: see [`kinds`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct KindInfo {
     /// The name, as in the string form of [`SignerKind`] and in [`SignerInfo::kind`].
@@ -73,15 +104,15 @@ pub struct KindInfo {
     pub params: &'static [ParamInfo],
 }
 
-/// One parameter of a signer kind's string form.
+/// One parameter of a signer kind, for help texts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ParamInfo {
-    /// The key, as in `kind:key=value`.
+    /// The key in the text form (`kind:key=value`).
     pub name: &'static str,
-    /// What it sets.
-    pub summary: &'static str,
-    /// Its default, in words.
+    /// Its default, as text.
     pub default: &'static str,
+    /// What it sets, in one line.
+    pub summary: &'static str,
 }
 
 const KINDS: &[KindInfo] = &[
@@ -97,8 +128,8 @@ const KINDS: &[KindInfo] = &[
         needs_dim: true,
         params: &[ParamInfo {
             name: "depth",
-            summary: "hyperplanes orthonormalised together, 1 ≤ depth ≤ min(D, f)",
             default: "min(D, f)",
+            summary: "hyperplanes orthonormalised together, 1 ≤ depth ≤ min(D, f)",
         }],
     },
     KindInfo {
@@ -111,11 +142,18 @@ const KINDS: &[KindInfo] = &[
         name: "very-sparse",
         summary: "explicit sparse ±1 matrix (Li, Hastie & Church 2006): for dense inputs",
         needs_dim: true,
-        params: &[ParamInfo {
-            name: "density",
-            summary: "fraction of nonzero matrix entries, in (0, 1]",
-            default: "1/√D",
-        }],
+        params: &[
+            ParamInfo {
+                name: "density",
+                default: "1/√D",
+                summary: "fraction of nonzero matrix entries, in (0, 1]",
+            },
+            ParamInfo {
+                name: "nnz",
+                default: "none",
+                summary: "expected nonzeros per input row: the density becomes max(1/√D, ln 100 / nnz), so that under 1% of a row's projections are 0",
+            },
+        ],
     },
     KindInfo {
         name: "hashing-trick",
@@ -129,9 +167,15 @@ const KINDS: &[KindInfo] = &[
         needs_dim: false,
         params: &[ParamInfo {
             name: "pool",
-            summary: "pool size m, 1 ≤ m ≤ 2^32",
             default: "10000",
+            summary: "pool size m, 1 ≤ m ≤ 2^32",
         }],
+    },
+    KindInfo {
+        name: "hashed-gaussian",
+        summary: "quantised Gaussian columns hashed from each feature: no matrix, any dimension, tokens; unbiased when a few features dominate",
+        needs_dim: false,
+        params: &[],
     },
 ];
 
@@ -151,16 +195,17 @@ impl SignerKind {
             SignerKind::VerySparse { .. } => "very-sparse",
             SignerKind::HashingTrick => "hashing-trick",
             SignerKind::Pooled { .. } => "pooled",
+            SignerKind::HashedGaussian => "hashed-gaussian",
         }
     }
 
     /// Whether the kind holds an explicit `D × f` matrix and so needs the input dimension.
     pub fn needs_dim(&self) -> bool {
-        self.doc().needs_dim
+        self.info().needs_dim
     }
 
-    /// The kind's entry of [`kinds`].
-    pub fn doc(&self) -> &'static KindInfo {
+    /// The description of the kind in [`kinds`].
+    pub fn info(&self) -> &'static KindInfo {
         let name = self.name();
         KINDS
             .iter()
@@ -168,11 +213,24 @@ impl SignerKind {
             .expect("every kind is listed")
     }
 
+    /// The hash a hashed kind records in files (`signer.hash`).
+    fn hash(&self) -> Option<&'static str> {
+        match self {
+            SignerKind::HashingTrick => Some(HASH_DESCRIPTION),
+            SignerKind::HashedGaussian => Some(GAUSSIAN_HASH),
+            _ => None,
+        }
+    }
+
     /// The parameters that are set, as `(key, value)` pairs in the order of the string form.
     fn set_params(&self) -> Vec<(&'static str, String)> {
         match self {
             SignerKind::SuperBit { depth: Some(d) } => vec![("depth", d.to_string())],
-            SignerKind::VerySparse { density: Some(p) } => vec![("density", p.to_string())],
+            SignerKind::VerySparse { density, nnz } => density
+                .map(|p| ("density", p.to_string()))
+                .into_iter()
+                .chain(nnz.map(|k| ("nnz", k.to_string())))
+                .collect(),
             SignerKind::Pooled { pool } if *pool != DEFAULT_POOL => {
                 vec![("pool", pool.to_string())]
             }
@@ -191,6 +249,10 @@ impl fmt::Display for SignerKind {
     }
 }
 
+fn bad(reason: impl Into<String>) -> Error {
+    Error::param("signer spec", reason)
+}
+
 /// The `key=value` pairs of a string form or of a file, taken one by one; leftovers are
 /// errors.
 struct Params<'a> {
@@ -206,7 +268,7 @@ impl<'a> Params<'a> {
         let (_, v) = self.pairs.remove(k);
         v.parse()
             .map(Some)
-            .map_err(|_| Error::param(key, format!("`{v}` is not {what}")))
+            .map_err(|_| bad(format!("`{key}={v}`: `{v}` is not {what}")))
     }
 
     fn finish(self) -> Result<()> {
@@ -215,18 +277,15 @@ impl<'a> Params<'a> {
             Some((key, _)) => {
                 let doc = KINDS.iter().find(|k| k.name == self.kind).expect("listed");
                 let known: Vec<&str> = doc.params.iter().map(|p| p.name).collect();
-                Err(Error::param(
-                    "signer",
-                    format!(
-                        "the {} signer has no parameter `{key}` ({})",
-                        self.kind,
-                        if known.is_empty() {
-                            "it takes none".to_string()
-                        } else {
-                            format!("it takes {}", known.join(", "))
-                        }
-                    ),
-                ))
+                Err(bad(format!(
+                    "the {} signer has no parameter `{key}` ({})",
+                    self.kind,
+                    if known.is_empty() {
+                        "it takes none".to_string()
+                    } else {
+                        format!("it takes {}", known.join(", "))
+                    }
+                )))
             }
         }
     }
@@ -236,17 +295,14 @@ impl<'a> Params<'a> {
 fn kind_from(name: &str, pairs: Vec<(&str, &str)>) -> Result<SignerKind> {
     let Some(doc) = KINDS.iter().find(|k| k.name == name) else {
         let names: Vec<&str> = KINDS.iter().map(|k| k.name).collect();
-        return Err(Error::param(
-            "signer",
-            format!("unknown signer `{name}` (one of {})", names.join(", ")),
-        ));
+        return Err(bad(format!(
+            "unknown signer `{name}` (one of {})",
+            names.join(", ")
+        )));
     };
     for (k, a) in pairs.iter().enumerate() {
         if pairs[..k].iter().any(|b| b.0 == a.0) {
-            return Err(Error::param(
-                "signer",
-                format!("parameter `{}` given twice", a.0),
-            ));
+            return Err(bad(format!("parameter `{}` given twice", a.0)));
         }
     }
     let mut p = Params {
@@ -261,11 +317,13 @@ fn kind_from(name: &str, pairs: Vec<(&str, &str)>) -> Result<SignerKind> {
         "rademacher" => SignerKind::Rademacher,
         "very-sparse" => SignerKind::VerySparse {
             density: p.take("density", "a number")?,
+            nnz: p.take("nnz", "a whole number")?,
         },
         "hashing-trick" => SignerKind::HashingTrick,
         "pooled" => SignerKind::Pooled {
             pool: p.take("pool", "a whole number")?.unwrap_or(DEFAULT_POOL),
         },
+        "hashed-gaussian" => SignerKind::HashedGaussian,
         _ => unreachable!("every listed kind is parsed"),
     };
     p.finish()?;
@@ -279,12 +337,9 @@ impl FromStr for SignerKind {
         let (name, args) = s.split_once(':').unwrap_or((s, ""));
         let mut pairs = Vec::new();
         for a in args.split(',').map(str::trim).filter(|a| !a.is_empty()) {
-            let (k, v) = a.split_once('=').ok_or_else(|| {
-                Error::param(
-                    "signer",
-                    format!("`{a}` in `{s}` is not a `key=value` parameter"),
-                )
-            })?;
+            let (k, v) = a
+                .split_once('=')
+                .ok_or_else(|| bad(format!("`{a}` in `{s}` is not a `key=value` parameter")))?;
             pairs.push((k.trim(), v.trim()));
         }
         kind_from(name.trim(), pairs)
@@ -398,7 +453,7 @@ impl SignerSpec {
             }
             (a, b) => a.or(b),
         };
-        let matrix = |d: Distribution| -> Result<AnySigner> {
+        let matrix = |d: Distribution, nnz: Option<u64>| -> Result<AnySigner> {
             let dim = dim.ok_or_else(|| {
                 Error::param(
                     "dim",
@@ -409,19 +464,25 @@ impl SignerSpec {
                     ),
                 )
             })?;
-            Ok(HyperplaneSigner::builder()
+            let b = HyperplaneSigner::builder()
                 .dim(dim)
                 .bits(self.bits)
                 .seed(self.seed)
-                .distribution(d)
-                .build()?
-                .into())
+                .distribution(d);
+            Ok(match nnz {
+                Some(k) => b.expected_nnz(k),
+                None => b,
+            }
+            .build()?
+            .into())
         };
         match self.kind {
-            SignerKind::Gaussian => matrix(Distribution::Gaussian),
-            SignerKind::SuperBit { depth } => matrix(Distribution::SuperBit { depth }),
-            SignerKind::Rademacher => matrix(Distribution::Rademacher),
-            SignerKind::VerySparse { density } => matrix(Distribution::VerySparse { density }),
+            SignerKind::Gaussian => matrix(Distribution::Gaussian, None),
+            SignerKind::SuperBit { depth } => matrix(Distribution::SuperBit { depth }, None),
+            SignerKind::Rademacher => matrix(Distribution::Rademacher, None),
+            SignerKind::VerySparse { density, nnz } => {
+                matrix(Distribution::VerySparse { density }, nnz)
+            }
             SignerKind::HashingTrick => Ok(HashingTrick::builder()
                 .bits(self.bits)
                 .seed(self.seed)
@@ -431,6 +492,11 @@ impl SignerSpec {
                 .bits(self.bits)
                 .seed(self.seed)
                 .pool_size(pool)
+                .build()?
+                .into()),
+            SignerKind::HashedGaussian => Ok(HashedGaussian::builder()
+                .bits(self.bits)
+                .seed(self.seed)
                 .build()?
                 .into()),
         }
@@ -452,8 +518,8 @@ impl SignerSpec {
             let k = if k == "density" { "density_param" } else { k };
             m.insert(format!("signer.{k}"), v);
         }
-        if let SignerKind::HashingTrick = self.kind {
-            m.insert("signer.hash".into(), HASH_DESCRIPTION.into());
+        if let Some(hash) = self.kind.hash() {
+            m.insert("signer.hash".into(), hash.into());
         }
         m
     }
@@ -490,14 +556,15 @@ impl SignerSpec {
         // Keys that describe rather than parametrise the signer.
         let mut legacy_density = None;
         match kind {
-            "hashing-trick" => {
+            "hashing-trick" | "hashed-gaussian" => {
                 let hash = get(params, "signer.hash")?;
-                if hash != HASH_DESCRIPTION {
+                let ours = kind_from(kind, Vec::new())?.hash().expect("a hashed kind");
+                if hash != ours {
                     return Err(Error::param(
                         "signer.hash",
                         format!(
                             "the signatures were made with the hash `{hash}`, this release \
-                             hashes with `{HASH_DESCRIPTION}`"
+                             hashes with `{ours}`"
                         ),
                     ));
                 }

@@ -147,6 +147,11 @@ impl FeatureRows {
         (&self.indptr, &self.keys, &self.weights)
     }
 
+    /// The rows' arrays, moved out: `(indptr, keys, weights)` as [`parts`](Self::parts).
+    pub fn into_parts(self) -> (Vec<usize>, Vec<u64>, Vec<f32>) {
+        (self.indptr, self.keys, self.weights)
+    }
+
     /// Bytes held.
     pub fn bytes(&self) -> usize {
         8 * self.indptr.capacity() + 8 * self.keys.capacity() + 4 * self.weights.capacity()

@@ -6,7 +6,7 @@ use rayon::prelude::*;
 use sprs::{CsMatViewI, SpIndex};
 
 use crate::error::{Error, Result};
-use crate::text::{Features, idf_key};
+use crate::text::{FeatureRows, Features, idf_key};
 
 /// Rows of vectors with an exact cosine between any two: the oracle that verifies the
 /// candidates found by signatures.
@@ -321,6 +321,68 @@ impl SparseVectors {
                 .zip(&f.weights)
                 .map(|(t, &w)| (idf_key(t), w))
         }))
+    }
+
+    /// The weighted features of signed documents ([`FeatureRows`] from
+    /// [`Tokenizer::sign_corpus_with`](crate::text::Tokenizer::sign_corpus_with)), taken
+    /// without a copy: each row normalised in place, zero weights dropped. The cosine of two
+    /// rows is the exact cosine of the documents' weighted feature vectors, the vectors the
+    /// signatures sketch.
+    ///
+    /// ```
+    /// use simlsh::text::{SignOptions, Tokenizer};
+    /// use simlsh::verify::{SparseVectors, Vectors};
+    /// use simlsh::HashingTrick;
+    ///
+    /// let tok = Tokenizer::builder().build()?;
+    /// let signer = HashingTrick::builder().bits(64).build()?;
+    /// let docs = ["a b c", "a b d", ""];
+    /// let corpus = tok.sign_corpus_with(&signer, &docs, SignOptions::default().rows(true))?;
+    /// let v = SparseVectors::from_feature_rows(corpus.rows.unwrap())?;
+    /// assert!((v.cosine(0, 1) - 2.0 / 3.0).abs() < 1e-6);
+    /// assert_eq!(v.zero_rows(), vec![2]);
+    /// # Ok::<(), simlsh::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::NonFinite`] naming the row and key of a non-finite weight.
+    pub fn from_feature_rows(rows: FeatureRows) -> Result<Self> {
+        let (indptr, mut keys, mut weights) = rows.into_parts();
+        let mut offsets = Vec::with_capacity(indptr.len());
+        offsets.push(0);
+        let mut out = 0;
+        for (r, w) in indptr.windows(2).enumerate() {
+            let start = out;
+            let mut ss = 0f64;
+            for p in w[0]..w[1] {
+                let v = weights[p];
+                if !v.is_finite() {
+                    return Err(Error::NonFinite {
+                        row: r,
+                        col: keys[p],
+                        value: f64::from(v),
+                    });
+                }
+                if v != 0.0 {
+                    keys[out] = keys[p];
+                    weights[out] = v;
+                    ss += f64::from(v) * f64::from(v);
+                    out += 1;
+                }
+            }
+            let inv = inverse_norm(ss);
+            for v in &mut weights[start..out] {
+                *v = (f64::from(*v) * inv) as f32;
+            }
+            offsets.push(out);
+        }
+        keys.truncate(out);
+        weights.truncate(out);
+        Ok(SparseVectors {
+            offsets,
+            keys,
+            weights,
+        })
     }
 
     /// A copy of a CSR matrix of any `sprs` index types, keyed by column.

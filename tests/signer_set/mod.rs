@@ -8,10 +8,14 @@ pub fn all_specs() -> Vec<SignerSpec> {
     [
         SignerKind::Gaussian,
         SignerKind::Rademacher,
-        SignerKind::VerySparse { density: None },
+        SignerKind::VerySparse {
+            density: None,
+            nnz: None,
+        },
         SignerKind::SuperBit { depth: None },
         SignerKind::HashingTrick,
         SignerKind::Pooled { pool: 10_000 },
+        SignerKind::HashedGaussian,
     ]
     .into_iter()
     .map(SignerSpec::new)

@@ -16,6 +16,9 @@
 //! | W4 | 1,000,000 distinct 64-bit codes, all pairs within distance 3 | [`w4`] |
 //! | W5 | 1,000,000 256-bit codes + 1,000 queries, planted 10 nearest neighbours | [`w5`] |
 //!
+//! The [`dominance`] set (pairs whose few shared heavy coordinates decide `±1` signatures,
+//! and a near-duplicate corpus of such documents) tests the collision law of the signers.
+//!
 //! Smaller variants with the same construction ([`W3::generate`], [`W4::generate`],
 //! [`W5::generate`], and a row prefix for [`w1`] / [`w2`]) serve smoke runs; only the
 //! default sizes reproduce the published hashes (a W1 or W2 prefix is exactly the prefix
@@ -69,6 +72,8 @@ pub const WORKLOADS: [&str; 5] = ["w1", "w2", "w3", "w4", "w5"];
 pub const QUALITY_PAIRS: usize = 1_000;
 
 pub use simlsh::rng::mix64;
+
+pub mod dominance;
 
 /// The counter-based generator `R(s, i) = mix64(s * 0xD1B54A32D192ED03 + (i + 1) * 0x9E3779B97F4A7C15)`
 /// of stream `s` at counter `i` (64-bit wrapping arithmetic).

@@ -1,79 +1,94 @@
-//! `simlsh cluster`: connected components of the pairs within a Hamming radius.
+//! `simlsh cluster`: clusters of the pairs within a Hamming radius or above a cosine threshold.
 
-use std::collections::BTreeMap;
+use std::collections::HashMap;
 use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::Result;
 use clap::Parser;
-use simlsh::estimate;
-use simlsh::join::{clusters, self_join};
 
-use super::sign::{InputArgs, codes_or_sign};
-use crate::common::{Ctx, SignerArgs, print_line, to_stdout, write_file};
+use super::sign::InputArgs;
+use crate::common::{Ctx, SignerArgs, check_paths, print_line, to_stdout, write_file};
+use crate::input::prepare;
+use crate::join::{Clusters, JoinArgs};
+use crate::parquet::Shape;
+use crate::table::Rows;
 
 const EXAMPLE: &str = "Examples:
-  simlsh cluster datasets/glove-6B-50d-10k/vectors.fvecs --signer gaussian --bits 128 --cosine 0.9 --out clusters.tsv
-  simlsh cluster glove.npy --bits 128 --radius 10";
+  simlsh cluster datasets/glove-6B-50d-10k/vectors.fvecs --signer super-bit --bits 256 --cosine 0.8 --clustering leader --out clusters.tsv
+  simlsh cluster glove.npy --bits 128 --radius 10
 
-/// Clusters the points: every pair of signatures within the Hamming radius is joined, and the
-/// connected components are the clusters. Writes TSV `row, cluster` (cluster = its smallest
-/// row) and a summary line. INPUT as for `simlsh knn`.
+With --cosine and the input's vectors at hand, pairs are exact (candidates from the
+signatures, verified by exact cosine). Connected components chain (A≈B, B≈C put A, B and C
+together even when A≉C); --clustering leader or star gives clusters whose every member is
+within the threshold of its leader. Rows without a direction (all-zero vectors, empty
+documents) are never paired: each is its own cluster.";
+
+/// Clusters the points: every pair within the Hamming radius or above the cosine threshold is
+/// an edge; clusters are the connected components, or leader clusters (non-chaining). Writes
+/// TSV `record, cluster` (cluster = the row naming it: its smallest member, or its leader) and
+/// a summary line. INPUT as for `simlsh knn`.
 #[derive(Parser, Debug)]
 #[command(after_help = EXAMPLE)]
 pub struct Args {
     #[command(flatten)]
     input: InputArgs,
-    /// Hamming radius of a pair (inclusive).
-    #[arg(long, conflicts_with = "cosine", required_unless_present = "cosine")]
-    radius: Option<u32>,
-    /// Or: the cosine threshold, turned into the largest radius whose estimated cosine is ≥ it.
+    #[command(flatten)]
+    join: JoinArgs,
+    /// Documents: name rows by this JSON field or CSV column instead of record numbers.
     #[arg(long)]
-    cosine: Option<f64>,
-    /// Write the clusters here (default: standard output; the summary then goes to stderr).
+    id_field: Option<String>,
+    /// Write the clusters here, TSV or .parquet (default: standard output; the summary then
+    /// goes to stderr).
     #[arg(long)]
     out: Option<PathBuf>,
     #[command(flatten)]
     signer: SignerArgs,
 }
 
-pub fn run(a: Args, ctx: &mut Ctx) -> Result<()> {
-    let (sigs, _) = codes_or_sign(&a.input, &a.signer, ctx)?;
-    let bits = sigs.bits() as u64;
-    let radius = match (a.radius, a.cosine) {
-        (Some(r), _) => r,
-        (None, Some(c)) => estimate::max_hamming_for_cosine(c, bits)? as u32,
-        (None, None) => anyhow::bail!("give --radius or --cosine"),
-    };
-    let pairs = ctx.phase("join", |ctx| {
-        Ok(ctx.spin("joining pairs", || self_join(&sigs, radius))?)
-    })?;
-    let labels = clusters(sigs.len(), &pairs)?;
-    let mut sizes = BTreeMap::<u32, usize>::new();
+pub fn run(mut a: Args, ctx: &mut Ctx) -> Result<()> {
+    let _spool = a.input.spool_stdin()?;
+    let outputs: Vec<&std::path::Path> = a.out.iter().map(PathBuf::as_path).collect();
+    check_paths(ctx, &a.input, &outputs)?;
+    let want_vectors = a.join.cosine.is_some() && !a.join.no_verify;
+    let p = prepare(
+        &a.input,
+        &a.signer,
+        want_vectors,
+        a.id_field.as_deref(),
+        ctx,
+    )?;
+    let mode = a.join.mode(&p, None)?;
+    let mut clusters = Clusters::new(p.len(), a.join.clustering)?;
+    let outcome = crate::join::run(&p, &mode, ctx, |f| clusters.add(f.i, f.j))?;
+    let labels = clusters.labels()?;
+    let mut sizes = HashMap::<u32, usize>::new();
     labels
         .iter()
         .for_each(|&l| *sizes.entry(l).or_default() += 1);
     let multi = sizes.values().filter(|&&s| s > 1).count();
     let largest = sizes.values().copied().max().unwrap_or(0);
+    let target = a.out.clone().unwrap_or_default();
     let body = |w: &mut dyn Write| -> std::io::Result<()> {
-        writeln!(w, "row\tcluster")?;
-        for (i, l) in labels.iter().enumerate() {
-            writeln!(w, "{i}\t{l}")?;
+        let mut rows = Rows::new(&target, w, &p.names, Shape::Clusters, false)?;
+        for (i, &l) in labels.iter().enumerate() {
+            rows.push(i as u32, l, 0, 0.0)?;
         }
-        Ok(())
+        rows.finish()
     };
     let summary = format!(
-        "points {}  pairs {}  clusters {}  largest {}  (f = {}, radius {})",
-        sigs.len(),
-        pairs.len(),
+        "points {}  empty {}  pairs {}  clusters {}  largest {}  (f = {}, {})",
+        p.len(),
+        p.empty.len(),
+        outcome.pairs,
         multi,
         largest,
-        bits,
-        radius
+        p.sigs.bits(),
+        outcome.how
     );
     match &a.out {
-        Some(p) => {
-            write_file(p, body)?;
+        Some(path) => {
+            write_file(path, body)?;
             print_line(summary)?;
         }
         None => {
@@ -81,10 +96,10 @@ pub fn run(a: Args, ctx: &mut Ctx) -> Result<()> {
             ctx.say(summary);
         }
     }
-    ctx.record("points", sigs.len());
-    ctx.record("pairs", pairs.len());
+    ctx.record("points", p.len());
+    ctx.record("empty", p.empty.len());
+    ctx.record("pairs", outcome.pairs);
     ctx.record("clusters", multi);
     ctx.record("largest", largest);
-    ctx.record("radius", radius);
     Ok(())
 }

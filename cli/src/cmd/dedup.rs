@@ -1,24 +1,33 @@
-//! `simlsh dedup`: near-duplicate detection of text: pairs, clusters, deduplicated output.
+//! `simlsh dedup`: near-duplicate detection: pairs, clusters, deduplicated output.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use anyhow::{Result, bail};
+use anyhow::Result;
 use clap::Parser;
-use simlsh::io::documents::{TextOptions, read_documents};
-use simlsh::io::input::InputFormat;
-use simlsh::{SignatureMatrix, Signer};
+use simlsh::io::OutputSet;
 
-use super::sign::{self, InputArgs};
-use crate::common::{Ctx, SignerArgs, print_line, read_codes, write_file};
+use super::sign::InputArgs;
+use crate::common::{Ctx, SignerArgs, check_paths, print_line};
+use crate::input::{Prepared, prepare};
+use crate::join::{Clusters, Found, JoinArgs, Mode};
+use crate::parquet::Shape;
+use crate::table::Rows;
 
 const EXAMPLE: &str = "Examples:
   simlsh dedup datasets/healthtweets-10k/healthtweets-10k.csv --radius 3 --pairs pairs.tsv --output unique.txt
-  simlsh dedup datasets/chinese-poetry-3k/poems.jsonl --mode cjk --cosine 0.95 --clusters clusters.tsv";
+  simlsh dedup datasets/healthtweets-10k/healthtweets-10k.csv --cosine 0.8 --bits 256 --pairs pairs.tsv
+  simlsh dedup datasets/chinese-poetry-3k/poems.jsonl --mode chars --ngram 2 --cosine 0.9 --bits 256 --id-field id --clusters clusters.tsv
 
-/// Finds near-duplicates: signs each document (weighted tokens, hashing trick) or vector (any
-/// signer), or takes a `.npy` of `uint64` codes as they are; joins all pairs within a Hamming
-/// radius, groups them into clusters, and writes the deduplicated output (the first member of
-/// each cluster kept: its text for documents, its row number for vectors and codes).
+Rows are named by their 0-based record number (column `record`), or by the value of
+--id-field (the column takes the field's name). Documents without features (empty,
+punctuation or stop words only) and all-zero vectors are never paired: they are counted
+apart (`empty` in the summary, listed with --empty), each its own cluster.";
+
+/// Finds near-duplicates: signs each document (weighted tokens) or vector (any signer), or
+/// takes stored signature codes as they are; finds the pairs within a Hamming radius, or at
+/// a cosine threshold (exact: candidates from the signatures, verified by the exact cosine of
+/// the input's vectors), groups them into clusters, and writes the deduplicated output (the
+/// first member of each cluster kept: its text for documents, its name for vectors and codes).
 #[derive(Parser, Debug)]
 #[command(after_help = EXAMPLE)]
 pub struct Args {
@@ -26,159 +35,147 @@ pub struct Args {
     /// .npz, .svm, .mtx, .fvecs) or signatures (.npy of uint64, or a .simlsh file).
     #[command(flatten)]
     input: InputArgs,
-    /// Hamming radius of a near-duplicate pair (inclusive).
-    #[arg(long, conflicts_with = "cosine")]
-    radius: Option<u32>,
-    /// Or: the cosine threshold, turned into the radius whose estimated cosine is ≥ it.
+    #[command(flatten)]
+    join: JoinArgs,
+    /// Documents: name rows by this JSON field or CSV column (unique values) instead of record
+    /// numbers.
     #[arg(long)]
-    cosine: Option<f64>,
-    /// Write the pairs (TSV: line, line, distance, estimated cosine).
+    id_field: Option<String>,
+    /// Write the pairs (TSV: a, b, Hamming distance, cosine: exact when verified, else
+    /// `estimated_cosine`; Parquet when the name ends in .parquet).
     #[arg(long)]
     pairs: Option<PathBuf>,
-    /// Write each document's cluster (TSV: line, cluster = line of its first member).
+    /// Write each row's cluster (TSV or .parquet: row, cluster = the row naming it: its
+    /// smallest member, or its leader).
     #[arg(long)]
     clusters: Option<PathBuf>,
-    /// Write the deduplicated documents' text, one per line.
+    /// Write the deduplicated output, one line per kept row: the document's text (text
+    /// input), else the row's name.
     #[arg(long)]
     output: Option<PathBuf>,
+    /// Write the rows without features (empty documents, all-zero vectors), one name per line.
+    #[arg(long)]
+    empty: Option<PathBuf>,
+    /// Leave the rows without features out of --output.
+    #[arg(long)]
+    drop_empty: bool,
     #[command(flatten)]
     signer: SignerArgs,
 }
 
-/// What was read: signatures, each row's name in the outputs (its line, or its row number),
-/// and the texts of text input (for the deduplicated output).
-struct Input {
-    sigs: SignatureMatrix,
-    names: Vec<usize>,
-    texts: Option<Vec<String>>,
-    signer: String,
-}
+pub fn run(mut a: Args, ctx: &mut Ctx) -> Result<()> {
+    let _spool = a.input.spool_stdin()?;
+    let outputs: Vec<&Path> = [&a.pairs, &a.clusters, &a.output, &a.empty]
+        .into_iter()
+        .flatten()
+        .map(PathBuf::as_path)
+        .collect();
+    check_paths(ctx, &a.input, &outputs)?;
+    let want_vectors = a.join.cosine.is_some() && !a.join.no_verify;
+    let p = prepare(
+        &a.input,
+        &a.signer,
+        want_vectors,
+        a.id_field.as_deref(),
+        ctx,
+    )?;
+    let mode = a.join.mode(&p, Some(3))?;
+    let n = p.len();
+    let mut clusters = Clusters::new(n, a.join.clustering)?;
+    let mut set = OutputSet::new();
+    let outcome = match &a.pairs {
+        Some(path) => {
+            let exact = matches!(mode, Mode::Verified { .. });
+            let mut result = None;
+            set.write(path, |w| {
+                let mut rows = Rows::new(path, w, &p.names, Shape::Pairs, exact)?;
+                let mut err = Ok(());
+                let r = crate::join::run(&p, &mode, ctx, |f: Found| {
+                    clusters.add(f.i, f.j);
+                    if err.is_ok() {
+                        err = rows.push(f.i, f.j, f.distance, f.cosine);
+                    }
+                });
+                result = Some(r);
+                err?;
+                rows.finish()
+            })?;
+            result.expect("the join ran")?
+        }
+        None => crate::join::run(&p, &mode, ctx, |f| clusters.add(f.i, f.j))?,
+    };
+    let labels = clusters.labels()?;
+    write_outputs(&a, &p, &labels, &mut set)?;
+    set.commit()?;
 
-pub fn run(a: Args, ctx: &mut Ctx) -> Result<()> {
-    let codes = match a.input.format {
-        None => read_codes(&a.input.input, ctx.bits_given, "--bits")?,
-        Some(_) => None,
-    };
-    let input = if let Some(c) = codes {
-        let sigs = SignatureMatrix::from_parts(c.sigs.bits(), c.sigs.as_slice().to_vec())?;
-        let names = (0..sigs.len()).collect();
-        Input {
-            sigs,
-            names,
-            texts: None,
-            signer: c.signer.unwrap_or_else(|| "none (codes given)".into()),
-        }
-    } else if sign::format_of(&a.input.input, a.input.format)?.is_text() {
-        let format = sign::format_of(&a.input.input, a.input.format)?;
-        read_text(&a, format, ctx)?
-    } else {
-        let (sigs, signer) = sign::sign_input(&a.input, &a.signer, ctx)?;
-        let names = (0..sigs.len()).collect();
-        Input {
-            sigs,
-            names,
-            texts: None,
-            signer: signer.info().kind.to_string(),
-        }
-    };
-    let Input {
-        sigs,
-        names,
-        texts,
-        signer,
-    } = input;
-    let radius = match (a.radius, a.cosine) {
-        (Some(r), _) => r,
-        (None, Some(c)) => simlsh::estimate::max_hamming_for_cosine(c, sigs.bits() as u64)? as u32,
-        (None, None) => 3,
-    };
-    let pairs = ctx.phase("join", |ctx| {
-        Ok(ctx.spin("joining pairs", || simlsh::join::self_join(&sigs, radius))?)
-    })?;
-    let n = sigs.len();
-    let labels = simlsh::join::clusters(n, &pairs)?;
-    let bits = sigs.bits() as u64;
-    let unit = if texts.is_some() { "line" } else { "row" };
-    if let Some(p) = &a.pairs {
-        write_file(p, |w| {
-            writeln!(w, "{unit}_a\t{unit}_b\tdistance\tcosine")?;
-            for pr in &pairs {
-                let c = simlsh::estimate::cosine(pr.distance as u64, bits);
-                let (x, y) = (names[pr.i as usize], names[pr.j as usize]);
-                writeln!(w, "{x}\t{y}\t{}\t{c:.4}", pr.distance)?;
-            }
-            Ok(())
-        })?;
-    }
-    if let Some(p) = &a.clusters {
-        write_file(p, |w| {
-            writeln!(w, "{unit}\tcluster")?;
-            for (&name, &l) in names.iter().zip(&labels) {
-                writeln!(w, "{name}\t{}", names[l as usize])?;
-            }
-            Ok(())
-        })?;
-    }
-    let keep: Vec<usize> = (0..n).filter(|&i| labels[i] as usize == i).collect();
-    if let Some(p) = &a.output {
-        if same_file(p, &a.input.input) {
-            bail!("--output {} would overwrite the input", p.display());
-        }
-        // Text input: the kept documents' text; vectors or codes: the kept rows' numbers.
-        write_file(p, |w| {
-            for &i in &keep {
-                match &texts {
-                    Some(t) => writeln!(w, "{}", t[i].replace('\n', " "))?,
-                    None => writeln!(w, "{}", names[i])?,
-                }
-            }
-            Ok(())
-        })?;
-    }
+    let kept = (0..n)
+        .filter(|&i| labels[i] as usize == i && !(a.drop_empty && is_empty(&p, i)))
+        .count();
     let in_clusters = {
-        let mut sizes = std::collections::BTreeMap::<u32, usize>::new();
+        let mut sizes = std::collections::HashMap::<u32, usize>::new();
         labels
             .iter()
             .for_each(|&l| *sizes.entry(l).or_default() += 1);
         sizes.values().filter(|&&s| s > 1).count()
     };
-    let removed = n - keep.len();
+    let removed = n - kept;
     ctx.record("documents", n);
-    ctx.record("pairs", pairs.len());
+    ctx.record("empty", p.empty.len());
+    ctx.record("pairs", outcome.pairs);
     ctx.record("clusters", in_clusters);
     ctx.record("removed", removed);
-    ctx.record("radius", radius);
-    print_line(format_args!(
-        "documents {n}  pairs {}  clusters {in_clusters}  removed {removed}  (f = {bits}, radius {radius}, signer {signer})",
-        pairs.len()
-    ))?;
-    Ok(())
-}
-
-fn read_text(a: &Args, format: InputFormat, ctx: &mut Ctx) -> Result<Input> {
-    let opts = TextOptions {
-        field: a.input.text.field.clone(),
-        on_bad: a.input.on_bad(),
-    };
-    let (docs, bad) = ctx.phase("read", |_| {
-        Ok(read_documents(&a.input.input, format, &opts)?)
-    })?;
-    sign::report_bad(ctx, &bad);
-    let texts: Vec<&str> = docs.iter().map(|d| d.text.as_str()).collect();
-    let tokenizer = sign::tokenizer(&a.input.text, &texts, ctx)?;
-    let signer = a.signer.build(None, ctx.bits(), ctx.seed)?;
-    let sigs = sign::sign_texts(&tokenizer, &signer, &texts, ctx)?;
-    Ok(Input {
-        sigs,
-        names: docs.iter().map(|d| d.line).collect(),
-        texts: Some(docs.into_iter().map(|d| d.text).collect()),
-        signer: signer.info().kind.to_string(),
-    })
-}
-
-fn same_file(a: &std::path::Path, b: &std::path::Path) -> bool {
-    match (a.canonicalize(), b.canonicalize()) {
-        (Ok(x), Ok(y)) => x == y,
-        _ => false,
+    if let Mode::Hamming { radius } = mode {
+        ctx.record("radius", radius);
     }
+    print_line(format_args!(
+        "documents {n}  empty {}  pairs {}  clusters {in_clusters}  removed {removed}  (f = {}, {}; signer {})",
+        p.empty.len(),
+        outcome.pairs,
+        p.sigs.bits(),
+        outcome.how,
+        p.signer
+    ))
+}
+
+fn is_empty(p: &Prepared, i: usize) -> bool {
+    p.empty.binary_search(&(i as u32)).is_ok()
+}
+
+/// Stages --clusters, --output and --empty in `set`.
+fn write_outputs(a: &Args, p: &Prepared, labels: &[u32], set: &mut OutputSet) -> Result<()> {
+    let h = p.names.header();
+    if let Some(path) = &a.clusters {
+        set.write(path, |w| {
+            let mut rows = Rows::new(path, w, &p.names, Shape::Clusters, false)?;
+            for (i, &l) in labels.iter().enumerate() {
+                rows.push(i as u32, l, 0, 0.0)?;
+            }
+            rows.finish()
+        })?;
+    }
+    if let Some(path) = &a.output {
+        // Text input: the kept documents' text; vectors or codes: the kept rows' names.
+        set.write(path, |w| {
+            for i in 0..labels.len() {
+                if labels[i] as usize != i || (a.drop_empty && is_empty(p, i)) {
+                    continue;
+                }
+                match &p.texts {
+                    Some(t) => writeln!(w, "{}", t[i].replace('\n', " "))?,
+                    None => writeln!(w, "{}", p.names.name(i))?,
+                }
+            }
+            Ok(())
+        })?;
+    }
+    if let Some(path) = &a.empty {
+        set.write(path, |w| {
+            writeln!(w, "{h}")?;
+            for &i in &p.empty {
+                writeln!(w, "{}", p.names.name(i as usize))?;
+            }
+            Ok(())
+        })?;
+    }
+    Ok(())
 }

@@ -19,14 +19,18 @@ use simlsh::io::{IndexFile, load_index};
 use simlsh::signature::SignatureMatrix;
 use simlsh::storage::Buf;
 
-use crate::common::{Ctx, human_bytes, read_codes, to_stdout, write_file};
+use crate::common::{
+    Ctx, check_distinct, human_bytes, print_line, read_codes, to_stdout, write_file,
+};
 
 const EXAMPLE: &str = "Examples:
   simlsh index build codes.npy codes.idx --kind manku:k=3
   simlsh index query codes.idx queries.npy --radius 3 --out hits.tsv
   simlsh index add codes.idx more.npy --first-id 1000000
   simlsh index remove codes.idx --ids 4,8,15
-  simlsh index info codes.idx";
+  simlsh index info codes.idx
+  simlsh index verify codes.idx
+  simlsh index kinds";
 
 /// Build, change, query and describe Hamming indexes stored on disk.
 #[derive(Parser, Debug)]
@@ -43,6 +47,22 @@ enum Action {
     Remove(RemoveArgs),
     Query(QueryArgs),
     Info(InfoArgs),
+    Verify(VerifyArgs),
+    Kinds,
+}
+
+const VERIFY_EXAMPLE: &str = "Example:
+  simlsh index verify codes.idx
+Opening an index checks its header and section bounds only (so that opening a large index
+costs no pass over it); verify reads every byte: the checksum, then every invariant of the
+index. Exit status 1 and the first problem found when the file is corrupt.";
+
+/// Checks an index file completely: checksum and contents.
+#[derive(Parser, Debug)]
+#[command(after_help = VERIFY_EXAMPLE)]
+struct VerifyArgs {
+    /// The index file.
+    index: PathBuf,
 }
 
 const BUILD_EXAMPLE: &str = "Example:
@@ -155,6 +175,8 @@ pub fn run(a: Args, ctx: &mut Ctx) -> Result<()> {
         Action::Remove(b) => remove(b, ctx),
         Action::Query(b) => query(b, ctx),
         Action::Info(b) => info(b),
+        Action::Verify(b) => verify(b, ctx),
+        Action::Kinds => to_stdout(|w| w.write_all(index_help().as_bytes())),
     }
 }
 
@@ -219,46 +241,33 @@ fn open_index(path: &Path) -> Result<Box<dyn HammingIndex>> {
     load_index(path).with_context(|| format!("loading index {}", path.display()))
 }
 
-/// Saves `idx` over `path` atomically, first deleting temporary files left beside it by
-/// killed runs (`.NAME.tmp-PID` of a process that no longer runs).
+/// Saves `idx` over `path` atomically (the library's atomic write also removes the
+/// temporary files that killed runs left beside it).
 fn save_index(idx: &dyn HammingIndex, path: &Path) -> Result<()> {
-    clean_stale_temporaries(path);
     idx.save(path)
         .with_context(|| format!("writing index {}", path.display()))
 }
 
-fn clean_stale_temporaries(path: &Path) {
-    let proc = Path::new("/proc");
-    if !proc.join("self").exists() {
-        // No way to tell a dead writer from a live one: leave the files.
-        return;
+/// Holds the index's advisory lock for a read-modify-write, so that concurrent `add`s and
+/// `remove`s on one index run one after the other and none is lost.
+fn lock(path: &Path, ctx: &Ctx) -> Result<simlsh::io::LockGuard> {
+    if let Some(guard) = simlsh::io::try_lock_exclusive(path)
+        .with_context(|| format!("locking {}", path.display()))?
+    {
+        return Ok(guard);
     }
-    let Some(name) = path.file_name().map(|n| n.to_string_lossy().into_owned()) else {
-        return;
-    };
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    let prefix = format!(".{name}.tmp-");
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for e in entries.flatten() {
-        let file = e.file_name().to_string_lossy().into_owned();
-        let Some(pid) = file.strip_prefix(&prefix) else {
-            continue;
-        };
-        if pid.parse::<u32>().is_ok()
-            && pid != std::process::id().to_string()
-            && !proc.join(pid).exists()
-        {
-            let _ = std::fs::remove_file(e.path());
-        }
-    }
+    ctx.say(format!(
+        "waiting for another run changing {} to finish",
+        path.display()
+    ));
+    simlsh::io::lock_exclusive(path).with_context(|| format!("locking {}", path.display()))
 }
 
 fn build(a: BuildArgs, ctx: &mut Ctx) -> Result<()> {
+    let outs: Vec<&Path> = std::iter::once(a.out.as_path())
+        .chain(ctx.stats.as_deref())
+        .collect();
+    check_distinct(&[&a.sigs], &outs)?;
     let bits = ctx.bits_given;
     let sigs = ctx.phase("read", |_| read_sigs(&a.sigs, bits, "--bits"))?;
     let spec = seeded(a.kind.clone(), ctx);
@@ -283,6 +292,8 @@ fn build(a: BuildArgs, ctx: &mut Ctx) -> Result<()> {
 }
 
 fn add(a: AddArgs, ctx: &mut Ctx) -> Result<()> {
+    check_distinct(&[&a.sigs], &[&a.index])?;
+    let _lock = lock(&a.index, ctx)?;
     let mut idx = ctx.phase("load", |_| open_index(&a.index))?;
     let bits = index_bits(idx.as_ref(), ctx)?;
     let sigs = ctx.phase("read", |_| read_sigs(&a.sigs, bits, "the index"))?;
@@ -299,18 +310,11 @@ fn add(a: AddArgs, ctx: &mut Ctx) -> Result<()> {
             u32::MAX
         );
     }
+    // One batch: every index inserts it in one pass (at most one merge), all or nothing.
+    let ids: Vec<u32> = (0..n as u32).map(|i| a.first_id + i).collect();
     ctx.phase("insert", |ctx| {
-        let pb = ctx.progress(n as u64, "inserting");
-        for i in 0..n {
-            let id = a.first_id + i as u32;
-            idx.insert(id, sigs.row(i))
-                .with_context(|| format!("inserting row {i} of {} as id {id}", a.sigs.display()))?;
-            if i % 1024 == 1023 {
-                pb.set_position(i as u64 + 1);
-            }
-        }
-        pb.finish_and_clear();
-        Ok(())
+        ctx.spin("inserting", || idx.insert_batch(&ids, sigs.as_slice()))
+            .with_context(|| format!("inserting the codes of {}", a.sigs.display()))
     })?;
     ctx.phase("save", |_| save_index(idx.as_ref(), &a.index))?;
     ctx.record("added", n);
@@ -340,15 +344,10 @@ fn remove(a: RemoveArgs, ctx: &mut Ctx) -> Result<()> {
         Some(p) => parse_ids(p)?,
         None => a.ids.clone(),
     };
+    let _lock = lock(&a.index, ctx)?;
     let mut idx = ctx.phase("load", |_| open_index(&a.index))?;
-    let mut removed = 0usize;
-    ctx.phase("remove", |_| {
-        for &id in &ids {
-            if idx.remove(id)? {
-                removed += 1;
-            }
-        }
-        Ok(())
+    let removed = ctx.phase("remove", |ctx| {
+        Ok(ctx.spin("removing", || idx.remove_batch(&ids))?)
     })?;
     ctx.phase("save", |_| save_index(idx.as_ref(), &a.index))?;
     ctx.record("removed", removed);
@@ -393,6 +392,13 @@ fn write_hits(
 pub const QUERY_BATCH: usize = 8192;
 
 fn query(a: QueryArgs, ctx: &mut Ctx) -> Result<()> {
+    let outs: Vec<&Path> = a
+        .out
+        .iter()
+        .map(PathBuf::as_path)
+        .chain(ctx.stats.as_deref())
+        .collect();
+    check_distinct(&[&a.index, &a.queries], &outs)?;
     let idx = ctx.phase("load", |_| open_index(&a.index))?;
     let bits = index_bits(idx.as_ref(), ctx)?;
     let queries = ctx.phase("read", |_| read_sigs(&a.queries, bits, "the index"))?;
@@ -422,6 +428,14 @@ fn query(a: QueryArgs, ctx: &mut Ctx) -> Result<()> {
     Ok(())
 }
 
+fn verify(a: VerifyArgs, ctx: &mut Ctx) -> Result<()> {
+    ctx.phase("verify", |_| {
+        simlsh::io::verify_index(&a.index)
+            .with_context(|| format!("verifying index {}", a.index.display()))
+    })?;
+    print_line(format_args!("{}: ok", a.index.display()))
+}
+
 fn info(a: InfoArgs) -> Result<()> {
     let idx = open_index(&a.index)?;
     let file = IndexFile::open(&a.index)
@@ -433,6 +447,7 @@ fn info(a: InfoArgs) -> Result<()> {
     };
     let mut out = String::new();
     out.push_str(&format!("kind\t{}\n", idx.kind()));
+    out.push_str(&format!("spec\t{}\n", idx.spec()));
     out.push_str(&format!("bits\t{}\n", idx.bits()));
     out.push_str(&format!("len\t{}\n", idx.len()));
     out.push_str(&format!("bytes\t{}\n", idx.bytes()));

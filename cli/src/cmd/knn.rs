@@ -10,16 +10,22 @@ use simlsh::index::{HammingIndex, IndexSpec};
 use simlsh::{Hit, SignatureMatrix};
 
 use super::index::QUERY_BATCH;
-use super::sign::{InputArgs, codes_or_sign};
-use crate::common::{Ctx, SignerArgs, to_stdout, write_file};
+use super::sign::InputArgs;
+use crate::common::{Ctx, SignerArgs, check_paths, to_stdout, write_file};
+use crate::input::{Exact, prepare};
+use crate::parquet::Shape;
+use crate::table::Rows;
+use simlsh::verify::{CsrVectors, rerank_graph};
 
 const EXAMPLE: &str = "Examples:
   simlsh knn datasets/glove-6B-50d-10k/vectors.fvecs --k 10 --signer gaussian --bits 128 --out knn.tsv
-  simlsh knn glove.npy --k 5 --index mih --bits 128";
+  simlsh knn glove.npy --k 5 --index mih --bits 128
+  simlsh knn datasets/glove-6B-50d-10k/vectors.fvecs --k 10 --rerank 100 --signer super-bit --bits 256";
 
 /// For each point, its k nearest other points by Hamming distance of the signatures (ties
-/// broken by the smaller row), as TSV `row, neighbor, distance, cosine` (the cosine estimated
-/// from the distance). INPUT is vectors or documents (signed with --signer), or stored codes:
+/// broken by the smaller row), as TSV `record, neighbor, distance, estimated_cosine`; with
+/// --rerank M, the k of highest exact cosine among the M nearest by Hamming distance
+/// (`cosine` column, highest first). INPUT is vectors or documents (signed with --signer), or stored codes:
 /// a `.npy` of uint64 words (width --bits when it fits) or a `.simlsh` signature file.
 #[derive(Parser, Debug)]
 #[command(after_help = EXAMPLE)]
@@ -33,7 +39,14 @@ pub struct Args {
     /// alias exact: the exact scan; mih: multi-index hashing, exact; permutation: approximate).
     #[arg(long, alias = "method", default_value = "linear", value_parser = super::index::parse_index)]
     index: IndexSpec,
-    /// Write the graph here (default: standard output).
+    /// Re-rank: take the M nearest by Hamming distance and keep the k of highest exact cosine
+    /// (needs the input's vectors: dense, sparse, or the weighted features of text).
+    #[arg(long, value_name = "M")]
+    rerank: Option<usize>,
+    /// Documents: name rows by this JSON field or CSV column instead of record numbers.
+    #[arg(long)]
+    id_field: Option<String>,
+    /// Write the graph here, TSV or .parquet (default: standard output).
     #[arg(long)]
     out: Option<PathBuf>,
     #[command(flatten)]
@@ -53,39 +66,101 @@ fn knn_graph(
     })
 }
 
-pub fn run(a: Args, ctx: &mut Ctx) -> Result<()> {
+pub fn run(mut a: Args, ctx: &mut Ctx) -> Result<()> {
+    let _spool = a.input.spool_stdin()?;
     if a.k == 0 {
         bail!("--k must be at least 1");
     }
-    let (sigs, _) = codes_or_sign(&a.input, &a.signer, ctx)?;
+    if let Some(m) = a.rerank
+        && m < a.k
+    {
+        bail!("--rerank {m} must be at least --k {}", a.k);
+    }
+    let outputs: Vec<&std::path::Path> = a.out.iter().map(PathBuf::as_path).collect();
+    check_paths(ctx, &a.input, &outputs)?;
+    let p = prepare(
+        &a.input,
+        &a.signer,
+        a.rerank.is_some(),
+        a.id_field.as_deref(),
+        ctx,
+    )?;
+    if a.rerank.is_some() && p.exact.is_none() {
+        bail!(
+            "--rerank needs the input's vectors, and stored signature codes have none: give the \
+             vectors or documents themselves"
+        );
+    }
+    let sigs = &p.sigs;
     let spec = super::index::seeded(a.index.clone(), ctx);
     let index: Box<dyn HammingIndex> = ctx.phase("index", |ctx| {
-        Ok(ctx.spin("building the index", || spec.build(&sigs))?)
+        Ok(ctx.spin("building the index", || spec.build(sigs))?)
     })?;
-    let graph = ctx.phase("knn", |ctx| knn_graph(index.as_ref(), &sigs, a.k, ctx))?;
+    let m = a.rerank.unwrap_or(a.k);
+    let graph = ctx.phase("knn", |ctx| knn_graph(index.as_ref(), sigs, m, ctx))?;
     let bits = sigs.bits() as u64;
+    // Each row's neighbours: (id, Hamming distance, cosine: exact when re-ranked, else
+    // estimated from the distance).
+    let rows: Vec<Vec<(u32, u32, f64)>> = match (a.rerank, &p.exact) {
+        (Some(_), Some(exact)) => {
+            let ranked = ctx.phase("rerank", |_| {
+                Ok(match exact {
+                    Exact::Dense(v) => rerank_graph(&graph, v, a.k)?,
+                    Exact::Sparse(v) => rerank_graph(&graph, v, a.k)?,
+                    Exact::Csr(x) => rerank_graph(&graph, &CsrVectors::new(x.view())?, a.k)?,
+                })
+            })?;
+            ranked
+                .into_iter()
+                .enumerate()
+                .map(|(i, hits)| {
+                    hits.into_iter()
+                        .map(|(id, c)| (id, sigs.distance(i, id as usize), c))
+                        .collect()
+                })
+                .collect()
+        }
+        _ => graph
+            .iter()
+            .map(|hits| {
+                hits.iter()
+                    .map(|h| {
+                        (
+                            h.id,
+                            h.distance,
+                            estimate::cosine(u64::from(h.distance), bits),
+                        )
+                    })
+                    .collect()
+            })
+            .collect(),
+    };
+    let target = a.out.clone().unwrap_or_default();
     let body = |w: &mut dyn Write| -> std::io::Result<()> {
-        writeln!(w, "row\tneighbor\tdistance\tcosine")?;
-        for (i, hits) in graph.iter().enumerate() {
-            for h in hits {
-                let c = estimate::cosine(h.distance as u64, bits);
-                writeln!(w, "{i}\t{}\t{}\t{c:.4}", h.id, h.distance)?;
+        let mut out = Rows::new(&target, w, &p.names, Shape::Neighbors, a.rerank.is_some())?;
+        for (i, hits) in rows.iter().enumerate() {
+            for &(id, d, c) in hits {
+                out.push(i as u32, id, d, c)?;
             }
         }
-        Ok(())
+        out.finish()
     };
     match &a.out {
-        Some(p) => write_file(p, body)?,
+        Some(path) => write_file(path, body)?,
         None => to_stdout(body)?,
     }
     ctx.record("points", sigs.len());
     ctx.record("k", a.k);
     ctx.say(format!(
-        "points {}  k {}  (f = {}, method {})",
+        "points {}  k {}  (f = {}, index {}{})",
         sigs.len(),
         a.k,
         bits,
-        index.kind()
+        spec,
+        match a.rerank {
+            Some(m) => format!(", the {m} nearest by Hamming re-ranked by exact cosine"),
+            None => String::new(),
+        }
     ));
     Ok(())
 }

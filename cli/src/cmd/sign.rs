@@ -8,15 +8,14 @@ use anyhow::{Context, Result};
 use clap::{Args as ClapArgs, Parser, ValueEnum};
 use ndarray::{ArrayRef2, s};
 use rayon::prelude::*;
-use simlsh::io::documents::{TextOptions, read_documents};
-use simlsh::io::input::{InputFormat, VectorOptions, Vectors, read_vectors};
+use simlsh::io::input::{InputFormat, Vectors};
 use simlsh::io::lines::OnBadLine;
 use simlsh::signature::words_for;
-use simlsh::signers::{AnySigner, Signer, SignerInfo};
-use simlsh::text::{Idf, Mode, StopWords, Tokenizer, Weighting};
+use simlsh::signers::{AnySigner, Signer};
+use simlsh::text::{Idf, Mode, SignOptions, SignedCorpus, StopWords, Tokenizer, Weighting};
 use simlsh::{SignatureMatrix, io};
 
-use crate::common::{Ctx, SignerArgs, read_codes};
+use crate::common::{Ctx, SignerArgs, check_paths};
 
 const EXAMPLE: &str = "Examples:
   simlsh sign datasets/glove-6B-50d-10k/vectors.fvecs glove.npy --signer gaussian --bits 256
@@ -40,7 +39,7 @@ pub struct Args {
 /// The input options shared by the subcommands that sign.
 #[derive(ClapArgs, Debug, Clone)]
 pub struct InputArgs {
-    /// Input vectors or documents.
+    /// Input vectors or documents (`-`: standard input, with --format).
     pub input: PathBuf,
     /// Input format (default: from the extension).
     #[arg(long)]
@@ -138,25 +137,30 @@ pub fn tokenizer(t: &TextArgs, texts: &[&str], ctx: &mut Ctx) -> Result<Tokenize
 }
 
 /// Signs documents in chunks, with a progress bar on a terminal; rows are signed
-/// independently, so the result equals one `sign_corpus` call.
-pub fn sign_texts(
+/// independently, so the result equals one `sign_corpus_with` call.
+pub fn sign_corpus(
     tokenizer: &Tokenizer,
     signer: &AnySigner,
     texts: &[&str],
+    opts: SignOptions,
     ctx: &mut Ctx,
-) -> Result<SignatureMatrix> {
+) -> Result<SignedCorpus> {
     ctx.phase("sign", |ctx| {
         let pb = ctx.progress(texts.len() as u64, "signing");
-        let mut sigs = SignatureMatrix::new(signer.bits())?;
+        let mut all: Option<SignedCorpus> = None;
         for chunk in texts.chunks(20_000) {
-            let part = tokenizer.sign_corpus(signer, chunk)?;
-            for row in part.rows() {
-                sigs.push_words(part.bits(), row)?;
+            let part = tokenizer.sign_corpus_with(signer, chunk, opts)?;
+            match &mut all {
+                Some(c) => c.append(part)?,
+                None => all = Some(part),
             }
             pb.inc(chunk.len() as u64);
         }
         pb.finish_and_clear();
-        Ok(sigs)
+        match all {
+            Some(c) => Ok(c),
+            None => Ok(tokenizer.sign_corpus_with(signer, &[] as &[&str], opts)?),
+        }
     })
 }
 
@@ -249,85 +253,71 @@ pub enum WeightingArg {
 pub fn format_of(path: &Path, explicit: Option<InputFormat>) -> Result<InputFormat> {
     Ok(match explicit {
         Some(f) => f,
+        None if simlsh::io::is_stdin(path) => {
+            anyhow::bail!("reading standard input (-) needs --format")
+        }
         None => InputFormat::from_path(path)?,
     })
 }
 
-/// Reads the input and signs it with the signer of `s` (built for the input's dimension).
-pub fn sign_input(
-    a: &InputArgs,
-    s: &SignerArgs,
-    ctx: &mut Ctx,
-) -> Result<(SignatureMatrix, AnySigner)> {
-    let format = format_of(&a.input, a.format)?;
-    if format.is_text() {
-        return sign_text(a, s, format, ctx);
-    }
-    let opts = VectorOptions {
-        on_bad: a.on_bad(),
-        ..VectorOptions::default()
-    };
-    let v = ctx.phase("read", |_| Ok(read_vectors(&a.input, format, &opts)?))?;
-    report_bad(ctx, &v.bad);
-    let signer = ctx.phase("signer", |ctx| {
-        s.build(Some(v.vectors.cols() as u64), ctx.bits(), ctx.seed)
-    })?;
-    let sigs = ctx
-        .phase("sign", |ctx| sign_vectors(&v.vectors, &signer, ctx))
-        .with_context(|| format!("signing {}", a.input.display()))?;
-    ctx.record("rows", sigs.len());
-    ctx.record("dim", v.vectors.cols());
-    Ok((sigs, signer))
-}
+/// Documents from standard input, copied to a temporary file first (the document readers
+/// read a file: CSV errors are located by a second pass); deleted when dropped.
+pub struct Spool(Option<PathBuf>);
 
-fn sign_text(
-    a: &InputArgs,
-    s: &SignerArgs,
-    format: InputFormat,
-    ctx: &mut Ctx,
-) -> Result<(SignatureMatrix, AnySigner)> {
-    let opts = TextOptions {
-        field: a.text.field.clone(),
-        on_bad: a.on_bad(),
-    };
-    let (docs, bad) = ctx.phase("read", |_| Ok(read_documents(&a.input, format, &opts)?))?;
-    report_bad(ctx, &bad);
-    let texts: Vec<&str> = docs.iter().map(|d| d.text.as_str()).collect();
-    let tokenizer = tokenizer(&a.text, &texts, ctx)?;
-    let signer = s.build(None, ctx.bits(), ctx.seed)?;
-    let sigs = sign_texts(&tokenizer, &signer, &texts, ctx)?;
-    ctx.record("rows", sigs.len());
-    Ok((sigs, signer))
-}
-
-/// Signatures of the input: stored codes as they are, else vectors or documents signed.
-pub fn codes_or_sign(
-    a: &InputArgs,
-    s: &SignerArgs,
-    ctx: &mut Ctx,
-) -> Result<(SignatureMatrix, Option<SignerInfo>)> {
-    if a.format.is_none() {
-        if let Some(c) = read_codes(&a.input, ctx.bits_given, "--bits")? {
-            ctx.record("rows", c.sigs.len());
-            let m = SignatureMatrix::from_parts(c.sigs.bits(), c.sigs.as_slice().to_vec())?;
-            return Ok((m, None));
+impl Drop for Spool {
+    fn drop(&mut self) {
+        if let Some(p) = &self.0 {
+            let _ = std::fs::remove_file(p);
         }
     }
-    let (m, signer) = sign_input(a, s, ctx)?;
-    Ok((m, Some(signer.info())))
 }
 
-pub fn run(a: Args, ctx: &mut Ctx) -> Result<()> {
-    let (sigs, signer) = sign_input(&a.input, &a.signer, ctx)?;
+impl InputArgs {
+    /// When the input is standard input holding documents, copies it to a temporary file and
+    /// points the input at it (vector formats stream from standard input directly).
+    pub fn spool_stdin(&mut self) -> Result<Spool> {
+        if !simlsh::io::is_stdin(&self.input) {
+            return Ok(Spool(None));
+        }
+        let format = format_of(&self.input, self.format)?;
+        if !format.is_text() {
+            return Ok(Spool(None));
+        }
+        let path = std::env::temp_dir().join(format!(
+            "simlsh-stdin-{}.{}",
+            std::process::id(),
+            format.name()
+        ));
+        let spool = Spool(Some(path.clone()));
+        let mut file =
+            std::fs::File::create(&path).with_context(|| format!("creating {}", path.display()))?;
+        std::io::copy(&mut std::io::stdin().lock(), &mut file)
+            .context("reading documents from standard input")?;
+        self.input = path;
+        Ok(spool)
+    }
+}
+
+pub fn run(mut a: Args, ctx: &mut Ctx) -> Result<()> {
+    let _spool = a.input.spool_stdin()?;
+    check_paths(ctx, &a.input, &[&a.out])?;
+    let p = crate::input::prepare(&a.input, &a.signer, false, None, ctx)?;
+    let Some(info) = &p.info else {
+        anyhow::bail!(
+            "{}: already signature codes: nothing to sign",
+            a.input.input.display()
+        );
+    };
+    let sigs = &p.sigs;
     let simlsh_file = a
         .out
         .extension()
         .is_some_and(|e| e.eq_ignore_ascii_case("simlsh"));
     ctx.phase("write", |_| {
         if simlsh_file {
-            io::save_signatures(&a.out, &sigs, Some(&signer.info()))
+            io::save_signatures(&a.out, sigs, Some(info))
         } else {
-            io::write_signatures_npy(&a.out, &sigs)
+            io::write_signatures_npy(&a.out, sigs)
         }
         .with_context(|| format!("writing {}", a.out.display()))
     })?;
@@ -336,8 +326,8 @@ pub fn run(a: Args, ctx: &mut Ctx) -> Result<()> {
         sigs.len(),
         a.input.input.display(),
         a.out.display(),
-        signer.bits(),
-        signer.info().kind
+        sigs.bits(),
+        info.kind
     ));
     Ok(())
 }

@@ -1,0 +1,319 @@
+//! The input of `dedup`, `cluster` and `knn`: signatures, and when the input has them, the
+//! vectors the signatures sketch (for exact cosines), which rows have no direction, and how
+//! rows are named in the outputs.
+
+use anyhow::{Context, Result};
+use simlsh::SignatureMatrix;
+use simlsh::io::Csr;
+use simlsh::io::documents::{TextOptions, read_documents_with_ids};
+use simlsh::io::input::{VectorOptions, Vectors as InputVectors, read_vectors};
+use simlsh::text::SignOptions;
+use simlsh::verify::{DenseVectors, SparseVectors};
+
+use crate::cmd::sign::{self, InputArgs};
+use crate::common::{Ctx, SignerArgs, read_codes};
+use crate::parquet::Table;
+
+/// The input vectors, for exact cosines.
+pub enum Exact {
+    /// Dense rows, normalised.
+    Dense(DenseVectors),
+    /// Sparse rows (text features, or a sparse matrix), normalised.
+    Sparse(SparseVectors),
+    /// A sparse matrix as read (borrowed by `CsrVectors` when used).
+    Csr(Csr),
+}
+
+/// How rows are named in the outputs: 0-based record numbers, or the values of an id field.
+pub enum Names {
+    /// Row `i` is record `records[i]` (0-based, counting every record of the input).
+    Records(Vec<usize>),
+    /// Row `i` is `ids[i]`, the value of the field named `field`.
+    Ids { field: String, ids: Vec<String> },
+}
+
+impl Names {
+    /// Rows `0..n`.
+    pub fn rows(n: usize) -> Names {
+        Names::Records((0..n).collect())
+    }
+
+    /// The column header naming a row: `record`, or the id field's name.
+    pub fn header(&self) -> &str {
+        match self {
+            Names::Records(_) => "record",
+            Names::Ids { field, .. } => field,
+        }
+    }
+
+    /// The name of row `i`.
+    pub fn name(&self, i: usize) -> Name<'_> {
+        match self {
+            Names::Records(r) => Name::Record(r[i]),
+            Names::Ids { ids, .. } => Name::Id(&ids[i]),
+        }
+    }
+}
+
+/// One row's name, as written in the outputs.
+pub enum Name<'a> {
+    Record(usize),
+    Id(&'a str),
+}
+
+impl std::fmt::Display for Name<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Name::Record(r) => write!(f, "{r}"),
+            Name::Id(s) => f.write_str(s),
+        }
+    }
+}
+
+/// A prepared input.
+pub struct Prepared {
+    /// One signature per row.
+    pub sigs: SignatureMatrix,
+    /// The vectors, when the input has them and they were asked for.
+    pub exact: Option<Exact>,
+    /// Rows without a direction (documents without features, all-zero vectors): they have the
+    /// all-zero signature and are never paired. Empty when there are none or it is unknown
+    /// (stored codes).
+    pub empty: Vec<u32>,
+    /// Row names.
+    pub names: Names,
+    /// The documents' texts (text input), for the deduplicated output.
+    pub texts: Option<Vec<String>>,
+    /// The signer's name (or what the codes record).
+    pub signer: String,
+    /// The signer's parameters, when the input was signed here.
+    pub info: Option<simlsh::signers::SignerInfo>,
+}
+
+impl Prepared {
+    /// Number of rows.
+    pub fn len(&self) -> usize {
+        self.sigs.len()
+    }
+
+    /// One flag per row: false for the rows without a direction.
+    pub fn active(&self) -> Vec<bool> {
+        let mut a = vec![true; self.len()];
+        for &i in &self.empty {
+            a[i as usize] = false;
+        }
+        a
+    }
+}
+
+/// Reads the input: stored codes as they are, or vectors or documents signed; with
+/// `vectors`, also keeps the vectors (text: the weighted features) for exact cosines.
+/// `id_field` names text rows by a JSON field or CSV column instead of record numbers.
+pub fn prepare(
+    a: &InputArgs,
+    s: &SignerArgs,
+    vectors: bool,
+    id_field: Option<&str>,
+    ctx: &mut Ctx,
+) -> Result<Prepared> {
+    if a.format.is_none() && crate::parquet::is_parquet(&a.input) {
+        return prepare_parquet(a, s, vectors, id_field, ctx);
+    }
+    if a.format.is_none()
+        && let Some(c) = read_codes(&a.input, ctx.bits_given, "--bits")?
+    {
+        anyhow::ensure!(
+            id_field.is_none(),
+            "--id-field applies to documents, not to stored codes"
+        );
+        let sigs = SignatureMatrix::from_parts(c.sigs.bits(), c.sigs.as_slice().to_vec())?;
+        let signer = c.signer.unwrap_or_else(|| "none (codes given)".into());
+        return Ok(codes(sigs, signer, ctx));
+    }
+    let format = sign::format_of(&a.input, a.format)?;
+    if format.is_text() {
+        let opts = TextOptions {
+            field: a.text.field.clone(),
+            on_bad: a.on_bad(),
+        };
+        let (docs, bad) = ctx.phase("read", |_| {
+            Ok(read_documents_with_ids(&a.input, format, &opts, id_field)?)
+        })?;
+        sign::report_bad(ctx, &bad);
+        let names = match id_field {
+            Some(field) => Names::Ids {
+                field: field.to_string(),
+                ids: docs
+                    .iter()
+                    .map(|d| d.id.clone().unwrap_or_default())
+                    .collect(),
+            },
+            None => Names::Records(docs.iter().map(|d| d.record).collect()),
+        };
+        let texts = docs.into_iter().map(|d| d.text).collect();
+        return prepare_texts(a, s, texts, names, vectors, ctx);
+    }
+    anyhow::ensure!(
+        id_field.is_none(),
+        "--id-field applies to documents; vector rows are named by their 0-based row number"
+    );
+    let opts = VectorOptions {
+        on_bad: a.on_bad(),
+        ..VectorOptions::default()
+    };
+    let v = ctx.phase("read", |_| Ok(read_vectors(&a.input, format, &opts)?))?;
+    sign::report_bad(ctx, &v.bad);
+    let n = v.vectors.rows();
+    prepare_vectors(a, s, v.vectors, Names::rows(n), vectors, ctx)
+}
+
+/// Stored codes: nothing to sign, no vectors.
+fn codes(sigs: SignatureMatrix, signer: String, ctx: &mut Ctx) -> Prepared {
+    ctx.record("rows", sigs.len());
+    Prepared {
+        names: Names::rows(sigs.len()),
+        sigs,
+        exact: None,
+        empty: Vec::new(),
+        texts: None,
+        signer,
+        info: None,
+    }
+}
+
+/// A Parquet input: documents, vectors or codes by the type of the --field column.
+fn prepare_parquet(
+    a: &InputArgs,
+    s: &SignerArgs,
+    vectors: bool,
+    id_field: Option<&str>,
+    ctx: &mut Ctx,
+) -> Result<Prepared> {
+    let field = a.text.field.clone();
+    let input = ctx.phase("read", |ctx| {
+        crate::parquet::read(&a.input, &field, id_field, ctx.bits_given)
+    })?;
+    let n = match &input.table {
+        Table::Texts(t) => t.len(),
+        Table::Dense(x) => x.nrows(),
+        Table::Sparse(m) => m.rows(),
+        Table::Codes(c) => c.len(),
+    };
+    let names = match (input.ids, id_field) {
+        (Some(ids), Some(field)) => Names::Ids {
+            field: field.to_string(),
+            ids,
+        },
+        _ => Names::rows(n),
+    };
+    match input.table {
+        Table::Texts(texts) => prepare_texts(a, s, texts, names, vectors, ctx),
+        Table::Dense(x) => prepare_vectors(a, s, InputVectors::Dense(x), names, vectors, ctx),
+        Table::Sparse(m) => prepare_vectors(a, s, InputVectors::Sparse(m), names, vectors, ctx),
+        Table::Codes(sigs) => {
+            let mut p = codes(sigs, "none (codes given)".into(), ctx);
+            p.names = names;
+            Ok(p)
+        }
+    }
+}
+
+/// Vectors: signed, and kept for exact cosines when asked.
+fn prepare_vectors(
+    a: &InputArgs,
+    s: &SignerArgs,
+    v: InputVectors,
+    names: Names,
+    vectors: bool,
+    ctx: &mut Ctx,
+) -> Result<Prepared> {
+    let signer = ctx.phase("signer", |ctx| {
+        s.build(Some(v.cols() as u64), ctx.bits(), ctx.seed)
+    })?;
+    let sigs = ctx
+        .phase("sign", |ctx| sign::sign_vectors(&v, &signer, ctx))
+        .with_context(|| format!("signing {}", a.input.display()))?;
+    ctx.record("rows", sigs.len());
+    ctx.record("dim", v.cols());
+    let empty = zero_rows(&v);
+    let exact = if vectors {
+        Some(ctx.phase("vectors", |_| {
+            Ok(match v {
+                InputVectors::Dense(x) => Exact::Dense(DenseVectors::new(x.view())?),
+                InputVectors::Sparse(m) => Exact::Csr(m),
+            })
+        })?)
+    } else {
+        None
+    };
+    let info = simlsh::Signer::info(&signer);
+    Ok(Prepared {
+        names,
+        sigs,
+        exact,
+        empty,
+        texts: None,
+        signer: info.kind.to_string(),
+        info: Some(info),
+    })
+}
+
+/// The rows of `v` that are all zeros.
+fn zero_rows(v: &InputVectors) -> Vec<u32> {
+    match v {
+        InputVectors::Dense(x) => x
+            .rows()
+            .into_iter()
+            .enumerate()
+            .filter(|(_, r)| r.iter().all(|&x| x == 0.0))
+            .map(|(i, _)| i as u32)
+            .collect(),
+        InputVectors::Sparse(m) => m
+            .outer_iterator()
+            .enumerate()
+            .filter(|(_, r)| r.data().iter().all(|&x| x == 0.0))
+            .map(|(i, _)| i as u32)
+            .collect(),
+    }
+}
+
+/// Documents: tokenised (a TF-IDF table fitted or loaded), signed in one pass, the weighted
+/// features kept for exact cosines when asked.
+fn prepare_texts(
+    a: &InputArgs,
+    s: &SignerArgs,
+    texts: Vec<String>,
+    names: Names,
+    vectors: bool,
+    ctx: &mut Ctx,
+) -> Result<Prepared> {
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let tokenizer = sign::tokenizer(&a.text, &refs, ctx)?;
+    let signer = s.build(None, ctx.bits(), ctx.seed)?;
+    let corpus = sign::sign_corpus(
+        &tokenizer,
+        &signer,
+        &refs,
+        SignOptions::default().rows(vectors),
+        ctx,
+    )?;
+    ctx.record("rows", corpus.len());
+    let empty: Vec<u32> = corpus.featureless().into_iter().map(|i| i as u32).collect();
+    let exact = match corpus.rows {
+        Some(rows) => Some(ctx.phase("vectors", |_| {
+            Ok(Exact::Sparse(SparseVectors::from_feature_rows(rows)?))
+        })?),
+        None => None,
+    };
+    let info = simlsh::Signer::info(&signer);
+    drop(refs);
+    Ok(Prepared {
+        sigs: corpus.signatures,
+        exact,
+        empty,
+        names,
+        texts: Some(texts),
+        signer: info.kind.to_string(),
+        info: Some(info),
+    })
+}

@@ -1,0 +1,250 @@
+//! The near-duplicate join of `dedup` and `cluster`: pairs by Hamming radius, or by a cosine
+//! threshold with candidates from the signatures verified by exact cosine; clusters as
+//! connected components (union-find fed as pairs are found, no pair list held) or
+//! non-chaining leader clusters.
+
+use anyhow::{Result, bail};
+use clap::{Args as ClapArgs, ValueEnum};
+use simlsh::estimate;
+use simlsh::join::{LeaderOrder, UnionFind, leader_clusters, self_join_active};
+use simlsh::verify::{Candidates, CsrVectors, VerifiedJoin, VerifiedPair, VerifyReport};
+
+use crate::common::Ctx;
+use crate::input::{Exact, Prepared};
+
+/// How pairs are found.
+#[derive(ClapArgs, Debug, Clone)]
+pub struct JoinArgs {
+    /// Pairs whose signatures are within this Hamming radius (inclusive), by signatures
+    /// alone (not verified).
+    #[arg(long, conflicts_with_all = ["cosine", "verify"])]
+    pub radius: Option<u32>,
+    /// Pairs whose cosine is ≥ this threshold. With the input's vectors at hand (dense, sparse,
+    /// or the weighted features of text) the answer is exact: candidates come from the
+    /// signatures, planned for --recall at the threshold, and each is kept only if the exact
+    /// cosine of its vectors reaches the threshold. With stored codes (or --no-verify), the
+    /// pairs whose estimated cosine cos(πh/f) reaches it.
+    #[arg(long)]
+    pub cosine: Option<f64>,
+    /// Verify candidates by exact cosine (the default with --cosine when the input has
+    /// vectors; an error with stored codes).
+    #[arg(long, overrides_with = "no_verify")]
+    pub verify: bool,
+    /// Do not verify: keep pairs by their estimated cosine.
+    #[arg(long)]
+    pub no_verify: bool,
+    /// Target recall at the threshold of the verified join's candidates, from the binomial
+    /// law of the signatures: the planner picks a Hamming radius or LSH bands reaching it.
+    #[arg(long, default_value_t = 0.99)]
+    pub recall: f64,
+    /// Clusters: `components` (connected components: A≈B and B≈C put A, B, C together even
+    /// when A≉C), `leader` (non-chaining: rows in order, each row not yet taken leads its
+    /// unassigned neighbours, so every member is a pair with its leader) or `star` (leaders
+    /// taken by most neighbours first).
+    #[arg(long, value_enum, default_value = "components")]
+    pub clustering: Clustering,
+}
+
+/// Clustering of the pairs.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Clustering {
+    Components,
+    Leader,
+    Star,
+}
+
+/// The join chosen from the options and the input.
+pub enum Mode {
+    /// Pairs within a Hamming radius, cosine estimated.
+    Hamming { radius: u32 },
+    /// Pairs at exact cosine ≥ τ, candidates planned.
+    Verified { join: VerifiedJoin },
+}
+
+/// One pair found: rows `i < j`, Hamming distance, cosine (exact when verified, else
+/// estimated from the distance).
+#[derive(Clone, Copy, Debug)]
+pub struct Found {
+    pub i: u32,
+    pub j: u32,
+    pub distance: u32,
+    pub cosine: f64,
+}
+
+/// What the join did.
+pub struct Outcome {
+    pub pairs: u64,
+    /// One line: how pairs were found.
+    pub how: String,
+}
+
+impl JoinArgs {
+    /// The join for `p`; `default_radius` when neither --radius nor --cosine is given (an
+    /// error when `None`).
+    pub fn mode(&self, p: &Prepared, default_radius: Option<u32>) -> Result<Mode> {
+        let bits = p.sigs.bits();
+        if self.radius.is_some() && self.no_verify {
+            bail!("--no-verify applies to --cosine; --radius pairs are never verified");
+        }
+        let Some(t) = self.cosine else {
+            if self.verify {
+                bail!("--verify needs --cosine: the threshold of the exact cosine");
+            }
+            return match self.radius.or(default_radius) {
+                Some(radius) => Ok(Mode::Hamming { radius }),
+                None => bail!("give --cosine (a threshold) or --radius (a Hamming radius)"),
+            };
+        };
+        let verify = if self.no_verify {
+            false
+        } else if p.exact.is_none() {
+            if self.verify {
+                bail!(
+                    "--verify needs the input's vectors, and stored signature codes have none: \
+                     give the vectors or documents themselves, or --no-verify"
+                );
+            }
+            false
+        } else {
+            true
+        };
+        if verify {
+            let join = VerifiedJoin::planned(t, self.recall, bits, p.len())?;
+            Ok(Mode::Verified { join })
+        } else {
+            let radius = estimate::max_hamming_for_cosine(t, bits as u64)? as u32;
+            Ok(Mode::Hamming { radius })
+        }
+    }
+}
+
+/// Runs the join; every pair goes to `sink` as it is found.
+pub fn run(
+    p: &Prepared,
+    mode: &Mode,
+    ctx: &mut Ctx,
+    mut sink: impl FnMut(Found),
+) -> Result<Outcome> {
+    let bits = p.sigs.bits() as u64;
+    match mode {
+        Mode::Hamming { radius } => {
+            let active = p.active();
+            let n = ctx.phase("join", |ctx| {
+                Ok(ctx.spin("joining pairs", || {
+                    self_join_active(&p.sigs, *radius, &active, |pr| {
+                        sink(Found {
+                            i: pr.i,
+                            j: pr.j,
+                            distance: pr.distance,
+                            cosine: estimate::cosine(u64::from(pr.distance), bits),
+                        })
+                    })
+                })?)
+            })?;
+            Ok(Outcome {
+                pairs: n,
+                how: format!("Hamming radius {radius}, cosine estimated"),
+            })
+        }
+        Mode::Verified { join } => {
+            let exact = p
+                .exact
+                .as_ref()
+                .expect("a verified join is chosen only with vectors");
+            let mut on_pair = |v: VerifiedPair| {
+                sink(Found {
+                    i: v.i,
+                    j: v.j,
+                    distance: v.distance,
+                    cosine: v.cosine,
+                })
+            };
+            let report: VerifyReport = ctx.phase("join", |ctx| {
+                Ok(ctx.spin("joining and verifying pairs", || match exact {
+                    Exact::Dense(v) => join.run(&p.sigs, v, &mut on_pair),
+                    Exact::Sparse(v) => join.run(&p.sigs, v, &mut on_pair),
+                    Exact::Csr(m) => join.run(&p.sigs, &CsrVectors::new(m.view())?, &mut on_pair),
+                })?)
+            })?;
+            let how = match join.candidates() {
+                Candidates::Hamming { radius } => format!("radius {radius}"),
+                Candidates::Banded(b) => format!("{} bands of {} bits", b.bands(), b.width()),
+            };
+            if !report.capped.is_empty() {
+                ctx.say(format!(
+                    "{} groups of rows sharing a band key were too large to compare (largest {} rows): their pairs may be missed",
+                    report.capped.len(),
+                    report.capped.iter().map(|g| g.rows).max().unwrap_or(0)
+                ));
+            }
+            ctx.record("candidates", report.candidates);
+            ctx.record("capped_groups", report.capped.len());
+            Ok(Outcome {
+                pairs: report.pairs,
+                how: format!(
+                    "exact cosine ≥ {} verified on {} candidates from {how}, planned recall {}",
+                    join.threshold(),
+                    report.candidates,
+                    self_recall(join, bits)
+                ),
+            })
+        }
+    }
+}
+
+/// The planned recall at the threshold, for the summary.
+fn self_recall(join: &VerifiedJoin, bits: u64) -> String {
+    let r = match join.candidates() {
+        Candidates::Hamming { radius } => {
+            estimate::recall_at(bits, u64::from(*radius), join.threshold()).ok()
+        }
+        Candidates::Banded(b) => estimate::filtered_band_recall(
+            bits as usize,
+            b.bands(),
+            b.width(),
+            u64::from(b.max_distance()),
+            join.threshold(),
+        )
+        .ok(),
+    };
+    r.map_or_else(|| "unknown".into(), |r| format!("{r:.4}"))
+}
+
+/// Clusters as pairs arrive: union-find for components (nothing else held), the edges for
+/// leader clusters.
+pub struct Clusters {
+    mode: Clustering,
+    uf: UnionFind,
+    edges: Vec<(u32, u32)>,
+}
+
+impl Clusters {
+    pub fn new(n: usize, mode: Clustering) -> Result<Clusters> {
+        Ok(Clusters {
+            mode,
+            uf: UnionFind::new(n)?,
+            edges: Vec::new(),
+        })
+    }
+
+    /// Takes one pair.
+    pub fn add(&mut self, i: u32, j: u32) {
+        match self.mode {
+            Clustering::Components => {
+                self.uf.union(i, j);
+            }
+            Clustering::Leader | Clustering::Star => self.edges.push((i, j)),
+        }
+    }
+
+    /// `labels[i]`: the row of `i`'s cluster that names it (its smallest member for
+    /// components, its leader otherwise).
+    pub fn labels(mut self) -> Result<Vec<u32>> {
+        let n = self.uf.len();
+        Ok(match self.mode {
+            Clustering::Components => self.uf.labels(),
+            Clustering::Leader => leader_clusters(n, self.edges, LeaderOrder::Id)?,
+            Clustering::Star => leader_clusters(n, self.edges, LeaderOrder::Degree)?,
+        })
+    }
+}

@@ -1,0 +1,289 @@
+"""Hamming indexes with FAISS-shaped results.
+
+Every index stores ``f``-bit codes (``uint64`` arrays of shape ``(N, words)``, as
+:meth:`Signer.sign` returns them) under ``uint32`` ids and answers exact queries with the same
+semantics (the Rust library's ``HammingIndex``):
+
+- :meth:`Index.range_search` returns *every* stored code within distance ``radius``,
+  **inclusive** (FAISS's binary range search is exclusive: ``radius=3`` here is FAISS's 4);
+- :meth:`Index.search` returns the ``k`` nearest, ties at the ``k``-th distance broken by the
+  smaller id (approximate for :class:`PermutationIndex`);
+- results are sorted by ``(distance, id)``; inserts and removals keep every search exact.
+
+=====================  ==========================================================
+index                  search
+=====================  ==========================================================
+LinearScan             exact, any radius or k, by hardware popcount; no build
+PermutedTables         Manku's permuted tables: exact radius <= ``radius`` fastest
+MultiIndex             multi-index hashing: exact radius and exact k-NN
+PermutationIndex       Charikar's permutation search: approximate k-NN, exact radius
+=====================  ==========================================================
+
+Indexes save to the library's file format (:meth:`Index.save`; the command line's
+``simlsh index`` reads and writes the same files) and load memory-mapped
+(:func:`load_index`); they pickle (the file's bytes).
+
+>>> import numpy as np, simlsh
+>>> codes = np.array([[0b1011], [0b1000], [2**64 - 1]], dtype=np.uint64)
+>>> idx = simlsh.PermutedTables(bits=64, radius=2)
+>>> idx.add(codes)
+>>> lims, D, I = idx.range_search(np.array([[0b1001]], dtype=np.uint64), 1)
+>>> lims.tolist(), D.tolist(), I.tolist()
+([0, 2], [1, 1], [0, 1])
+>>> D, I = idx.search(np.array([[0b1001]], dtype=np.uint64), k=2)
+>>> I.tolist()
+[[0, 1]]
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+
+from . import _simlsh
+from ._codes import as_codes, as_ids
+
+__all__ = [
+    "Index", "LinearScan", "PermutedTables", "MultiIndex", "PermutationIndex", "load_index",
+    "verify_index",
+]
+
+
+class Index:
+    """An index of any kind given by its specification, the compact text form shared with the
+    command line (``simlsh index build --index SPEC``) and the Rust library's ``IndexSpec``:
+    ``linear``, ``manku:k=3``, ``manku:k=3,levels=4+4``, ``mih``, ``mih:m=4``,
+    ``permutation:q=64,beam=128``.
+
+    >>> Index(bits=64, spec="mih:m=4").kind
+    'mih'
+    """
+
+    __slots__ = ("_core", "_requested")
+
+    def __init__(self, *, bits: int, spec: str = "manku"):
+        if isinstance(bits, bool) or not isinstance(bits, (int, np.integer)) or bits < 1:
+            raise ValueError(f"invalid parameter `bits`: must be an integer >= 1, got {bits!r}")
+        self._requested = spec
+        self._core = _simlsh.Index(spec, int(bits))
+
+    @property
+    def bits(self) -> int:
+        """Signature width ``f``."""
+        return self._core.bits
+
+    @property
+    def kind(self) -> str:
+        """``linear``, ``manku``, ``mih`` or ``permutation``."""
+        return self._core.kind
+
+    @property
+    def spec(self) -> str:
+        """The specification of the index as built: a planned design written out, so that
+        building the same codes with it gives the same index."""
+        return self._core.built_spec
+
+    @property
+    def exact_knn(self) -> bool:
+        """Whether :meth:`search` is exact (False for permutation search)."""
+        return self._core.exact_knn
+
+    @property
+    def memory(self) -> int:
+        """Bytes of memory held (heap plus memory-mapped data)."""
+        return self._core.bytes()
+
+    def __len__(self) -> int:
+        return len(self._core)
+
+    @property
+    def ntotal(self) -> int:
+        """Number of stored codes (FAISS's name)."""
+        return len(self._core)
+
+    def add(self, codes, ids=None, *, threads: int | None = None) -> None:
+        """Stores ``codes`` (``(N, words)`` ``uint64``) under ``ids`` (integers in ``0..2^32``,
+        one per row; default ``len(self), len(self) + 1, ...`` as FAISS numbers them). An id
+        already stored, a code wider than ``bits`` or with bits set beyond ``bits`` raises
+        ``ValueError`` naming the row. Adding to an empty index without ids builds it in one
+        pass (the fastest way to make a large index)."""
+        codes, _ = as_codes(codes, self.bits)
+        n = codes.shape[0]
+        if ids is None:
+            if len(self._core) == 0 and n > 0:
+                self._core = _simlsh.Index.build(self._requested, codes, self.bits, threads=threads)
+                return
+            start = len(self._core)
+            ids = np.arange(start, start + n, dtype=np.int64)
+        else:
+            ids = as_ids(ids, n)
+        self._core.add(codes, ids, threads=threads)
+
+    def remove(self, ids) -> int:
+        """Removes ``ids``; returns how many were stored (absent ids are ignored)."""
+        return self._core.remove(as_ids(ids))
+
+    def search(self, queries, k: int, *, threads: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """The ``k`` nearest stored codes of each query: ``(D, I)``, ``(n, k)`` arrays of
+        distances (``int32``) and ids (``int64``) sorted by ``(distance, id)``; where fewer
+        than ``k`` codes are stored, ``I`` is -1 and ``D`` is ``2**31 - 1`` (as FAISS)."""
+        q, _ = as_codes(queries, self.bits, "queries")
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 0:
+            raise ValueError(f"k must be a non-negative integer, got {k!r}")
+        return self._core.search(q, int(k), threads=threads)
+
+    def range_search(self, queries, radius: int, *, threads: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every stored code within Hamming distance ``radius`` (inclusive) of each query:
+        ``(lims, D, I)`` as FAISS, the hits of query ``q`` being ``D[lims[q]:lims[q+1]]`` and
+        ``I[lims[q]:lims[q+1]]``, sorted by ``(distance, id)``."""
+        q, _ = as_codes(queries, self.bits, "queries")
+        if isinstance(radius, bool) or not isinstance(radius, (int, np.integer)) or not 0 <= radius < 2**32:
+            raise ValueError(f"radius must be an integer in 0..2^32, got {radius!r}")
+        return self._core.range_search(q, int(radius), threads=threads)
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Saves the index in the library's file format (read by :func:`load_index` and the
+        command line's ``simlsh index query``), atomically."""
+        self._core.save(os.fspath(path))
+
+    @classmethod
+    def load(cls, path: str | os.PathLike, *, verify: bool = False) -> "Index":
+        """Loads an index file of any kind (memory-mapped: no copy, pages shared between
+        processes). Equivalent to :func:`load_index`."""
+        return load_index(path, verify=verify)
+
+    def __reduce__(self):
+        return (_index_from_bytes, (self._core.to_bytes(), self._requested))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(bits={self.bits}, spec={self.spec!r}, len={len(self)})"
+
+
+class LinearScan(Index):
+    """Exact search by comparing every stored code (hardware popcount), any radius or ``k``:
+    no build, ``8 * words + 4`` bytes per code. Queries in a batch share one pass."""
+
+    __slots__ = ()
+
+    def __init__(self, *, bits: int):
+        super().__init__(bits=bits, spec="linear")
+
+
+class PermutedTables(Index):
+    """Manku, Jain & Das Sarma's permuted tables: exact radius search up to ``radius`` by
+    probing (larger radii scan), the fastest for 64-bit codes.
+
+    radius : the radius ``k`` the tables answer by probing (default 3).
+    levels : blocks per level, e.g. ``[4]`` (4 tables for k = 3) or ``[4, 4]`` (16 tables);
+    blocks : one level of this many blocks; tables : the planned design with at most this
+    many tables; memory_budget : the planned design within this many bytes. At most one of
+    them; default the planner's design of least query cost for the data size.
+    """
+
+    __slots__ = ()
+
+    def __init__(
+        self,
+        *,
+        bits: int,
+        radius: int = 3,
+        levels: list[int] | None = None,
+        blocks: int | None = None,
+        tables: int | None = None,
+        memory_budget: int | None = None,
+    ):
+        parts = [f"k={int(radius)}"]
+        given = [n for n, v in (("levels", levels), ("blocks", blocks), ("tables", tables),
+                                ("memory_budget", memory_budget)) if v is not None]
+        if len(given) > 1:
+            raise ValueError(f"give at most one of levels, blocks, tables, memory_budget (got {', '.join(given)})")
+        if levels is not None:
+            parts.append("levels=" + "+".join(str(int(b)) for b in levels))
+        if blocks is not None:
+            parts.append(f"blocks={int(blocks)}")
+        if tables is not None:
+            parts.append(f"tables={int(tables)}")
+        if memory_budget is not None:
+            parts.append(f"budget={int(memory_budget)}")
+        super().__init__(bits=bits, spec="manku:" + ",".join(parts))
+
+
+class MultiIndex(Index):
+    """Multi-index hashing (Norouzi, Punjani & Fleet): exact radius search and exact k-NN by
+    growing the radius.
+
+    substrings : number of substrings ``m`` (default automatic from the data size);
+    delta_limit : size of the insertion buffer before a rebuild (default automatic);
+    fallback : let searches fall back to a scan when probing would cost more (default True).
+    """
+
+    __slots__ = ()
+
+    def __init__(
+        self,
+        *,
+        bits: int,
+        substrings: int | None = None,
+        delta_limit: int | None = None,
+        fallback: bool = True,
+    ):
+        parts = []
+        if substrings is not None:
+            parts.append(f"m={int(substrings)}")
+        if delta_limit is not None:
+            parts.append(f"delta={int(delta_limit)}")
+        if not fallback:
+            parts.append("fallback=false")
+        super().__init__(bits=bits, spec="mih" + (":" + ",".join(parts) if parts else ""))
+
+
+class PermutationIndex(Index):
+    """Permutation search (Charikar 2002; Ravichandran, Pantel & Hovy 2005): approximate k-NN
+    for wide codes from ``permutations`` sorted orders of the bits, ``beam`` neighbours checked
+    in each; radius search is exact.
+
+    permutations : number of permutations ``q`` (default 16); beam : ``B`` (default 32);
+    seed : seed of the permutations (default 0).
+    """
+
+    __slots__ = ()
+
+    def __init__(self, *, bits: int, permutations: int = 16, beam: int = 32, seed: int = 0):
+        super().__init__(
+            bits=bits, spec=f"permutation:q={int(permutations)},beam={int(beam)},seed={int(seed)}"
+        )
+
+
+_CLASSES = {"linear": LinearScan, "manku": PermutedTables, "mih": MultiIndex,
+            "permutation": PermutationIndex}
+
+
+def _wrap(core: Any, requested: str | None = None) -> Index:
+    obj = object.__new__(_CLASSES.get(core.kind, Index))
+    obj._core = core
+    obj._requested = requested if requested is not None else core.built_spec
+    return obj
+
+
+def _index_from_bytes(data: bytes, requested: str | None = None) -> Index:
+    return _wrap(_simlsh.Index.from_bytes(data), requested)
+
+
+def load_index(path: str | os.PathLike, *, verify: bool = False) -> Index:
+    """Loads an index file of any kind, as written by :meth:`Index.save` or the command line
+    (``simlsh index build``), memory-mapped: opening checks the header, parameters and section
+    lengths without reading the data; ``verify=True`` first checks the whole file (checksum
+    and the index's invariants, ``O(file size)``, as ``simlsh index verify``). A missing file
+    raises ``FileNotFoundError``; a foreign, truncated or corrupt one
+    :class:`simlsh.FormatError` (an ``OSError``)."""
+    if verify:
+        verify_index(path)
+    return _wrap(_simlsh.Index.load(os.fspath(path)))
+
+
+def verify_index(path: str | os.PathLike) -> None:
+    """Checks an index file whole (checksum, every invariant of the index it holds); raises
+    :class:`simlsh.FormatError` naming the file and what is wrong."""
+    _simlsh.Index.verify(os.fspath(path))

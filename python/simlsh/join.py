@@ -1,0 +1,122 @@
+"""Joins and graphs over signatures: the all-pairs self-join, connected components, the k-NN
+graph.
+
+>>> import numpy as np, simlsh
+>>> codes = np.array([[0b0111], [0b0001], [0b0111], [2**64 - 1]], dtype=np.uint64)
+>>> i, j, d = simlsh.self_join(codes, radius=2)
+>>> list(zip(i.tolist(), j.tolist(), d.tolist()))
+[(0, 1, 2), (0, 2, 0), (1, 2, 2)]
+>>> simlsh.clusters(len(codes), i, j).tolist()
+[0, 0, 0, 3]
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import _simlsh
+from ._codes import as_codes, as_ids
+
+__all__ = ["self_join", "clusters", "knn_graph", "banded_join", "verified_join"]
+
+
+def self_join(codes, radius: int, *, bits: int | None = None, threads: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every unordered pair of rows of ``codes`` within Hamming distance ``radius``
+    (inclusive), each exactly once: ``(i, j, distance)`` arrays (``int64``, ``int64``,
+    ``int32``) with ``i < j``, sorted by ``(i, j)``. Exact for any radius (Manku's permuted
+    tables built for the join; all pairs compared when the radius is near ``bits / 2``).
+    ``bits`` defaults to ``64 * words``; it only matters for checking that no bit beyond it
+    is set."""
+    codes, bits = as_codes(codes, bits)
+    if isinstance(radius, bool) or not isinstance(radius, (int, np.integer)) or not 0 <= radius < 2**32:
+        raise ValueError(f"radius must be an integer in 0..2^32, got {radius!r}")
+    return _simlsh.self_join(codes, bits, int(radius), threads=threads)
+
+
+def clusters(n: int, i, j) -> np.ndarray:
+    """Connected components of the graph on ``0..n`` with edges ``(i[k], j[k])`` (e.g. from
+    :func:`self_join`): ``labels`` (``int64``, length ``n``), ``labels[v]`` the smallest member
+    of ``v``'s component, so that labels do not depend on the order of the edges."""
+    i, j = as_ids(i, name="i"), as_ids(j, name="j")
+    return _simlsh.clusters(int(n), i, j)
+
+
+def knn_graph(codes, k: int, *, index=None, bits: int | None = None, threads: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The k-nearest-neighbour graph of the rows of ``codes``: ``(D, I)``, ``(N, k)`` arrays of
+    each row's ``k`` nearest *other* rows sorted by ``(distance, id)`` (ties by the smaller
+    id; id -1 and distance ``2**31 - 1`` where fewer exist). Exact by the linear scan
+    (``O(N^2)``), or answered by ``index`` (a :class:`simlsh.Index` holding row ``i`` under
+    id ``i``, e.g. ``MultiIndex`` for close neighbours)."""
+    if index is not None:
+        bits = index.bits if bits is None else bits
+    codes, bits = as_codes(codes, bits)
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 0:
+        raise ValueError(f"k must be a non-negative integer, got {k!r}")
+    core = index._core if index is not None else None
+    return _simlsh.knn_graph(codes, bits, int(k), index=core, threads=threads)
+
+
+def banded_join(
+    codes,
+    *,
+    bands: int,
+    width: int,
+    max_distance: int | None = None,
+    max_group: int | None = None,
+    bits: int | None = None,
+    return_stats: bool = False,
+    threads: int | None = None,
+):
+    """The banded self-join: every pair of rows whose signatures agree on all ``width`` bits
+    of some band (band ``b`` is bits ``b*width .. (b+1)*width``), and are within
+    ``max_distance`` when given, each once: ``(i, j, distance)`` sorted by ``(i, j)``, as
+    :func:`self_join`. Runs of more than ``max_group`` rows sharing a key are skipped (listed
+    in the statistics). For wide signatures and thresholds far from 1, where an exact radius
+    join would compare too much; plan ``bands`` and ``width`` for a recall at a cosine with
+    :func:`simlsh.plan_radius`-like reasoning, or let :func:`verified_join` choose.
+    ``return_stats=True`` adds a dict: ``checked``, ``candidates``, ``capped``.
+    """
+    codes, bits = as_codes(codes, bits)
+    pairs, stats = _simlsh.banded_join(codes, bits, int(bands), int(width), max_distance, max_group, threads=threads)
+    return (*pairs, stats) if return_stats else pairs
+
+
+def verified_join(
+    codes,
+    X,
+    threshold: float,
+    *,
+    radius: int | None = None,
+    bands: int | None = None,
+    width: int | None = None,
+    max_distance: int | None = None,
+    recall: float = 0.99,
+    bits: int | None = None,
+    return_report: bool = False,
+    threads: int | None = None,
+):
+    """Exact answers from signature candidates: every pair of rows whose **exact** cosine
+    (of the vectors ``X``, dense ``float32`` or a SciPy CSR matrix of ``float32`` with sorted
+    indices) is at least ``threshold``, among the candidate pairs of their signatures
+    ``codes``: ``(i, j, distance, cosine)`` sorted by ``(i, j)``.
+
+    Candidates come from the exact Hamming join at ``radius``, or from a banding (``bands``,
+    ``width``), or, with neither, from the library's planner for ``recall`` at the threshold
+    (the cheaper of the two). Rows of norm 0 are never paired. ``return_report=True`` adds a
+    dict: ``zero_rows``, ``candidates``, ``pairs``, ``capped``, ``source``.
+    """
+    codes, bits = as_codes(codes, bits)
+    kw = dict(radius=radius, bands=bands, width=width, max_distance=max_distance, recall=float(recall), threads=threads)
+    if type(X).__module__.startswith("scipy.sparse"):
+        if X.format != "csr" or X.dtype != np.float32:
+            raise TypeError("sparse vectors must be a float32 CSR matrix (X.tocsr().astype(np.float32))")
+        out = _simlsh.verified_join_csr(
+            codes, bits, X.indptr.astype(np.int64, copy=False), X.indices.astype(np.int64, copy=False),
+            X.data, X.shape[1], float(threshold), **kw,
+        )
+    else:
+        if not isinstance(X, np.ndarray) or X.dtype != np.float32 or X.ndim != 2:
+            raise TypeError("dense vectors must be a 2-D float32 NumPy array (X.astype(np.float32))")
+        out = _simlsh.verified_join_dense(codes, bits, X, float(threshold), **kw)
+    pairs, report = out
+    return (*pairs, report) if return_report else pairs

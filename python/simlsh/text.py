@@ -1,0 +1,207 @@
+"""The text front-end: documents to weighted features (the classic text simhash).
+
+A :class:`Tokenizer` segments a document into units (UAX #29 words; jieba words for Chinese;
+grapheme clusters), optionally joins ``ngram`` units into shingles, weights the distinct
+features (binary, term frequency, or TF-IDF with an :class:`Idf` table) and optionally keeps
+the ``top_k`` heaviest. Signers that hash their features (:class:`~simlsh.HashingTrick`,
+:class:`~simlsh.PooledSigner`) sign the result; the same options give the same signatures as
+the command line (``simlsh sign --mode ... --ngram ... --weighting ...``) and the Rust library.
+
+>>> import simlsh
+>>> tok = simlsh.Tokenizer(mode="words", ngram=1)
+>>> tok.tokens("The quick, brown fox!")
+['the', 'quick', 'brown', 'fox']
+>>> docs = ["the quick brown fox", "the quick brown fox!", "a slow green turtle"]
+>>> idf = simlsh.Idf.fit(docs, tokenizer=tok)
+>>> codes = simlsh.HashingTrick(bits=64, seed=1).sign(docs, tokenizer=tok.with_params(idf=idf))
+>>> int(simlsh.hamming(codes[0], codes[1]))
+0
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+
+from . import _simlsh
+
+__all__ = ["Tokenizer", "Idf"]
+
+
+class Idf:
+    """Document frequencies of features, for TF-IDF weights: ``idf(t) = ln((1 + N) / (1 +
+    df(t))) + 1``. Features are counted by a fixed 64-bit hash, so no vocabulary is held.
+
+    Fit with :meth:`fit`; save and load with :meth:`save` / :meth:`load` (the command line's
+    ``--save-idf`` / ``--idf`` format); picklable.
+    """
+
+    __slots__ = ("_core",)
+
+    def __init__(self, _core: _simlsh.Idf):
+        self._core = _core
+
+    @classmethod
+    def fit(
+        cls, docs: Iterable[str], tokenizer: "Tokenizer | None" = None, *, threads: int | None = None
+    ) -> "Idf":
+        """Counts the document frequencies of ``docs`` tokenised by ``tokenizer`` (default
+        :class:`Tokenizer()`); the weighting and ``top_k`` of the tokenizer play no part."""
+        tok = tokenizer if tokenizer is not None else Tokenizer()
+        docs = _texts(docs)
+        return cls(_simlsh.Idf.fit(tok._core, docs, threads=threads))
+
+    @classmethod
+    def load(cls, path) -> "Idf":
+        """Loads a table saved by :meth:`save` (or by ``simlsh sign --save-idf``)."""
+        return cls(_simlsh.Idf.load(str(path)))
+
+    def save(self, path) -> None:
+        """Saves the table (a text file), atomically."""
+        self._core.save(str(path))
+
+    @property
+    def docs(self) -> int:
+        """Number of documents counted."""
+        return self._core.docs
+
+    @property
+    def config(self) -> str:
+        """The configuration of the tokenizer it was fitted with."""
+        return self._core.config
+
+    def __len__(self) -> int:
+        return len(self._core)
+
+    def df(self, token: str) -> int:
+        """Document frequency of ``token`` (0 if unseen)."""
+        return self._core.df(token)
+
+    def idf(self, token: str) -> float:
+        """The IDF weight of ``token``."""
+        return self._core.idf(token)
+
+    def __reduce__(self):
+        return (_idf_from_parts, self._core.parts())
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Idf):
+            return NotImplemented
+        a, b = self._core.parts(), other._core.parts()
+        return a[0] == b[0] and a[3] == b[3] and np.array_equal(a[1], b[1]) and np.array_equal(a[2], b[2])
+
+    def __repr__(self) -> str:
+        return f"Idf(docs={self.docs}, features={len(self)})"
+
+
+def _idf_from_parts(docs, keys, dfs, config) -> Idf:
+    return Idf(_simlsh.Idf.from_parts(docs, np.ascontiguousarray(keys, dtype=np.uint64),
+                                      np.ascontiguousarray(dfs, dtype=np.uint32), config))
+
+
+class Tokenizer:
+    """Documents to weighted features.
+
+    Parameters (names and defaults as in the Rust library's ``TokenizerBuilder``):
+
+    mode : ``"words"`` (UAX #29 words, default), ``"cjk"`` (jieba words), ``"auto"`` (jieba for
+        runs of Han characters, words for the rest), ``"chars"`` (grapheme clusters, for
+        character shingles with ``ngram``).
+    ngram : shingles of ``ngram`` consecutive units (default 1).
+    lowercase : lower-case first (default True).
+    keep_punctuation : keep tokens without a letter or digit (default False).
+    stop_words : None, ``"english"`` (the built-in list) or a list of words.
+    hmm : jieba's HMM for unknown words (default True).
+    weighting : ``"binary"``, ``"tf"`` (default) or ``"tfidf"`` (default when ``idf`` is given).
+    idf : an :class:`Idf` table for TF-IDF weights.
+    top_k : keep the ``top_k`` heaviest features of each document (default all).
+
+    >>> Tokenizer(mode="chars", ngram=2).tokens("ab cd")
+    ['ab', 'b ', ' c', 'cd']
+    """
+
+    __slots__ = ("_core", "_params")
+
+    def __init__(
+        self,
+        mode: str = "words",
+        ngram: int = 1,
+        lowercase: bool = True,
+        keep_punctuation: bool = False,
+        stop_words: str | Sequence[str] | None = None,
+        hmm: bool = True,
+        weighting: str | None = None,
+        idf: Idf | None = None,
+        top_k: int | None = None,
+    ):
+        if weighting is None:
+            weighting = "tfidf" if idf is not None else "tf"
+        if idf is not None and not isinstance(idf, Idf):
+            raise TypeError(f"idf must be a simlsh.Idf, got {type(idf).__name__}")
+        if isinstance(stop_words, (list, tuple)):
+            stop_words = [str(w) for w in stop_words]
+        self._params = dict(
+            mode=mode, ngram=ngram, lowercase=lowercase, keep_punctuation=keep_punctuation,
+            stop_words=stop_words, hmm=hmm, weighting=weighting, idf=idf, top_k=top_k,
+        )
+        self._core = _simlsh.Tokenizer(
+            mode=mode, ngram=ngram, lowercase=lowercase, keep_punctuation=keep_punctuation,
+            stop_words=stop_words, hmm=hmm, weighting=weighting,
+            idf=idf._core if idf is not None else None, top_k=top_k,
+        )
+
+    @property
+    def params(self) -> dict[str, Any]:
+        """The parameters, as given to the constructor."""
+        return dict(self._params)
+
+    def with_params(self, **changes: Any) -> "Tokenizer":
+        """A tokenizer with these parameters changed (``weighting`` follows ``idf`` unless
+        given)."""
+        p = self.params
+        if "idf" in changes and "weighting" not in changes:
+            p["weighting"] = None
+        p.update(changes)
+        return Tokenizer(**p)
+
+    def tokens(self, text: str) -> list[str]:
+        """The features of ``text`` before weighting, in order, repeats included."""
+        return self._core.tokens(text)
+
+    def features(self, text: str) -> tuple[list[str], list[float]]:
+        """The weighted distinct features of ``text``: ``(tokens, weights)``, in order of first
+        occurrence."""
+        return self._core.features(text)
+
+    @property
+    def config(self) -> str:
+        """The settings that determine the features, as recorded in IDF tables."""
+        return self._core.config()
+
+    def __reduce__(self):
+        return (_tokenizer_from_params, (self._params,))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Tokenizer):
+            return NotImplemented
+        return self._params == other._params
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self._params.items())
+        return f"Tokenizer({args})"
+
+
+def _tokenizer_from_params(params) -> Tokenizer:
+    return Tokenizer(**params)
+
+
+def _texts(docs) -> list[str]:
+    """``docs`` as a list of ``str``, naming the first row that is not one."""
+    if isinstance(docs, str):
+        raise TypeError("expected a sequence of documents, got a single str (wrap it in a list)")
+    docs = docs if isinstance(docs, list) else list(docs)
+    for i, d in enumerate(docs):
+        if not isinstance(d, str):
+            raise TypeError(f"row {i}: expected a str document, got {type(d).__name__}")
+    return docs

@@ -1,0 +1,295 @@
+//! Estimates and planners, vectorised over 1-D arrays (the Python layer broadcasts).
+
+use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use rayon::prelude::*;
+use simlsh::estimate::{
+    self, BitsPlanner, ErrorTarget, IntervalMethod, PairDistribution, Planner, RadiusRule,
+};
+
+use crate::errors::{IntoPy, value_error};
+use crate::signer::contiguous;
+
+fn method(name: &str) -> PyResult<IntervalMethod> {
+    match name {
+        "clopper-pearson" => Ok(IntervalMethod::ClopperPearson),
+        "wilson" => Ok(IntervalMethod::Wilson),
+        _ => Err(value_error(format!(
+            "invalid parameter `method`: unknown interval method `{name}` (clopper-pearson, wilson)"
+        ))),
+    }
+}
+
+/// Applies `f` elementwise to two equal-length arrays, in parallel; the first error (by
+/// position) is raised, naming the element.
+fn map2<A: Copy + Sync, B: Copy + Sync, T: Send>(
+    py: Python<'_>,
+    a: &[A],
+    b: &[B],
+    f: impl Fn(A, B) -> simlsh::Result<T> + Sync + Send,
+) -> PyResult<Vec<T>> {
+    if a.len() != b.len() {
+        return Err(value_error("arrays of different lengths"));
+    }
+    py.detach(|| {
+        (0..a.len())
+            .into_par_iter()
+            .map(|k| f(a[k], b[k]).map_err(|e| (k, e)))
+            .collect::<Result<Vec<T>, _>>()
+    })
+    .map_err(|(k, e)| value_error(format!("element {k}: {e}")))
+}
+
+type F64s<'py> = Bound<'py, PyArray1<f64>>;
+
+/// θ̂ = π·h/f, radians.
+#[pyfunction]
+pub fn angle<'py>(
+    py: Python<'py>,
+    h: PyReadonlyArray1<'py, u64>,
+    f: PyReadonlyArray1<'py, u64>,
+) -> PyResult<F64s<'py>> {
+    let v = map2(py, contiguous(&h, "h")?, contiguous(&f, "f")?, |h, f| {
+        Ok(estimate::angle(h, f))
+    })?;
+    Ok(v.into_pyarray(py))
+}
+
+/// ĉ = cos(π·h/f).
+#[pyfunction]
+pub fn cosine<'py>(
+    py: Python<'py>,
+    h: PyReadonlyArray1<'py, u64>,
+    f: PyReadonlyArray1<'py, u64>,
+) -> PyResult<F64s<'py>> {
+    let v = map2(py, contiguous(&h, "h")?, contiguous(&f, "f")?, |h, f| {
+        Ok(estimate::cosine(h, f))
+    })?;
+    Ok(v.into_pyarray(py))
+}
+
+/// Expected Hamming distance f·acos(c)/π.
+#[pyfunction]
+pub fn expected_hamming<'py>(
+    py: Python<'py>,
+    c: PyReadonlyArray1<'py, f64>,
+    f: PyReadonlyArray1<'py, u64>,
+) -> PyResult<F64s<'py>> {
+    let v = map2(
+        py,
+        contiguous(&c, "cosine")?,
+        contiguous(&f, "bits")?,
+        estimate::expected_hamming,
+    )?;
+    Ok(v.into_pyarray(py))
+}
+
+/// The largest h whose estimated cosine is at least c.
+#[pyfunction]
+pub fn max_hamming_for_cosine<'py>(
+    py: Python<'py>,
+    c: PyReadonlyArray1<'py, f64>,
+    f: PyReadonlyArray1<'py, u64>,
+) -> PyResult<Bound<'py, PyArray1<u64>>> {
+    let v = map2(
+        py,
+        contiguous(&c, "cosine")?,
+        contiguous(&f, "bits")?,
+        estimate::max_hamming_for_cosine,
+    )?;
+    Ok(v.into_pyarray(py))
+}
+
+/// P(h ≤ radius) for a pair of true cosine c with f bits.
+#[pyfunction]
+pub fn recall_at<'py>(
+    py: Python<'py>,
+    bits: PyReadonlyArray1<'py, u64>,
+    radius: PyReadonlyArray1<'py, u64>,
+    c: PyReadonlyArray1<'py, f64>,
+) -> PyResult<F64s<'py>> {
+    let (b, r, c) = (
+        contiguous(&bits, "bits")?,
+        contiguous(&radius, "radius")?,
+        contiguous(&c, "cosine")?,
+    );
+    if b.len() != c.len() || r.len() != c.len() {
+        return Err(value_error("arrays of different lengths"));
+    }
+    let rows: Vec<usize> = (0..c.len()).collect();
+    let v = map2(py, &rows, c, |k, c| estimate::recall_at(b[k], r[k], c))?;
+    Ok(v.into_pyarray(py))
+}
+
+/// Estimates with confidence intervals: a dict of arrays (`angle`, `cosine`, `p_lo`, `p_hi`,
+/// `angle_lo`, `angle_hi`, `cosine_lo`, `cosine_hi`).
+#[pyfunction]
+#[pyo3(signature = (h, f, level = 0.95, method = "clopper-pearson"))]
+pub fn estimate_arrays<'py>(
+    py: Python<'py>,
+    h: PyReadonlyArray1<'py, u64>,
+    f: PyReadonlyArray1<'py, u64>,
+    level: f64,
+    method: &str,
+) -> PyResult<Bound<'py, PyDict>> {
+    let m = self::method(method)?;
+    let es = map2(py, contiguous(&h, "h")?, contiguous(&f, "f")?, |h, f| {
+        estimate::estimate(h, f, level, m)
+    })?;
+    let d = PyDict::new(py);
+    let col = |g: fn(&estimate::Estimate) -> f64| -> Vec<f64> { es.iter().map(g).collect() };
+    d.set_item("angle", col(|e| e.angle).into_pyarray(py))?;
+    d.set_item("cosine", col(|e| e.cosine).into_pyarray(py))?;
+    d.set_item("p_lo", col(|e| e.p_interval.lo).into_pyarray(py))?;
+    d.set_item("p_hi", col(|e| e.p_interval.hi).into_pyarray(py))?;
+    d.set_item("angle_lo", col(|e| e.angle_interval.lo).into_pyarray(py))?;
+    d.set_item("angle_hi", col(|e| e.angle_interval.hi).into_pyarray(py))?;
+    d.set_item("cosine_lo", col(|e| e.cosine_interval.lo).into_pyarray(py))?;
+    d.set_item("cosine_hi", col(|e| e.cosine_interval.hi).into_pyarray(py))?;
+    Ok(d)
+}
+
+/// Expected half-widths `(angle_degrees, cosine)` of the intervals with f bits at cosine c.
+#[pyfunction]
+#[pyo3(signature = (bits, c, level = 0.95, method = "clopper-pearson"))]
+pub fn expected_half_width<'py>(
+    py: Python<'py>,
+    bits: PyReadonlyArray1<'py, u64>,
+    c: PyReadonlyArray1<'py, f64>,
+    level: f64,
+    method: &str,
+) -> PyResult<(F64s<'py>, F64s<'py>)> {
+    let m = self::method(method)?;
+    let hw = map2(
+        py,
+        contiguous(&bits, "bits")?,
+        contiguous(&c, "cosine")?,
+        |b, c| estimate::expected_half_width(b, c, level, m),
+    )?;
+    let a: Vec<f64> = hw.iter().map(|h| h.angle_degrees).collect();
+    let c: Vec<f64> = hw.iter().map(|h| h.cosine).collect();
+    Ok((a.into_pyarray(py), c.into_pyarray(py)))
+}
+
+/// The radius planner: the Hamming radius for a cosine threshold with f bits, and for every
+/// radius its recall, precision and F1 under a distribution of pairs.
+#[pyfunction]
+#[pyo3(signature = (threshold, bits = 64, rule = "expected-distance", target_recall = None,
+    radius = None, max_angle = None, true_fraction = None, cosines = None))]
+#[allow(clippy::too_many_arguments)]
+pub fn plan_radius<'py>(
+    py: Python<'py>,
+    threshold: f64,
+    bits: u64,
+    rule: &str,
+    target_recall: Option<f64>,
+    radius: Option<u64>,
+    max_angle: Option<f64>,
+    true_fraction: Option<f64>,
+    cosines: Option<Vec<f64>>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let rule = match (rule, target_recall, radius) {
+        ("expected-distance", None, None) => RadiusRule::ExpectedDistance,
+        ("target-recall", Some(r), None) => RadiusRule::TargetRecall(r),
+        ("max-f1", None, None) => RadiusRule::MaxF1,
+        ("fixed", None, Some(r)) => RadiusRule::Fixed(r),
+        _ => {
+            return Err(value_error(format!(
+                "invalid parameter `rule`: `{rule}` with these arguments (expected-distance; target-recall with target_recall; max-f1; fixed with radius)"
+            )));
+        }
+    };
+    let pairs = match (cosines, max_angle, true_fraction) {
+        (Some(c), None, None) => PairDistribution::Cosines(c),
+        (None, a, t) => PairDistribution::UniformAngle {
+            max_angle: a.unwrap_or(std::f64::consts::FRAC_PI_2),
+            true_fraction: t,
+        },
+        _ => {
+            return Err(value_error(
+                "invalid parameter `cosines`: give either cosines or max_angle/true_fraction",
+            ));
+        }
+    };
+    let plan = py
+        .detach(|| {
+            Planner::new(threshold)
+                .bits(bits)
+                .rule(rule)
+                .pairs(pairs)
+                .plan()
+        })
+        .py()?;
+    let d = PyDict::new(py);
+    d.set_item("threshold", plan.threshold)?;
+    d.set_item("bits", plan.bits)?;
+    d.set_item("radius", plan.radius)?;
+    d.set_item("expected_distance", plan.expected_distance)?;
+    d.set_item("true_fraction", plan.true_fraction)?;
+    let col = |g: fn(&estimate::PlanRow) -> f64| -> Vec<f64> { plan.rows.iter().map(g).collect() };
+    let rows = PyDict::new(py);
+    rows.set_item(
+        "radius",
+        plan.rows
+            .iter()
+            .map(|r| r.radius)
+            .collect::<Vec<u64>>()
+            .into_pyarray(py),
+    )?;
+    rows.set_item(
+        "recall_at_threshold",
+        col(|r| r.recall_at_threshold).into_pyarray(py),
+    )?;
+    rows.set_item("recall", col(|r| r.recall).into_pyarray(py))?;
+    rows.set_item("precision", col(|r| r.precision).into_pyarray(py))?;
+    rows.set_item(
+        "false_positive_rate",
+        col(|r| r.false_positive_rate).into_pyarray(py),
+    )?;
+    rows.set_item("f1", col(|r| r.f1).into_pyarray(py))?;
+    d.set_item("rows", rows)?;
+    Ok(d)
+}
+
+/// The bits planner: the smallest f whose expected interval half-width (angle in degrees, or
+/// cosine) is at most the target.
+#[pyfunction]
+#[pyo3(signature = (angle_degrees = None, cosine_half_width = None, at_cosine = None,
+    level = 0.95, method = "clopper-pearson", max_bits = None))]
+pub fn plan_bits<'py>(
+    py: Python<'py>,
+    angle_degrees: Option<f64>,
+    cosine_half_width: Option<f64>,
+    at_cosine: Option<f64>,
+    level: f64,
+    method: &str,
+    max_bits: Option<u64>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let target = match (angle_degrees, cosine_half_width) {
+        (Some(a), None) => ErrorTarget::AngleDegrees(a),
+        (None, Some(c)) => ErrorTarget::Cosine(c),
+        _ => {
+            return Err(value_error(
+                "give exactly one target: angle_degrees or cosine_half_width",
+            ));
+        }
+    };
+    let mut p = BitsPlanner::new(target)
+        .level(level)
+        .method(self::method(method)?);
+    if let Some(c) = at_cosine {
+        p = p.at_cosine(c);
+    }
+    if let Some(m) = max_bits {
+        p = p.max_bits(m);
+    }
+    let plan = py.detach(|| p.plan()).py()?;
+    let d = PyDict::new(py);
+    d.set_item("bits", plan.bits)?;
+    d.set_item("words", plan.words)?;
+    d.set_item("cosine", plan.cosine)?;
+    d.set_item("half_width_angle_degrees", plan.half_width.angle_degrees)?;
+    d.set_item("half_width_cosine", plan.half_width.cosine)?;
+    Ok(d)
+}

@@ -1,0 +1,371 @@
+//! Indexes: any kind of the library behind one class, FAISS-shaped results.
+
+use std::path::PathBuf;
+use std::sync::RwLock;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray1, PyReadonlyArray2};
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+use simlsh::index::{HammingIndex, IndexSpec};
+use simlsh::signature::words_for;
+use simlsh::{Error, SignatureMatrix};
+
+use crate::errors::{IntoPy, shift_rows, to_py, value_error};
+use crate::signer::contiguous;
+use crate::threads::Threads;
+
+/// Most queries answered per chunk (between two checks for Ctrl-C).
+const QUERY_CHUNK: usize = 16_384;
+
+/// Queries per chunk for an index of `kind` holding `len` codes: indexes that compare every
+/// code (linear scan, permutation search's candidates) get about 2^28 code comparisons per
+/// chunk, a fraction of a second, so that Ctrl-C is noticed; the probing indexes answer a
+/// query in microseconds and take the largest chunks.
+fn query_chunk(kind: &str, len: usize) -> usize {
+    match kind {
+        "linear" | "permutation" => ((1usize << 28) / len.max(1)).clamp(256, QUERY_CHUNK),
+        _ => QUERY_CHUNK,
+    }
+}
+
+/// Codes inserted per chunk.
+const INSERT_CHUNK: usize = 65_536;
+
+/// FAISS's `(D, I)`: distances (`int32`) and ids (`int64`), `(n, k)`.
+pub type Knn<'py> = (Bound<'py, PyArray2<i32>>, Bound<'py, PyArray2<i64>>);
+
+/// Distance reported for a missing neighbour (fewer than k stored), as FAISS does.
+pub const NO_DISTANCE: i32 = i32::MAX;
+
+/// A `(N, words)` array of `uint64` codes as a signature matrix of `bits` bits (borrowed, not
+/// copied): it must be C-contiguous, with `words_for(bits)` columns and no bit set beyond
+/// `bits`.
+pub fn codes<'a>(
+    a: &'a PyReadonlyArray2<'_, u64>,
+    bits: usize,
+) -> PyResult<SignatureMatrix<&'a [u64]>> {
+    let (_, w) = a.as_array().dim();
+    simlsh::signature::check_bits(bits).py()?;
+    if w != words_for(bits) {
+        return Err(value_error(format!(
+            "codes have {w} words per row, but {bits}-bit signatures have {}",
+            words_for(bits)
+        )));
+    }
+    let s = a.as_slice().map_err(|_| {
+        value_error("codes must be a C-contiguous array (use numpy.ascontiguousarray)")
+    })?;
+    SignatureMatrix::from_parts(bits, s).py()
+}
+
+/// Ids as `u32`.
+pub fn ids_u32(ids: &[i64]) -> PyResult<Vec<u32>> {
+    ids.iter()
+        .enumerate()
+        .map(|(k, &i)| {
+            u32::try_from(i).map_err(|_| {
+                value_error(format!("ids[{k}] = {i} is not in 0..2^32 (ids are uint32)"))
+            })
+        })
+        .collect()
+}
+
+/// An index of any kind, behind a lock: searches share it, `add` and `remove` hold it alone.
+#[pyclass(name = "Index", module = "simlsh._simlsh", frozen)]
+pub struct PyIndex {
+    inner: RwLock<Box<dyn HammingIndex>>,
+    spec: IndexSpec,
+}
+
+impl PyIndex {
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, Box<dyn HammingIndex>> {
+        self.inner.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, Box<dyn HammingIndex>> {
+        self.inner.write().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn wrap(idx: Box<dyn HammingIndex>, spec: IndexSpec) -> Self {
+        PyIndex {
+            inner: RwLock::new(idx),
+            spec,
+        }
+    }
+}
+
+/// A fresh path in the temporary directory, for byte round trips through the file format.
+fn temp_path() -> PathBuf {
+    static N: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    std::env::temp_dir().join(format!(
+        "simlsh-{}-{}-{nanos}.tmp",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ))
+}
+
+#[pymethods]
+impl PyIndex {
+    /// An empty index of `bits`-bit codes from an index specification (`linear`, `manku:k=3`,
+    /// `mih`, `permutation:q=64,beam=128`, …).
+    #[new]
+    fn new(spec: &str, bits: usize) -> PyResult<Self> {
+        let spec: IndexSpec = spec.parse().py()?;
+        simlsh::signature::check_bits(bits).py()?;
+        let idx = spec.empty(bits).py()?;
+        Ok(Self::wrap(idx, spec))
+    }
+
+    /// Builds the index of `codes` (ids `0..N`) from a specification, in one pass (faster than
+    /// inserting one code at a time).
+    #[staticmethod]
+    #[pyo3(signature = (spec, codes, bits, threads = None))]
+    fn build(
+        py: Python<'_>,
+        spec: &str,
+        codes: PyReadonlyArray2<'_, u64>,
+        bits: usize,
+        threads: Option<usize>,
+    ) -> PyResult<Self> {
+        let spec: IndexSpec = spec.parse().py()?;
+        let t = Threads::new(threads)?;
+        let m = self::codes(&codes, bits)?;
+        if u32::try_from(m.len()).is_err() {
+            return Err(value_error("more than 2^32 codes"));
+        }
+        let idx = t.run(py, || spec.build(&m)).py()?;
+        Ok(Self::wrap(idx, spec))
+    }
+
+    /// Loads an index file (any kind, as written by `save` or the command line),
+    /// memory-mapped.
+    #[staticmethod]
+    fn load(py: Python<'_>, path: PathBuf) -> PyResult<Self> {
+        let idx = py.detach(|| simlsh::io::load_index(&path)).py()?;
+        let spec = idx.spec();
+        Ok(Self::wrap(idx, spec))
+    }
+
+    /// Checks an index file whole: its checksum and every invariant of the index it holds
+    /// (`O(file size)`; loading checks the header, parameters and section lengths only).
+    #[staticmethod]
+    fn verify(py: Python<'_>, path: PathBuf) -> PyResult<()> {
+        py.detach(|| simlsh::io::verify_index(&path)).py()
+    }
+
+    /// Saves the index in the library's file format, atomically.
+    fn save(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
+        py.detach(|| self.read().save(&path)).py()
+    }
+
+    /// The index file's bytes (for pickling).
+    fn to_bytes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        let path = temp_path();
+        let r = py.detach(|| -> simlsh::Result<Vec<u8>> {
+            self.read().save(&path)?;
+            let b = std::fs::read(&path).map_err(|source| Error::Io {
+                path: path.clone(),
+                source,
+            });
+            let _ = std::fs::remove_file(&path);
+            b
+        });
+        Ok(PyBytes::new(py, &r.py()?))
+    }
+
+    /// An index from `to_bytes` output.
+    #[staticmethod]
+    fn from_bytes(py: Python<'_>, data: &[u8]) -> PyResult<Self> {
+        let path = temp_path();
+        let idx = py
+            .detach(|| -> simlsh::Result<Box<dyn HammingIndex>> {
+                std::fs::write(&path, data).map_err(|source| Error::Io {
+                    path: path.clone(),
+                    source,
+                })?;
+                // Bytes from a pickle are checked whole before use.
+                let idx =
+                    simlsh::io::verify_index(&path).and_then(|()| simlsh::io::load_index(&path));
+                // The map stays valid once the name is gone (where the system allows
+                // removing a mapped file; elsewhere the file stays in the temporary directory).
+                let _ = std::fs::remove_file(&path);
+                idx
+            })
+            .py()?;
+        let spec = idx.spec();
+        Ok(Self::wrap(idx, spec))
+    }
+
+    /// Stores `codes` under `ids` (`int64` values in `0..2^32`, one per row).
+    #[pyo3(signature = (codes, ids, threads = None))]
+    fn add(
+        &self,
+        py: Python<'_>,
+        codes: PyReadonlyArray2<'_, u64>,
+        ids: PyReadonlyArray1<'_, i64>,
+        threads: Option<usize>,
+    ) -> PyResult<()> {
+        let t = Threads::new(threads)?;
+        let bits = self.read().bits();
+        let m = self::codes(&codes, bits)?;
+        let ids = ids_u32(contiguous(&ids, "ids")?)?;
+        if ids.len() != m.len() {
+            return Err(to_py(Error::LengthMismatch {
+                what: "codes vs ids",
+                left: m.len(),
+                right: ids.len(),
+            }));
+        }
+        // One batch per chunk: the index merges each into its tables once; a chunk is
+        // stored whole or not at all (an id already stored, a malformed code).
+        t.chunked(py, m.len(), INSERT_CHUNK, |r| {
+            self.write()
+                .insert_batch(&ids[r.clone()], m.slice_rows(r.clone()).as_slice())
+                .map_err(|e| match e {
+                    Error::InvalidParameter { name, reason } => Error::InvalidParameter {
+                        name,
+                        reason: format!("in rows {}..{}: {reason}", r.start, r.end),
+                    },
+                    e => shift_rows(e, r.start),
+                })
+                .py()
+        })
+    }
+
+    /// Removes `ids`; returns how many were stored.
+    fn remove(&self, py: Python<'_>, ids: PyReadonlyArray1<'_, i64>) -> PyResult<usize> {
+        let ids = ids_u32(contiguous(&ids, "ids")?)?;
+        py.detach(|| self.write().remove_batch(&ids)).py()
+    }
+
+    /// The `k` nearest stored codes of each query: `(D, I)`, `(n, k)` arrays of distances
+    /// (`int32`) and ids (`int64`), sorted by (distance, id); missing neighbours (fewer than
+    /// `k` stored) have id -1 and distance 2^31 - 1.
+    #[pyo3(signature = (queries, k, threads = None))]
+    fn search<'py>(
+        &self,
+        py: Python<'py>,
+        queries: PyReadonlyArray2<'py, u64>,
+        k: usize,
+        threads: Option<usize>,
+    ) -> PyResult<Knn<'py>> {
+        let t = Threads::new(threads)?;
+        let (bits, chunk) = self.with(|i| (i.bits(), query_chunk(i.kind(), i.len())));
+        let q = self::codes(&queries, bits)?;
+        let n = q.len();
+        let mut d = vec![NO_DISTANCE; n * k];
+        let mut ids = vec![-1i64; n * k];
+        t.chunked(py, n, chunk, |r| {
+            let found = self
+                .read()
+                .knn_flat(q.slice_rows(r.clone()).as_slice(), k)
+                .py()?;
+            ids[r.start * k..r.end * k].copy_from_slice(&found.ids);
+            for (dst, &src) in d[r.start * k..r.end * k].iter_mut().zip(&found.distances) {
+                // FAISS's padding of binary searches, and every real distance fits an i32.
+                *dst = i32::try_from(src).unwrap_or(NO_DISTANCE);
+            }
+            Ok(())
+        })?;
+        Ok((
+            ndarray::Array2::from_shape_vec((n, k), d)
+                .expect("n × k")
+                .into_pyarray(py),
+            ndarray::Array2::from_shape_vec((n, k), ids)
+                .expect("n × k")
+                .into_pyarray(py),
+        ))
+    }
+
+    /// Every stored code within distance `radius` (inclusive) of each query, FAISS's
+    /// `(lims, D, I)`: the hits of query `q` are `D[lims[q]:lims[q+1]]`,
+    /// `I[lims[q]:lims[q+1]]`, sorted by (distance, id).
+    #[pyo3(signature = (queries, radius, threads = None))]
+    #[allow(clippy::type_complexity)]
+    fn range_search<'py>(
+        &self,
+        py: Python<'py>,
+        queries: PyReadonlyArray2<'py, u64>,
+        radius: u32,
+        threads: Option<usize>,
+    ) -> PyResult<(
+        Bound<'py, PyArray1<i64>>,
+        Bound<'py, PyArray1<i32>>,
+        Bound<'py, PyArray1<i64>>,
+    )> {
+        let t = Threads::new(threads)?;
+        let (bits, chunk) = self.with(|i| (i.bits(), query_chunk(i.kind(), i.len())));
+        let q = self::codes(&queries, bits)?;
+        let n = q.len();
+        let mut lims = Vec::with_capacity(n + 1);
+        lims.push(0i64);
+        let (mut d, mut ids) = (Vec::new(), Vec::new());
+        t.chunked(py, n, chunk, |r| {
+            let found = self
+                .read()
+                .radius_flat(q.slice_rows(r).as_slice(), radius)
+                .py()?;
+            let base = ids.len();
+            lims.extend(found.lims[1..].iter().map(|&l| (base + l) as i64));
+            ids.extend_from_slice(&found.ids);
+            d.extend(found.distances.iter().map(|&x| x as i32));
+            Ok(())
+        })?;
+        Ok((
+            lims.into_pyarray(py),
+            d.into_pyarray(py),
+            ids.into_pyarray(py),
+        ))
+    }
+
+    /// Number of stored codes.
+    fn __len__(&self) -> usize {
+        self.read().len()
+    }
+
+    /// Bytes of memory held (heap plus mapped data).
+    fn bytes(&self) -> usize {
+        self.read().bytes()
+    }
+
+    /// Signature width `f`.
+    #[getter]
+    fn bits(&self) -> usize {
+        self.read().bits()
+    }
+
+    /// Kind: linear, manku, mih or permutation.
+    #[getter]
+    fn kind(&self) -> &'static str {
+        self.read().kind()
+    }
+
+    /// The specification the index was created with (as given).
+    #[getter]
+    fn spec(&self) -> String {
+        self.spec.to_string()
+    }
+
+    /// The specification of the index as built (a planned design written out).
+    #[getter]
+    fn built_spec(&self) -> String {
+        self.read().spec().to_string()
+    }
+
+    /// Whether `search` is exact (false for permutation search).
+    #[getter]
+    fn exact_knn(&self) -> bool {
+        self.read().exact_knn()
+    }
+}
+
+impl PyIndex {
+    /// Runs `f` on the index, shared.
+    pub fn with<T>(&self, f: impl FnOnce(&dyn HammingIndex) -> T) -> T {
+        f(&**self.read())
+    }
+}

@@ -1,0 +1,126 @@
+//! Joins and graphs: the self-join, connected components, the k-NN graph.
+
+use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1, PyReadonlyArray2};
+use pyo3::prelude::*;
+use simlsh::index::{HammingIndex, LinearScan};
+use simlsh::join::{self, Pair};
+
+use crate::errors::{IntoPy, to_py, value_error};
+use crate::index::{Knn, NO_DISTANCE, PyIndex, codes};
+use crate::signer::contiguous;
+use crate::threads::Threads;
+
+/// Rows of the k-NN graph per chunk (between two checks for Ctrl-C).
+const GRAPH_CHUNK: usize = 4_096;
+
+type PairArrays<'py> = (
+    Bound<'py, PyArray1<i64>>,
+    Bound<'py, PyArray1<i64>>,
+    Bound<'py, PyArray1<i32>>,
+);
+
+/// Every pair of rows within `radius` (inclusive), each once with `i < j`, sorted by
+/// `(i, j)`: `(i, j, distance)` arrays.
+#[pyfunction]
+#[pyo3(signature = (codes, bits, radius, threads = None))]
+pub fn self_join<'py>(
+    py: Python<'py>,
+    codes: PyReadonlyArray2<'py, u64>,
+    bits: usize,
+    radius: u32,
+    threads: Option<usize>,
+) -> PyResult<PairArrays<'py>> {
+    let t = Threads::new(threads)?;
+    let m = self::codes(&codes, bits)?;
+    py.check_signals()?;
+    let pairs = t.run(py, || join::self_join(&m, radius)).py()?;
+    let (i, (j, d)): (Vec<i64>, (Vec<i64>, Vec<i32>)) = pairs
+        .iter()
+        .map(|p| (p.i as i64, (p.j as i64, p.distance as i32)))
+        .unzip();
+    Ok((i.into_pyarray(py), j.into_pyarray(py), d.into_pyarray(py)))
+}
+
+/// Connected components of the graph on `0..n` with edges `(i[k], j[k])`: `labels[v]` is
+/// the smallest member of `v`'s component.
+#[pyfunction]
+pub fn clusters<'py>(
+    py: Python<'py>,
+    n: usize,
+    i: PyReadonlyArray1<'py, i64>,
+    j: PyReadonlyArray1<'py, i64>,
+) -> PyResult<Bound<'py, PyArray1<i64>>> {
+    let (i, j) = (contiguous(&i, "i")?, contiguous(&j, "j")?);
+    if i.len() != j.len() {
+        return Err(to_py(simlsh::Error::LengthMismatch {
+            what: "i vs j",
+            left: i.len(),
+            right: j.len(),
+        }));
+    }
+    let point = |k: usize, v: i64| {
+        u32::try_from(v).map_err(|_| value_error(format!("edge {k}: point {v} is not in 0..2^32")))
+    };
+    let pairs: Vec<Pair> = (0..i.len())
+        .map(|k| {
+            Ok(Pair {
+                i: point(k, i[k])?,
+                j: point(k, j[k])?,
+                distance: 0,
+            })
+        })
+        .collect::<PyResult<_>>()?;
+    let labels = py.detach(|| join::clusters(n, &pairs)).py()?;
+    let labels: Vec<i64> = labels.into_iter().map(i64::from).collect();
+    Ok(labels.into_pyarray(py))
+}
+
+/// The k-NN graph of the rows of `codes`: `(D, I)` `(N, k)` arrays of each row's `k` nearest
+/// other rows (id -1, distance 2^31 - 1 where fewer exist); exact by the linear scan, or by
+/// `index` (which must hold row `i` under id `i`).
+#[pyfunction]
+#[pyo3(signature = (codes, bits, k, index = None, threads = None))]
+pub fn knn_graph<'py>(
+    py: Python<'py>,
+    codes: PyReadonlyArray2<'py, u64>,
+    bits: usize,
+    k: usize,
+    index: Option<&PyIndex>,
+    threads: Option<usize>,
+) -> PyResult<Knn<'py>> {
+    let t = Threads::new(threads)?;
+    let m = self::codes(&codes, bits)?;
+    let n = m.len();
+    let scan = match index {
+        Some(_) => None,
+        None => Some(t.run(py, || LinearScan::build(&m)).py()?),
+    };
+    let mut d = vec![NO_DISTANCE; n * k];
+    let mut ids = vec![-1i64; n * k];
+    let graph =
+        |idx: &dyn HammingIndex, r: std::ops::Range<usize>| join::knn_graph_rows(idx, &m, r, k);
+    t.chunked(py, n, GRAPH_CHUNK, |r| {
+        let hits = match (&scan, index) {
+            (Some(s), _) => graph(s, r.clone()),
+            (None, Some(ix)) => ix.with(|idx| graph(idx, r.clone())),
+            (None, None) => unreachable!("a scan is built when no index is given"),
+        }
+        .py()?;
+        for (q, hs) in hits.iter().enumerate() {
+            let row = r.start + q;
+            for (c, h) in hs.iter().enumerate() {
+                d[row * k + c] = h.distance as i32;
+                ids[row * k + c] = h.id as i64;
+            }
+        }
+        Ok(())
+    })?;
+    Ok((
+        ndarray::Array2::from_shape_vec((n, k), d)
+            .expect("n × k")
+            .into_pyarray(py),
+        ndarray::Array2::from_shape_vec((n, k), ids)
+            .expect("n × k")
+            .into_pyarray(py),
+    ))
+}

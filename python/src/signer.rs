@@ -1,0 +1,767 @@
+//! Signers: every signer of the library, and signing of dense, sparse, token and text input.
+
+use std::ops::Range;
+use std::sync::Arc;
+
+use ndarray::{Array2, ArrayView2, Axis, s};
+use numpy::{IntoPyArray, PyArray2, PyReadonlyArray1, PyReadonlyArray2};
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use rayon::prelude::*;
+use simlsh::signature::{check_bits, words_for};
+use simlsh::signers::{
+    AnySigner, Distribution, HashingTrick, HyperplaneSigner, PooledSigner, SignerKind, SignerSpec,
+};
+use simlsh::{Error, SignatureMatrix, Signer};
+use sprs::{CompressedStorage, CsMatViewI, SpIndex};
+
+use crate::errors::{IntoPy, shift_rows, to_py, value_error};
+use crate::text::PyTokenizer;
+use crate::threads::Threads;
+
+/// Multiply-adds per chunk of rows (between two checks for Ctrl-C): a fraction of a second
+/// on one core, and few enough chunks that their joins cost nothing.
+const CHUNK_WORK: usize = 1 << 31;
+
+/// Rows per chunk when a row costs `per_row` multiply-adds: a multiple of the library's
+/// parallel blocks of 256 rows, at least one block.
+fn sign_chunk(per_row: usize) -> usize {
+    (CHUNK_WORK / per_row.max(1)).clamp(256, 1 << 20) / 256 * 256
+}
+
+/// Bytes of `f32` a chunk of converted `float64` input may take.
+const CONVERT_BYTES: usize = 16 << 20;
+
+/// Rows of a sparse matrix checked and signed together (the library's parallel block).
+const CSR_BLOCK: usize = 256;
+
+/// Documents signed per chunk.
+const TEXT_CHUNK: usize = 8_192;
+
+/// A signer of the library (any kind), shared between threads.
+#[pyclass(name = "Signer", module = "simlsh._simlsh", frozen)]
+pub struct PySigner {
+    pub inner: Arc<AnySigner>,
+}
+
+fn distribution(name: &str, density: Option<f64>, depth: Option<usize>) -> PyResult<Distribution> {
+    let d = match name {
+        "gaussian" => Distribution::Gaussian,
+        "super-bit" => Distribution::SuperBit { depth },
+        "rademacher" => Distribution::Rademacher,
+        "very-sparse" => Distribution::VerySparse { density },
+        _ => {
+            return Err(value_error(format!(
+                "invalid parameter `distribution`: unknown distribution `{name}` (gaussian, super-bit, rademacher, very-sparse)"
+            )));
+        }
+    };
+    if density.is_some() && name != "very-sparse" {
+        return Err(value_error(
+            "invalid parameter `density`: only the very-sparse distribution takes a density",
+        ));
+    }
+    if depth.is_some() && name != "super-bit" {
+        return Err(value_error(
+            "invalid parameter `depth`: only the super-bit distribution takes a depth",
+        ));
+    }
+    Ok(d)
+}
+
+/// Output buffer of `n` signatures of `w` words, filled chunk by chunk.
+struct Out {
+    data: Vec<u64>,
+    w: usize,
+}
+
+impl Out {
+    fn new(n: usize, bits: usize) -> Self {
+        let w = words_for(bits);
+        Out {
+            data: vec![0; n * w],
+            w,
+        }
+    }
+
+    /// Stores the signatures of rows `lo..`.
+    fn put(&mut self, lo: usize, sigs: &SignatureMatrix) {
+        let a = lo * self.w;
+        self.data[a..a + sigs.as_slice().len()].copy_from_slice(sigs.as_slice());
+    }
+
+    fn into_py(self, py: Python<'_>) -> Bound<'_, PyArray2<u64>> {
+        let n = self.data.len() / self.w;
+        Array2::from_shape_vec((n, self.w), self.data)
+            .expect("n × w words")
+            .into_pyarray(py)
+    }
+}
+
+/// Checks a dense input's width against the signer's dimension.
+fn check_width(signer: &AnySigner, cols: usize) -> PyResult<()> {
+    match signer.dim() {
+        Some(d) if d != cols as u64 => Err(to_py(Error::DimensionMismatch {
+            expected: d,
+            got: cols as u64,
+        })),
+        _ => Ok(()),
+    }
+}
+
+/// Checks a CSR matrix's `indptr` against its `nnz` indices: it starts at 0, never decreases
+/// and ends within the indices. The library's errors, naming the row.
+pub fn check_indptr<P: SpIndex>(indptr: &[P], nnz: usize) -> Result<(), Error> {
+    let bad = |reason: String| Error::param("indptr", reason);
+    if indptr.is_empty() {
+        return Err(bad(
+            "indptr is empty (it has one entry per row plus one)".into()
+        ));
+    }
+    let at = |k: usize| indptr[k].try_index();
+    if at(0) != Some(0) {
+        return Err(bad("indptr must start at 0".into()));
+    }
+    let rows = indptr.len() - 1;
+    if let Some(r) = (0..rows).find(|&r| match (at(r), at(r + 1)) {
+        (Some(a), Some(b)) => a > b,
+        _ => true,
+    }) {
+        return Err(bad(format!("row {r}: indptr decreases (or is negative)")));
+    }
+    let last = at(rows).expect("checked above");
+    if last > nnz {
+        return Err(Error::LengthMismatch {
+            what: "indptr[-1] vs the number of indices",
+            left: last,
+            right: nnz,
+        });
+    }
+    Ok(())
+}
+
+/// Checks the rows `rows` of a CSR matrix (indptr checked) of `cols` columns: every index
+/// non-negative and below `cols`; returns whether every row is strictly increasing. The
+/// library's error naming the first bad row otherwise.
+pub fn check_rows<I: Idx, P: SpIndex>(
+    indptr: &[P],
+    indices: &[I],
+    rows: Range<usize>,
+    cols: usize,
+) -> Result<bool, Error> {
+    // Branch-free passes over the unsigned view (they vectorise): a negative index reads as
+    // at least 2^31 (2^63), so one comparison with `limit` finds it and the ones beyond
+    // `cols`; the order of non-negative values is the same signed and unsigned.
+    let unsigned = I::unsigned(indices);
+    let limit = I::U::from_usize(cols.min(I::max_value().index() + 1));
+    let span = |r: usize| indptr[r].index()..indptr[r + 1].index();
+    let (a, b) = (indptr[rows.start].index(), indptr[rows.end].index());
+    if unsigned[a..b].iter().fold(true, |ok, &c| ok & (c < limit)) {
+        return Ok(rows.into_iter().all(|r| {
+            let ids = &unsigned[span(r)];
+            ids[1.min(ids.len())..]
+                .iter()
+                .zip(ids)
+                .fold(true, |ok, (b, a)| ok & (a < b))
+        }));
+    }
+    let k = (a..b)
+        .find(|&k| unsigned[k] >= limit)
+        .expect("an index out of range");
+    let r = rows
+        .into_iter()
+        .find(|&r| span(r).contains(&k))
+        .expect("the row of an index");
+    Err(match indices[k].try_index() {
+        Some(c) if indices[k] >= I::zero() => Error::IndexOutOfRange {
+            row: r,
+            col: c as u64,
+            dim: cols as u64,
+        },
+        _ => Error::param("indices", format!("row {r}: negative feature index")),
+    })
+}
+
+/// Rows `lo..hi` of a CSR matrix whose rows may be unsorted or hold duplicate indices, sorted
+/// and with duplicates summed (SciPy's meaning of duplicates): `(indptr, indices, data)` of the
+/// chunk, indptr from 0.
+fn sorted_rows<I: SpIndex + Sync + Send, P: SpIndex + Sync>(
+    indptr: &[P],
+    indices: &[I],
+    data: &[f32],
+    base: usize,
+) -> (Vec<usize>, Vec<I>, Vec<f32>) {
+    let rows: Vec<(Vec<I>, Vec<f32>)> = (0..indptr.len() - 1)
+        .into_par_iter()
+        .map(|r| {
+            let (a, b) = (indptr[r].index() - base, indptr[r + 1].index() - base);
+            let mut e: Vec<(I, f32)> = indices[a..b]
+                .iter()
+                .copied()
+                .zip(data[a..b].iter().copied())
+                .collect();
+            e.sort_by_key(|x| x.0);
+            let mut ids: Vec<I> = Vec::with_capacity(e.len());
+            let mut vals: Vec<f32> = Vec::with_capacity(e.len());
+            for (i, v) in e {
+                if ids.last() == Some(&i) {
+                    *vals.last_mut().expect("paired") += v;
+                } else {
+                    ids.push(i);
+                    vals.push(v);
+                }
+            }
+            (ids, vals)
+        })
+        .collect();
+    let mut p = Vec::with_capacity(rows.len() + 1);
+    p.push(0usize);
+    let (mut ids, mut vals) = (Vec::new(), Vec::new());
+    for (i, v) in rows {
+        ids.extend(i);
+        vals.extend(v);
+        p.push(ids.len());
+    }
+    (p, ids, vals)
+}
+
+impl PySigner {
+    fn bits(&self) -> usize {
+        self.inner.bits()
+    }
+
+    /// Signs a dense `f32` matrix of any layout, in chunks of rows.
+    fn dense_f32<'py>(
+        &self,
+        py: Python<'py>,
+        x: ArrayView2<'_, f32>,
+        t: &Threads,
+    ) -> PyResult<Bound<'py, PyArray2<u64>>> {
+        check_width(&self.inner, x.ncols())?;
+        let mut out = Out::new(x.nrows(), self.bits());
+        let signer = &*self.inner;
+        let chunk = sign_chunk(x.ncols() * self.bits());
+        t.chunked(py, x.nrows(), chunk, |r: Range<usize>| {
+            let sigs = signer
+                .sign_dense(&x.slice(s![r.clone(), ..]))
+                .map_err(|e| to_py(shift_rows(e, r.start)))?;
+            out.put(r.start, &sigs);
+            Ok(())
+        })?;
+        Ok(out.into_py(py))
+    }
+
+    /// Signs a dense `f64` matrix of any layout: each chunk of rows is converted to `f32`
+    /// (the library's input type), so the extra memory is one chunk, not the whole input.
+    fn dense_f64<'py>(
+        &self,
+        py: Python<'py>,
+        x: ArrayView2<'_, f64>,
+        t: &Threads,
+    ) -> PyResult<Bound<'py, PyArray2<u64>>> {
+        check_width(&self.inner, x.ncols())?;
+        let mut out = Out::new(x.nrows(), self.bits());
+        let signer = &*self.inner;
+        let d = x.ncols();
+        // Also bounded by memory: the converted chunk takes at most CONVERT_BYTES.
+        let chunk =
+            sign_chunk(d * self.bits()).min((CONVERT_BYTES / (4 * d.max(1))).max(256) / 256 * 256);
+        t.chunked(py, x.nrows(), chunk, |r: Range<usize>| {
+            let src = x.slice(s![r.clone(), ..]);
+            let mut conv = Array2::<f32>::zeros((r.len(), d));
+            conv.axis_iter_mut(Axis(0))
+                .into_par_iter()
+                .zip(src.axis_iter(Axis(0)).into_par_iter())
+                .for_each(|(mut dst, src)| dst.zip_mut_with(&src, |a, &b| *a = b as f32));
+            // A finite f64 beyond the f32 range would become infinite: name it as it was.
+            if let Some((i, j)) = conv
+                .indexed_iter()
+                .find(|(_, v)| !v.is_finite())
+                .map(|(ij, _)| ij)
+            {
+                let v = src[[i, j]];
+                return Err(if v.is_finite() {
+                    value_error(format!(
+                        "row {}, column {j}: value {v:e} is beyond the range of float32",
+                        r.start + i
+                    ))
+                } else {
+                    to_py(Error::NonFinite {
+                        row: r.start + i,
+                        col: j as u64,
+                        value: v,
+                    })
+                });
+            }
+            let sigs = signer
+                .sign_dense(&conv)
+                .map_err(|e| to_py(shift_rows(e, r.start)))?;
+            out.put(r.start, &sigs);
+            Ok(())
+        })?;
+        Ok(out.into_py(py))
+    }
+
+    /// Signs a CSR matrix given by its arrays, in chunks of rows. `data` is converted to
+    /// `f32` chunk by chunk when it is not already.
+    fn csr<'py, I: Idx, P: SpIndex + Sync, T: Data>(
+        &self,
+        py: Python<'py>,
+        indptr: &[P],
+        indices: &[I],
+        data: &[T],
+        cols: usize,
+        t: &Threads,
+    ) -> PyResult<Bound<'py, PyArray2<u64>>> {
+        if indices.len() != data.len() {
+            return Err(to_py(Error::LengthMismatch {
+                what: "sparse indices vs data",
+                left: indices.len(),
+                right: data.len(),
+            }));
+        }
+        check_indptr(indptr, indices.len()).py()?;
+        if let Some(d) = self.inner.dim() {
+            if cols as u64 > d {
+                return Err(to_py(Error::DimensionMismatch {
+                    expected: d,
+                    got: cols as u64,
+                }));
+            }
+        }
+        let rows = indptr.len() - 1;
+        let bits = self.bits();
+        let mut out = Out::new(rows, bits);
+        let w = out.w;
+        let signer = &*self.inner;
+        let per_row = indices.len().div_ceil(rows.max(1)) * bits;
+        t.chunked(py, rows, sign_chunk(per_row), |r: Range<usize>| {
+            // Blocks of rows checked and signed in one parallel pass, so that each block's
+            // indices are still in cache when signed; the first bad row (by number) is
+            // reported.
+            let results: Vec<Result<(), Error>> = out.data[r.start * w..r.end * w]
+                .par_chunks_mut(CSR_BLOCK * w)
+                .enumerate()
+                .map(|(k, dst)| {
+                    let lo = r.start + k * CSR_BLOCK;
+                    let hi = lo + dst.len() / w;
+                    let sorted = check_rows(indptr, indices, lo..hi, cols)?;
+                    let indices = I::unsigned(indices);
+                    let (a, b) = (indptr[lo].index(), indptr[hi].index());
+                    let vals = T::as_f32(&data[a..b]);
+                    let sigs = if sorted {
+                        // SAFETY: `check_indptr` verified that indptr starts at 0, never
+                        // decreases and ends within the indices; `check_rows` that each row
+                        // of `lo..hi` is strictly increasing (`sorted`) with indices in
+                        // `0..cols` (so equal as unsigned values). `indptr[lo..=hi]` is
+                        // offset by `a`, the start of the block's indices and data (sprs
+                        // subtracts the first indptr entry, as in its own `slice_outer`).
+                        let m: CsMatViewI<'_, f32, I::U, P> = unsafe {
+                            CsMatViewI::new_unchecked(
+                                CompressedStorage::CSR,
+                                (hi - lo, cols),
+                                &indptr[lo..=hi],
+                                &indices[a..b],
+                                &vals[..],
+                            )
+                        };
+                        signer.sign_csr(m)
+                    } else {
+                        let (p, ids, v) = sorted_rows(&indptr[lo..=hi], &indices[a..b], &vals, a);
+                        // SAFETY: as above, and `sorted_rows` made each row strictly
+                        // increasing (sorted, duplicates merged) with indptr from 0 to the
+                        // length of `ids`.
+                        let m: CsMatViewI<'_, f32, I::U, usize> = unsafe {
+                            CsMatViewI::new_unchecked(
+                                CompressedStorage::CSR,
+                                (hi - lo, cols),
+                                &p[..],
+                                &ids[..],
+                                &v[..],
+                            )
+                        };
+                        signer.sign_csr(m)
+                    }
+                    .map_err(|e| shift_rows(e, lo))?;
+                    dst.copy_from_slice(sigs.as_slice());
+                    Ok(())
+                })
+                .collect();
+            results
+                .into_iter()
+                .collect::<Result<(), Error>>()
+                .map_err(to_py)
+        })?;
+        Ok(out.into_py(py))
+    }
+
+    /// Signs documents given as `&str`, in chunks, with a tokenizer.
+    fn texts<'py>(
+        &self,
+        py: Python<'py>,
+        docs: &[&str],
+        tokenizer: &simlsh::text::Tokenizer,
+        t: &Threads,
+    ) -> PyResult<Bound<'py, PyArray2<u64>>> {
+        let mut out = Out::new(docs.len(), self.bits());
+        let signer = &*self.inner;
+        t.chunked(py, docs.len(), TEXT_CHUNK, |r: Range<usize>| {
+            let sigs = tokenizer
+                .sign_corpus(signer, &docs[r.clone()])
+                .map_err(|e| to_py(shift_rows(e, r.start)))?;
+            out.put(r.start, &sigs);
+            Ok(())
+        })?;
+        Ok(out.into_py(py))
+    }
+}
+
+/// A signed index type of SciPy's arrays and its unsigned twin.
+pub trait Idx: SpIndex + Sync + Send {
+    /// The unsigned type of the same width.
+    type U: SpIndex + Sync + Send + PartialOrd;
+    /// The same bits as the unsigned type (equal values for non-negative indices).
+    fn unsigned(s: &[Self]) -> &[Self::U];
+}
+
+impl Idx for i32 {
+    type U = u32;
+    fn unsigned(s: &[i32]) -> &[u32] {
+        bytemuck::cast_slice(s)
+    }
+}
+
+impl Idx for i64 {
+    type U = u64;
+    fn unsigned(s: &[i64]) -> &[u64] {
+        bytemuck::cast_slice(s)
+    }
+}
+
+/// A value type of sparse data: `f32` is read in place, `f64` converted chunk by chunk.
+trait Data: Copy + Sync {
+    /// The values as `f32`.
+    fn as_f32(d: &[Self]) -> std::borrow::Cow<'_, [f32]>;
+}
+
+impl Data for f32 {
+    fn as_f32(d: &[f32]) -> std::borrow::Cow<'_, [f32]> {
+        std::borrow::Cow::Borrowed(d)
+    }
+}
+
+impl Data for f64 {
+    fn as_f32(d: &[f64]) -> std::borrow::Cow<'_, [f32]> {
+        std::borrow::Cow::Owned(d.iter().map(|&v| v as f32).collect())
+    }
+}
+
+/// A string column in the Arrow layout: `offsets` (`n + 1` entries) into UTF-8 `data`.
+fn arrow_strings<'a, O: SpIndex>(offsets: &[O], data: &'a [u8]) -> PyResult<Vec<&'a str>> {
+    if offsets.is_empty() {
+        return Err(value_error(
+            "offsets is empty (it has one entry per row plus one)",
+        ));
+    }
+    let n = offsets.len() - 1;
+    (0..n)
+        .map(|r| {
+            let (a, b) = (offsets[r].try_index(), offsets[r + 1].try_index());
+            let (a, b) = match (a, b) {
+                (Some(a), Some(b)) if a <= b && b <= data.len() => (a, b),
+                _ => {
+                    return Err(value_error(format!(
+                        "row {r}: string offsets out of order or beyond the data"
+                    )));
+                }
+            };
+            std::str::from_utf8(&data[a..b])
+                .map_err(|e| value_error(format!("row {r}: not valid UTF-8 ({e})")))
+        })
+        .collect()
+}
+
+#[pymethods]
+impl PySigner {
+    /// An explicit-matrix signer (`HyperplaneSigner`): `distribution` is `gaussian`,
+    /// `super-bit`, `rademacher` or `very-sparse`.
+    #[staticmethod]
+    #[pyo3(signature = (dim, bits, seed = 0, distribution = "gaussian", density = None, depth = None))]
+    fn hyperplane(
+        py: Python<'_>,
+        dim: u64,
+        bits: usize,
+        seed: u64,
+        distribution: &str,
+        density: Option<f64>,
+        depth: Option<usize>,
+    ) -> PyResult<Self> {
+        let d = self::distribution(distribution, density, depth)?;
+        check_bits(bits).py()?;
+        let s = py
+            .detach(|| {
+                HyperplaneSigner::builder()
+                    .dim(dim)
+                    .bits(bits)
+                    .seed(seed)
+                    .distribution(d)
+                    .build()
+            })
+            .py()?;
+        Ok(PySigner {
+            inner: Arc::new(s.into()),
+        })
+    }
+
+    /// The hashing trick (`HashingTrick`).
+    #[staticmethod]
+    #[pyo3(signature = (bits, seed = 0))]
+    fn hashing_trick(bits: usize, seed: u64) -> PyResult<Self> {
+        check_bits(bits).py()?;
+        let s = HashingTrick::builder().bits(bits).seed(seed).build().py()?;
+        Ok(PySigner {
+            inner: Arc::new(s.into()),
+        })
+    }
+
+    /// The pooled signer (`PooledSigner`).
+    #[staticmethod]
+    #[pyo3(signature = (bits, seed = 0, pool_size = 10_000))]
+    fn pooled(bits: usize, seed: u64, pool_size: usize) -> PyResult<Self> {
+        check_bits(bits).py()?;
+        let s = PooledSigner::builder()
+            .bits(bits)
+            .seed(seed)
+            .pool_size(pool_size)
+            .build()
+            .py()?;
+        Ok(PySigner {
+            inner: Arc::new(s.into()),
+        })
+    }
+
+    /// The kind and parameters of a signer specification (`gaussian`, `super-bit:depth=32`,
+    /// `very-sparse:density=0.01`, `pooled:pool=10000`, ...), as the library parses it:
+    /// `(kind, {parameter: value})` with the constructor's parameter names (`depth`,
+    /// `density`, `pool_size`), only those given.
+    #[staticmethod]
+    fn parse_spec<'py>(py: Python<'py>, spec: &str) -> PyResult<(String, Bound<'py, PyDict>)> {
+        let s: SignerSpec = spec.parse().py()?;
+        let d = PyDict::new(py);
+        match &s.kind {
+            SignerKind::SuperBit { depth: Some(v) } => d.set_item("depth", v)?,
+            SignerKind::VerySparse {
+                density: Some(v), ..
+            } => d.set_item("density", v)?,
+            SignerKind::Pooled { pool } => d.set_item("pool_size", pool)?,
+            _ => {}
+        }
+        Ok((s.kind.name().to_string(), d))
+    }
+
+    /// The signer's specification in the library's text form (its kind and parameters; width
+    /// and seed are separate).
+    fn spec(&self) -> PyResult<String> {
+        Ok(self.inner.spec().py()?.to_string())
+    }
+
+    /// Signature width `f`.
+    #[getter(bits)]
+    fn get_bits(&self) -> usize {
+        self.inner.bits()
+    }
+
+    /// Input dimension, or None for hashed features.
+    #[getter]
+    fn dim(&self) -> Option<u64> {
+        self.inner.dim()
+    }
+
+    /// Parameters, memory and cost: a dict with `kind`, `bits`, `dim`, `seed`, `bytes`,
+    /// `adds_per_nonzero`, `hash_words_per_nonzero` and `params`.
+    fn info<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let i = self.inner.info();
+        let d = PyDict::new(py);
+        d.set_item("kind", i.kind)?;
+        d.set_item("bits", i.bits)?;
+        d.set_item("dim", i.dim)?;
+        d.set_item("seed", i.seed)?;
+        d.set_item("bytes", i.bytes)?;
+        d.set_item("adds_per_nonzero", i.adds_per_nonzero)?;
+        d.set_item("hash_words_per_nonzero", i.hash_words_per_nonzero)?;
+        let p = PyDict::new(py);
+        for (k, v) in &i.params {
+            p.set_item(*k, v)?;
+        }
+        d.set_item("params", p)?;
+        Ok(d)
+    }
+
+    /// Signs a dense `float32` matrix (any layout).
+    #[pyo3(signature = (x, threads = None))]
+    fn sign_dense_f32<'py>(
+        &self,
+        py: Python<'py>,
+        x: PyReadonlyArray2<'py, f32>,
+        threads: Option<usize>,
+    ) -> PyResult<Bound<'py, PyArray2<u64>>> {
+        let t = Threads::new(threads)?;
+        self.dense_f32(py, x.as_array(), &t)
+    }
+
+    /// Signs a dense `float64` matrix (any layout), converted to `float32` chunk by chunk.
+    #[pyo3(signature = (x, threads = None))]
+    fn sign_dense_f64<'py>(
+        &self,
+        py: Python<'py>,
+        x: PyReadonlyArray2<'py, f64>,
+        threads: Option<usize>,
+    ) -> PyResult<Bound<'py, PyArray2<u64>>> {
+        let t = Threads::new(threads)?;
+        self.dense_f64(py, x.as_array(), &t)
+    }
+
+    /// Signs a CSR matrix from its arrays: `indptr` and `indices` of `int32` or `int64`,
+    /// `data` of `float32` or `float64`, `cols` columns.
+    #[pyo3(signature = (indptr, indices, data, cols, threads = None))]
+    fn sign_csr<'py>(
+        &self,
+        py: Python<'py>,
+        indptr: &Bound<'py, PyAny>,
+        indices: &Bound<'py, PyAny>,
+        data: &Bound<'py, PyAny>,
+        cols: usize,
+        threads: Option<usize>,
+    ) -> PyResult<Bound<'py, PyArray2<u64>>> {
+        let t = Threads::new(threads)?;
+        macro_rules! go {
+            ($p:ty, $i:ty) => {{
+                let p = indptr.extract::<PyReadonlyArray1<'py, $p>>()?;
+                let i = indices.extract::<PyReadonlyArray1<'py, $i>>()?;
+                let (p, i) = (contiguous(&p, "indptr")?, contiguous(&i, "indices")?);
+                if let Ok(d) = data.extract::<PyReadonlyArray1<'py, f32>>() {
+                    self.csr(py, p, i, contiguous(&d, "data")?, cols, &t)
+                } else {
+                    let d = data.extract::<PyReadonlyArray1<'py, f64>>()?;
+                    self.csr(py, p, i, contiguous(&d, "data")?, cols, &t)
+                }
+            }};
+        }
+        let p64 = indptr.extract::<PyReadonlyArray1<'py, i64>>().is_ok();
+        let i64_ = indices.extract::<PyReadonlyArray1<'py, i64>>().is_ok();
+        match (p64, i64_) {
+            (false, false) => go!(i32, i32),
+            (false, true) => go!(i32, i64),
+            (true, false) => go!(i64, i32),
+            (true, true) => go!(i64, i64),
+        }
+    }
+
+    /// Signs weighted bags of tokens: `docs` a list of lists of strings, `weights` None
+    /// (weight 1 each) or a list of lists of floats of the same lengths.
+    #[pyo3(signature = (docs, weights = None, threads = None))]
+    fn sign_tokens<'py>(
+        &self,
+        py: Python<'py>,
+        docs: Vec<Vec<String>>,
+        weights: Option<Vec<Vec<f32>>>,
+        threads: Option<usize>,
+    ) -> PyResult<Bound<'py, PyArray2<u64>>> {
+        let t = Threads::new(threads)?;
+        if let Some(w) = &weights {
+            if w.len() != docs.len() {
+                return Err(to_py(Error::LengthMismatch {
+                    what: "documents vs weight lists",
+                    left: docs.len(),
+                    right: w.len(),
+                }));
+            }
+            if let Some(r) = (0..docs.len()).find(|&r| docs[r].len() != w[r].len()) {
+                return Err(value_error(format!(
+                    "row {r}: {} tokens but {} weights",
+                    docs[r].len(),
+                    w[r].len()
+                )));
+            }
+        }
+        let mut out = Out::new(docs.len(), self.bits());
+        let signer = &*self.inner;
+        let (docs, weights) = (&docs, &weights);
+        t.chunked(py, docs.len(), TEXT_CHUNK, |r: Range<usize>| {
+            let sigs: Vec<simlsh::Signature> = r
+                .clone()
+                .into_par_iter()
+                .map(|i| {
+                    let toks: Vec<&str> = docs[i].iter().map(String::as_str).collect();
+                    let ones;
+                    let ws = match weights {
+                        Some(w) => &w[i][..],
+                        None => {
+                            ones = vec![1.0f32; toks.len()];
+                            &ones[..]
+                        }
+                    };
+                    signer.sign_tokens(&toks, ws).map_err(|e| shift_rows(e, i))
+                })
+                .collect::<simlsh::Result<_>>()
+                .map_err(to_py)?;
+            let m = SignatureMatrix::from_signatures(signer.bits(), sigs.iter()).py()?;
+            out.put(r.start, &m);
+            Ok(())
+        })?;
+        Ok(out.into_py(py))
+    }
+
+    /// Signs documents (a list of strings) with a tokenizer.
+    #[pyo3(signature = (docs, tokenizer, threads = None))]
+    fn sign_texts<'py>(
+        &self,
+        py: Python<'py>,
+        docs: Vec<String>,
+        tokenizer: &PyTokenizer,
+        threads: Option<usize>,
+    ) -> PyResult<Bound<'py, PyArray2<u64>>> {
+        let t = Threads::new(threads)?;
+        let refs: Vec<&str> = docs.iter().map(String::as_str).collect();
+        self.texts(py, &refs, &tokenizer.inner, &t)
+    }
+
+    /// Signs an Arrow string column given by its buffers: `offsets` (`int32` or `int64`,
+    /// one per row plus one) into the UTF-8 bytes `data` (`uint8`).
+    #[pyo3(signature = (offsets, data, tokenizer, threads = None))]
+    fn sign_arrow_strings<'py>(
+        &self,
+        py: Python<'py>,
+        offsets: &Bound<'py, PyAny>,
+        data: PyReadonlyArray1<'py, u8>,
+        tokenizer: &PyTokenizer,
+        threads: Option<usize>,
+    ) -> PyResult<Bound<'py, PyArray2<u64>>> {
+        let t = Threads::new(threads)?;
+        let data = contiguous(&data, "data")?;
+        let docs = if let Ok(o) = offsets.extract::<PyReadonlyArray1<'py, i32>>() {
+            arrow_strings(contiguous(&o, "offsets")?, data)?
+        } else {
+            let o = offsets.extract::<PyReadonlyArray1<'py, i64>>()?;
+            arrow_strings(contiguous(&o, "offsets")?, data)?
+        };
+        self.texts(py, &docs, &tokenizer.inner, &t)
+    }
+
+    /// Bit-for-bit identity of two signers (same kind and parameters).
+    fn __eq__(&self, other: &Self) -> bool {
+        self.inner.info() == other.inner.info()
+    }
+}
+
+/// The elements of a 1-D array that must be contiguous.
+pub fn contiguous<'a, T: numpy::Element>(
+    a: &'a PyReadonlyArray1<'_, T>,
+    name: &str,
+) -> PyResult<&'a [T]> {
+    a.as_slice().map_err(|_| {
+        value_error(format!(
+            "{name} must be a contiguous array (use numpy.ascontiguousarray)"
+        ))
+    })
+}

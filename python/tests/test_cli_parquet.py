@@ -1,0 +1,131 @@
+"""Parquet both ways between pyarrow (as Spark, pandas and polars write it) and the command
+line: every kind of input column reads as its equivalent plain file, and the pairs and
+clusters the command line writes read back in pyarrow with the documented columns."""
+
+import pathlib
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import simlsh
+
+from conftest import ROOT, read_fvecs, run_cli
+
+TWEETS = ROOT / "datasets" / "healthtweets-10k" / "healthtweets-10k.csv"
+GLOVE = ROOT / "datasets" / "glove-6B-50d-10k" / "vectors.fvecs"
+
+
+def read_tsv_pairs(path: pathlib.Path) -> set:
+    lines = path.read_text().splitlines()[1:]
+    return {tuple(l.split("\t")[:2]) for l in lines}
+
+
+def test_text_column_with_ids_gives_the_pairs_of_the_csv(cli, tmp_path):
+    import csv
+
+    with open(TWEETS, newline="") as f:
+        rows = list(csv.DictReader(f))
+    table = pa.table({"source_id": [r["source_id"] for r in rows], "text": [r["text"] for r in rows]})
+    pq.write_table(table, tmp_path / "tweets.parquet")
+    run_cli(cli, "dedup", str(TWEETS), "--cosine", "0.8", "--bits", "256", "--id-field", "source_id",
+            "--pairs", str(tmp_path / "csv.tsv"))
+    run_cli(cli, "dedup", str(tmp_path / "tweets.parquet"), "--cosine", "0.8", "--bits", "256",
+            "--id-field", "source_id", "--pairs", str(tmp_path / "pq.parquet"),
+            "--clusters", str(tmp_path / "clusters.parquet"))
+    want = read_tsv_pairs(tmp_path / "csv.tsv")
+    assert len(want) > 100
+    got = pq.read_table(tmp_path / "pq.parquet")
+    assert got.schema.names == ["a", "b", "distance", "cosine"]
+    assert got.schema.field("a").type == pa.string()
+    assert got.schema.field("distance").type == pa.int32()
+    assert got.schema.metadata[b"simlsh.cosine"] == b"exact"
+    assert {(a, b) for a, b in zip(got["a"].to_pylist(), got["b"].to_pylist())} == want
+    assert min(got["cosine"].to_pylist()) >= 0.8
+    clusters = pq.read_table(tmp_path / "clusters.parquet")
+    assert clusters.schema.names == ["id", "cluster"]
+    assert clusters.num_rows == len(rows)
+
+
+@pytest.mark.parametrize("kind", ["list", "fixed", "large"])
+def test_dense_list_columns_read_as_the_fvecs(cli, tmp_path, kind):
+    x = read_fvecs(GLOVE)[:3000]
+    flat = pa.array(x.reshape(-1))
+    if kind == "fixed":
+        col = pa.FixedSizeListArray.from_arrays(flat, x.shape[1])
+    elif kind == "large":
+        col = pa.LargeListArray.from_arrays(np.arange(0, x.size + 1, x.shape[1], dtype=np.int64), flat)
+    else:
+        col = pa.ListArray.from_arrays(np.arange(0, x.size + 1, x.shape[1], dtype=np.int32), flat.cast(pa.float64()))
+    pq.write_table(pa.table({"vector": col}), tmp_path / "x.parquet")
+    np.asarray(x, dtype="<f4")
+    fv = tmp_path / "x.fvecs"
+    with open(fv, "wb") as f:
+        for row in x:
+            f.write(np.int32(len(row)).tobytes())
+            f.write(row.astype("<f4").tobytes())
+    a = run_cli(cli, "knn", str(fv), "--k", "3", "--signer", "gaussian")
+    b = run_cli(cli, "knn", str(tmp_path / "x.parquet"), "--field", "vector", "--k", "3", "--signer", "gaussian")
+    assert a == b
+
+
+def test_spark_ml_vectors_and_index_value_lists_read_as_sparse_rows(cli, tmp_path):
+    rng = np.random.default_rng(3)
+    n, dim = 500, 1000
+    rows = []
+    for i in range(n):
+        idx = np.sort(rng.choice(dim, size=rng.integers(1, 30), replace=False)).astype(np.int32)
+        rows.append((idx, rng.normal(size=len(idx))))
+    # A Spark ML SparseVector column: struct<type: int8, size: int32, indices: array<int32>, values: array<double>>.
+    ml = pa.StructArray.from_arrays(
+        [pa.array([0] * n, pa.int8()), pa.array([dim] * n, pa.int32()),
+         pa.array([r[0] for r in rows], pa.list_(pa.int32())), pa.array([r[1] for r in rows], pa.list_(pa.float64()))],
+        names=["type", "size", "indices", "values"])
+    pq.write_table(pa.table({"features": ml}), tmp_path / "ml.parquet")
+    pq.write_table(pa.table({"indices": pa.array([r[0] for r in rows], pa.list_(pa.int64())),
+                             "values": pa.array([r[1].astype(np.float32) for r in rows], pa.list_(pa.float32()))}),
+                   tmp_path / "lists.parquet")
+    import scipy.sparse as sp
+    m = sp.csr_matrix((np.concatenate([r[1] for r in rows]).astype(np.float32),
+                       np.concatenate([r[0] for r in rows]),
+                       np.cumsum([0] + [len(r[0]) for r in rows])), shape=(n, dim))
+    sp.save_npz(tmp_path / "m.npz", m, compressed=False)
+    args = ["sign", "--signer", "hashing-trick", "--bits", "128"]
+    run_cli(cli, "sign", str(tmp_path / "m.npz"), str(tmp_path / "a.npy"), *args[1:])
+    run_cli(cli, "sign", str(tmp_path / "ml.parquet"), str(tmp_path / "b.npy"), "--field", "features", *args[1:])
+    run_cli(cli, "sign", str(tmp_path / "lists.parquet"), str(tmp_path / "c.npy"), "--field", "indices,values", *args[1:])
+    a, b, c = (np.load(tmp_path / f) for f in ["a.npy", "b.npy", "c.npy"])
+    assert a.shape == (n, 2)
+    np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(a, c)
+
+
+def test_bigint_codes_as_spark_writes_them_read_as_the_same_bits(cli, tmp_path):
+    rng = np.random.default_rng(9)
+    words = rng.integers(0, 2**64, size=(400, 2), dtype=np.uint64)
+    words[1::2] = words[::2]
+    words[1::2, 0] ^= np.uint64(0b101)  # pairs at distance 2
+    signed = words.view(np.int64)  # Spark's bigint: the same bit patterns
+    pq.write_table(pa.table({"sig": pa.array(list(signed), pa.list_(pa.int64()))}), tmp_path / "codes.parquet")
+    np.save(tmp_path / "codes.npy", words)
+    want = run_cli(cli, "dedup", str(tmp_path / "codes.npy"), "--radius", "3")
+    got = run_cli(cli, "dedup", str(tmp_path / "codes.parquet"), "--field", "sig", "--radius", "3")
+    assert got == want and "pairs 200" in got
+    one = pa.table({"fp": pa.array(signed[:, 0])})
+    pq.write_table(one, tmp_path / "one.parquet")
+    out = run_cli(cli, "dedup", str(tmp_path / "one.parquet"), "--field", "fp", "--radius", "3", "--pairs", str(tmp_path / "p.parquet"))
+    assert "f = 64" in out
+    pairs = pq.read_table(tmp_path / "p.parquet")
+    assert pairs.schema.field("a").type == pa.int64()
+    assert pairs.schema.metadata[b"simlsh.cosine"] == b"estimated"
+    assert pairs.num_rows == 200
+
+
+def test_a_missing_column_is_named(cli, tmp_path):
+    import subprocess
+
+    pq.write_table(pa.table({"body": ["a b", "c d"]}), tmp_path / "t.parquet")
+    r = subprocess.run([str(cli), "dedup", str(tmp_path / "t.parquet")], capture_output=True, text=True)
+    assert r.returncode == 1
+    assert "no column `text`" in r.stderr and "body" in r.stderr

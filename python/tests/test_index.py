@@ -1,0 +1,191 @@
+"""Indexes against the NumPy brute-force oracle: radius and k-NN search of every kind, after
+builds, inserts and removals; FAISS-shaped results; files shared with the command line;
+pickling."""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pytest
+
+import simlsh
+from conftest import popcount_distances, random_codes, run_cli
+
+KINDS = [
+    lambda bits: simlsh.LinearScan(bits=bits),
+    lambda bits: simlsh.PermutedTables(bits=bits, radius=3),
+    lambda bits: simlsh.PermutedTables(bits=bits, radius=2, levels=[4, 4]),
+    lambda bits: simlsh.MultiIndex(bits=bits),
+    lambda bits: simlsh.MultiIndex(bits=bits, substrings=3),
+    lambda bits: simlsh.PermutationIndex(bits=bits, permutations=8, beam=16, seed=3),
+    lambda bits: simlsh.Index(bits=bits, spec="mih:m=2"),
+]
+IDS = ["linear", "manku", "manku-4+4", "mih", "mih-m3", "permutation", "spec"]
+
+
+def oracle_range(dist: np.ndarray, ids: np.ndarray, r: int):
+    lims, D, I = [0], [], []
+    for row in dist:
+        hit = np.flatnonzero(row <= r)
+        order = np.lexsort((ids[hit], row[hit]))
+        D += row[hit][order].tolist()
+        I += ids[hit][order].tolist()
+        lims.append(len(D))
+    return lims, D, I
+
+
+def oracle_knn(dist: np.ndarray, ids: np.ndarray, k: int):
+    D = np.full((len(dist), k), 2**31 - 1)
+    I = np.full((len(dist), k), -1)
+    for q, row in enumerate(dist):
+        order = np.lexsort((ids, row))[:k]
+        D[q, : len(order)] = row[order]
+        I[q, : len(order)] = ids[order]
+    return D, I
+
+
+@pytest.mark.parametrize("make", KINDS, ids=IDS)
+@pytest.mark.parametrize("bits", [64, 100])
+def test_searches_equal_brute_force_after_build_inserts_and_removals(make, bits):
+    rng = np.random.default_rng(bits)
+    codes = random_codes(rng, 3000, bits, planted=600, flips=4)
+    queries = np.concatenate([codes[rng.choice(3000, 150)], random_codes(rng, 50, bits)])
+    idx = make(bits)
+    idx.add(codes[:2000])  # one-pass build, ids 0..1999
+    idx.add(codes[2000:], ids=np.arange(5000, 6000))  # inserts, ids of the caller's choice
+    gone = rng.choice(np.concatenate([np.arange(2000), np.arange(5000, 6000)]), 400, replace=False)
+    assert idx.remove(gone) == 400 and idx.remove(gone[:10]) == 0
+    ids = np.concatenate([np.arange(2000), np.arange(5000, 6000)])
+    keep = ~np.isin(ids, gone)
+    stored, ids = codes[keep], ids[keep]
+    assert len(idx) == len(stored) == idx.ntotal
+    dist = popcount_distances(queries, stored)
+    for r in (0, 3, 5):
+        lims, D, I = idx.range_search(queries, r)
+        assert lims.dtype == np.int64 and D.dtype == np.int32 and I.dtype == np.int64
+        el, ed, ei = oracle_range(dist, ids, r)
+        assert lims.tolist() == el and D.tolist() == ed and I.tolist() == ei
+    for k in (1, 10):
+        D, I = idx.search(queries, k)
+        ed, ei = oracle_knn(dist, ids, k)
+        if idx.exact_knn:
+            np.testing.assert_array_equal(D, ed)
+            np.testing.assert_array_equal(I, ei)
+        else:
+            # Approximate: every reported hit is a real stored code at its true distance, in
+            # order, and recall against the exact answer is high on these planted neighbours.
+            row = {int(i): n for n, i in enumerate(ids)}
+            for q in range(len(queries)):
+                for d, i in zip(D[q], I[q]):
+                    assert i == -1 or dist[q, row[int(i)]] == d
+                assert np.all(np.diff(D[q]) >= 0)
+            # Recall of the close neighbours (the planted ones, distance <= 4): permutation
+            # search is built to find those; far ones (random codes at ~bits/2) it may miss.
+            near = [(q, int(i)) for q in range(len(queries)) for d, i in zip(ed[q], ei[q]) if d <= 4]
+            found = sum(i in set(I[q].tolist()) for q, i in near)
+            assert len(near) > 100 and found >= 0.95 * len(near)
+
+
+def test_fewer_stored_than_k_pads_like_faiss():
+    idx = simlsh.LinearScan(bits=64)
+    idx.add(np.array([[5], [7]], dtype=np.uint64))
+    D, I = idx.search(np.array([[5]], dtype=np.uint64), 4)
+    assert I.tolist() == [[0, 1, -1, -1]] and D.tolist() == [[0, 1, 2**31 - 1, 2**31 - 1]]
+    empty = simlsh.MultiIndex(bits=64)
+    lims, D, I = empty.range_search(np.zeros((3, 1), np.uint64), 5)
+    assert lims.tolist() == [0, 0, 0, 0] and len(D) == len(I) == 0
+
+
+@pytest.mark.parametrize("make", KINDS, ids=IDS)
+def test_save_load_and_pickle_round_trips(tmp_path, make):
+    rng = np.random.default_rng(7)
+    codes = random_codes(rng, 2000, 128, planted=200)
+    idx = make(128)
+    idx.add(codes)
+    idx.remove([3, 4, 5])
+    q = codes[:100]
+    want = idx.range_search(q, 6), idx.search(q, 5)
+    path = tmp_path / "x.simlsh"
+    idx.save(path)
+    for other in (simlsh.load_index(path), simlsh.Index.load(str(path)), pickle.loads(pickle.dumps(idx))):
+        assert isinstance(other, simlsh.Index) and other.kind == idx.kind and other.spec == idx.spec
+        classes = {"linear": simlsh.LinearScan, "manku": simlsh.PermutedTables, "mih": simlsh.MultiIndex,
+                   "permutation": simlsh.PermutationIndex}
+        assert type(other) is classes[idx.kind]
+        assert len(other) == len(idx) and other.bits == 128
+        got = other.range_search(q, 6), other.search(q, 5)
+        for a, b in zip(got[0] + got[1], want[0] + want[1]):
+            np.testing.assert_array_equal(a, b)
+        other.add(codes[3:6], ids=[3, 4, 5])  # a loaded (mapped) index takes inserts
+        assert len(other) == len(idx) + 3
+
+
+@pytest.mark.parametrize("kind", ["linear", "manku", "mih", "permutation"])
+def test_index_files_are_shared_with_the_command_line(tmp_path, cli, kind):
+    rng = np.random.default_rng(11)
+    codes = random_codes(rng, 1500, 64, planted=300)
+    np.save(tmp_path / "codes.npy", codes)
+    np.save(tmp_path / "q.npy", codes[:40])
+    # CLI builds, Python answers.
+    run_cli(cli, "index", "build", "--kind", kind, tmp_path / "codes.npy", tmp_path / "cli.idx")
+    idx = simlsh.load_index(tmp_path / "cli.idx")
+    assert idx.kind == kind and len(idx) == 1500
+    dist = popcount_distances(codes[:40], codes)
+    lims, D, I = idx.range_search(codes[:40], 3)
+    el, ed, ei = oracle_range(dist, np.arange(1500), 3)
+    assert lims.tolist() == el and I.tolist() == ei
+    # Python builds, the CLI answers the same.
+    py = simlsh.Index(bits=64, spec=kind)
+    py.add(codes)
+    py.save(tmp_path / "py.idx")
+    out = run_cli(cli, "index", "query", tmp_path / "py.idx", tmp_path / "q.npy", "--radius", 3)
+    rows = [line.split("\t") for line in out.strip().splitlines()[1:]]
+    got = sorted((int(q), int(d), int(h)) for q, h, d, _ in rows)
+    want = sorted((q, int(D[k]), int(I[k])) for q in range(40) for k in range(lims[q], lims[q + 1]))
+    assert got == want
+
+
+def test_add_reports_bad_rows_and_duplicate_ids():
+    idx = simlsh.PermutedTables(bits=64)
+    idx.add(np.array([[1], [2]], dtype=np.uint64))
+    with pytest.raises(ValueError, match="id 1"):
+        idx.add(np.array([[3]], dtype=np.uint64), ids=[1])
+    narrow = simlsh.LinearScan(bits=10)
+    with pytest.raises(ValueError, match=r"row 1: bits set beyond the signature width of 10"):
+        narrow.add(np.array([[1], [1 << 12]], dtype=np.uint64), ids=[0, 1])
+    with pytest.raises(ValueError, match="2 words per row"):
+        idx.search(np.zeros((1, 2), np.uint64), 1)
+    with pytest.raises(ValueError, match=r"ids\[0\] = -1"):
+        idx.add(np.array([[3]], dtype=np.uint64), ids=[-1])
+    with pytest.raises(ValueError, match="unknown"):
+        simlsh.Index(bits=64, spec="lsh-forest")
+
+
+def test_threads_search_while_another_adds():
+    """Searches share the index, add and remove hold it alone: Python threads may mix them
+    (no deadlock with the GIL, every answer exact for the state it saw)."""
+    import threading
+
+    rng = np.random.default_rng(4)
+    codes = random_codes(rng, 40_000, 64)
+    idx = simlsh.MultiIndex(bits=64)
+    idx.add(codes[:10_000])
+    errors = []
+
+    def searcher():
+        try:
+            for _ in range(30):
+                D, I = idx.search(codes[:50], 1)
+                assert D[:, 0].tolist() == [0] * 50 and I[:, 0].tolist() == list(range(50))
+        except Exception as e:  # reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=searcher) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for lo in range(10_000, 40_000, 5_000):
+        idx.add(codes[lo : lo + 5_000], ids=np.arange(lo, lo + 5_000))
+    for t in threads:
+        t.join()
+    assert not errors and len(idx) == 40_000

@@ -1,0 +1,58 @@
+"""Joins and graphs against brute force (NumPy) and SciPy's connected components."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from scipy.sparse.csgraph import connected_components
+
+import simlsh
+from conftest import popcount_distances, random_codes
+
+
+@pytest.mark.parametrize("bits,radius", [(64, 0), (64, 3), (64, 9), (128, 5), (200, 30)])
+def test_self_join_equals_all_pairs_brute_force(bits, radius):
+    rng = np.random.default_rng(bits + radius)
+    codes = random_codes(rng, 1500, bits, planted=500, flips=6)
+    codes[10] = codes[11]  # identical rows pair at distance 0
+    i, j, d = simlsh.self_join(codes, radius, bits=bits)
+    assert i.dtype == np.int64 and j.dtype == np.int64 and d.dtype == np.int32
+    dist = popcount_distances(codes, codes)
+    ei, ej = np.nonzero(np.triu(dist <= radius, k=1))
+    assert list(zip(i.tolist(), j.tolist())) == list(zip(ei.tolist(), ej.tolist()))
+    np.testing.assert_array_equal(d, dist[ei, ej])
+    assert simlsh.self_join(codes, radius, bits=bits, threads=1)[0].tolist() == i.tolist()
+
+
+def test_clusters_equal_connected_components():
+    rng = np.random.default_rng(3)
+    codes = random_codes(rng, 2000, 64, planted=900, flips=5)
+    i, j, _ = simlsh.self_join(codes, 5)
+    labels = simlsh.clusters(len(codes), i, j)
+    g = sp.coo_matrix((np.ones(len(i)), (i, j)), shape=(len(codes), len(codes)))
+    n, comp = connected_components(g, directed=False)
+    # Same partition, and each label is the smallest member of its component.
+    assert len(np.unique(labels)) == n
+    for c in range(n):
+        members = np.flatnonzero(comp == c)
+        assert np.all(labels[members] == members.min())
+    with pytest.raises(ValueError, match="beyond n"):
+        simlsh.clusters(3, [0], [5])
+
+
+@pytest.mark.parametrize("index", [None, "mih", "linear"])
+def test_knn_graph_equals_brute_force(index):
+    rng = np.random.default_rng(9)
+    codes = random_codes(rng, 800, 64, planted=300)
+    idx = None
+    if index is not None:
+        idx = simlsh.Index(bits=64, spec=index)
+        idx.add(codes)
+    D, I = simlsh.knn_graph(codes, 5, index=idx)
+    dist = popcount_distances(codes, codes).astype(np.int64)
+    np.fill_diagonal(dist, 1 << 40)  # a row is not its own neighbour
+    for r in range(len(codes)):
+        order = np.lexsort((np.arange(len(codes)), dist[r]))[:5]
+        assert I[r].tolist() == order.tolist()
+        assert D[r].tolist() == dist[r, order].tolist()
