@@ -111,10 +111,13 @@
 //! # Memory
 //!
 //! Every signer reports the bytes it holds ([`Signer::info`]): a Gaussian matrix is `4·D·f`
-//! bytes (1 GiB for `D = 2^20`, `f = 256`), a Rademacher matrix `D·f/8`, a very sparse one
-//! `4·(D + 1) + 4·nnz` (`≈ 4·D + 4·f·√D`), the pooled signer `4·m` (40 KB at `m = 10,000`),
-//! the hashed Gaussian 96 bytes of tables, the hashing trick nothing. A signature takes `8·⌈f/64⌉`
-//! bytes; indexes report theirs through [`HammingIndex::bytes`]. Index files are memory-mapped
+//! bytes (1 GiB for `D = 2^20`, `f = 256`), a Rademacher matrix `8·D·⌈f/64⌉` (`D·f/8` when
+//! 64 divides `f`), a very sparse one `4·(D + 1) + 4·p·D·f` at density `p` (a `u32` offset per
+//! feature and a `u32` per nonzero entry, see
+//! [`Distribution::VerySparse`](signers::Distribution::VerySparse)): `≈ 4·D + 4·f·√D` at the
+//! default `p = 1/√D`, 5 MiB for `D = 2^20`, `f = 256`, where the offsets dominate unless
+//! `f > √D`. The pooled signer holds `4·m` (40 KB at `m = 10,000`), the hashed Gaussian 96
+//! bytes of tables, the hashing trick nothing. A signature takes `8·⌈f/64⌉` bytes; indexes report theirs through [`HammingIndex::bytes`]. Index files are memory-mapped
 //! on load ([`storage::Buf`]), so opening a large index costs no copy and its pages are shared
 //! between processes.
 //!
