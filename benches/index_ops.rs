@@ -18,24 +18,14 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use criterion::{BatchSize, BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use rayon::ThreadPool;
+#[path = "common/pool.rs"]
+mod pool;
+use pool::pool;
 use simlsh::index::{HammingIndex, LinearScan, MultiIndex, PermutationIndex, PermutedTables};
 use simlsh::io::load_index;
 use simlsh::rng::Rng;
 use simlsh::signature::SignatureMatrix;
 use simlsh_workloads::{W3, w3};
-
-/// The 1-thread pool, on the benchmark's thread.
-fn pool() -> &'static ThreadPool {
-    static POOL: OnceLock<ThreadPool> = OnceLock::new();
-    POOL.get_or_init(|| {
-        rayon::ThreadPoolBuilder::new()
-            .num_threads(1)
-            .use_current_thread()
-            .build()
-            .expect("a 1-thread pool")
-    })
-}
 
 /// One index kind: its name, the built index, its file, and how many single removals and
 /// insertions one measurement makes (enough to include the periodic merges).

@@ -15,10 +15,15 @@
 use std::hint::black_box;
 use std::sync::OnceLock;
 
-use criterion::measurement::{Measurement, ValueFormatter, WallTime};
+use criterion::measurement::Measurement;
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use rayon::ThreadPool;
 use rayon::prelude::*;
+#[path = "common/cpu_time.rs"]
+mod cpu_time;
+use cpu_time::CpuTime;
+#[path = "common/pool.rs"]
+mod pool;
+use pool::pool;
 use simlsh::estimate::{BandingPlanner, JoinPlanner, binomial_quantile, filtered_band_recall};
 use simlsh::join::{Banding, banded_join_each, self_join_each};
 use simlsh::rng::Rng;
@@ -27,59 +32,6 @@ use simlsh::{HashingTrick, SignatureMatrix, Signer};
 
 const THRESHOLD: f64 = 0.8;
 const RECALL: f64 = 0.95;
-
-/// CPU time of the calling thread (`/proc/thread-self/schedstat`), in nanoseconds.
-struct CpuTime;
-
-static WALL: WallTime = WallTime;
-
-fn thread_cpu_ns() -> u64 {
-    std::fs::read_to_string("/proc/thread-self/schedstat")
-        .ok()
-        .and_then(|s| s.split_whitespace().next()?.parse().ok())
-        .expect("per-thread CPU time needs Linux /proc/thread-self/schedstat")
-}
-
-impl Measurement for CpuTime {
-    type Intermediate = u64;
-    type Value = u64;
-
-    fn start(&self) -> u64 {
-        thread_cpu_ns()
-    }
-
-    fn end(&self, start: u64) -> u64 {
-        thread_cpu_ns() - start
-    }
-
-    fn add(&self, a: &u64, b: &u64) -> u64 {
-        a + b
-    }
-
-    fn zero(&self) -> u64 {
-        0
-    }
-
-    fn to_f64(&self, v: &u64) -> f64 {
-        *v as f64
-    }
-
-    fn formatter(&self) -> &dyn ValueFormatter {
-        WALL.formatter()
-    }
-}
-
-/// The 1-thread pool, on the benchmark's thread so that its CPU time is measured.
-fn pool() -> &'static ThreadPool {
-    static POOL: OnceLock<ThreadPool> = OnceLock::new();
-    POOL.get_or_init(|| {
-        rayon::ThreadPoolBuilder::new()
-            .num_threads(1)
-            .use_current_thread()
-            .build()
-            .expect("a 1-thread pool")
-    })
-}
 
 /// Cosines of the planted copies.
 const PLANTED: [f64; 5] = [0.8, 0.85, 0.9, 0.95, 1.0];

@@ -23,23 +23,13 @@ use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_m
 #[path = "common/cpu_time.rs"]
 mod cpu_time;
 use cpu_time::CpuTime;
-use rayon::ThreadPool;
+#[path = "common/pool.rs"]
+mod pool;
+use pool::pool;
 use simlsh::index::{HammingIndex, Hit, LinearScan, PermutedTables};
 use simlsh::join::self_join;
 use simlsh::{SignatureMatrix, hamming};
 use simlsh_workloads::{W3, W4, w3, w4};
-
-/// The 1-thread pool, on the benchmark's thread so that its CPU time is measured.
-fn pool() -> &'static ThreadPool {
-    static POOL: OnceLock<ThreadPool> = OnceLock::new();
-    POOL.get_or_init(|| {
-        rayon::ThreadPoolBuilder::new()
-            .num_threads(1)
-            .use_current_thread()
-            .build()
-            .expect("a 1-thread pool")
-    })
-}
 
 /// W3, its codes, and the checked 4- and 10-table indexes.
 struct W3Setup {

@@ -22,22 +22,12 @@ use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 #[path = "common/cpu_time.rs"]
 mod cpu_time;
 use cpu_time::CpuTime;
-use rayon::ThreadPool;
+#[path = "common/pool.rs"]
+mod pool;
+use pool::pool;
 use simlsh::index::{HammingIndex, Hit, LinearScan, MultiIndex};
 use simlsh::signature::SignatureMatrix;
 use simlsh_workloads::{W3, W5, w3, w5};
-
-/// The 1-thread pool, on the benchmark's own thread (so that its CPU time is measured).
-fn one_thread() -> &'static ThreadPool {
-    static POOL: std::sync::OnceLock<ThreadPool> = std::sync::OnceLock::new();
-    POOL.get_or_init(|| {
-        rayon::ThreadPoolBuilder::new()
-            .num_threads(1)
-            .use_current_thread()
-            .build()
-            .unwrap()
-    })
-}
 
 /// Fraction of the planted neighbours found in the top 10.
 fn recall_w5(w: &W5, res: &[Vec<Hit>]) -> f64 {
@@ -62,7 +52,7 @@ fn recall_w3(w: &W3, res: &[Vec<Hit>]) -> (f64, bool) {
 }
 
 fn bench_w5(c: &mut Criterion) {
-    let pool = one_thread();
+    let pool = pool();
     let w = w5();
     let sigs = SignatureMatrix::from_parts(W5::BITS, w.index.clone()).unwrap();
     let t = Instant::now();
@@ -108,7 +98,7 @@ fn bench_w5(c: &mut Criterion) {
 }
 
 fn bench_w3<M: Measurement>(c: &mut Criterion<M>, prefix: &str) {
-    let pool = one_thread();
+    let pool = pool();
     let w = w3();
     let sigs = SignatureMatrix::from_parts(64, w.index.clone()).unwrap();
     let mih = pool.install(|| MultiIndex::build(&sigs).unwrap());
@@ -146,7 +136,7 @@ fn bench_w3<M: Measurement>(c: &mut Criterion<M>, prefix: &str) {
 }
 
 fn bench_build(c: &mut Criterion) {
-    let pool = one_thread();
+    let pool = pool();
     let mut g = c.benchmark_group("mih_build");
     g.sample_size(10);
     let w = w3();

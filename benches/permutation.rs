@@ -18,6 +18,9 @@ use std::time::Instant;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use rayon::ThreadPool;
+#[path = "common/pool.rs"]
+mod pool;
+use pool::pool;
 use simlsh::index::{HammingIndex, Hit, LinearScan, PermutationIndex, recall_at_k};
 use simlsh::rng::Rng;
 use simlsh::signature::{SignatureMatrix, words_for};
@@ -25,13 +28,6 @@ use simlsh_workloads::{W5, w5};
 
 const K: usize = 10;
 const LINEAR_QUERIES: usize = 128;
-
-fn one_thread() -> ThreadPool {
-    rayon::ThreadPoolBuilder::new()
-        .num_threads(1)
-        .build()
-        .expect("a 1-thread pool")
-}
 
 /// Builds `(q, B)` three times on one thread; returns the index and the median build time.
 fn build(pool: &ThreadPool, data: &SignatureMatrix, q: usize, b: usize) -> (PermutationIndex, f64) {
@@ -63,14 +59,14 @@ fn run(
     truth: &[Vec<Hit>],
     configs: &[(usize, usize)],
 ) {
-    let pool = one_thread();
+    let pool = pool();
     let w = data.words_per_row();
     let nq = queries.len() / w;
     let mut g = c.benchmark_group(name);
     g.sample_size(10);
     g.throughput(Throughput::Elements(nq as u64));
     for &(q, b) in configs {
-        let (idx, build_s) = build(&pool, data, q, b);
+        let (idx, build_s) = build(pool, data, q, b);
         let got = pool.install(|| idx.knn_batch(queries, K).expect("valid queries"));
         eprintln!(
             "{name} permutation q={q} B={b}: recall@{K} {:.4}, {:.1} bytes/code, build {:.3} s (1 thread, median of 3)",

@@ -10,6 +10,9 @@
 //! to a smaller row count for a quick run.
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+#[path = "common/pool.rs"]
+mod pool;
+use pool::pool;
 use simlsh::signers::{Distribution, HashedGaussian, HashingTrick, HyperplaneSigner, PooledSigner};
 use simlsh::{Signer, SignerExt};
 use simlsh_workloads::{W1, W2_DIM, w1, w2};
@@ -27,14 +30,6 @@ fn rows() -> usize {
         .unwrap_or(100_000)
 }
 
-fn one_thread<R: Send>(f: impl FnOnce() -> R + Send) -> R {
-    rayon::ThreadPoolBuilder::new()
-        .num_threads(1)
-        .build()
-        .unwrap()
-        .install(f)
-}
-
 fn bench_w1(c: &mut Criterion) {
     let w = w1(rows());
     let csr = w.to_csr().unwrap();
@@ -44,15 +39,15 @@ fn bench_w1(c: &mut Criterion) {
     for f in [64, 256] {
         let ht = HashingTrick::builder().bits(f).build().unwrap();
         g.bench_function(format!("hashing-trick/f{f}"), |b| {
-            b.iter(|| one_thread(|| black_box(ht.sign_csr(csr.view()).unwrap())))
+            b.iter(|| pool().install(|| black_box(ht.sign_csr(csr.view()).unwrap())))
         });
         let hg = HashedGaussian::builder().bits(f).build().unwrap();
         g.bench_function(format!("hashed-gaussian/f{f}"), |b| {
-            b.iter(|| one_thread(|| black_box(hg.sign_csr(csr.view()).unwrap())))
+            b.iter(|| pool().install(|| black_box(hg.sign_csr(csr.view()).unwrap())))
         });
         let pooled = PooledSigner::builder().bits(f).build().unwrap();
         g.bench_function(format!("pooled/f{f}"), |b| {
-            b.iter(|| one_thread(|| black_box(pooled.sign_csr(csr.view()).unwrap())))
+            b.iter(|| pool().install(|| black_box(pooled.sign_csr(csr.view()).unwrap())))
         });
         let rad = HyperplaneSigner::builder()
             .dim(W1::DIM as u64)
@@ -61,7 +56,7 @@ fn bench_w1(c: &mut Criterion) {
             .build()
             .unwrap();
         g.bench_function(format!("rademacher/f{f}"), |b| {
-            b.iter(|| one_thread(|| black_box(rad.sign_csr(csr.view()).unwrap())))
+            b.iter(|| pool().install(|| black_box(rad.sign_csr(csr.view()).unwrap())))
         });
     }
     let gauss = HyperplaneSigner::builder()
@@ -70,7 +65,7 @@ fn bench_w1(c: &mut Criterion) {
         .build()
         .unwrap();
     g.bench_function("gaussian/f64", |b| {
-        b.iter(|| one_thread(|| black_box(gauss.sign_csr(csr.view()).unwrap())))
+        b.iter(|| pool().install(|| black_box(gauss.sign_csr(csr.view()).unwrap())))
     });
     g.finish();
 }
@@ -93,7 +88,7 @@ fn bench_w2(c: &mut Criterion) {
                 .build()
                 .unwrap();
             g.bench_function(format!("{name}/f{f}"), |b| {
-                b.iter(|| one_thread(|| black_box(s.sign_dense(&x).unwrap())))
+                b.iter(|| pool().install(|| black_box(s.sign_dense(&x).unwrap())))
             });
         }
     }

@@ -18,18 +18,13 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+#[path = "common/pool.rs"]
+mod pool;
+use pool::pool;
 use simlsh::HashingTrick;
 use simlsh::signers::{AnySigner, HashedGaussian};
 use simlsh::text::{Idf, Mode, Tokenizer, Weighting};
 use std::hint::black_box;
-
-fn one_thread<R: Send>(f: impl FnOnce() -> R + Send) -> R {
-    rayon::ThreadPoolBuilder::new()
-        .num_threads(1)
-        .build()
-        .unwrap()
-        .install(f)
-}
 
 fn corpus_path() -> PathBuf {
     if let Some(p) = std::env::var_os("SIMLSH_TEXT_BENCH_FILE") {
@@ -88,10 +83,10 @@ fn bench_song(c: &mut Criterion) {
         g.throughput(Throughput::Elements(tokens as u64));
         if name == "chars2" {
             g.bench_function(format!("{name}/idf"), |b| {
-                b.iter(|| one_thread(|| black_box(Idf::fit(&plain, &docs))))
+                b.iter(|| pool().install(|| black_box(Idf::fit(&plain, &docs))))
             });
         }
-        let idf = one_thread(|| Idf::fit(&plain, &docs));
+        let idf = pool().install(|| Idf::fit(&plain, &docs));
         let tok = plain.to_builder().idf(idf).build().unwrap();
         let signers: &[(&str, &AnySigner)] = if name == "chars2" {
             &[("hashed-gaussian", &hg), ("hashing-trick", &ht)]
@@ -100,7 +95,7 @@ fn bench_song(c: &mut Criterion) {
         };
         for (s, signer) in signers {
             g.bench_function(format!("{name}/sign/{s}"), |b| {
-                b.iter(|| one_thread(|| black_box(tok.sign_corpus(*signer, &docs).unwrap())))
+                b.iter(|| pool().install(|| black_box(tok.sign_corpus(*signer, &docs).unwrap())))
             });
         }
         if mode == Mode::Cjk {
@@ -110,7 +105,7 @@ fn bench_song(c: &mut Criterion) {
                 .build()
                 .unwrap();
             g.bench_function("jieba/sign/hashed-gaussian", |b| {
-                b.iter(|| one_thread(|| black_box(jieba.sign_corpus(&hg, &docs).unwrap())))
+                b.iter(|| pool().install(|| black_box(jieba.sign_corpus(&hg, &docs).unwrap())))
             });
         }
     }
@@ -136,7 +131,7 @@ fn bench_long_line(c: &mut Criterion) {
         let doc: String = line.chars().take(chars).collect();
         g.throughput(Throughput::Elements(chars as u64));
         g.bench_function(format!("chars2/{chars}"), |b| {
-            b.iter(|| one_thread(|| black_box(tok.sign_corpus(&signer, &[&doc]).unwrap())))
+            b.iter(|| pool().install(|| black_box(tok.sign_corpus(&signer, &[&doc]).unwrap())))
         });
     }
     g.finish();

@@ -7,18 +7,21 @@
 //!
 //! # Overview
 //!
-//! | layer | module | main types |
+//! | layer | module | main items |
 //! |---|---|---|
-//! | signatures | [`signature`] | [`Signature`], [`SignatureMatrix`] |
-//! | signers | [`signers`] | the [`Signer`] trait, [`HyperplaneSigner`], [`HashingTrick`], [`HashedGaussian`], [`PooledSigner`], [`Accumulator`], [`SignerSpec`] |
-//! | estimates | [`estimate`] | [`estimate::estimate`], [`estimate::Planner`], [`estimate::BitsPlanner`] |
-//! | CPU dispatch | [`cpu`] | [`cpu::features`], the scalar / x86 kernel layer |
-//! | popcount kernels | [`hamming`] | [`hamming::distance`], [`hamming::scan_radius`], [`hamming::scan_knn`] |
-//! | indexes | [`index`] | the [`HammingIndex`] trait, [`LinearScan`] |
-//! | joins | [`join`] | [`join::self_join`], [`join::banded_join`], [`join::leader_clusters`] |
-//! | exact answers | [`verify`] | [`verify::VerifiedJoin`], [`verify::rerank`], [`verify::Vectors`] |
-//! | files | [`io`] | the versioned format, [`io::save_signatures`], [`io::load_index`] |
-//! | randomness | [`rng`] | platform-independent seeded generators and hashes |
+//! | signatures | [`signature`] | [`Signature`], [`SignatureMatrix`] (packed `u64` words, views, `ndarray` conversions) |
+//! | signers | [`signers`] | the [`Signer`] trait, [`HyperplaneSigner`], [`HashingTrick`], [`HashedGaussian`], [`PooledSigner`], streaming [`Accumulator`]; [`SignerSpec`] and [`signers::kinds`] name every kind in one text form (`super-bit:depth=16`); [`signers::sparse`] checks and sorts sparse rows, [`signers::kernels`] holds the accumulation kernels |
+//! | estimates and plans | [`estimate`] | [`estimate::estimate`] (angle and cosine with intervals), binomial tails; [`estimate::Planner`] (Hamming radius for a cosine threshold), [`estimate::BitsPlanner`] (width for an error), [`estimate::BandingPlanner`] and [`estimate::JoinPlanner`] (banding, and banded or Hamming join, for a recall at a threshold) |
+//! | CPU dispatch | [`cpu`] | [`cpu::features`] and `SIMLSH_FORCE_SCALAR`: the one choice of scalar or x86 kernels, and the prefetch and POPCNT helpers every index and join shares |
+//! | popcount kernels | [`hamming`] | [`hamming::distance`], [`hamming::scan_radius`], [`hamming::scan_knn`]; [`hamming::scalar`] is the reference set |
+//! | indexes | [`index`] | the [`HammingIndex`] trait, [`LinearScan`], [`index::PermutedTables`] ([`index::manku`]), [`MultiIndex`], [`index::PermutationIndex`]; [`index::IndexSpec`] ([`index::spec`]) names and builds any kind (`manku:k=3`); [`index::results`] holds flat batch results |
+//! | joins | [`join`] | exact [`join::self_join`] by Hamming radius, [`join::banded_join`] candidates by band agreement ([`join::Banding`], partitionable with [`join::band_partition`]), [`join::clusters`], [`join::knn_graph`], [`join::UnionFind`], [`join::leader_clusters`] |
+//! | exact answers | [`verify`] | [`verify::VerifiedJoin`] (signature candidates, exact cosine decides), [`verify::rerank`], the [`verify::Vectors`] trait |
+//! | text | [`text`] | [`text::Tokenizer`] (words, n-grams, jieba, stop words, TF-IDF, top-K), [`text::Idf`], [`text::StopWords`] |
+//! | files | [`io`] | readers of every input format ([`io::read_vectors`], [`io::documents()`]), signatures as `.npy`, the versioned index format ([`io::save_signatures`], [`io::load_index`]), atomic writes, advisory locks |
+//! | memory maps | [`storage`] | [`storage::Buf`]: an array owned or borrowed from a mapped file |
+//! | errors | [`error`] | [`Error`] (typed, naming the file, row or value), [`Result`] |
+//! | randomness | [`rng`] | platform-independent seeded generators and hashes (Xoshiro256++, XXH3) |
 //!
 //! Sign, compare, estimate:
 //!
@@ -32,6 +35,42 @@
 //! let h = sigs.distance(0, 1);
 //! let e = estimate::estimate(h as u64, 256, 0.95, estimate::IntervalMethod::ClopperPearson)?;
 //! assert!(e.cosine > 0.9 && e.cosine_interval.contains(0.99));
+//! # Ok::<(), simlsh::Error>(())
+//! ```
+//!
+//! Find every pair of vectors with cosine ≥ τ: the signatures give candidate pairs (a Hamming
+//! radius or a banding, planned for a recall at τ), and the exact cosine of each candidate
+//! decides ([`verify`]):
+//!
+//! ```
+//! use simlsh::ndarray::Array2;
+//! use simlsh::rng::Rng;
+//! use simlsh::verify::{DenseVectors, Vectors, VerifiedJoin};
+//! use simlsh::{HyperplaneSigner, Signer};
+//!
+//! // 300 random vectors of dimension 64; rows 200.. are noisy copies of rows 0..100.
+//! let mut rng = Rng::new(1);
+//! let mut x = Array2::from_shape_fn((300, 64), |_| rng.gaussian() as f32);
+//! for i in 200..300 {
+//!     for k in 0..64 {
+//!         x[[i, k]] = x[[i - 200, k]] + 0.3 * rng.gaussian() as f32;
+//!     }
+//! }
+//! let (tau, bits) = (0.9, 256);
+//! let signer = HyperplaneSigner::builder().dim(64).bits(bits).seed(7).build()?;
+//! let sigs = signer.sign_dense(&x)?;
+//! let vectors = DenseVectors::new(x.view())?;
+//! let join = VerifiedJoin::planned(tau, 0.99, bits, vectors.len())?;
+//! let (pairs, report) = join.pairs(&sigs, &vectors)?;
+//! // Exactly the pairs brute force finds, from a small share of the 44,850 pairs.
+//! let brute: Vec<(u32, u32)> = (0..300u32)
+//!     .flat_map(|i| (i + 1..300).map(move |j| (i, j)))
+//!     .filter(|&(i, j)| vectors.cosine(i as usize, j as usize) >= tau)
+//!     .collect();
+//! assert_eq!(brute.len(), 100);
+//! assert_eq!(pairs.iter().map(|p| (p.i, p.j)).collect::<Vec<_>>(), brute);
+//! assert!(pairs.iter().all(|p| p.cosine >= tau));
+//! assert!(report.candidates < 1_000, "{} candidates", report.candidates);
 //! # Ok::<(), simlsh::Error>(())
 //! ```
 //!
@@ -72,12 +111,41 @@
 //! # Memory
 //!
 //! Every signer reports the bytes it holds ([`Signer::info`]): a Gaussian matrix is `4·D·f`
-//! bytes (1 GiB for `D = 2^20`, `f = 256`), a Rademacher matrix `D·f/8`, a very sparse one
-//! `4·(D + 1) + 4·nnz` (`≈ 4·D + 4·f·√D`), the pooled signer `4·m` (40 KB at `m = 10,000`),
-//! the hashed Gaussian 96 bytes of tables, the hashing trick nothing. A signature takes `8·⌈f/64⌉`
-//! bytes; indexes report theirs through [`HammingIndex::bytes`]. Index files are memory-mapped
+//! bytes (1 GiB for `D = 2^20`, `f = 256`), a Rademacher matrix `8·D·⌈f/64⌉` (`D·f/8` when
+//! 64 divides `f`), a very sparse one `4·(D + 1) + 4·p·D·f` at density `p` (a `u32` offset per
+//! feature and a `u32` per nonzero entry, see
+//! [`Distribution::VerySparse`](signers::Distribution::VerySparse)): `≈ 4·D + 4·f·√D` at the
+//! default `p = 1/√D`, 5 MiB for `D = 2^20`, `f = 256`, where the offsets dominate unless
+//! `f > √D`. The pooled signer holds `4·m` (40 KB at `m = 10,000`), the hashed Gaussian 96
+//! bytes of tables, the hashing trick nothing. A signature takes `8·⌈f/64⌉` bytes; indexes report theirs through [`HammingIndex::bytes`]. Index files are memory-mapped
 //! on load ([`storage::Buf`]), so opening a large index costs no copy and its pages are shared
 //! between processes.
+//!
+//! # Cargo features
+//!
+//! Everything is on by default (`default = ["cjk", "npz", "documents"]`); each feature only
+//! adds readers or text modes, never changes a result:
+//!
+//! | feature | adds | brings in |
+//! |---|---|---|
+//! | `cjk` | jieba segmentation of Chinese ([`text::Mode::Cjk`], [`text::Mode::Auto`]) and jieba's keyword weights | `jieba-rs` |
+//! | `npz` | `.npz` archives: SciPy sparse matrices and `np.savez` arrays ([`io::read_npz`]) | `zip` (deflate only) |
+//! | `documents` | JSON Lines, CSV and TSV documents ([`io::documents()`]; plain text needs nothing) | `serde_json`, `csv` |
+//!
+//! A user of signatures, estimates, indexes and joins alone can take
+//! `simlsh = { version = "0.1", default-features = false }`: about 30 crates in all (build
+//! tools included) instead of about 70. Without a feature, its formats and modes are an
+//! [`Error::Unsupported`] naming the feature.
+//!
+//! # `ndarray` and `sprs`
+//!
+//! Dense inputs are [`ndarray`] arrays and sparse ones [`sprs`] CSR matrices, of the versions
+//! re-exported here as [`simlsh::ndarray`](ndarray) and [`simlsh::sprs`](sprs). Code that
+//! depends on another version of either can build its matrices through these re-exports
+//! (e.g. `simlsh::ndarray::Array2::from_shape_vec` from a `Vec<f32>`, or
+//! `simlsh::sprs::CsMat::new` from the raw arrays), or use the slice-based entry points
+//! ([`Signer::sign_sparse`], [`Signer::sign_dense_row`], the
+//! [`Accumulator`]) that take no matrix type at all.
 #![deny(missing_docs)]
 
 pub mod cpu;
@@ -89,11 +157,21 @@ pub mod io;
 pub mod join;
 pub mod rng;
 pub mod signature;
+// The lints that `rust-version = "1.89"` turns on are fixed everywhere but here, where a signer
+// is being added in parallel: remove this once `src/signers` has its `if let` chains.
+#[allow(clippy::collapsible_if)]
 pub mod signers;
 pub mod storage;
 pub mod text;
 pub(crate) mod util;
 pub mod verify;
+
+/// The `ndarray` version whose arrays the signers, readers and exact vectors take: build
+/// dense inputs with it when your own code depends on another `ndarray`.
+pub use ndarray;
+/// The `sprs` version whose CSR matrices the signers and readers take: build sparse inputs
+/// with it when your own code depends on another `sprs`.
+pub use sprs;
 
 pub use error::{Error, Result};
 pub use index::{HammingIndex, Hit, Id, LinearScan, MultiIndex};

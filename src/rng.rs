@@ -12,7 +12,7 @@
 //! - [`mix64`] is the SplitMix64 finaliser; [`hash_u64`] and [`hash_bytes`] are seeded XXH3-64
 //!   of explicit little-endian bytes.
 
-use rand::{Rng as _, SeedableRng};
+use rand_core::{Rng as _, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use xxhash_rust::xxh3::xxh3_64_with_seed;
 

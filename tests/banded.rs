@@ -89,8 +89,8 @@ fn pool(threads: usize) -> rayon::ThreadPool {
         .unwrap()
 }
 
-/// A layout: `(bits, width, bands, max_distance, max_group)`.
-fn layout() -> impl Strategy<Value = (usize, u32, usize, u32, usize)> {
+/// A banding layout: any bits, width, bands, filter radius and cap.
+fn layout() -> impl Strategy<Value = Banding> {
     (
         prop_oneof![Just(16usize), Just(64), Just(100), Just(130), Just(256)],
         1u32..=24,
@@ -106,6 +106,16 @@ fn layout() -> impl Strategy<Value = (usize, u32, usize, u32, usize)> {
                 prop_oneof![Just(usize::MAX), 2usize..6],
             )
         })
+        .prop_map(|(bits, width, bands, max_distance, max_group)| {
+            Banding::builder()
+                .bits(bits)
+                .bands(bands)
+                .width(width)
+                .max_distance(max_distance)
+                .max_group(max_group)
+                .build()
+                .unwrap()
+        })
 }
 
 proptest! {
@@ -113,19 +123,11 @@ proptest! {
 
     #[test]
     fn banded_join_equals_brute_force(
-        (bits, width, bands, max_distance, max_group) in layout(),
+        b in layout(),
         n in 0usize..70,
         seed in any::<u64>(),
     ) {
-        let sigs = codes(n, bits, width as usize, seed);
-        let b = Banding::builder()
-            .bits(bits)
-            .bands(bands)
-            .width(width)
-            .max_distance(max_distance)
-            .max_group(max_group)
-            .build()
-            .unwrap();
+        let sigs = codes(n, b.bits(), b.width() as usize, seed);
         let (want, capped) = brute(&sigs, &b);
         let (got, stats) = banded_join(&sigs, &b).unwrap();
         prop_assert_eq!(&got, &want);
@@ -149,29 +151,21 @@ proptest! {
 
     #[test]
     fn partitions_reproduce_the_join(
-        (bits, width, bands, max_distance, max_group) in layout(),
+        b in layout(),
         n in 0usize..60,
         parts in 1usize..5,
         seed in any::<u64>(),
     ) {
-        let sigs = codes(n, bits, width as usize, seed);
-        let b = Banding::builder()
-            .bits(bits)
-            .bands(bands)
-            .width(width)
-            .max_distance(max_distance)
-            .max_group(max_group)
-            .build()
-            .unwrap();
+        let sigs = codes(n, b.bits(), b.width() as usize, seed);
         let (want, stats) = banded_join(&sigs, &b).unwrap();
         // Distinct ids in scrambled order, and a job that sends each (band, key) group to
         // partition `key % parts`, rows in any order.
         let mut rng = Rng::new(seed ^ 0x5eed);
         let ids: Vec<u64> = (0..n as u64).map(|i| (i * 7919 + 13) ^ 0xabcd_ef00).collect();
-        let w = words_for(bits);
+        let w = words_for(b.bits());
         let mut got: Vec<IdPair> = Vec::new();
         let mut capped = Vec::new();
-        for band in 0..bands {
+        for band in 0..b.bands() {
             for part in 0..parts {
                 let mut rows: Vec<usize> = (0..n)
                     .filter(|&i| b.key(band, sigs.row(i)) % parts as u64 == part as u64)

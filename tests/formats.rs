@@ -205,6 +205,11 @@ fn signatures_npy_round_trip_memory_mapped_and_numpy_compatible() {
             got.storage().is_mapped(),
             "a little-endian C-order file is mapped"
         );
+        // Byte for byte what `np.save` writes: a version 1.0 header padded to 64 bytes,
+        // then the words little-endian.
+        let le: Vec<u8> = m.as_slice().iter().flat_map(|x| x.to_le_bytes()).collect();
+        let shape = format!("({}, {})", m.len(), m.words_per_row());
+        assert_eq!(std::fs::read(&p).unwrap(), npy_raw("<u8", &shape, &le));
         // Any .npy reader sees an N × words uint64 array.
         let arr: Array2<u64> =
             ndarray_npy::ReadNpyExt::read_npy(std::fs::File::open(&p).unwrap()).unwrap();

@@ -1,14 +1,15 @@
 //! The `SIMLSH_FORCE_SCALAR` switch of the CPU dispatch ([`simlsh::cpu`]), tested in child
 //! processes (the choice is made once per process): with it, every dispatched path (the
-//! Hamming kernels, the Manku and MIH probes, the self-join's pair checks) runs its scalar
-//! reference and must give the oracle's answers, as the dispatched run does.
+//! Hamming kernels, the Manku and MIH probes, the self-join's and the banded join's pair
+//! checks) runs its scalar reference and must give the oracle's answers, as the dispatched
+//! run does.
 
 use std::process::Command;
 
 use simlsh::cpu;
 use simlsh::hamming::{self, FORCE_SCALAR_ENV, Kernels};
 use simlsh::index::{HammingIndex, IndexSpec, LinearScan};
-use simlsh::join::self_join;
+use simlsh::join::{Banding, banded_join, self_join};
 use simlsh::rng::Rng;
 use simlsh::signature::SignatureMatrix;
 
@@ -87,6 +88,48 @@ fn dispatch_follows_environment() {
     }
     let got: Vec<(u32, u32, u32)> = pairs.iter().map(|p| (p.i, p.j, p.distance)).collect();
     assert_eq!(got, want);
+    // Two-word codes (two clustered halves, near-duplicates in the same rows): the self-join's
+    // early-exit distance and the banded join's run scans, both compiled with POPCNT when
+    // dispatched.
+    let (lo, hi) = (clustered(&mut rng, 2000), clustered(&mut rng, 2000));
+    let words: Vec<u64> = lo
+        .as_slice()
+        .iter()
+        .zip(hi.as_slice())
+        .flat_map(|(&a, &b)| [a, b])
+        .collect();
+    let wide = SignatureMatrix::from_parts(128, words).unwrap();
+    let banding = Banding::builder()
+        .bits(128)
+        .bands(16)
+        .width(8)
+        .max_distance(6)
+        .build()
+        .unwrap();
+    let (mut join_want, mut banded_want) = (Vec::new(), Vec::new());
+    for i in 0..wide.len() {
+        for j in i + 1..wide.len() {
+            let d = wide.distance(i, j);
+            if d <= 5 {
+                join_want.push((i as u32, j as u32, d));
+            }
+            let agree = (0..16).any(|k| banding.key(k, wide.row(i)) == banding.key(k, wide.row(j)));
+            if d <= 6 && agree {
+                banded_want.push((i as u32, j as u32, d));
+            }
+        }
+    }
+    let got: Vec<(u32, u32, u32)> = self_join(&wide, 5)
+        .unwrap()
+        .iter()
+        .map(|p| (p.i, p.j, p.distance))
+        .collect();
+    assert_eq!(got, join_want);
+    assert!(join_want.len() > 1000, "{} pairs", join_want.len());
+    let (pairs, stats) = banded_join(&wide, &banding).unwrap();
+    assert!(stats.capped.is_empty());
+    let got: Vec<(u32, u32, u32)> = pairs.iter().map(|p| (p.i, p.j, p.distance)).collect();
+    assert_eq!(got, banded_want);
     let codes: Vec<u64> = (0..1000u64)
         .map(|i| i.wrapping_mul(0x9e37_79b9_7f4a_7c15))
         .collect();

@@ -85,7 +85,7 @@ fn read_raw<const N: usize, T>(dir: &Path, name: &str, conv: fn([u8; N]) -> T) -
     let what = || format!("reading {}", path.display());
     let mut file = std::fs::File::open(&path).with_context(what)?;
     let len = file.metadata().with_context(what)?.len() as usize;
-    if len % N != 0 {
+    if !len.is_multiple_of(N) {
         bail!("{}: {len} bytes is not a multiple of {N}", path.display());
     }
     let mut out = Vec::with_capacity(len / N);

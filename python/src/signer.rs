@@ -322,13 +322,13 @@ impl PySigner {
             }));
         }
         check_indptr(indptr, indices.len()).py()?;
-        if let Some(d) = self.inner.dim() {
-            if cols as u64 > d {
-                return Err(to_py(Error::DimensionMismatch {
-                    expected: d,
-                    got: cols as u64,
-                }));
-            }
+        if let Some(d) = self.inner.dim()
+            && cols as u64 > d
+        {
+            return Err(to_py(Error::DimensionMismatch {
+                expected: d,
+                got: cols as u64,
+            }));
         }
         let rows = indptr.len() - 1;
         let bits = self.bits();

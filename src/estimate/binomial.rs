@@ -58,7 +58,7 @@ fn ln_lower_tail(k: u64, n: u64, p: f64, q: f64) -> f64 {
         let jf = j as f64;
         term *= jf * q / ((nf - jf + 1.0) * p);
         j -= 1;
-        if (k - j) % ANCHOR_EVERY == 0 {
+        if (k - j).is_multiple_of(ANCHOR_EVERY) {
             term = (ln_pmf(j, n, p, q) - ln_anchor).exp();
         }
         sum.add(term);
@@ -397,7 +397,7 @@ pub(crate) fn cdf_row(n: u64, p: f64, kmax: u64) -> Vec<f64> {
         let jf = j as f64;
         term *= jf * q / ((nf - jf + 1.0) * p);
         j -= 1;
-        if (k0 - j) % ANCHOR_EVERY == 0 {
+        if (k0 - j).is_multiple_of(ANCHOR_EVERY) {
             term = ln_pmf(j, n, p, q).exp();
         }
         pmf[j as usize] = term;
@@ -409,7 +409,7 @@ pub(crate) fn cdf_row(n: u64, p: f64, kmax: u64) -> Vec<f64> {
         let jf = j as f64;
         term *= (nf - jf) * p / ((jf + 1.0) * q);
         j += 1;
-        if (j - k0) % ANCHOR_EVERY == 0 {
+        if (j - k0).is_multiple_of(ANCHOR_EVERY) {
             term = ln_pmf(j, n, p, q).exp();
         }
         pmf[j as usize] = term;

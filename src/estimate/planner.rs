@@ -388,13 +388,13 @@ fn uniform_angle_rates(
             format!("must lie in (0, pi], got {max_angle}"),
         ));
     }
-    if let Some(w) = true_fraction {
-        if !(0.0..=1.0).contains(&w) {
-            return Err(Error::param(
-                "true_fraction",
-                format!("must lie in [0, 1], got {w}"),
-            ));
-        }
+    if let Some(w) = true_fraction
+        && !(0.0..=1.0).contains(&w)
+    {
+        return Err(Error::param(
+            "true_fraction",
+            format!("must lie in [0, 1], got {w}"),
+        ));
     }
     let theta_t = t.acos();
     let p_t = theta_t / PI;

@@ -391,7 +391,7 @@ fn check_words(words: usize) -> Result<()> {
 }
 
 fn check_multiple(name: &'static str, len: usize, words: usize) -> Result<()> {
-    if len % words != 0 {
+    if !len.is_multiple_of(words) {
         return Err(Error::param(
             name,
             format!("length {len} is not a multiple of words = {words}"),

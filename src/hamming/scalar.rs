@@ -71,6 +71,30 @@ pub(crate) fn distance_body(a: &[u64], b: &[u64]) -> u32 {
     }
 }
 
+/// The Hamming distance of `a` and `b` if it is at most `max`; else some value above `max`
+/// (the distance of a prefix, four words at a time: the pair checks of the joins stop there).
+/// Compiled with `POPCNT` where the caller is (see [`crate::cpu::with_popcnt`]).
+#[inline(always)]
+pub(crate) fn distance_upto(a: &[u64], b: &[u64], max: u32) -> u32 {
+    let (ca, cb) = (a.chunks_exact(4), b.chunks_exact(4));
+    let (ra, rb) = (ca.remainder(), cb.remainder());
+    let mut d = 0;
+    for (x, y) in ca.zip(cb) {
+        d += (x[0] ^ y[0]).count_ones()
+            + (x[1] ^ y[1]).count_ones()
+            + (x[2] ^ y[2]).count_ones()
+            + (x[3] ^ y[3]).count_ones();
+        if d > max {
+            return d;
+        }
+    }
+    d + ra
+        .iter()
+        .zip(rb)
+        .map(|(x, y)| (x ^ y).count_ones())
+        .sum::<u32>()
+}
+
 /// Body of [`popcount`]: four independent accumulators so that a hardware `POPCNT` is not
 /// serialised on one register.
 #[inline(always)]

@@ -194,6 +194,33 @@ fn distance_matches_bitwise_for_every_kernel() {
 }
 
 #[test]
+fn distance_upto_is_exact_up_to_the_bound_and_above_it_beyond() {
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(11);
+    for len in [1, 2, 3, 4, 5, 7, 8, 9, 16, 17] {
+        for _ in 0..50 {
+            let a = random_words(&mut rng, len);
+            // Near codes (a few bits flipped) and far ones (random).
+            let mut b = a.clone();
+            for _ in 0..rng.random_range(0..6) {
+                let bit = rng.random_range(0..64 * len);
+                b[bit / 64] ^= 1 << (bit % 64);
+            }
+            for b in [b, random_words(&mut rng, len)] {
+                let d = bitwise_distance(&a, &b);
+                for max in [0, 1, 3, 5, 16, 40, d.saturating_sub(1), d, d + 1] {
+                    let got = scalar::distance_upto(&a, &b, max);
+                    if d <= max {
+                        assert_eq!(got, d, "len {len} max {max}");
+                    } else {
+                        assert!(got > max && got <= d, "len {len} max {max}: {got} vs {d}");
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
 fn popcount_matches_bitwise_for_every_kernel() {
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(2);
     let mut lens: Vec<usize> = (0..=70).collect();

@@ -289,7 +289,7 @@ pub(crate) fn check_increasing(field: &'static str, ids: &[u32]) -> Result<()> {
 /// Checks that `queries` holds whole `bits`-bit codes; returns the words per code.
 pub(crate) fn check_queries(bits: usize, queries: &[u64]) -> Result<usize> {
     let w = words_for(bits);
-    if queries.len() % w != 0 {
+    if !queries.len().is_multiple_of(w) {
         return Err(Error::LengthMismatch {
             what: "queries (words) are not a whole number of codes",
             left: queries.len(),

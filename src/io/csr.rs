@@ -4,7 +4,9 @@
 
 use sprs::CsMatI;
 
-use super::npy::decode::{Int, first_above};
+use super::npy::decode::Int;
+#[cfg(feature = "npz")]
+use super::npy::decode::first_above;
 use crate::signers::sparse::sort_and_merge;
 
 /// The CSR matrix type of every sparse reader: `f32` values, `u32` column indices, `usize`
@@ -78,6 +80,7 @@ pub(crate) fn from_coo<R: Int>(
 }
 
 /// The CSR matrix of a CSC structure (`indptr` over columns, `indices` rows, all in range).
+#[cfg(feature = "npz")]
 pub(crate) fn from_csc(
     rows: usize,
     cols: usize,
@@ -112,6 +115,7 @@ pub(crate) fn from_csc(
 /// every index must be at most `lim` (as stored); rows found unsorted or with duplicates are
 /// sorted and merged in place ([`canonicalize`]). `Err(k)`: entry `k` is above `lim`.
 /// `indptr` must start at 0, never decrease and end at `indices.len() == data.len()`.
+#[cfg(feature = "npz")]
 pub(crate) fn validate_rows(
     indptr: &mut [usize],
     indices: &mut Vec<u32>,
@@ -140,6 +144,7 @@ pub(crate) fn validate_rows(
 
 /// The matrix of a structure checked by [`validate_rows`] (and `cols` at most
 /// [`MAX_COLS`]), without checking it again.
+#[cfg(feature = "npz")]
 pub(crate) fn finish_validated(
     rows: usize,
     cols: usize,
@@ -209,6 +214,7 @@ mod tests {
         assert_eq!(d, vec![5.0, 3.0, 1.0, 1.0, 7.0]);
     }
 
+    #[cfg(feature = "npz")]
     #[test]
     fn csc_transposes_to_the_same_matrix() {
         // [[0, 2, 0], [3, 0, 4]] by columns.

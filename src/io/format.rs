@@ -463,7 +463,7 @@ impl IndexFile {
                 .ok_or_else(|| fail(format!("section {name}: unknown element type {code}")))?;
             let offset = u64_at(e, 32) as usize;
             let n = u64_at(e, 40) as usize;
-            let ok = offset % ALIGN == 0
+            let ok = offset.is_multiple_of(ALIGN)
                 && offset >= table
                 && n.checked_mul(size)
                     .and_then(|s| s.checked_add(offset))

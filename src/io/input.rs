@@ -35,7 +35,9 @@ use ndarray::Array2;
 use super::limits::Limits;
 use super::lines::{BadLines, OnBadLine, format_error};
 use super::mtx::{read_mtx, read_mtx_from};
-use super::npy::{Csr, read_npy_dense, read_npy_dense_from, read_npz};
+#[cfg(feature = "npz")]
+use super::npy::read_npz;
+use super::npy::{Csr, read_npy_dense, read_npy_dense_from};
 use super::svmlight::{IndexBase, Svmlight, SvmlightOptions, read_svmlight, read_svmlight_from};
 use super::vecs::{VecsKind, read_vecs, read_vecs_from};
 use crate::error::{Error, Result};
@@ -283,7 +285,15 @@ fn text_format(format: InputFormat) -> Error {
 pub fn read_vectors(path: &Path, format: InputFormat, opts: &VectorOptions) -> Result<VectorInput> {
     Ok(match format {
         InputFormat::Npy => VectorInput::plain(Vectors::Dense(read_npy_dense(path)?)),
+        #[cfg(feature = "npz")]
         InputFormat::Npz => VectorInput::plain(read_npz(path, &opts.limits)?),
+        #[cfg(not(feature = "npz"))]
+        InputFormat::Npz => {
+            return Err(Error::Unsupported(
+                "reading .npz archives needs the zip crate: build simlsh with its `npz` feature"
+                    .into(),
+            ));
+        }
         InputFormat::Fvecs => VectorInput::plain(Vectors::Dense(read_vecs(path, VecsKind::F32)?)),
         InputFormat::Ivecs => VectorInput::plain(Vectors::Dense(read_vecs(path, VecsKind::I32)?)),
         InputFormat::Bvecs => VectorInput::plain(Vectors::Dense(read_vecs(path, VecsKind::U8)?)),

@@ -2,17 +2,17 @@
 //!
 //! Two runs that each read an index, add to it and write it back both succeed, and the one
 //! that renames last silently drops the other's additions. [`lock_exclusive`] serialises them:
-//! it takes an exclusive lock (`flock(2)`, what `File::lock` of Rust 1.89 does on Unix) on a
+//! it takes an exclusive lock (`File::lock`: `flock(2)` on Unix, `LockFileEx` on Windows) on a
 //! lock file beside the target, `.<name>.lock`, held until the returned guard is dropped (or
 //! the process ends: the system releases the locks of a dead process). The lock file itself is
 //! left in place: removing it would let a third run lock a new file while the second still
-//! holds the old one. Locks need a Unix system; elsewhere taking one is an
-//! [`Error::Unsupported`].
+//! holds the old one. On a system without file locks, taking one is an
+//! [`Error::Io`] of kind [`Unsupported`](std::io::ErrorKind::Unsupported).
 //!
 //! The lock is advisory: it excludes only runs that take it. Readers need none, as writes
 //! replace the file atomically ([`write_atomic`](super::write_atomic)).
 
-use std::fs::{File, OpenOptions};
+use std::fs::{File, OpenOptions, TryLockError};
 use std::io;
 use std::path::{Path, PathBuf};
 
@@ -39,39 +39,22 @@ impl Drop for LockGuard {
     }
 }
 
-/// Takes an exclusive lock on `file`, waiting (`block`) or not; `Ok(false)` if another open
-/// file holds it and `block` is false.
-#[cfg(unix)]
+/// Takes an exclusive lock on `file` (`File::lock`), waiting (`block`) or not; `Ok(false)`
+/// if another open file holds it and `block` is false. An error of kind
+/// [`Unsupported`](io::ErrorKind::Unsupported) where the system has no file locks.
 pub(crate) fn flock(file: &File, block: bool) -> io::Result<bool> {
-    use rustix::fs::{FlockOperation, flock};
-    let op = if block {
-        FlockOperation::LockExclusive
-    } else {
-        FlockOperation::NonBlockingLockExclusive
-    };
-    match flock(file, op) {
+    if block {
+        return file.lock().map(|()| true);
+    }
+    match file.try_lock() {
         Ok(()) => Ok(true),
-        Err(e) if e == rustix::io::Errno::WOULDBLOCK => Ok(false),
-        Err(e) => Err(e.into()),
+        Err(TryLockError::WouldBlock) => Ok(false),
+        Err(TryLockError::Error(e)) => Err(e),
     }
 }
 
-#[cfg(not(unix))]
-pub(crate) fn flock(_: &File, _: bool) -> io::Result<bool> {
-    Err(io::Error::new(
-        io::ErrorKind::Unsupported,
-        "file locks need a Unix system",
-    ))
-}
-
-#[cfg(unix)]
 fn unlock(file: &File) -> io::Result<()> {
-    rustix::fs::flock(file, rustix::fs::FlockOperation::Unlock).map_err(Into::into)
-}
-
-#[cfg(not(unix))]
-fn unlock(_: &File) -> io::Result<()> {
-    Ok(())
+    file.unlock()
 }
 
 /// The lock file of `path`: beside the file a symbolic link names, so that every link to one

@@ -11,6 +11,12 @@
 //! - signatures: `.npy` arrays of `uint64` ([`write_signatures_npy`],
 //!   [`read_signatures_npy`]) besides the crate's own format ([`save_signatures`]).
 //!
+//! Two readers sit behind cargo features, both on by default: `.npz` archives (`npz`, which
+//! brings in the `zip` crate) and JSON Lines / CSV / TSV documents (`documents`: `serde_json`
+//! and `csv`). Built without them, [`read_vectors`] and [`documents()`] return
+//! [`Error::Unsupported`](crate::Error::Unsupported) for those formats, naming the feature;
+//! every other format, `.npy` included, needs no feature.
+//!
 //! Every reader reports bad input as a typed error naming the file and the line, row or byte
 //! ([`Error::Parse`](crate::Error::Parse) for text, [`Error::Format`](crate::Error::Format)
 //! for binary files), never a panic; line-oriented readers can skip bad lines instead
@@ -54,9 +60,11 @@ pub use lines::{BadLines, OnBadLine};
 pub use lock::{LockGuard, lock_exclusive, try_lock_exclusive};
 pub use mtx::{MatrixMarket, read_mtx, read_mtx_from};
 pub use npy::{
-    Csr, read_npy_dense, read_npy_dense_from, read_npz, read_npz_csr, read_signatures_npy,
-    read_signatures_npy_from, write_signatures_npy,
+    Csr, read_npy_dense, read_npy_dense_from, read_signatures_npy, read_signatures_npy_from,
+    write_signatures_npy,
 };
+#[cfg(feature = "npz")]
+pub use npy::{read_npz, read_npz_csr};
 pub use persist::{SignatureFile, load_index, load_signatures, save_signatures, verify_index};
 pub use source::is_stdin;
 pub use svmlight::{IndexBase, Svmlight, SvmlightOptions, read_svmlight, read_svmlight_from};

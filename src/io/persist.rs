@@ -284,13 +284,13 @@ impl PermutationIndex {
             f.u32s("order")?,
         )
         .map_err(|e| into_field(f, e))?;
-        if let Some(q) = f.param_opt("permutations") {
-            if q.parse::<usize>().ok() != Some(idx.permutations()) {
-                return Err(f.field_error(
-                    "param permutations",
-                    format!("{q} recorded, {} stored", idx.permutations()),
-                ));
-            }
+        if let Some(q) = f.param_opt("permutations")
+            && q.parse::<usize>().ok() != Some(idx.permutations())
+        {
+            return Err(f.field_error(
+                "param permutations",
+                format!("{q} recorded, {} stored", idx.permutations()),
+            ));
         }
         check_len(f, idx.len())?;
         with_signer(f, idx)

@@ -30,7 +30,8 @@
 
 use rayon::prelude::*;
 
-use super::Pair;
+use super::{Pair, active_rows};
+use crate::cpu::{PopcntBody, prefetch, with_popcnt};
 use crate::error::{Error, Result};
 use crate::hamming;
 use crate::signature::{SignatureMatrix, words_for};
@@ -370,33 +371,14 @@ impl Banding {
         R: Fn(u32) -> &'r [u64],
         E: FnMut(u32, u32, u32),
     {
-        #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("popcnt") {
-            // SAFETY: the CPU has POPCNT, checked just above.
-            return unsafe { self.scan_runs_popcnt(band, entries, row, capped, emit) };
-        }
-        self.scan_runs_body(band, entries, row, capped, emit)
-    }
-
-    /// [`scan_runs_body`](Self::scan_runs_body) compiled with hardware popcount.
-    ///
-    /// # Safety
-    /// The CPU must support POPCNT.
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "popcnt")]
-    unsafe fn scan_runs_popcnt<'r, R, E>(
-        &self,
-        band: usize,
-        entries: &[(u64, u32)],
-        row: R,
-        capped: &CappedSet,
-        emit: E,
-    ) -> u64
-    where
-        R: Fn(u32) -> &'r [u64],
-        E: FnMut(u32, u32, u32),
-    {
-        self.scan_runs_body(band, entries, row, capped, emit)
+        with_popcnt(ScanRuns {
+            banding: self,
+            band,
+            entries,
+            row,
+            capped,
+            emit,
+        })
     }
 
     #[inline(always)]
@@ -453,7 +435,7 @@ impl Banding {
                 let a = row(ra);
                 for &(_, rb) in &run[p + 1..] {
                     let b = row(rb);
-                    let d = distance_upto(a, b, max);
+                    let d = hamming::scalar::distance_upto(a, b, max);
                     if d > max {
                         continue;
                     }
@@ -528,27 +510,28 @@ impl Banding {
     }
 }
 
-/// The Hamming distance of `a` and `b`, four words at a time; once a prefix is farther
-/// apart than `max`, that prefix's distance (some value above `max`).
-#[inline(always)]
-fn distance_upto(a: &[u64], b: &[u64], max: u32) -> u32 {
-    let (ca, cb) = (a.chunks_exact(4), b.chunks_exact(4));
-    let (ra, rb) = (ca.remainder(), cb.remainder());
-    let mut d = 0;
-    for (x, y) in ca.zip(cb) {
-        d += (x[0] ^ y[0]).count_ones()
-            + (x[1] ^ y[1]).count_ones()
-            + (x[2] ^ y[2]).count_ones()
-            + (x[3] ^ y[3]).count_ones();
-        if d > max {
-            return d;
-        }
+/// [`Banding::scan_runs`]'s arguments, run with hardware popcount where there is one.
+struct ScanRuns<'a, R, E> {
+    banding: &'a Banding,
+    band: usize,
+    entries: &'a [(u64, u32)],
+    row: R,
+    capped: &'a CappedSet,
+    emit: E,
+}
+
+impl<'r, R, E> PopcntBody for ScanRuns<'_, R, E>
+where
+    R: Fn(u32) -> &'r [u64],
+    E: FnMut(u32, u32, u32),
+{
+    type Output = u64;
+
+    #[inline(always)]
+    fn run(self) -> u64 {
+        self.banding
+            .scan_runs_body(self.band, self.entries, self.row, self.capped, self.emit)
     }
-    d + ra
-        .iter()
-        .zip(rb)
-        .map(|(x, y)| (x ^ y).count_ones())
-        .sum::<u32>()
 }
 
 /// Runs at least this long are compared with the batched scan kernel.
@@ -562,19 +545,6 @@ const PREFETCH_AHEAD: usize = 24;
 
 /// Cache lines prefetched per row (the first ones, read first by the early-exit distance).
 const PREFETCH_LINES: usize = 4;
-
-/// Hints the CPU to load the cache line holding `p` (no effect on results).
-#[inline(always)]
-fn prefetch(p: *const u64) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: PREFETCHT0 is a hint: it never faults and has no architectural effect, whatever
-    // the address; SSE is part of the x86-64 baseline.
-    unsafe {
-        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p.cast());
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = p;
-}
 
 /// Bits `start .. start + w` of `sig` as a number (`w ≤ 64`).
 #[inline(always)]
@@ -688,22 +658,7 @@ where
     K: FnMut(T),
 {
     banding.check_sigs(sigs.bits())?;
-    let n = sigs.len();
-    if u32::try_from(n).is_err() {
-        return Err(Error::param("signatures", "more than 2^32 rows"));
-    }
-    if let Some(a) = active {
-        if a.len() != n {
-            return Err(Error::LengthMismatch {
-                what: "active flags vs rows",
-                left: a.len(),
-                right: n,
-            });
-        }
-    }
-    let rows: Vec<u32> = (0..n as u32)
-        .filter(|&i| active.is_none_or(|a| a[i as usize]))
-        .collect();
+    let rows = active_rows(sigs.len(), active)?;
     let mut stats = BandStats::default();
     let mut capped = CappedSet::default();
     let chunk = chunk_bands(rows.len());

@@ -25,6 +25,7 @@ pub use tables::{TableKeys, TableKeysBuilder, table_partition};
 
 use rayon::prelude::*;
 
+use crate::cpu::{PopcntBody, with_popcnt};
 use crate::error::{Error, Result};
 use crate::hamming;
 use crate::index::manku::{Layout, Plan, counting_sort, join_plan};
@@ -119,6 +120,29 @@ pub fn self_join_each<S: AsRef<[u64]> + Sync>(
     Ok(n)
 }
 
+/// The rows of a join of `n` rows marked in `active` (all if `None`), in increasing order.
+///
+/// # Errors
+/// [`Error::InvalidParameter`] for `2^32` rows or more; [`Error::LengthMismatch`] if
+/// `active` does not have `n` flags.
+fn active_rows(n: usize, active: Option<&[bool]>) -> Result<Vec<u32>> {
+    if u32::try_from(n).is_err() {
+        return Err(Error::param("signatures", "more than 2^32 rows"));
+    }
+    if let Some(a) = active
+        && a.len() != n
+    {
+        return Err(Error::LengthMismatch {
+            what: "active flags vs rows",
+            left: a.len(),
+            right: n,
+        });
+    }
+    Ok((0..n as u32)
+        .filter(|&i| active.is_none_or(|a| a[i as usize]))
+        .collect())
+}
+
 /// [`self_join_each`] restricted to the rows marked in `active`: pairs involving an inactive
 /// row are never formed (e.g. documents without features, whose all-zero signatures would
 /// pair with each other at distance 0). Returns the number of pairs.
@@ -165,22 +189,7 @@ where
     M: Fn(Pair) -> Option<T> + Sync,
     K: FnMut(T),
 {
-    let n = sigs.len();
-    if u32::try_from(n).is_err() {
-        return Err(Error::param("signatures", "more than 2^32 rows"));
-    }
-    if let Some(a) = active {
-        if a.len() != n {
-            return Err(Error::LengthMismatch {
-                what: "active flags vs rows",
-                left: a.len(),
-                right: n,
-            });
-        }
-    }
-    let ids: Vec<u32> = (0..n as u32)
-        .filter(|&i| active.is_none_or(|a| a[i as usize]))
-        .collect();
+    let ids = active_rows(sigs.len(), active)?;
     if ids.len() < 2 {
         return Ok(());
     }
@@ -319,10 +328,11 @@ impl<T: Send, M: Fn(Pair) -> Option<T> + Sync> GroupCtx<'_, M> {
         &self.rows[i as usize * self.w..][..self.w]
     }
 
-    /// Checks a pair whose key words XOR to `x`; pushes it (through the map) if within the
-    /// radius and this is the first table sharing its key.
+    /// Checks a pair whose key words XOR to `x`, at distance `known` when the caller has it
+    /// (the batched scan); pushes it (through the map) if within the radius and this is the
+    /// first table sharing its key.
     #[inline(always)]
-    fn check(&self, x: u64, a: u32, b: u32, out: &mut Vec<T>) {
+    fn check(&self, x: u64, a: u32, b: u32, known: Option<u32>, out: &mut Vec<T>) {
         let lower = x.count_ones();
         if lower > self.r {
             return;
@@ -334,7 +344,7 @@ impl<T: Send, M: Fn(Pair) -> Option<T> + Sync> GroupCtx<'_, M> {
             lower
         } else {
             let (ca, cb) = (self.row(a), self.row(b));
-            let d: u32 = ca.iter().zip(cb).map(|(p, q)| (p ^ q).count_ones()).sum();
+            let d = known.unwrap_or_else(|| hamming::scalar::distance_upto(ca, cb, self.r));
             if d > self.r || self.layout.prior_match(self.t, ca, cb) {
                 return;
             }
@@ -349,34 +359,9 @@ impl<T: Send, M: Fn(Pair) -> Option<T> + Sync> GroupCtx<'_, M> {
         }
     }
 
-    #[inline(always)]
-    fn small_body(&self, g: &[(u64, u32)], out: &mut Vec<T>) {
-        for (a, &(ka, ia)) in g.iter().enumerate() {
-            for &(kb, ib) in &g[a + 1..] {
-                self.check(ka ^ kb, ia, ib, out);
-            }
-        }
-    }
-
-    /// [`small_body`](Self::small_body) compiled with hardware popcount.
-    ///
-    /// # Safety
-    /// The CPU must support POPCNT.
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "popcnt")]
-    unsafe fn small_popcnt(&self, g: &[(u64, u32)], out: &mut Vec<T>) {
-        self.small_body(g, out);
-    }
-
-    /// Every pair of a small group.
+    /// Every pair of a small group, compiled with hardware popcount where there is one.
     fn small_group(&self, g: &[(u64, u32)], out: &mut Vec<T>) {
-        #[cfg(target_arch = "x86_64")]
-        if crate::cpu::features().popcnt {
-            // SAFETY: the CPU has POPCNT (detected by the CPU dispatch layer).
-            unsafe { self.small_popcnt(g, out) };
-            return;
-        }
-        self.small_body(g, out);
+        with_popcnt(SmallGroup { ctx: self, g, out });
     }
 
     /// The pairs of a bucket of entries sharing the top key bits: one group, or, when the key
@@ -422,10 +407,10 @@ impl<T: Send, M: Fn(Pair) -> Option<T> + Sync> GroupCtx<'_, M> {
                 let a1 = (a0 + GROUP_TILE).min(g.len());
                 let mut out = Vec::new();
                 let queries = &codes[a0 * w..a1 * w];
-                hamming::scan_radius(queries, &codes[a0 * w..], w, self.r, |qa, cb, _| {
+                hamming::scan_radius(queries, &codes[a0 * w..], w, self.r, |qa, cb, d| {
                     let (a, b) = (a0 + qa, a0 + cb);
                     if b > a {
-                        self.check(g[a].0 ^ g[b].0, g[a].1, g[b].1, &mut out);
+                        self.check(g[a].0 ^ g[b].0, g[a].1, g[b].1, Some(d), &mut out);
                     }
                 })
                 .expect("shapes are consistent");
@@ -433,6 +418,26 @@ impl<T: Send, M: Fn(Pair) -> Option<T> + Sync> GroupCtx<'_, M> {
             })
             .collect();
         tiles.into_iter().flatten().collect()
+    }
+}
+
+/// The pairs of a small group, as a [`PopcntBody`].
+struct SmallGroup<'c, 'a, M, T> {
+    ctx: &'c GroupCtx<'a, M>,
+    g: &'c [(u64, u32)],
+    out: &'c mut Vec<T>,
+}
+
+impl<T: Send, M: Fn(Pair) -> Option<T> + Sync> PopcntBody for SmallGroup<'_, '_, M, T> {
+    type Output = ();
+
+    #[inline(always)]
+    fn run(self) {
+        for (a, &(ka, ia)) in self.g.iter().enumerate() {
+            for &(kb, ib) in &self.g[a + 1..] {
+                self.ctx.check(ka ^ kb, ia, ib, None, self.out);
+            }
+        }
     }
 }
 

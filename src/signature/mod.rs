@@ -60,7 +60,7 @@ pub fn check_bits(bits: usize) -> Result<()> {
 fn check_rows(bits: usize, words: &[u64]) -> Result<usize> {
     check_bits(bits)?;
     let w = words_for(bits);
-    if words.len() % w != 0 {
+    if !words.len().is_multiple_of(w) {
         return Err(Error::LengthMismatch {
             what: "signature data (words) is not a whole number of rows",
             left: words.len(),
@@ -68,10 +68,10 @@ fn check_rows(bits: usize, words: &[u64]) -> Result<usize> {
         });
     }
     let mask = last_word_mask(bits);
-    if mask != u64::MAX {
-        if let Some(row) = words.chunks_exact(w).position(|r| r[w - 1] & !mask != 0) {
-            return Err(Error::PaddingBits { row, bits });
-        }
+    if mask != u64::MAX
+        && let Some(row) = words.chunks_exact(w).position(|r| r[w - 1] & !mask != 0)
+    {
+        return Err(Error::PaddingBits { row, bits });
     }
     Ok(words.len() / w)
 }

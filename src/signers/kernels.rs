@@ -214,7 +214,7 @@ pub fn pack_signs_scalar(acc: &[f32], bits: usize, out: &mut [u64]) {
 #[cfg(target_arch = "x86_64")]
 pub(crate) mod x86 {
     //! AVX2 + FMA kernels. Each is an `unsafe fn` with `#[target_feature(enable = "avx2,fma")]`,
-    //! called only by the dispatcher after `is_x86_feature_detected!`.
+    //! called only by the dispatcher once [`crate::cpu::features`] allows them.
 
     use std::arch::x86_64::*;
 

@@ -7,6 +7,7 @@ use rayon::prelude::*;
 
 use super::Tokenizer;
 use super::scan::{self, Scratch};
+use crate::cpu::prefetch;
 use crate::error::{Error, Result};
 use crate::io::atomic::write_atomic;
 use crate::io::lines::{io_error, parse_error};
@@ -115,21 +116,6 @@ impl Directory {
         let (s, e) = (self.starts[k] as usize, self.starts[k + 1] as usize);
         table[s..e].iter().position(|x| x.0 == key).map(|i| s + i)
     }
-}
-
-/// Hints the CPU to fetch the cache line holding `x` (no effect on other architectures).
-#[inline(always)]
-pub(crate) fn prefetch<T>(x: &T) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: a prefetch is only a hint: it never faults and does not change memory; the
-    // pointer comes from a reference, so it is valid anyway.
-    unsafe {
-        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
-            (x as *const T).cast::<i8>(),
-        );
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = x;
 }
 
 /// Largest `df` whose `idf` is kept in [`Idf::by_df`].

@@ -10,9 +10,9 @@
 
 use super::segment::{self, Span};
 use super::{Mode, TokenizerBuilder, Weighting};
+use crate::cpu::prefetch;
 use crate::rng::hash_bytes;
 use crate::text::IDF_HASH_SEED;
-use crate::text::idf::prefetch;
 
 /// Slot value of an empty hash-table slot.
 const EMPTY: u32 = u32::MAX;

@@ -52,7 +52,7 @@ pub fn npy_dict(dict: &str, data: &[u8]) -> Vec<u8> {
     let mut h = dict.as_bytes().to_vec();
     let v2 = h.len() + 12 > 65_535;
     let pre = if v2 { 12 } else { 10 };
-    while (pre + h.len() + 1) % 64 != 0 {
+    while !(pre + h.len() + 1).is_multiple_of(64) {
         h.push(b' ');
     }
     h.push(b'\n');
@@ -187,7 +187,7 @@ fn codes(bits: usize, n: usize, seed: u64) -> SignatureMatrix {
         if i % 3 != 0 {
             w[0] ^= 1 << rng.below(64);
         }
-        if bits % 64 != 0 {
+        if !bits.is_multiple_of(64) {
             w[words - 1] &= (1u64 << (bits % 64)) - 1;
         }
         m.push_words(bits, &w).unwrap();

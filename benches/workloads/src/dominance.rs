@@ -247,7 +247,7 @@ pub fn dominance_corpus(n: usize) -> CsMatI<f32, u32, usize> {
         if i % 5 == 4 {
             let mut edited = own[i - 1].clone();
             for t in edited.iter_mut() {
-                if d.next() % 10 == 0 {
+                if d.next().is_multiple_of(10) {
                     *t = content(&mut d);
                 }
             }

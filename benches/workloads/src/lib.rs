@@ -24,6 +24,9 @@
 //! default sizes reproduce the published hashes (a W1 or W2 prefix is exactly the prefix
 //! of the published matrix).
 //!
+//! [`stats`] summarises repeated measurements (a mean with its 95% interval over seeds, a
+//! median of timings) for the studies that compare signers.
+//!
 //! [`write_raw`] writes the harness's raw files (little-endian, row-major, no header) so
 //! that the Python peers read exactly the same data.
 //!
@@ -74,6 +77,7 @@ pub const QUALITY_PAIRS: usize = 1_000;
 pub use simlsh::rng::mix64;
 
 pub mod dominance;
+pub mod stats;
 
 /// The counter-based generator `R(s, i) = mix64(s * 0xD1B54A32D192ED03 + (i + 1) * 0x9E3779B97F4A7C15)`
 /// of stream `s` at counter `i` (64-bit wrapping arithmetic).

@@ -310,12 +310,12 @@ pub fn min_tables(f: f64, k: u32, d: f64, p_min: f64) -> Option<(usize, Vec<usiz
                 depth + 1,
                 lim.div_ceil(c),
             );
-            if let Some((x, levels)) = sub {
-                if c * x < lim {
-                    let mut l = vec![r];
-                    l.extend(levels);
-                    best = Some((c * x, l));
-                }
+            if let Some((x, levels)) = sub
+                && c * x < lim
+            {
+                let mut l = vec![r];
+                l.extend(levels);
+                best = Some((c * x, l));
             }
             if k == 0 {
                 break; // every r > 0 fixes all the bits: one block is enough.
@@ -345,10 +345,10 @@ fn candidate_designs(bits: usize, radius: u32, d: f64) -> Vec<Vec<usize>> {
     }
     let top = bits.saturating_sub(k).min(64);
     for p_min in 1..=top {
-        if let Some((_, levels)) = min_tables(bits as f64, radius, d, p_min as f64) {
-            if !out.contains(&levels) {
-                out.push(levels);
-            }
+        if let Some((_, levels)) = min_tables(bits as f64, radius, d, p_min as f64)
+            && !out.contains(&levels)
+        {
+            out.push(levels);
         }
     }
     out

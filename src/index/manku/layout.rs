@@ -170,7 +170,7 @@ fn table_layout(bits: usize, words: usize, key: &[u32]) -> TableLayout {
         prior: Vec::new(),
     };
     let mut ones = vec![u64::MAX; words];
-    if bits % 64 != 0 {
+    if !bits.is_multiple_of(64) {
         ones[words - 1] = (1 << (bits % 64)) - 1;
     }
     t.valid = t.keyword(&ones);

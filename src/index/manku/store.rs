@@ -165,7 +165,7 @@ impl Store {
     ) -> Result<Store> {
         let bad = |field: &'static str, what: &str| Error::param(field, what.to_string());
         let nt = layout.tables.len();
-        if vals.len() % nt != 0 {
+        if !vals.len().is_multiple_of(nt) {
             return Err(bad("section vals", "values do not fill the tables"));
         }
         let m = vals.len() / nt;

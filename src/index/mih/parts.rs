@@ -75,7 +75,7 @@ impl MultiIndex {
             return Err(bad("section codes", "one code per id expected"));
         }
         if parts.dead.len() != n.div_ceil(64)
-            || (n % 64 != 0 && parts.dead.last().is_some_and(|d| d >> (n % 64) != 0))
+            || (!n.is_multiple_of(64) && parts.dead.last().is_some_and(|d| d >> (n % 64) != 0))
         {
             return Err(bad("section dead", "tombstones do not match the rows"));
         }

@@ -240,7 +240,7 @@ impl PermutationIndex {
     ) -> Result<Self> {
         let bad = |field: &'static str, what: &str| Error::param(field, what.to_string());
         super::check_bits(bits)?;
-        if perms.is_empty() || perms.len() % bits != 0 {
+        if perms.is_empty() || !perms.len().is_multiple_of(bits) {
             return Err(bad("section perms", "permutations do not match the width"));
         }
         if beam == 0 {
@@ -425,10 +425,10 @@ impl PermutationIndex {
 
     /// The slot of a stored `id`.
     fn find(&self, id: Id) -> Option<usize> {
-        if let Ok(s) = self.ids[..self.n].binary_search(&id) {
-            if !self.is_dead(s) {
-                return Some(s);
-            }
+        if let Ok(s) = self.ids[..self.n].binary_search(&id)
+            && !self.is_dead(s)
+        {
+            return Some(s);
         }
         self.ids[self.n..]
             .iter()
@@ -648,15 +648,15 @@ impl HammingIndex for PermutationIndex {
         let mut removed = 0;
         // Sorted slots become tombstones; the delta is filtered in one pass.
         for id in rm.iter() {
-            if let Ok(slot) = self.ids[..self.n].binary_search(&id) {
-                if !self.is_dead(slot) {
-                    if self.dead.is_empty() {
-                        self.dead = vec![0; self.n.div_ceil(64)];
-                    }
-                    self.dead[slot / 64] |= 1 << (slot % 64);
-                    self.n_dead += 1;
-                    removed += 1;
+            if let Ok(slot) = self.ids[..self.n].binary_search(&id)
+                && !self.is_dead(slot)
+            {
+                if self.dead.is_empty() {
+                    self.dead = vec![0; self.n.div_ceil(64)];
                 }
+                self.dead[slot / 64] |= 1 << (slot % 64);
+                self.n_dead += 1;
+                removed += 1;
             }
         }
         let (n, w) = (self.n, self.words());

@@ -1,7 +1,7 @@
 use std::fs;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use super::*;
@@ -13,6 +13,33 @@ fn dir(name: &str) -> PathBuf {
     let _ = fs::remove_dir_all(&d);
     fs::create_dir_all(&d).unwrap();
     d
+}
+
+/// This test binary run again for the test `test` alone, with the variable `env.0` set to
+/// `env.1` (telling the test to play the child), once it has printed `ready` (within a
+/// minute).
+fn child_ready(test: &str, env: (&str, &Path), ready: &str) -> Child {
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", test, "--nocapture", "--test-threads=1"])
+        .env(env.0, env.1)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 256];
+    let t = Instant::now();
+    while !String::from_utf8_lossy(&seen).contains(ready) {
+        let k = stdout.read(&mut buf).unwrap();
+        assert!(
+            k > 0 && t.elapsed() < Duration::from_secs(60),
+            "child did not print `{ready}`"
+        );
+        seen.extend_from_slice(&buf[..k]);
+    }
+    // Kept open: a child that prints more must not meet a closed pipe.
+    child.stdout = Some(stdout);
+    child
 }
 
 /// The names in `d`, sorted.
@@ -173,29 +200,11 @@ fn temporaries_of_killed_writers_are_removed_and_live_ones_kept() {
     let d = dir("stale");
     let out = d.join("out.bin");
     // A writer killed in the middle of its write leaves its temporary.
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "io::atomic::tests::temporaries_of_killed_writers_are_removed_and_live_ones_kept",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(CHILD, &out)
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdout = child.stdout.take().unwrap();
-    let mut seen = Vec::new();
-    let mut buf = [0u8; 256];
-    let t = Instant::now();
-    while !String::from_utf8_lossy(&seen).contains("writing") {
-        let k = stdout.read(&mut buf).unwrap();
-        assert!(
-            k > 0 && t.elapsed() < Duration::from_secs(60),
-            "child did not start"
-        );
-        seen.extend_from_slice(&buf[..k]);
-    }
+    let mut child = child_ready(
+        "io::atomic::tests::temporaries_of_killed_writers_are_removed_and_live_ones_kept",
+        (CHILD, &out),
+        "writing",
+    );
     child.kill().unwrap();
     child.wait().unwrap();
     let left = names(&d);
@@ -404,25 +413,11 @@ fn the_lock_excludes_other_processes_until_they_end() {
     }
     let d = dir("lock-process");
     let p = d.join("index.simlsh");
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "io::atomic::tests::the_lock_excludes_other_processes_until_they_end",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(CHILD, &p)
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdout = child.stdout.take().unwrap();
-    let mut seen = Vec::new();
-    let mut buf = [0u8; 256];
-    while !String::from_utf8_lossy(&seen).contains("locked") {
-        let k = stdout.read(&mut buf).unwrap();
-        assert!(k > 0, "child did not lock");
-        seen.extend_from_slice(&buf[..k]);
-    }
+    let mut child = child_ready(
+        "io::atomic::tests::the_lock_excludes_other_processes_until_they_end",
+        (CHILD, &p),
+        "locked",
+    );
     assert!(
         try_lock_exclusive(&p).unwrap().is_none(),
         "held by the child"

@@ -225,13 +225,14 @@ pub(crate) fn read_f32(
             )));
         }
     };
-    if d.kind == b'f' && d.size != 8 {
-        if let Some(k) = first_non_finite(&v) {
-            return Err(Fail::Float {
-                index: k,
-                value: v[k] as f64,
-            });
-        }
+    if d.kind == b'f'
+        && d.size != 8
+        && let Some(k) = first_non_finite(&v)
+    {
+        return Err(Fail::Float {
+            index: k,
+            value: v[k] as f64,
+        });
     }
     Ok(v)
 }
@@ -314,13 +315,13 @@ pub(crate) fn read_ints<T: Int>(
     max: u64,
 ) -> Result<Vec<T>, Fail> {
     let (v, lim) = read_ints_deferred::<T>(r, d, count, avail, max)?;
-    if let Some(lim) = lim {
-        if let Some(k) = first_above(&v, lim) {
-            return Err(Fail::Int {
-                index: k,
-                value: signed_value(v[k].get(), 8 * d.size as u32, d.kind == b'i'),
-            });
-        }
+    if let Some(lim) = lim
+        && let Some(k) = first_above(&v, lim)
+    {
+        return Err(Fail::Int {
+            index: k,
+            value: signed_value(v[k].get(), 8 * d.size as u32, d.kind == b'i'),
+        });
     }
     Ok(v)
 }

@@ -1,12 +1,13 @@
 //! The `.npy` header: the magic `\x93NUMPY`, a version, the length of the header dictionary,
 //! and the dictionary itself, `{'descr': '<f4', 'fortran_order': False, 'shape': (3, 4), }`.
 //!
-//! Parsed here rather than by a general Python-literal parser: the dictionary is read only
+//! [`write_header`] writes one as NumPy does; the rest is parsed here rather than by a
+//! general Python-literal parser: the dictionary is read only
 //! up to [`MAX_DICT`] bytes whatever its length field claims, parsed without recursion (a
 //! header of 20,000 nested brackets is an error, not a stack overflow), and every failure is a
 //! message naming what is wrong.
 
-use std::io::Read;
+use std::io::{Read, Write};
 
 /// The longest header dictionary accepted, in bytes. NumPy writes a few hundred bytes and
 /// itself refuses more than 10,000 by default (`max_header_size`).
@@ -112,6 +113,32 @@ impl Header {
             )
         })
     }
+}
+
+/// Writes a version 1.0 header as NumPy's `np.save` does: the dictionary with a trailing
+/// `, }`, padded with spaces and ended by a newline so that the data starts at a multiple of
+/// 64 bytes. `descr` is a NumPy type string (`'<u8'`), `shape` C order.
+pub(crate) fn write_header(w: &mut dyn Write, descr: &str, shape: &[usize]) -> std::io::Result<()> {
+    let dims = match shape {
+        [n] => format!("{n},"),
+        _ => shape
+            .iter()
+            .map(usize::to_string)
+            .collect::<Vec<_>>()
+            .join(", "),
+    };
+    let mut dict =
+        format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': ({dims}), }}").into_bytes();
+    // Magic (6), version (2) and length (2), then the dictionary, padding and newline.
+    let total = (10 + dict.len() + 1).next_multiple_of(64);
+    dict.resize(total - 10 - 1, b' ');
+    dict.push(b'\n');
+    let len = u16::try_from(dict.len()).map_err(|_| {
+        std::io::Error::new(std::io::ErrorKind::InvalidInput, "npy header too long")
+    })?;
+    w.write_all(b"\x93NUMPY\x01\x00")?;
+    w.write_all(&len.to_le_bytes())?;
+    w.write_all(&dict)
 }
 
 /// Reads as many bytes as `buf` holds or up to the end of the stream; returns the count.
@@ -370,6 +397,25 @@ fn parse_dict(text: &str) -> Result<Header, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn written_headers_read_back_aligned_to_64_bytes() {
+        for shape in [
+            vec![0],
+            vec![3],
+            vec![0, 1],
+            vec![37, 2],
+            vec![usize::MAX, 4],
+        ] {
+            let mut b = Vec::new();
+            write_header(&mut b, "<u8", &shape).unwrap();
+            assert_eq!(b.len() % 64, 0, "{shape:?}");
+            assert_eq!(b.last(), Some(&b'\n'));
+            let h = read_header(&mut &b[..]).unwrap_or_else(|_| panic!("{shape:?}"));
+            assert_eq!((h.shape, h.fortran, h.len), (shape, false, b.len()));
+            assert_eq!(h.dtype, Dtype::parse("<u8").unwrap());
+        }
+    }
 
     #[test]
     fn dtypes_parse() {

@@ -8,7 +8,7 @@
 //!   rounded to nearest (exact up to 2^24 in magnitude: every `int8`, `uint8`, `int16`,
 //!   `uint16` value), `bool` is 0 or 1; `uint64` is refused, as it is the signature format
 //!   (read it with [`read_signatures_npy`]). Every value must be finite.
-//! - [`read_npz`] / [`read_npz_csr`]: see the [`npz` module](npz).
+//! - [`read_npz`] / [`read_npz_csr`] (feature `npz`): see the [`npz` module](npz).
 //! - [`write_signatures_npy`] / [`read_signatures_npy`]: an `N × words` array of `uint64`
 //!   (`'<u8'`), row `i` the packed words of signature `i` in the crate's bit order (bit `j` in
 //!   word `j / 64` at position `j % 64`). The width `f` is not stored: readers pass it, or it
@@ -30,13 +30,14 @@ use std::sync::Arc;
 
 use memmap2::Mmap;
 use ndarray::{Array2, ShapeBuilder};
-use ndarray_npy::WriteNpyExt;
 
 pub(crate) mod decode;
 pub(crate) mod header;
+#[cfg(feature = "npz")]
 pub mod npz;
 
 pub use super::csr::Csr;
+#[cfg(feature = "npz")]
 pub use npz::{read_npz, read_npz_csr};
 
 use super::atomic::write_atomic;
@@ -46,7 +47,7 @@ use crate::error::{Error, Result};
 use crate::signature::{SignatureMatrix, words_for};
 use crate::storage::Buf;
 use decode::{Avail, Fail, read_f32, read_ints};
-use header::{Header, HeaderError, read_full, read_header};
+use header::{Header, HeaderError, read_full, read_header, write_header};
 
 /// Bytes of input a stream's array is allocated for before its data arrives; it then doubles
 /// as data comes.
@@ -254,12 +255,14 @@ pub fn read_npy_dense_from(reader: impl Read, name: &Path) -> Result<Array2<f32>
 /// little-endian `'<u8'`), atomically ([`write_atomic`]). The width `f` is not recorded: keep
 /// it beside the file or pass it to [`read_signatures_npy`].
 pub fn write_signatures_npy<S: AsRef<[u64]>>(path: &Path, sigs: &SignatureMatrix<S>) -> Result<()> {
-    let view = sigs.view();
+    let words = sigs.as_slice();
     write_atomic(path, |w| {
-        view.write_npy(w).map_err(|e| match e {
-            ndarray_npy::WriteNpyError::Io(e) => e,
-            other => std::io::Error::other(other.to_string()),
-        })
+        write_header(w, "<u8", &[sigs.len(), sigs.words_per_row()])?;
+        if cfg!(target_endian = "little") {
+            w.write_all(bytemuck::cast_slice(words))
+        } else {
+            words.iter().try_for_each(|x| w.write_all(&x.to_le_bytes()))
+        }
     })
 }
 
