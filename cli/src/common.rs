@@ -19,8 +19,9 @@ pub struct Global {
     /// Seed of every random choice (signer matrices, hashes, permutations).
     #[arg(long, global = true, default_value_t = 0)]
     pub seed: u64,
-    /// Signature width f in bits (default 64 when signing; stored codes keep their own width,
-    /// and a --bits that disagrees with it is an error). At most 2^20.
+    /// Signature width f in bits (default 64 when signing, 256 for `dedup` and `cluster` with
+    /// --cosine; stored codes keep their own width, and a --bits that disagrees with it is an
+    /// error). At most 2^20.
     #[arg(long, global = true, value_parser = parse_bits)]
     pub bits: Option<usize>,
     /// Worker threads (default: all cores).
@@ -46,11 +47,20 @@ fn parse_bits(s: &str) -> std::result::Result<usize, String> {
 /// Signature width used when signing without `--bits`.
 pub const DEFAULT_BITS: usize = 64;
 
+/// Signature width used by `dedup` and `cluster` with `--cosine` when signing without
+/// `--bits`: at 64 bits a cosine threshold such as 0.8 is a Hamming radius of 13, and the LSH
+/// bands that reach the planned recall are 4 bits wide, so narrow that on a large input most
+/// band keys are shared by more rows than a group may hold; 256 bits give bands of 7–12 bits.
+pub const DEFAULT_COSINE_BITS: usize = 256;
+
 /// The run's context: options, phase timings and counts for `--stats`.
 pub struct Ctx {
     pub seed: u64,
     /// `--bits` as given (`None`: not given).
     pub bits_given: Option<usize>,
+    /// The width to sign with when `--bits` is not given ([`DEFAULT_BITS`], or
+    /// [`DEFAULT_COSINE_BITS`] for a cosine join).
+    pub default_bits: usize,
     pub quiet: bool,
     pub stats: Option<PathBuf>,
     start: Instant,
@@ -73,6 +83,7 @@ impl Ctx {
         Ok(Ctx {
             seed: g.seed,
             bits_given: g.bits,
+            default_bits: DEFAULT_BITS,
             quiet: g.quiet,
             stats: g.stats.clone(),
             start: Instant::now(),
@@ -81,9 +92,9 @@ impl Ctx {
         })
     }
 
-    /// The width to sign with: `--bits`, or [`DEFAULT_BITS`].
+    /// The width to sign with: `--bits`, or the default width of the run.
     pub fn bits(&self) -> usize {
-        self.bits_given.unwrap_or(DEFAULT_BITS)
+        self.bits_given.unwrap_or(self.default_bits)
     }
 
     /// Runs `f` as a named phase, timed for `--stats`.

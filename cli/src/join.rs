@@ -182,10 +182,19 @@ pub fn run(
             Ok(Outcome {
                 pairs: report.pairs,
                 how: format!(
-                    "exact cosine ≥ {} verified on {} candidates from {how}, planned recall {}",
+                    "exact cosine ≥ {} verified on {} candidates from {how}, planned recall {}{}",
                     join.threshold(),
                     report.candidates,
-                    self_recall(join, bits)
+                    self_recall(join, bits),
+                    if report.capped.is_empty() {
+                        String::new()
+                    } else {
+                        format!(
+                            ", not reached: {} band groups too large to compare (more --bits \
+                             make narrower groups)",
+                            report.capped.len()
+                        )
+                    }
                 ),
             })
         }
