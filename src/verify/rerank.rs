@@ -7,6 +7,9 @@ use crate::error::{Error, Result};
 use crate::index::{HammingIndex, Hit, Id};
 use crate::signature::SignatureMatrix;
 
+/// How many candidates ahead a candidate's row is prefetched.
+const AHEAD: usize = 4;
+
 /// Sorts scored ids by cosine, highest first, ties by the smaller id, and keeps `k`.
 fn top_by_cosine(mut scored: Vec<(Id, f64)>, k: usize) -> Vec<(Id, f64)> {
     scored.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
@@ -75,7 +78,13 @@ pub fn rerank<S: AsRef<[u64]>, V: Vectors>(
             check_ids(&hits, base.len())?;
             let scored = hits
                 .iter()
-                .map(|h| (h.id, queries.cosine_with(q, base, h.id as usize)))
+                .enumerate()
+                .map(|(c, h)| {
+                    if let Some(next) = hits.get(c + AHEAD) {
+                        base.prefetch(next.id as usize);
+                    }
+                    (h.id, queries.cosine_with(q, base, h.id as usize))
+                })
                 .collect();
             Ok(top_by_cosine(scored, k))
         })
@@ -124,7 +133,13 @@ pub fn rerank_graph<V: Vectors>(
             check_ids(hits, vectors.len())?;
             let scored = hits
                 .iter()
-                .map(|h| (h.id, vectors.cosine(i, h.id as usize)))
+                .enumerate()
+                .map(|(c, h)| {
+                    if let Some(next) = hits.get(c + AHEAD) {
+                        vectors.prefetch(next.id as usize);
+                    }
+                    (h.id, vectors.cosine(i, h.id as usize))
+                })
                 .collect();
             Ok(top_by_cosine(scored, k))
         })
