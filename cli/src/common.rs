@@ -536,7 +536,7 @@ impl SignerArgs {
         SignerSpec::new(kind.clone())
             .bits(bits)
             .seed(seed)
-            .build(dim)
+            .build_within(dim, memory_available())
             .with_context(|| {
                 if dim.is_none() && kind.needs_dim() {
                     format!(
@@ -554,6 +554,19 @@ impl SignerArgs {
                 }
             })
     }
+}
+
+/// The memory a matrix may take: the system's available memory (`MemAvailable` of
+/// `/proc/meminfo`), or no limit where it cannot be read.
+pub fn memory_available() -> u64 {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| {
+            m.lines()
+                .find_map(|l| l.strip_prefix("MemAvailable:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        })
+        .map_or(u64::MAX, |kb| kb.saturating_mul(1024))
 }
 
 /// Bytes as a short human string.

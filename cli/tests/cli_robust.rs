@@ -151,6 +151,43 @@ fn every_subcommand_ends_quietly_when_stdout_is_closed_before_it_writes() {
 }
 
 #[test]
+fn a_matrix_larger_than_the_machine_is_a_clear_error_before_any_allocation() {
+    // One SVMlight line claims a column 2^32 − 1: a Gaussian, Rademacher or very sparse
+    // matrix of that dimension needs 0.1–1.2 TB. An error naming the size, status 1, no abort.
+    let dir = tmp_dir("huge-dim");
+    let input = dir.join("one.svm");
+    std::fs::write(&input, "1 4294967295:1.5 3:2\n").unwrap();
+    for signer in ["gaussian", "super-bit", "rademacher", "very-sparse"] {
+        let out = simlsh()
+            .arg("sign")
+            .arg(&input)
+            .arg(dir.join("out.npy"))
+            .args(["--signer", signer, "--bits", "256"])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{signer}: {err}");
+        assert!(
+            err.contains("D = 4294967295 × f = 256 needs") && err.contains("bytes, more than"),
+            "{signer}: {err}"
+        );
+        assert!(!dir.join("out.npy").exists());
+    }
+    // The default signer has no matrix: the same file signs.
+    let out = simlsh()
+        .arg("sign")
+        .arg(&input)
+        .arg(dir.join("out.npy"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
 fn a_full_disk_is_an_error_with_status_1_not_a_panic() {
     let full = std::fs::OpenOptions::new()
         .write(true)

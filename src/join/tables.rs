@@ -384,7 +384,7 @@ mod tests {
     fn codes(rng: &mut Xoshiro256PlusPlus, n: usize, bits: usize, flips: u32) -> Vec<u64> {
         let w = words_for(bits);
         let mut c: Vec<u64> = (0..n * w).map(|_| rng.random()).collect();
-        if bits % 64 != 0 {
+        if !bits.is_multiple_of(64) {
             for r in 0..n {
                 c[r * w + w - 1] &= (1u64 << (bits % 64)) - 1;
             }

@@ -57,6 +57,7 @@ pub struct HyperplaneBuilder {
     seed: u64,
     distribution: Distribution,
     expected_nnz: Option<u64>,
+    max_bytes: Option<u64>,
 }
 
 /// `ln 100`: with density `ZERO_TARGET / k`, at most `e^-ZERO_TARGET` = 1% of the
@@ -122,7 +123,52 @@ impl HyperplaneBuilder {
         self
     }
 
+    /// The most memory the matrix may take (default: no limit but the allocator's, whose
+    /// failure is an error, not an abort). [`build`](Self::build) checks
+    /// [`matrix_bytes`](Self::matrix_bytes) against it before drawing anything, so that a
+    /// dimension read from a file cannot make a matrix larger than the machine.
+    pub fn max_bytes(mut self, bytes: u64) -> Self {
+        self.max_bytes = Some(bytes);
+        self
+    }
+
+    /// The bytes the matrix needs, known before it is drawn: `4·D·f` (Gaussian, super-bit),
+    /// `8·D·⌈f/64⌉` (Rademacher), `4·(D + 1) + 4·p·D·f` for very sparse at density `p`, plus
+    /// `24·D` while it is built (its rows are drawn in parallel). `None` when it does not fit
+    /// in `u64` (or `bits`/`dim` are missing).
+    pub fn matrix_bytes(&self) -> Option<u64> {
+        let (f, d) = (self.bits? as u64, self.dim?);
+        match self.distribution {
+            Distribution::Gaussian | Distribution::SuperBit { .. } => {
+                d.checked_mul(f)?.checked_mul(4)
+            }
+            Distribution::Rademacher => d.checked_mul(f.div_ceil(64))?.checked_mul(8),
+            Distribution::VerySparse { density } => {
+                let p = density.unwrap_or_else(|| {
+                    let default = 1.0 / (d as f64).sqrt();
+                    match self.expected_nnz {
+                        Some(k) if k > 0 => default.max((ZERO_TARGET / k as f64).min(1.0)),
+                        _ => default,
+                    }
+                });
+                let entries = 4.0 * p.clamp(0.0, 1.0) * d as f64 * f as f64;
+                let fixed = d
+                    .checked_add(1)?
+                    .checked_mul(4)?
+                    .checked_add(d.checked_mul(24)?)?;
+                if entries >= u64::MAX as f64 {
+                    return None;
+                }
+                fixed.checked_add(entries.ceil() as u64)
+            }
+        }
+    }
+
     /// Validates the parameters and draws the matrix.
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] for a missing or bad parameter, or a matrix larger than
+    /// [`max_bytes`](Self::max_bytes) (or than the allocator grants).
     pub fn build(self) -> Result<HyperplaneSigner> {
         let bits = self.bits.ok_or_else(|| Error::param("bits", "required"))?;
         let dim = self.dim.ok_or_else(|| Error::param("dim", "required"))?;
@@ -134,6 +180,38 @@ impl HyperplaneBuilder {
         }
         let d =
             usize::try_from(dim).map_err(|_| Error::param("dim", "too large for this platform"))?;
+        let too_large = |need: String, limit: String| {
+            Error::param(
+                "dim",
+                format!(
+                    "a {} matrix of D = {dim} × f = {bits} needs {need} bytes, more than {limit}; \
+                     signers without a matrix (hashed-gaussian, hashing-trick, pooled) take any \
+                     dimension",
+                    match self.distribution {
+                        Distribution::Gaussian => "Gaussian",
+                        Distribution::SuperBit { .. } => "super-bit",
+                        Distribution::Rademacher => "Rademacher",
+                        Distribution::VerySparse { .. } => "very sparse",
+                    }
+                ),
+            )
+        };
+        match self.matrix_bytes() {
+            None => return Err(too_large("over 2^64".into(), "any machine".into())),
+            Some(b) if self.max_bytes.is_some_and(|m| b > m) => {
+                return Err(too_large(
+                    b.to_string(),
+                    format!("the limit of {}", self.max_bytes.unwrap_or(u64::MAX)),
+                ));
+            }
+            Some(b) => {
+                // An allocation the allocator refuses is an error here, not an abort later.
+                let mut probe: Vec<u8> = Vec::new();
+                if usize::try_from(b).map_or(true, |b| probe.try_reserve_exact(b).is_err()) {
+                    return Err(too_large(b.to_string(), "the memory granted".into()));
+                }
+            }
+        }
         let seed = self.seed;
         // The distribution is stored resolved (depth and density as used), so `info` reports
         // the parameters that rebuild this matrix.
@@ -523,5 +601,47 @@ impl Signer for HyperplaneSigner {
                 }
             });
         Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn matrices_beyond_the_limit_or_u64_are_errors_before_allocation() {
+        let b = HyperplaneSigner::builder().dim(1 << 16).bits(64);
+        assert_eq!(b.matrix_bytes(), Some(4 << 22));
+        let err = b
+            .clone()
+            .max_bytes(1 << 20)
+            .build()
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("needs 16777216 bytes, more than the limit of 1048576"),
+            "{err}"
+        );
+        assert!(b.max_bytes(1 << 28).build().is_ok());
+        let r = HyperplaneSigner::builder()
+            .dim(1000)
+            .bits(65)
+            .distribution(Distribution::Rademacher);
+        assert_eq!(r.matrix_bytes(), Some(1000 * 2 * 8));
+        let huge = HyperplaneSigner::builder().dim(u64::MAX).bits(1 << 20);
+        assert_eq!(huge.matrix_bytes(), None);
+        let err = huge.build().unwrap_err().to_string();
+        assert!(err.contains("over 2^64"), "{err}");
+        // The very sparse estimate bounds what the signer holds once built.
+        let vs = HyperplaneSigner::builder()
+            .dim(5000)
+            .bits(128)
+            .distribution(Distribution::VerySparse { density: None });
+        let bound = vs.matrix_bytes().unwrap();
+        let held = vs.build().unwrap().info().bytes as u64;
+        assert!(
+            held <= bound && bound < 2 * held + 24 * 5000,
+            "{held} vs {bound}"
+        );
     }
 }

@@ -444,6 +444,16 @@ impl SignerSpec {
     /// and ignore it. A spec whose dimension differs from `dim` is an error (a matrix drawn for
     /// one dimension does not sign vectors of another).
     pub fn build(&self, dim: Option<u64>) -> Result<AnySigner> {
+        self.build_within(dim, u64::MAX)
+    }
+
+    /// [`build`](Self::build), with an explicit matrix limited to `max_bytes` (see
+    /// [`HyperplaneBuilder::max_bytes`](super::HyperplaneBuilder::max_bytes)): a command line
+    /// passes the memory available, so that a dimension read from a file is a clear error.
+    ///
+    /// # Errors
+    /// As [`build`](Self::build).
+    pub fn build_within(&self, dim: Option<u64>, max_bytes: u64) -> Result<AnySigner> {
         let dim = match (self.dim, dim) {
             (Some(a), Some(b)) if self.kind.needs_dim() && a != b => {
                 return Err(Error::DimensionMismatch {
@@ -468,7 +478,8 @@ impl SignerSpec {
                 .dim(dim)
                 .bits(self.bits)
                 .seed(self.seed)
-                .distribution(d);
+                .distribution(d)
+                .max_bytes(max_bytes);
             Ok(match nnz {
                 Some(k) => b.expected_nnz(k),
                 None => b,
