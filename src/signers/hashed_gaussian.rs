@@ -138,10 +138,7 @@ impl HashedGaussianBuilder {
 
     /// Validates the parameters.
     pub fn build(self) -> Result<HashedGaussian> {
-        let bits = self.bits.ok_or_else(|| Error::param("bits", "required"))?;
-        if bits == 0 {
-            return Err(Error::param("bits", "must be at least 1"));
-        }
+        let bits = super::required_bits(self.bits)?;
         Ok(HashedGaussian {
             bits,
             seed: self.seed,

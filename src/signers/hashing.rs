@@ -29,10 +29,7 @@ impl HashingTrickBuilder {
 
     /// Validates the parameters.
     pub fn build(self) -> Result<HashingTrick> {
-        let bits = self.bits.ok_or_else(|| Error::param("bits", "required"))?;
-        if bits == 0 {
-            return Err(Error::param("bits", "must be at least 1"));
-        }
+        let bits = super::required_bits(self.bits)?;
         Ok(HashingTrick {
             bits,
             seed: self.seed,

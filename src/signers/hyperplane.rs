@@ -170,11 +170,8 @@ impl HyperplaneBuilder {
     /// [`Error::InvalidParameter`] for a missing or bad parameter, or a matrix larger than
     /// [`max_bytes`](Self::max_bytes) (or than the allocator grants).
     pub fn build(self) -> Result<HyperplaneSigner> {
-        let bits = self.bits.ok_or_else(|| Error::param("bits", "required"))?;
+        let bits = super::required_bits(self.bits)?;
         let dim = self.dim.ok_or_else(|| Error::param("dim", "required"))?;
-        if bits == 0 {
-            return Err(Error::param("bits", "must be at least 1"));
-        }
         if dim == 0 {
             return Err(Error::param("dim", "must be at least 1"));
         }

@@ -425,3 +425,11 @@ pub(crate) fn check_dense(x: &ArrayRef2<f32>, dim: Option<u64>) -> Result<()> {
     }
     Ok(())
 }
+
+/// The width a signer builder was given: required, in `1..=MAX_BITS`
+/// ([`check_bits`](crate::signature::check_bits)), the one rule of every signer.
+pub(crate) fn required_bits(bits: Option<usize>) -> crate::error::Result<usize> {
+    let bits = bits.ok_or_else(|| crate::error::Error::param("bits", "required"))?;
+    crate::signature::check_bits(bits)?;
+    Ok(bits)
+}

@@ -45,10 +45,7 @@ impl PooledBuilder {
 
     /// Validates the parameters and draws the pool.
     pub fn build(self) -> Result<PooledSigner> {
-        let bits = self.bits.ok_or_else(|| Error::param("bits", "required"))?;
-        if bits == 0 {
-            return Err(Error::param("bits", "must be at least 1"));
-        }
+        let bits = super::required_bits(self.bits)?;
         if self.pool == 0 || self.pool as u64 > 1 << 32 {
             return Err(Error::param(
                 "pool_size",
