@@ -51,7 +51,9 @@ fn distance(a: &[u64], b: &[u64]) -> u32 {
 /// assert_eq!(t.tables(), 20);
 /// assert_eq!((0..20).map(|k| t.key_bits(k)).min(), Some(31));
 /// let (a, b) = ([0x0123_4567_89ab_cdefu64], [0x0123_4567_89ab_cdefu64 ^ 0b101]);
-/// assert_eq!(t.first_agreeing_table(&a, &b), Some(0));
+/// // Within the radius: some table's key agrees (pigeonhole); far apart: none does.
+/// assert!(t.first_agreeing_table(&a, &b).is_some());
+/// assert_eq!(t.first_agreeing_table(&a, &[!a[0]]), None);
 /// # Ok::<(), simlsh::Error>(())
 /// ```
 #[derive(Clone, Debug)]
@@ -263,9 +265,10 @@ impl TableKeys {
 ///
 /// let t = TableKeys::builder().bits(64).radius(1).levels(vec![2]).build()?;
 /// let sigs = [0xffu64, 0xfe, 0xff00_0000_0000_0000];
-/// // Table 0 keys on the low 32 bits: ids 7 and 3 share them, 1 bit apart.
+/// // Ids 7 and 3 are 1 bit apart: the first table whose key agrees on them reports them.
+/// let k = t.first_agreeing_table(&sigs[..1], &sigs[1..2]).unwrap();
 /// let mut pairs = Vec::new();
-/// let capped = table_partition(&t, 0, &[7, 3, 9], &sigs, &[], |p| pairs.push(p))?;
+/// let capped = table_partition(&t, k, &[7, 3, 9], &sigs, &[], |p| pairs.push(p))?;
 /// assert_eq!(pairs, vec![IdPair { a: 3, b: 7, distance: 1 }]);
 /// assert!(capped.is_empty());
 /// # Ok::<(), simlsh::Error>(())
