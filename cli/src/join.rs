@@ -79,6 +79,15 @@ pub struct Outcome {
 }
 
 impl JoinArgs {
+    /// Sets the run's default width for this join (256 bits for a cosine threshold) and says
+    /// whether the input's vectors are wanted (a cosine join that verifies).
+    pub fn prepare(&self, ctx: &mut Ctx) -> bool {
+        if self.cosine.is_some() {
+            ctx.default_bits = crate::common::DEFAULT_COSINE_BITS;
+        }
+        self.cosine.is_some() && !self.no_verify
+    }
+
     /// The join for `p`; `default_radius` when neither --radius nor --cosine is given (an
     /// error when `None`).
     pub fn mode(&self, p: &Prepared, default_radius: Option<u32>) -> Result<Mode> {

@@ -129,17 +129,22 @@ pub fn rerank_dense<'py>(
         let qn = check_finite("queries", q, &qrow)?;
         let cand = iv.row(q).to_vec();
         best(q, &cand, n, k, |id| -> Result<f64, String> {
-            let b = bv.row(id);
-            let (mut dot, mut bn) = (0f64, 0f64);
-            for (c, (&x, &y)) in qrow.iter().zip(b.iter()).enumerate() {
-                if !y.is_finite() {
-                    return Err(format!("base[{id}, {c}] = {y} is not finite"));
-                }
-                dot += f64::from(x) * f64::from(y);
-                bn += f64::from(y) * f64::from(y);
+            let row = bv.row(id);
+            // Rows of a C-contiguous base are read in place; others gathered once.
+            let b = row.as_slice().map_or_else(
+                || std::borrow::Cow::Owned(row.to_vec()),
+                std::borrow::Cow::Borrowed,
+            );
+            let bn = simlsh::verify::dot(&b, &b);
+            if !bn.is_finite() {
+                check_finite("base", id, &b)?;
             }
             let norm = qn * bn.sqrt();
-            Ok(if norm > 0.0 { dot / norm } else { 0.0 })
+            Ok(if norm > 0.0 {
+                simlsh::verify::dot(&qrow, &b) / norm
+            } else {
+                0.0
+            })
         })
     })?;
     layout(py, rows, k)

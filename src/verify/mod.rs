@@ -55,4 +55,4 @@ mod vectors;
 
 pub use join::{Candidates, VerifiedJoin, VerifiedJoinBuilder, VerifiedPair, VerifyReport};
 pub use rerank::{rerank, rerank_graph};
-pub use vectors::{CsrVectors, DenseVectors, SparseVectors, Vectors};
+pub use vectors::{CsrVectors, DenseVectors, SparseVectors, Vectors, dot};

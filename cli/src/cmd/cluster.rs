@@ -50,10 +50,7 @@ pub fn run(mut a: Args, ctx: &mut Ctx) -> Result<()> {
     let _spool = a.input.spool_stdin()?;
     let outputs: Vec<&std::path::Path> = a.out.iter().map(PathBuf::as_path).collect();
     check_paths(ctx, &a.input, &outputs)?;
-    if a.join.cosine.is_some() {
-        ctx.default_bits = crate::common::DEFAULT_COSINE_BITS;
-    }
-    let want_vectors = a.join.cosine.is_some() && !a.join.no_verify;
+    let want_vectors = a.join.prepare(ctx);
     let p = prepare(
         &a.input,
         &a.signer,
