@@ -66,6 +66,13 @@ fn brute(sigs: &SignatureMatrix, b: &Banding) -> (Vec<Pair>, Vec<CappedGroup>) {
             if d > b.max_distance() {
                 continue;
             }
+            if let Some((words, radius)) = b.prefix_filter() {
+                let (x, y) = (&sigs.row(i)[..words], &sigs.row(j)[..words]);
+                let pd: u32 = x.iter().zip(y).map(|(u, v)| (u ^ v).count_ones()).sum();
+                if pd > radius {
+                    continue;
+                }
+            }
             let agree = (0..b.bands()).any(|k| {
                 let key = b.key(k, sigs.row(i));
                 key == b.key(k, sigs.row(j)) && !is_capped(k as u32, key)
@@ -89,7 +96,8 @@ fn pool(threads: usize) -> rayon::ThreadPool {
         .unwrap()
 }
 
-/// A banding layout: any bits, width, bands, filter radius and cap.
+/// A banding layout: any bits, width, bands, filter radius, prefix filter (codes of more
+/// than one word) and cap.
 fn layout() -> impl Strategy<Value = Banding> {
     (
         prop_oneof![Just(16usize), Just(64), Just(100), Just(130), Just(256)],
@@ -98,23 +106,29 @@ fn layout() -> impl Strategy<Value = Banding> {
         .prop_flat_map(|(bits, width)| {
             let width = width.min(bits as u32);
             let max_bands = bits / width as usize;
+            let words = words_for(bits);
             (
                 Just(bits),
                 Just(width),
                 1..=max_bands,
                 0..=bits as u32,
                 prop_oneof![Just(usize::MAX), 2usize..6],
+                prop_oneof![Just(None), (1..words.max(2), 0u32..=80).prop_map(Some)],
             )
         })
-        .prop_map(|(bits, width, bands, max_distance, max_group)| {
-            Banding::builder()
+        .prop_map(|(bits, width, bands, max_distance, max_group, prefix)| {
+            let mut b = Banding::builder()
                 .bits(bits)
                 .bands(bands)
                 .width(width)
                 .max_distance(max_distance)
-                .max_group(max_group)
-                .build()
-                .unwrap()
+                .max_group(max_group);
+            if let Some((words, radius)) = prefix
+                && words < words_for(bits)
+            {
+                b = b.prefix_filter(words, radius);
+            }
+            b.build().unwrap()
         })
 }
 
@@ -221,6 +235,20 @@ fn partition_errors_are_typed() {
     assert!(band_partition(&wide, 0, &[1], &[u64::MAX], &[], |_| {}).is_err());
     let sigs = SignatureMatrix::from_parts(128, vec![0u64; 4]).unwrap();
     assert!(banded_join(&sigs, &b).is_err());
+    // A prefix filter must be shorter than the codes, and not empty.
+    let prefix = |bits: usize, words: usize| {
+        Banding::builder()
+            .bits(bits)
+            .bands(2)
+            .width(8)
+            .prefix_filter(words, 10)
+            .build()
+    };
+    assert!(prefix(64, 1).is_err());
+    assert!(prefix(256, 0).is_err());
+    assert!(prefix(256, 4).is_err());
+    assert_eq!(prefix(256, 3).unwrap().prefix_filter(), Some((3, 10)));
+    assert_eq!(prefix(130, 1).unwrap().prefix_filter(), Some((1, 10)));
 }
 
 #[test]
@@ -278,20 +306,24 @@ fn sampled_candidate_rate_matches_the_join() {
 #[test]
 fn big_runs_equal_brute_force() {
     // Short bands on 300 rows: runs of about 75 rows, compared by the batched kernel.
-    for &(bits, width, bands, max_distance) in &[
-        (64usize, 2u32, 20usize, 30u32),
-        (200, 3, 40, 90),
-        (256, 2, 128, 256),
+    for &(bits, width, bands, max_distance, prefix) in &[
+        (64usize, 2u32, 20usize, 30u32, None),
+        (200, 3, 40, 90, None),
+        (256, 2, 128, 256, None),
+        (256, 2, 100, 120, Some((1usize, 25u32))),
+        (400, 3, 60, 180, Some((2, 50))),
     ] {
         let sigs = codes(300, bits, width as usize, 23);
-        let b = Banding::builder()
+        let mut b = Banding::builder()
             .bits(bits)
             .bands(bands)
             .width(width)
             .max_distance(max_distance)
-            .max_group(120)
-            .build()
-            .unwrap();
+            .max_group(120);
+        if let Some((words, radius)) = prefix {
+            b = b.prefix_filter(words, radius);
+        }
+        let b = b.build().unwrap();
         let (want, capped) = brute(&sigs, &b);
         let (got, stats) = banded_join(&sigs, &b).unwrap();
         assert_eq!(got, want, "f={bits} w={width}");

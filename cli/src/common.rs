@@ -53,6 +53,16 @@ pub const DEFAULT_BITS: usize = 64;
 /// band keys are shared by more rows than a group may hold; 256 bits give bands of 7–12 bits.
 pub const DEFAULT_COSINE_BITS: usize = 256;
 
+/// The widths a verified cosine join may sign at when `--bits` is not given.
+pub const PLANNED_WIDTHS: [usize; 5] = [256, 512, 1024, 2048, 4096];
+
+/// A verified cosine join to plan the signature width for: threshold and recall target.
+#[derive(Clone, Copy, Debug)]
+pub struct WidthPlan {
+    pub threshold: f64,
+    pub recall: f64,
+}
+
 /// The run's context: options, phase timings and counts for `--stats`.
 pub struct Ctx {
     pub seed: u64,
@@ -61,6 +71,9 @@ pub struct Ctx {
     /// The width to sign with when `--bits` is not given ([`DEFAULT_BITS`], or
     /// [`DEFAULT_COSINE_BITS`] for a cosine join).
     pub default_bits: usize,
+    /// A verified cosine join whose signature width is planned from the input's size when
+    /// `--bits` is not given ([`Ctx::plan_width`]).
+    pub width_plan: Option<WidthPlan>,
     pub quiet: bool,
     pub stats: Option<PathBuf>,
     start: Instant,
@@ -84,6 +97,7 @@ impl Ctx {
             seed: g.seed,
             bits_given: g.bits,
             default_bits: DEFAULT_BITS,
+            width_plan: None,
             quiet: g.quiet,
             stats: g.stats.clone(),
             start: Instant::now(),
@@ -95,6 +109,44 @@ impl Ctx {
     /// The width to sign with: `--bits`, or the default width of the run.
     pub fn bits(&self) -> usize {
         self.bits_given.unwrap_or(self.default_bits)
+    }
+
+    /// Before signing `n` rows of `features` nonzeros on average: when `--bits` is not given
+    /// and a verified cosine join is to be planned, signs at the width the join planner finds
+    /// cheapest, join and signing counted, among [`PLANNED_WIDTHS`] whose signatures take at
+    /// most a third of the available memory. Banding more rows needs longer bands, so the
+    /// width grows with `n` (256 bits up to about a million documents, 4,096 at ten million).
+    pub fn plan_width(&mut self, n: usize, features: f64) {
+        let Some(w) = self.width_plan else { return };
+        if self.bits_given.is_some() || n < 2 {
+            return;
+        }
+        let budget = memory_available() / 3;
+        let widths: Vec<usize> = PLANNED_WIDTHS
+            .iter()
+            .copied()
+            .filter(|&f| {
+                f == PLANNED_WIDTHS[0] || (n as u64).saturating_mul(f as u64 / 8) <= budget
+            })
+            .collect();
+        let plan = simlsh::estimate::JoinPlanner::new(w.threshold)
+            .recall(w.recall)
+            .rows(n as u64)
+            .widths(&widths)
+            .sign_cost(simlsh::estimate::SIGN_NS_PER_FEATURE_BIT * features.max(1.0))
+            .plan();
+        // An invalid threshold or target is reported by the join itself.
+        if let Ok(plan) = plan {
+            self.default_bits = plan.bits;
+            self.record("bits_planned", plan.bits);
+            if plan.bits != DEFAULT_COSINE_BITS {
+                self.say(format!(
+                    "signing at {} bits, the width planned for {n} rows at cosine {} (--bits to \
+                     choose)",
+                    plan.bits, w.threshold
+                ));
+            }
+        }
     }
 
     /// Runs `f` as a named phase, timed for `--stats`.

@@ -238,6 +238,13 @@ fn prepare_vectors(
             mean_nnz: m.nnz() as f64 / m.rows().max(1) as f64,
         },
     };
+    let features = match shape {
+        InputShape::Sparse { mean_nnz, .. } => mean_nnz,
+        _ => dim as f64,
+    };
+    if vectors {
+        ctx.plan_width(v.rows(), features);
+    }
     let signer = ctx.phase("signer", |ctx| s.build_for(shape, ctx))?;
     let sigs = ctx
         .phase("sign", |ctx| sign::sign_vectors(&v, &signer, ctx))
@@ -287,6 +294,17 @@ fn zero_rows(v: &InputVectors) -> Vec<u32> {
     }
 }
 
+/// The mean number of features of the documents, from up to 1,000 of them evenly spaced.
+fn mean_features(tokenizer: &simlsh::text::Tokenizer, texts: &[&str]) -> f64 {
+    let step = texts.len().div_ceil(1000).max(1);
+    let sample: Vec<usize> = texts
+        .iter()
+        .step_by(step)
+        .map(|t| tokenizer.features(t).len())
+        .collect();
+    sample.iter().sum::<usize>() as f64 / sample.len().max(1) as f64
+}
+
 /// Documents: tokenised (a TF-IDF table fitted or loaded), signed in one pass, the weighted
 /// features kept for exact cosines when asked.
 fn prepare_texts(
@@ -299,6 +317,9 @@ fn prepare_texts(
 ) -> Result<Prepared> {
     let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
     let tokenizer = sign::tokenizer(&a.text, &refs, ctx)?;
+    if vectors && ctx.width_plan.is_some() && ctx.bits_given.is_none() {
+        ctx.plan_width(refs.len(), mean_features(&tokenizer, &refs));
+    }
     let signer = s.build_for(InputShape::Text, ctx)?;
     let corpus = sign::sign_corpus(
         &tokenizer,

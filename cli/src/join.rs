@@ -79,11 +79,18 @@ pub struct Outcome {
 }
 
 impl JoinArgs {
-    /// Sets the run's default width for this join (256 bits for a cosine threshold) and says
-    /// whether the input's vectors are wanted (a cosine join that verifies).
+    /// Sets the run's default width for this join (256 bits for a cosine threshold; for a
+    /// verified one, planned from the input's size before signing) and says whether the
+    /// input's vectors are wanted (a cosine join that verifies).
     pub fn prepare(&self, ctx: &mut Ctx) -> bool {
-        if self.cosine.is_some() {
+        if let Some(threshold) = self.cosine {
             ctx.default_bits = crate::common::DEFAULT_COSINE_BITS;
+            if !self.no_verify {
+                ctx.width_plan = Some(crate::common::WidthPlan {
+                    threshold,
+                    recall: self.recall,
+                });
+            }
         }
         self.cosine.is_some() && !self.no_verify
     }
@@ -216,14 +223,7 @@ fn self_recall(join: &VerifiedJoin, bits: u64) -> String {
         Candidates::Hamming { radius } => {
             estimate::recall_at(bits, u64::from(*radius), join.threshold()).ok()
         }
-        Candidates::Banded(b) => estimate::filtered_band_recall(
-            bits as usize,
-            b.bands(),
-            b.width(),
-            u64::from(b.max_distance()),
-            join.threshold(),
-        )
-        .ok(),
+        Candidates::Banded(b) => estimate::banding_recall(b, join.threshold()).ok(),
     };
     r.map_or_else(|| "unknown".into(), |r| format!("{r:.4}"))
 }

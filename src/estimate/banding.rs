@@ -18,6 +18,13 @@ pub const DEFAULT_RECALL: f64 = 0.99;
 /// Share of the miss budget `1 − target` given to the Hamming filter of a banded plan.
 const FILTER_SHARE: f64 = 0.01;
 
+/// Share of the miss budget given to the prefix filter of a banded plan on wide signatures.
+const PREFIX_SHARE: f64 = 0.01;
+
+/// Words of the prefix filter: plans of signatures wider than this many 64-bit words check
+/// the first ones first ([`crate::join::BandingBuilder::prefix_filter`]).
+pub const PREFIX_WORDS: usize = 4;
+
 /// Cost model (nanoseconds on one core, fitted to `benches/join.rs` on 300k planted rows):
 /// putting one row into one band (key, radix sort, run scan, fetching the row).
 pub const BAND_ROW_NS: f64 = 35.0;
@@ -154,6 +161,38 @@ pub fn filtered_band_recall(
     Ok(filtered(bits, bands, width, radius, 1.0 - agree(c)))
 }
 
+/// The recall at cosine `c` of a [`Banding`](crate::join::Banding) with its filters: the
+/// probability that a pair at `c` agrees on some band and passes the Hamming filter
+/// ([`filtered_band_recall`]), less the probability that it fails the prefix filter if the
+/// banding has one (a lower bound, by the union bound).
+///
+/// ```
+/// use simlsh::estimate::{BandingPlanner, banding_recall};
+///
+/// let plan = BandingPlanner::new(0.8).rows(1_000_000).bits(2048).plan()?;
+/// assert!(plan.prefix.is_some());
+/// let r = banding_recall(&plan.banding()?, 0.8)?;
+/// assert!((r - plan.recall).abs() < 1e-12 && r >= 0.99);
+/// # Ok::<(), simlsh::Error>(())
+/// ```
+///
+/// # Errors
+/// [`Error::InvalidParameter`] for a cosine outside [−1, 1] or NaN.
+pub fn banding_recall(b: &crate::join::Banding, c: f64) -> Result<f64> {
+    let full = filtered_band_recall(
+        b.bits(),
+        b.bands(),
+        b.width(),
+        u64::from(b.max_distance()),
+        c,
+    )?;
+    let q = 1.0 - agree(c);
+    let miss = b
+        .prefix_filter()
+        .map_or(0.0, |(words, r)| prefix_miss(words, r, q));
+    Ok((full - miss).max(0.0))
+}
+
 /// [`filtered_band_recall`] for a per-bit disagreement probability `q`.
 fn filtered(bits: usize, bands: usize, width: u32, radius: u64, q: f64) -> f64 {
     let w = width as usize;
@@ -223,10 +262,16 @@ pub struct BandingPlan {
     /// The Hamming filter's radius, if any: candidates farther apart are dropped before
     /// verification (it costs at most 1% of the miss budget `1 − target`).
     pub max_distance: Option<u32>,
+    /// The prefix filter, if any, `(words, radius)`: on signatures wider than
+    /// [`PREFIX_WORDS`] words, candidates whose first [`PREFIX_WORDS`] words are farther
+    /// apart than the radius are dropped first (cheaply: random candidates are rejected after
+    /// a few words); a pair at τ fails it with probability ≤ 1% of `1 − target`.
+    pub prefix: Option<(usize, u32)>,
     /// Probability that a pair at τ becomes a candidate, `1 − (1 − p^w)^b`.
     pub band_recall: f64,
-    /// Probability that a pair at τ becomes a candidate and passes the filter: the plan's
-    /// recall at τ, ≥ the target ([`filtered_band_recall`]).
+    /// Probability that a pair at τ becomes a candidate and passes the filters: the plan's
+    /// recall at τ, ≥ the target ([`filtered_band_recall`], less the prefix filter's miss
+    /// probability: a lower bound).
     pub recall: f64,
     /// Expected candidate pairs among random pairs, [`background_candidates`].
     pub candidates: f64,
@@ -247,6 +292,9 @@ impl BandingPlan {
             .width(self.width);
         if let Some(r) = self.max_distance {
             b = b.max_distance(r);
+        }
+        if let Some((words, r)) = self.prefix {
+            b = b.prefix_filter(words, r);
         }
         b.build()
     }
@@ -359,14 +407,24 @@ impl BandingPlanner {
         let q = 1.0 - p;
         let miss = 1.0 - target;
         let n = self.rows as f64;
-        let mut best: Option<(f64, usize, usize, u32, Option<u32>)> = None;
+        let mut best: Option<Best> = None;
         for &f in &self.widths {
             check_bits(f as u64)?;
-            let (radius, need) = if self.filter && q > 0.0 {
+            let (radius, mut need) = if self.filter && q > 0.0 {
                 let r = binomial_quantile(1.0 - FILTER_SHARE * miss, f as u64, q)?;
                 (Some(r.min(f as u64) as u32), target + FILTER_SHARE * miss)
             } else {
                 (None, target)
+            };
+            let prefix = prefix_filter(self.filter, f, q, miss)?;
+            if prefix.is_some() {
+                need += PREFIX_SHARE * miss;
+            }
+            // Random candidates are rejected by the prefix when there is one.
+            let checked_bits = if prefix.is_some() {
+                64 * PREFIX_WORDS
+            } else {
+                f
             };
             for w in 1..=f.min(64) as u32 {
                 let pw = p.powi(w as i32);
@@ -383,14 +441,14 @@ impl BandingPlanner {
                 };
                 let run = n * 0.5f64.powi(w as i32);
                 let cost = b as f64 * n * BAND_ROW_NS
-                    + background_candidates(self.rows, b, w) * pair_ns(f, run)
+                    + background_candidates(self.rows, b, w) * pair_ns(checked_bits, run)
                     + self.sign_ns_per_bit * f as f64 * n;
                 if best.is_none_or(|x| cost < x.0) {
-                    best = Some((cost, f, b, w, radius));
+                    best = Some((cost, f, b, w, radius, prefix));
                 }
             }
         }
-        let Some((cost_ns, bits, bands, width, max_distance)) = best else {
+        let Some((cost_ns, bits, bands, width, max_distance, prefix)) = best else {
             return Err(Error::param(
                 "widths",
                 format!(
@@ -403,7 +461,7 @@ impl BandingPlanner {
         let recall = match max_distance {
             Some(r) => filtered(bits, bands, width, u64::from(r), q),
             None => band_recall,
-        };
+        } - prefix.map_or(0.0, |(words, r)| prefix_miss(words, r, q));
         Ok(BandingPlan {
             threshold: t,
             target,
@@ -411,12 +469,33 @@ impl BandingPlanner {
             bands,
             width,
             max_distance,
+            prefix,
             band_recall,
-            recall,
+            recall: recall.max(0.0),
             candidates: background_candidates(self.rows, bands, width),
             cost_ns,
         })
     }
+}
+
+/// A candidate plan: cost, f, b, w, filter radius, prefix filter.
+type Best = (f64, usize, usize, u32, Option<u32>, Option<(usize, u32)>);
+
+/// The prefix filter of a plan of `f`-bit signatures (with the filter on, wider than
+/// [`PREFIX_WORDS`] words): the radius a pair at per-bit disagreement `q` exceeds on the
+/// prefix with probability ≤ [`PREFIX_SHARE`] of the miss budget.
+fn prefix_filter(filter: bool, f: usize, q: f64, miss: f64) -> Result<Option<(usize, u32)>> {
+    if !filter || q <= 0.0 || f.div_ceil(64) <= PREFIX_WORDS {
+        return Ok(None);
+    }
+    let bits = 64 * PREFIX_WORDS as u64;
+    let r = binomial_quantile(1.0 - PREFIX_SHARE * miss, bits, q)?;
+    Ok(Some((PREFIX_WORDS, r.min(bits) as u32)))
+}
+
+/// `P(Bin(64·words, q) > r)`: the probability that a pair misses the prefix filter.
+fn prefix_miss(words: usize, r: u32, q: f64) -> f64 {
+    1.0 - cdf_unchecked(u64::from(r), 64 * words as u64, q)
 }
 
 /// Which join a [`JoinPlanner`] chose.
@@ -442,25 +521,41 @@ pub struct HammingJoinPlan {
     pub cost_ns: f64,
 }
 
-/// The result of [`JoinPlanner::plan`]: both options and the cheaper one.
+/// The result of [`JoinPlanner::plan`]: the signature width, both options at that width and
+/// the cheaper one.
 #[derive(Clone, Debug, PartialEq)]
 pub struct JoinPlan {
+    /// The signature width `f` chosen (the one given, or the cheapest of the allowed widths).
+    pub bits: usize,
     /// The cheaper option.
     pub choice: JoinChoice,
     /// The exact Hamming join.
     pub hamming: HammingJoinPlan,
     /// The banded join, if a layout of the signatures' width reaches the target.
     pub banded: Option<BandingPlan>,
+    /// Expected time on one core, nanoseconds: the chosen join's cost plus signing `n` rows
+    /// at `f` bits ([`JoinPlanner::sign_cost`]).
+    pub cost_ns: f64,
 }
 
+/// Cost model of signing (nanoseconds per feature, i.e. nonzero, per signature bit): the
+/// marginal cost of a wider signature with the hashed Gaussian signer on documents as
+/// `simlsh dedup` signs them (10⁶ documents of 40 words: 8.6 s at 1,024 bits, 17.5 s at
+/// 4,096). Times the mean number of features per row, it is [`JoinPlanner::sign_cost`].
+pub const SIGN_NS_PER_FEATURE_BIT: f64 = 0.075;
+
 /// Chooses between the exact Hamming join and the banded join for a cosine threshold τ, a
-/// recall target at τ (default 0.99), `n` rows and `f`-bit signatures.
+/// recall target at τ (default 0.99), `n` rows and `f`-bit signatures, and, when the
+/// signatures are yet to be made, the width `f` itself among the allowed widths
+/// ([`widths`](Self::widths)), signing counted ([`sign_cost`](Self::sign_cost)).
 ///
 /// The Hamming join finds a pair when its distance is within the radius; the radius that
 /// reaches the target grows with `f·acos(τ)/π`, and its cost with the radius relative to
 /// `f`: cheap near τ = 1 (small `r/f`, many permuted tables with long keys), all `n²/2`
 /// pairs when `r/f` approaches ¼ or so. Banding's cost depends on τ and `n` only through the
-/// layout; it wins for thresholds far from 1 on wide signatures.
+/// layout; it wins for thresholds far from 1 on wide signatures. Banding on more rows needs
+/// longer bands to keep the random candidates (`n²/2 · 2^−w` per band) down, hence more
+/// bands and wider signatures: the chosen width grows with `n`.
 ///
 /// ```
 /// use simlsh::estimate::{JoinChoice, JoinPlanner};
@@ -472,6 +567,11 @@ pub struct JoinPlan {
 /// let far = JoinPlanner::new(0.8).recall(0.95).rows(312_000).bits(1024).plan()?;
 /// assert_eq!(far.choice, JoinChoice::Banded);
 /// assert!(far.banded.unwrap().cost_ns < far.hamming.cost_ns / 10.0);
+/// // Choosing the width for rows of 40 features: wider for more rows.
+/// let widths = [256, 512, 1024, 2048, 4096];
+/// let plan = |n| JoinPlanner::new(0.8).rows(n).widths(&widths).sign_cost(0.075 * 40.0).plan();
+/// let (small, large) = (plan(100_000)?, plan(10_000_000)?);
+/// assert!(small.bits < large.bits);
 /// # Ok::<(), simlsh::Error>(())
 /// ```
 #[derive(Clone, Debug, PartialEq)]
@@ -479,17 +579,20 @@ pub struct JoinPlanner {
     threshold: f64,
     recall: f64,
     rows: u64,
-    bits: usize,
+    widths: Vec<usize>,
+    sign_ns_per_bit: f64,
 }
 
 impl JoinPlanner {
-    /// A planner for the threshold τ: recall 0.99, one million rows, 256 bits.
+    /// A planner for the threshold τ: recall 0.99, one million rows, 256 bits, signing not
+    /// counted.
     pub fn new(threshold: f64) -> Self {
         JoinPlanner {
             threshold,
             recall: DEFAULT_RECALL,
             rows: 1_000_000,
-            bits: 256,
+            widths: vec![256],
+            sign_ns_per_bit: 0.0,
         }
     }
 
@@ -505,46 +608,83 @@ impl JoinPlanner {
         self
     }
 
-    /// The signatures' width `f`.
+    /// The signatures' width `f` (they exist).
     pub fn bits(mut self, f: usize) -> Self {
-        self.bits = f;
+        self.widths = vec![f];
         self
     }
 
-    /// Plans both joins and picks the cheaper.
+    /// The widths to choose from (the signatures are yet to be made), e.g.
+    /// [`DEFAULT_WIDTHS`] less those that do not fit in memory.
+    pub fn widths(mut self, widths: &[usize]) -> Self {
+        self.widths = widths.to_vec();
+        self
+    }
+
+    /// Counts signing in the cost: nanoseconds per row per signature bit
+    /// ([`SIGN_NS_PER_FEATURE_BIT`] × the mean features per row).
+    pub fn sign_cost(mut self, ns_per_row_per_bit: f64) -> Self {
+        self.sign_ns_per_bit = ns_per_row_per_bit;
+        self
+    }
+
+    /// Plans both joins at each allowed width and picks the cheapest (join and signing).
     ///
     /// # Errors
     /// [`Error::InvalidParameter`] for a threshold outside [−1, 1], a recall target outside
-    /// (0, 1), or `f` outside 1 ..= 2²⁰.
+    /// (0, 1), no widths, a width outside 1 ..= 2²⁰, or a negative or non-finite signing cost.
     pub fn plan(&self) -> Result<JoinPlan> {
+        if self.widths.is_empty() {
+            return Err(Error::param("widths", "no signature width to choose from"));
+        }
+        if !(self.sign_ns_per_bit.is_finite() && self.sign_ns_per_bit >= 0.0) {
+            return Err(Error::param(
+                "sign_cost",
+                format!("must be finite and >= 0, got {}", self.sign_ns_per_bit),
+            ));
+        }
+        let mut best: Option<JoinPlan> = None;
+        for &f in &self.widths {
+            let plan = self.plan_at(f)?;
+            if best.as_ref().is_none_or(|b| plan.cost_ns < b.cost_ns) {
+                best = Some(plan);
+            }
+        }
+        Ok(best.expect("at least one width"))
+    }
+
+    /// Both joins at width `f`.
+    fn plan_at(&self, f: usize) -> Result<JoinPlan> {
         let target = check_recall(self.recall)?;
         let radius = Planner::new(self.threshold)
-            .bits(self.bits as u64)
+            .bits(f as u64)
             .rule(RadiusRule::TargetRecall(target))
             .plan()?;
         let r = radius.radius;
-        let design = crate::join::self_join_plan(self.bits, r as u32, self.rows as usize)?;
+        let design = crate::join::self_join_plan(f, r as u32, self.rows as usize)?;
         let pair_checks = design.join_cost();
         let hamming = HammingJoinPlan {
             radius: r,
             recall: radius.chosen().recall_at_threshold,
             pair_checks,
-            cost_ns: pair_checks * pair_ns(self.bits, f64::INFINITY),
+            cost_ns: pair_checks * pair_ns(f, f64::INFINITY),
         };
         let banded = BandingPlanner::new(self.threshold)
             .recall(target)
             .rows(self.rows)
-            .bits(self.bits)
+            .bits(f)
             .plan()
             .ok();
-        let choice = match &banded {
-            Some(b) if b.cost_ns < hamming.cost_ns => JoinChoice::Banded,
-            _ => JoinChoice::Hamming,
+        let (choice, join_ns) = match &banded {
+            Some(b) if b.cost_ns < hamming.cost_ns => (JoinChoice::Banded, b.cost_ns),
+            _ => (JoinChoice::Hamming, hamming.cost_ns),
         };
         Ok(JoinPlan {
+            bits: f,
             choice,
             hamming,
             banded,
+            cost_ns: join_ns + self.sign_ns_per_bit * f as f64 * self.rows as f64,
         })
     }
 }
@@ -624,12 +764,24 @@ mod tests {
             assert!(plan.recall >= target, "{plan:?}");
             assert!(plan.band_recall >= plan.recall);
             assert!(plan.bands * plan.width as usize <= f);
-            // One band fewer misses the target (with the filter's share).
-            let need = target + FILTER_SHARE * (1.0 - target);
+            // One band fewer misses the target (with the filters' shares).
+            let q = 1.0 - agree(t);
+            let mut need = target + FILTER_SHARE * (1.0 - target);
+            if let Some((words, pr)) = plan.prefix {
+                assert_eq!(words, PREFIX_WORDS);
+                assert!(f > 64 * PREFIX_WORDS);
+                let miss = 1.0 - cdf_unchecked(u64::from(pr), 64 * words as u64, q);
+                assert!(miss <= PREFIX_SHARE * (1.0 - target));
+                need += PREFIX_SHARE * (1.0 - target);
+            } else {
+                assert!(f <= 64 * PREFIX_WORDS);
+            }
             assert!(any_band(agree(t), plan.bands - 1, plan.width) < need);
             let r = plan.max_distance.unwrap() as u64;
-            let q = 1.0 - agree(t);
             assert!(1.0 - cdf_unchecked(r, f as u64, q) <= FILTER_SHARE * (1.0 - target));
+            // The recall reported is the banding's, with its filters.
+            let b = plan.banding().unwrap();
+            assert!((banding_recall(&b, t).unwrap() - plan.recall).abs() < 1e-12);
         }
         // Nothing fits: cosine 0.5 at recall 0.999 needs 7 one-bit bands, more than 4 bits.
         assert!(
@@ -669,6 +821,37 @@ mod tests {
     }
 
     #[test]
+    fn the_planned_width_grows_with_the_rows_and_is_the_cheapest() {
+        let widths = [256usize, 512, 1024, 2048, 4096];
+        let mut last = 0;
+        for n in [10_000u64, 300_000, 3_000_000, 10_000_000, 30_000_000] {
+            let planner = JoinPlanner::new(0.8)
+                .rows(n)
+                .widths(&widths)
+                .sign_cost(SIGN_NS_PER_FEATURE_BIT * 40.0);
+            let plan = planner.plan().unwrap();
+            assert!(plan.bits >= last, "{n}: {} after {last}", plan.bits);
+            last = plan.bits;
+            // No single width is cheaper.
+            for &f in &widths {
+                let at = planner.clone().widths(&[f]).plan().unwrap();
+                assert_eq!(at.bits, f);
+                assert!(plan.cost_ns <= at.cost_ns, "{n}: {f} is cheaper");
+            }
+        }
+        assert_eq!(
+            JoinPlanner::new(0.8)
+                .rows(10_000)
+                .widths(&widths)
+                .plan()
+                .unwrap()
+                .bits,
+            256
+        );
+        assert!(last >= 2048);
+    }
+
+    #[test]
     fn invalid_settings_are_rejected() {
         assert!(BandingPlanner::new(1.5).plan().is_err());
         assert!(BandingPlanner::new(0.8).recall(1.0).plan().is_err());
@@ -676,6 +859,8 @@ mod tests {
         assert!(BandingPlanner::new(0.8).widths(&[0]).plan().is_err());
         assert!(BandingPlanner::new(0.8).sign_cost(f64::NAN).plan().is_err());
         assert!(JoinPlanner::new(0.8).bits(0).plan().is_err());
+        assert!(JoinPlanner::new(0.8).widths(&[]).plan().is_err());
+        assert!(JoinPlanner::new(0.8).sign_cost(-1.0).plan().is_err());
         assert!(band_recall(4, 0, 0.5).is_err());
         assert!(filtered_band_recall(16, 5, 4, 3, 0.5).is_err());
     }

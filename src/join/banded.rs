@@ -14,7 +14,12 @@
 //! bands `0..k` disagree (on the XOR of the two rows, a few word operations), so nothing is
 //! reported twice and no set of reported pairs is held. An optional Hamming filter
 //! ([`BandingBuilder::max_distance`]) drops candidates farther apart than a radius before
-//! anything else is done with them.
+//! anything else is done with them; an optional **prefix filter**
+//! ([`BandingBuilder::prefix_filter`]) first drops those whose first words alone are farther
+//! apart than its own radius. On wide signatures most pairs sharing a band key are random
+//! (distance ≈ `f/2`): the prefix rejects them after a few words instead of the early exit of
+//! the full distance after about half the code, and a run's big-run kernel gathers only the
+//! prefix words of its rows.
 //!
 //! **Hot keys.** A run of more than [`BandingBuilder::max_group`] rows (e.g. the band of
 //! many all-zero or identical rows) would cost a quadratic number of checks: it is skipped and
@@ -66,6 +71,8 @@ pub struct Banding {
     bands: usize,
     width: u32,
     max_distance: u32,
+    /// The prefix filter: words, radius.
+    prefix: Option<(usize, u32)>,
     max_group: usize,
     /// Per word: the bits of the bands lying wholly inside it.
     fields: Vec<u64>,
@@ -82,6 +89,7 @@ pub struct BandingBuilder {
     bands: usize,
     width: u32,
     max_distance: Option<u32>,
+    prefix: Option<(usize, u32)>,
     max_group: Option<usize>,
 }
 
@@ -107,6 +115,16 @@ impl BandingBuilder {
     /// Keep only candidates within this Hamming distance (default: `f`, no filter).
     pub fn max_distance(mut self, r: u32) -> Self {
         self.max_distance = Some(r);
+        self
+    }
+
+    /// Keep only candidates whose first `words` 64-bit words (bits `0 .. 64·words`) are
+    /// within Hamming distance `radius`, checked before the full distance (default: none). A
+    /// pair at per-bit disagreement `q` fails it with probability `P(Bin(64·words, q) >
+    /// radius)`: [`BandingPlanner`](crate::estimate::BandingPlanner) sets it for wide
+    /// signatures at a tiny share of the miss budget.
+    pub fn prefix_filter(mut self, words: usize, radius: u32) -> Self {
+        self.prefix = Some((words, radius));
         self
     }
 
@@ -150,6 +168,21 @@ impl BandingBuilder {
             return Err(Error::param("max_group", "must be at least 2"));
         }
         let words = words_for(f);
+        let prefix = match self.prefix {
+            None => None,
+            Some((pw, r)) => {
+                if pw == 0 || pw >= words {
+                    return Err(Error::param(
+                        "prefix_filter",
+                        format!(
+                            "the prefix must be 1 ..= {} words of the {words}-word codes, got {pw}",
+                            words.saturating_sub(1)
+                        ),
+                    ));
+                }
+                Some((pw, r.min(64 * pw as u32)))
+            }
+        };
         let mut fields = vec![0u64; words];
         let mut tops = vec![0u64; words];
         let mut straddle = vec![None; words];
@@ -169,6 +202,7 @@ impl BandingBuilder {
             bands: b,
             width: w,
             max_distance: self.max_distance.unwrap_or(f as u32).min(f as u32),
+            prefix,
             max_group,
             fields,
             tops,
@@ -255,6 +289,24 @@ impl Banding {
     /// The Hamming filter's radius (`f` when there is none).
     pub fn max_distance(&self) -> u32 {
         self.max_distance
+    }
+
+    /// The prefix filter, if any: `(words, radius)`.
+    pub fn prefix_filter(&self) -> Option<(usize, u32)> {
+        self.prefix
+    }
+
+    /// Whether rows `a` and `b` pass the filters: `Some(distance)` when the prefix (if any)
+    /// and the full codes are within their radii.
+    #[inline(always)]
+    fn filtered_distance(&self, a: &[u64], b: &[u64]) -> Option<u32> {
+        if let Some((pw, pr)) = self.prefix
+            && hamming::scalar::distance_upto(&a[..pw], &b[..pw], pr) > pr
+        {
+            return None;
+        }
+        let d = hamming::scalar::distance_upto(a, b, self.max_distance);
+        (d <= self.max_distance).then_some(d)
     }
 
     /// The hot-key cap.
@@ -395,7 +447,6 @@ impl Banding {
         E: FnMut(u32, u32, u32),
     {
         let words = words_for(self.bits);
-        let max = self.max_distance;
         let mut xor = vec![0u64; words];
         let mut checked = 0u64;
         let (mut codes, mut found) = (Vec::new(), Vec::new());
@@ -435,10 +486,9 @@ impl Banding {
                 let a = row(ra);
                 for &(_, rb) in &run[p + 1..] {
                     let b = row(rb);
-                    let d = hamming::scalar::distance_upto(a, b, max);
-                    if d > max {
+                    let Some(d) = self.filtered_distance(a, b) else {
                         continue;
-                    }
+                    };
                     for ((x, &u), &v) in xor.iter_mut().zip(a).zip(b) {
                         *x = u ^ v;
                     }
@@ -451,9 +501,10 @@ impl Banding {
         checked
     }
 
-    /// The pairs of a big run: its codes gathered into `codes` and compared tile by tile with
-    /// the batched scan kernel at the filter's radius; the pairs this band reports replace
-    /// `found`, sorted by rows (the kernel's order is its tiling's).
+    /// The pairs of a big run: its codes (only their prefix words under a prefix filter)
+    /// gathered into `codes` and compared tile by tile with the batched scan kernel at the
+    /// filter's radius, the survivors of a prefix checked on their full codes; the pairs this
+    /// band reports replace `found`, sorted by rows (the kernel's order is its tiling's).
     fn big_run<'r>(
         &self,
         band: usize,
@@ -463,31 +514,42 @@ impl Banding {
         codes: &mut Vec<u64>,
         found: &mut Vec<(u32, u32, u32)>,
     ) {
-        let w = words_for(self.bits);
+        let full = words_for(self.bits);
+        let (w, radius) = self.prefix.unwrap_or((full, self.max_distance));
         codes.clear();
         for &(_, r) in run {
-            codes.extend_from_slice(row(r));
+            codes.extend_from_slice(&row(r)[..w]);
         }
         found.clear();
-        let mut xor = vec![0u64; w];
+        let mut xor = vec![0u64; full];
         for a0 in (0..run.len()).step_by(RUN_TILE) {
             let a1 = (a0 + RUN_TILE).min(run.len());
             hamming::scan_radius(
                 &codes[a0 * w..a1 * w],
                 &codes[a0 * w..],
                 w,
-                self.max_distance,
+                radius,
                 |qa, cb, d| {
                     let (a, b) = (a0 + qa, a0 + cb);
                     if b <= a {
                         return;
                     }
-                    let (ca, cb) = (&codes[a * w..(a + 1) * w], &codes[b * w..(b + 1) * w]);
+                    let (ra, rb) = (run[a].1, run[b].1);
+                    let (ca, cb) = (row(ra), row(rb));
+                    let d = if self.prefix.is_some() {
+                        let d = hamming::scalar::distance_upto(ca, cb, self.max_distance);
+                        if d > self.max_distance {
+                            return;
+                        }
+                        d
+                    } else {
+                        d
+                    };
                     for ((x, &u), &v) in xor.iter_mut().zip(ca).zip(cb) {
                         *x = u ^ v;
                     }
                     if !self.reported_before(band, &xor, ca, capped) {
-                        found.push((run[a].1, run[b].1, d));
+                        found.push((ra, rb, d));
                     }
                 },
             )
