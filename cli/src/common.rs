@@ -19,8 +19,10 @@ pub struct Global {
     /// Seed of every random choice (signer matrices, hashes, permutations).
     #[arg(long, global = true, default_value_t = 0)]
     pub seed: u64,
-    /// Signature width f in bits (default 64 when signing, 256 for `dedup` and `cluster` with
-    /// --cosine; stored codes keep their own width, and a --bits that disagrees with it is an
+    /// Signature width f in bits (default 64 when signing; for `dedup` and `cluster` with
+    /// --cosine, 256, or when verifying, the width the join planner finds cheapest for the
+    /// number of rows: 256 up to tens of thousands, 512 to 1,024 from 10^5 to 10^6, 4,096 at
+    /// ten million; stored codes keep their own width, and a --bits that disagrees with it is an
     /// error). At most 2^20.
     #[arg(long, global = true, value_parser = parse_bits)]
     pub bits: Option<usize>,
@@ -115,7 +117,8 @@ impl Ctx {
     /// and a verified cosine join is to be planned, signs at the width the join planner finds
     /// cheapest, join and signing counted, among [`PLANNED_WIDTHS`] whose signatures take at
     /// most a third of the available memory. Banding more rows needs longer bands, so the
-    /// width grows with `n` (256 bits up to about a million documents, 4,096 at ten million).
+    /// width grows with `n` (for documents of 40 words at cosine 0.8: 256 bits up to 30,000,
+    /// 512 at 100,000, 1,024 at 10^6, 4,096 at 10^7).
     pub fn plan_width(&mut self, n: usize, features: f64) {
         let Some(w) = self.width_plan else { return };
         if self.bits_given.is_some() || n < 2 {
