@@ -132,7 +132,8 @@ def plan_bits(
 ) -> dict[str, Any]: ...
 def banded_join(
     codes: U64, bits: int, bands: int, width: int, max_distance: int | None = None,
-    max_group: int | None = None, threads: int | None = None,
+    max_group: int | None = None, threads: int | None = None, prefix_words: int | None = None,
+    prefix_radius: int | None = None,
 ) -> tuple[tuple[I64, I64, I32], dict[str, Any]]: ...
 def verified_join_dense(
     codes: U64, bits: int, x: npt.NDArray[np.float32], threshold: float, radius: int | None = None,
@@ -164,7 +165,8 @@ class KeyScheme:
     """Bands or permuted tables of a distributed join (``simlsh.spark``)."""
     @staticmethod
     def bands(
-        bits: int, bands: int, width: int, max_distance: int | None = None, max_group: int | None = None
+        bits: int, bands: int, width: int, max_distance: int | None = None, max_group: int | None = None,
+        prefix_words: int | None = None, prefix_radius: int | None = None,
     ) -> KeyScheme: ...
     @staticmethod
     def tables(

@@ -66,10 +66,14 @@ def banded_join(
     bits: int | None = None,
     return_stats: bool = False,
     threads: int | None = None,
+    prefix_words: int | None = None,
+    prefix_radius: int | None = None,
 ):
     """The banded self-join: every pair of rows whose signatures agree on all ``width`` bits
     of some band (band ``b`` is bits ``b*width .. (b+1)*width``), and are within
-    ``max_distance`` when given, each once: ``(i, j, distance)`` sorted by ``(i, j)``, as
+    ``max_distance`` when given (and, with ``prefix_words``, whose first ``prefix_words``
+    64-bit words are within ``prefix_radius``: the planner's filter of wide signatures), each
+    once: ``(i, j, distance)`` sorted by ``(i, j)``, as
     :func:`self_join`. Runs of more than ``max_group`` rows sharing a key are skipped (listed
     in the statistics). For wide signatures and thresholds far from 1, where an exact radius
     join would compare too much; plan ``bands`` and ``width`` for a recall at a cosine with
@@ -77,7 +81,10 @@ def banded_join(
     ``return_stats=True`` adds a dict: ``checked``, ``candidates``, ``capped``.
     """
     codes, bits = as_codes(codes, bits)
-    pairs, stats = _simlsh.banded_join(codes, bits, int(bands), int(width), max_distance, max_group, threads=threads)
+    pairs, stats = _simlsh.banded_join(
+        codes, bits, int(bands), int(width), max_distance, max_group, threads=threads,
+        prefix_words=prefix_words, prefix_radius=prefix_radius,
+    )
     return (*pairs, stats) if return_stats else pairs
 
 

@@ -261,17 +261,19 @@ def key_scheme(
     ``recall`` at ``bits`` bits and ``rows`` rows."""
     if radius is not None and bands is not None:
         raise ValueError("give a radius (permuted tables) or bands (a banding), not both")
+    prefix = (None, None)
     if radius is None and bands is None:
         plan = _simlsh.plan_join(float(threshold), float(recall), int(bits), int(max(rows, 2)))
         if plan["kind"] == "hamming":
             radius = plan["radius"]
         else:
             bands, width, max_distance = plan["bands"], plan["width"], plan["max_distance"]
+            prefix = (plan["prefix_words"], plan["prefix_radius"])
     if radius is not None:
         return _simlsh.KeyScheme.tables(int(bits), int(radius), rows=int(max(rows, 2)), max_group=max_group)
     if width is None:
         raise ValueError("bands need a width (bits per band)")
-    return _simlsh.KeyScheme.bands(int(bits), int(bands), int(width), max_distance, max_group)
+    return _simlsh.KeyScheme.bands(int(bits), int(bands), int(width), max_distance, max_group, *prefix)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -504,15 +506,16 @@ def _disk():
 
 def _scheme_args(desc: dict) -> tuple:
     if desc["kind"] == "bands":
-        return ("bands", desc["bits"], desc["bands"], desc["width"], desc["max_distance"], desc["max_group"])
+        return ("bands", desc["bits"], desc["bands"], desc["width"], desc["max_distance"], desc["max_group"],
+                desc["prefix_words"], desc["prefix_radius"])
     return ("tables", desc["bits"], desc["radius"], desc["levels"], desc["max_group"])
 
 
 def _scheme(args: tuple) -> _simlsh.KeyScheme:
     """A key scheme rebuilt from its parameters (on an executor)."""
     if args[0] == "bands":
-        _, bits, bands, width, md, mg = args
-        return _simlsh.KeyScheme.bands(bits, bands, width, md, mg)
+        _, bits, bands, width, md, mg, pw, pr = args
+        return _simlsh.KeyScheme.bands(bits, bands, width, md, mg, pw, pr)
     _, bits, radius, levels, mg = args
     return _simlsh.KeyScheme.tables(bits, radius, levels=list(levels), max_group=mg)
 

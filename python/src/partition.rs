@@ -100,20 +100,33 @@ impl PyKeyScheme {
 #[pymethods]
 impl PyKeyScheme {
     /// A banding: `bands` bands of `width` bits of `bits`-bit signatures, candidates within
-    /// `max_distance` (default: no filter), runs longer than `max_group` skipped (default the
-    /// library's).
+    /// `max_distance` (default: no filter) and, with `prefix_words`, whose first
+    /// `prefix_words` 64-bit words are within `prefix_radius` (the planner's prefix filter of
+    /// wide signatures), runs longer than `max_group` skipped (default the library's).
     #[staticmethod]
-    #[pyo3(signature = (bits, bands, width, max_distance = None, max_group = None))]
+    #[pyo3(signature = (bits, bands, width, max_distance = None, max_group = None, prefix_words = None, prefix_radius = None))]
+    #[allow(clippy::too_many_arguments)]
     fn bands(
         bits: usize,
         bands: usize,
         width: u32,
         max_distance: Option<u32>,
         max_group: Option<usize>,
+        prefix_words: Option<usize>,
+        prefix_radius: Option<u32>,
     ) -> PyResult<Self> {
         let mut b = Banding::builder().bits(bits).bands(bands).width(width);
         if let Some(r) = max_distance {
             b = b.max_distance(r);
+        }
+        match (prefix_words, prefix_radius) {
+            (Some(w), Some(r)) => b = b.prefix_filter(w, r),
+            (None, None) => {}
+            _ => {
+                return Err(value_error(
+                    "prefix_words and prefix_radius go together (the prefix filter)",
+                ));
+            }
         }
         if let Some(g) = max_group {
             b = b.max_group(g);
@@ -164,6 +177,8 @@ impl PyKeyScheme {
                 d.set_item("width", b.width())?;
                 d.set_item("max_distance", b.max_distance())?;
                 d.set_item("max_group", cap(b.max_group()))?;
+                d.set_item("prefix_words", b.prefix_filter().map(|p| p.0))?;
+                d.set_item("prefix_radius", b.prefix_filter().map(|p| p.1))?;
             }
             Scheme::Tables(t) => {
                 d.set_item("kind", "tables")?;
@@ -324,8 +339,9 @@ impl PyKeyScheme {
 }
 
 /// The candidates the single-machine verified join plans for `rows` rows of `bits`-bit
-/// signatures, threshold `threshold` and recall `recall` at it: `("hamming", radius)` or
-/// `("bands", bands, width, max_distance)`.
+/// signatures, threshold `threshold` and recall `recall` at it: `kind` "hamming" with
+/// `radius`, or "bands" with `bands`, `width`, `max_distance`, `prefix_words` and
+/// `prefix_radius` (None without a prefix filter).
 #[pyfunction]
 pub fn plan_join<'py>(
     py: Python<'py>,
@@ -346,6 +362,8 @@ pub fn plan_join<'py>(
             d.set_item("bands", b.bands())?;
             d.set_item("width", b.width())?;
             d.set_item("max_distance", b.max_distance())?;
+            d.set_item("prefix_words", b.prefix_filter().map(|p| p.0))?;
+            d.set_item("prefix_radius", b.prefix_filter().map(|p| p.1))?;
         }
     }
     Ok(d)

@@ -27,10 +27,20 @@ fn banding(
     width: u32,
     max_distance: Option<u32>,
     max_group: Option<usize>,
+    prefix: (Option<usize>, Option<u32>),
 ) -> PyResult<Banding> {
     let mut b = Banding::builder().bits(bits).bands(bands).width(width);
     if let Some(r) = max_distance {
         b = b.max_distance(r);
+    }
+    match prefix {
+        (Some(w), Some(r)) => b = b.prefix_filter(w, r),
+        (None, None) => {}
+        _ => {
+            return Err(value_error(
+                "prefix_words and prefix_radius go together (the prefix filter)",
+            ));
+        }
     }
     if let Some(g) = max_group {
         b = b.max_group(g);
@@ -54,7 +64,7 @@ fn capped_list<'py>(py: Python<'py>, capped: &[CappedGroup]) -> PyResult<Vec<Bou
 /// The banded self-join: `(i, j, distance)` of the pairs agreeing on some band's key (within
 /// `max_distance` when given), each once, sorted; and the statistics.
 #[pyfunction]
-#[pyo3(signature = (codes, bits, bands, width, max_distance = None, max_group = None, threads = None))]
+#[pyo3(signature = (codes, bits, bands, width, max_distance = None, max_group = None, threads = None, prefix_words = None, prefix_radius = None))]
 #[allow(clippy::too_many_arguments)]
 pub fn banded_join<'py>(
     py: Python<'py>,
@@ -65,10 +75,19 @@ pub fn banded_join<'py>(
     max_distance: Option<u32>,
     max_group: Option<usize>,
     threads: Option<usize>,
+    prefix_words: Option<usize>,
+    prefix_radius: Option<u32>,
 ) -> PyResult<(PairArrays<'py>, Bound<'py, PyDict>)> {
     let t = Threads::new(threads)?;
     let m = self::codes(&codes, bits)?;
-    let b = banding(bits, bands, width, max_distance, max_group)?;
+    let b = banding(
+        bits,
+        bands,
+        width,
+        max_distance,
+        max_group,
+        (prefix_words, prefix_radius),
+    )?;
     py.check_signals()?;
     let (pairs, stats) = t.run(py, || join::banded_join(&m, &b)).py()?;
     let i: Vec<i64> = pairs.iter().map(|p| i64::from(p.i)).collect();
@@ -148,7 +167,9 @@ fn verified_join_spec(
 ) -> PyResult<VerifiedJoin> {
     let candidates = match (radius, bands, width) {
         (Some(r), None, None) => Candidates::Hamming { radius: r },
-        (None, Some(b), Some(w)) => Candidates::Banded(banding(bits, b, w, max_distance, None)?),
+        (None, Some(b), Some(w)) => {
+            Candidates::Banded(banding(bits, b, w, max_distance, None, (None, None))?)
+        }
         (None, None, None) => return VerifiedJoin::planned(threshold, recall, bits, n).py(),
         _ => {
             return Err(value_error(
@@ -293,7 +314,7 @@ pub fn band_keys<'py>(
 ) -> PyResult<BandKeys<'py>> {
     let t = Threads::new(threads)?;
     let m = self::codes(&codes, bits)?;
-    let b = banding(bits, bands, width, None, None)?;
+    let b = banding(bits, bands, width, None, None, (None, None))?;
     let (band, key): (Vec<i32>, Vec<u64>) = t.run(py, || {
         m.rows()
             .flat_map(|row| {
@@ -325,7 +346,7 @@ pub fn band_partition<'py>(
 ) -> PyResult<BandPairs<'py>> {
     let m = self::codes(&codes, bits)?;
     let ids = contiguous(&ids, "ids")?;
-    let b = banding(bits, bands, width, max_distance, max_group)?;
+    let b = banding(bits, bands, width, max_distance, max_group, (None, None))?;
     let (mut a, mut bb, mut d) = (Vec::new(), Vec::new(), Vec::new());
     let capped = py
         .detach(|| {

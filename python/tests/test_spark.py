@@ -121,7 +121,8 @@ def library_candidates(codes: np.ndarray, desc: dict) -> tuple[np.ndarray, np.nd
         return simlsh.self_join(codes, desc["radius"], bits=desc["bits"])
     return simlsh.banded_join(
         codes, bands=desc["bands"], width=desc["width"], max_distance=desc["max_distance"],
-        max_group=desc["max_group"], bits=desc["bits"],
+        max_group=desc["max_group"], bits=desc["bits"], prefix_words=desc["prefix_words"],
+        prefix_radius=desc["prefix_radius"],
     )
 
 

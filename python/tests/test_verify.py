@@ -24,19 +24,44 @@ def band_agree(codes: np.ndarray, bands: int, width: int) -> np.ndarray:
     return np.triu(agree, k=1)
 
 
-@pytest.mark.parametrize("max_distance", [None, 60])
-def test_banded_join_equals_brute_force(max_distance):
+@pytest.mark.parametrize("max_distance,prefix", [(None, None), (60, None), (60, 22), (None, 18)])
+def test_banded_join_equals_brute_force(max_distance, prefix):
     rng = np.random.default_rng(1)
     codes = random_codes(rng, 700, 128, planted=300, flips=40)
     want = band_agree(codes, 8, 16)
     dist = popcount_distances(codes, codes)
     if max_distance is not None:
         want &= dist <= max_distance
+    kw = {}
+    if prefix is not None:
+        # The prefix filter: the first 64-bit word within `prefix`.
+        want &= popcount_distances(codes[:, :1], codes[:, :1]) <= prefix
+        kw = dict(prefix_words=1, prefix_radius=prefix)
     ei, ej = np.nonzero(want)
-    i, j, d, stats = simlsh.banded_join(codes, bands=8, width=16, max_distance=max_distance, return_stats=True)
+    i, j, d, stats = simlsh.banded_join(
+        codes, bands=8, width=16, max_distance=max_distance, return_stats=True, **kw
+    )
     assert list(zip(i.tolist(), j.tolist())) == list(zip(ei.tolist(), ej.tolist()))
     np.testing.assert_array_equal(d, dist[ei, ej])
     assert stats["candidates"] == len(i) and stats["capped"] == []
+
+
+def test_planned_wide_bandings_carry_their_prefix_filter_to_the_key_scheme():
+    # 1024-bit signatures: the planner's banding checks the first 4 words first; the
+    # distributed key scheme rebuilt from its description keeps the filter.
+    plan = simlsh._simlsh.plan_join(0.8, 0.99, 1024, 1_000_000)
+    assert plan["kind"] == "bands" and plan["prefix_words"] == 4
+    assert 0 < plan["prefix_radius"] < 128
+    from simlsh import spark
+
+    scheme = spark.key_scheme(0.8, bits=1024, rows=1_000_000)
+    desc = scheme.describe()
+    assert (desc["prefix_words"], desc["prefix_radius"]) == (4, plan["prefix_radius"])
+    again = spark._scheme(spark._scheme_args(desc)).describe()
+    assert again == desc
+    assert simlsh._simlsh.plan_join(0.8, 0.99, 256, 1_000_000)["prefix_words"] is None
+    with pytest.raises(ValueError, match="go together"):
+        simlsh._simlsh.KeyScheme.bands(1024, 4, 8, None, None, 4, None)
 
 
 def test_verified_join_of_dense_vectors_equals_exact_cosine():
