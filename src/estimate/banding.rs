@@ -65,6 +65,20 @@ fn check_recall(target: f64) -> Result<f64> {
     Ok(target)
 }
 
+/// Validates a planner's allowed widths (not empty) and signing cost (finite, ≥ 0).
+fn check_widths_and_cost(widths: &[usize], sign_ns_per_bit: f64) -> Result<()> {
+    if widths.is_empty() {
+        return Err(Error::param("widths", "no signature width to choose from"));
+    }
+    if !(sign_ns_per_bit.is_finite() && sign_ns_per_bit >= 0.0) {
+        return Err(Error::param(
+            "sign_cost",
+            format!("must be finite and >= 0, got {sign_ns_per_bit}"),
+        ));
+    }
+    Ok(())
+}
+
 /// The probability that one bit of the signatures of two vectors with cosine `c` agrees:
 /// `1 − acos(c)/π`.
 fn agree(c: f64) -> f64 {
@@ -394,15 +408,7 @@ impl BandingPlanner {
     pub fn plan(&self) -> Result<BandingPlan> {
         let t = check_cosine("threshold", self.threshold)?;
         let target = check_recall(self.recall)?;
-        if self.widths.is_empty() {
-            return Err(Error::param("widths", "no signature width to choose from"));
-        }
-        if !(self.sign_ns_per_bit.is_finite() && self.sign_ns_per_bit >= 0.0) {
-            return Err(Error::param(
-                "sign_cost",
-                format!("must be finite and >= 0, got {}", self.sign_ns_per_bit),
-            ));
-        }
+        check_widths_and_cost(&self.widths, self.sign_ns_per_bit)?;
         let p = agree(t);
         let q = 1.0 - p;
         let miss = 1.0 - target;
@@ -634,15 +640,7 @@ impl JoinPlanner {
     /// [`Error::InvalidParameter`] for a threshold outside [−1, 1], a recall target outside
     /// (0, 1), no widths, a width outside 1 ..= 2²⁰, or a negative or non-finite signing cost.
     pub fn plan(&self) -> Result<JoinPlan> {
-        if self.widths.is_empty() {
-            return Err(Error::param("widths", "no signature width to choose from"));
-        }
-        if !(self.sign_ns_per_bit.is_finite() && self.sign_ns_per_bit >= 0.0) {
-            return Err(Error::param(
-                "sign_cost",
-                format!("must be finite and >= 0, got {}", self.sign_ns_per_bit),
-            ));
-        }
+        check_widths_and_cost(&self.widths, self.sign_ns_per_bit)?;
         let mut best: Option<JoinPlan> = None;
         for &f in &self.widths {
             let plan = self.plan_at(f)?;
