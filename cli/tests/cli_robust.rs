@@ -352,7 +352,11 @@ fn with_stdin(args: &[&str], stdin: &[u8]) -> std::process::Output {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    child.stdin.take().unwrap().write_all(stdin).unwrap();
+    // A child that fails before reading (e.g. a missing --format) closes the pipe: the write
+    // then fails with a broken pipe, and the child's status and message are what is tested.
+    if let Err(e) = child.stdin.take().unwrap().write_all(stdin) {
+        assert_eq!(e.kind(), std::io::ErrorKind::BrokenPipe, "{e}");
+    }
     child.wait_with_output().unwrap()
 }
 
