@@ -708,7 +708,7 @@ unsafe fn scan_knn_t<const W: usize>(
         };
         // SAFETY: the caller guarantees AVX2 and POPCNT; `tbuf` holds the first `full` codes
         // of `src`, transposed.
-        unsafe { knn_tile::<W>(queries, src, tbuf, t0, w, heaps, &mut dbuf, &mut groups) };
+        unsafe { knn_tile::<W>(queries, src, tbuf, t0, w, heaps, (&mut dbuf, &mut groups)) };
         t0 = t1;
     }
 }
@@ -721,7 +721,8 @@ unsafe fn scan_knn_t<const W: usize>(
 ///
 /// # Safety
 /// The CPU has AVX2 and POPCNT; `tbuf.len()` is a multiple of `4 * w`, `src` holds at least
-/// `tbuf.len() / w` codes, the queries have `w` words, one heap per query.
+/// `tbuf.len() / w` codes, the queries have `w` words, one heap per query; `dbuf` has room
+/// for the distances of a tile, `groups` for its groups of four (the buffered path).
 #[target_feature(enable = "avx2,popcnt")]
 #[inline]
 unsafe fn knn_tile<const W: usize>(
@@ -731,8 +732,7 @@ unsafe fn knn_tile<const W: usize>(
     t0: usize,
     w: usize,
     heaps: &mut [TopK],
-    dbuf: &mut [u32],
-    groups: &mut [u32],
+    (dbuf, groups): (&mut [u32], &mut [u32]),
 ) {
     let full = tbuf.len() / w;
     for (q, heap) in queries.chunks_exact(w).zip(heaps.iter_mut()) {
