@@ -121,24 +121,66 @@ pub struct Neighbor {
     pub index: usize,
 }
 
-/// A query's running k nearest codes: a top-k of [`Neighbor`]s
-/// ([`crate::util::topk::TopK`]) and the threshold a new distance must beat.
+/// Codes of at most this many bits keep a distance histogram in [`TopK`] (4 bytes per
+/// possible distance and query); wider codes fall back to a lazy top-k.
+const HIST_MAX_BITS: usize = 1 << 13;
+
+/// A query's running k nearest codes and the threshold a new distance must beat.
 ///
-/// Kernels feed each query the codes in increasing index order. A new code `(d, i)` belongs in
-/// a full top-k iff `(d, i) < worst`, and since `i` is larger than every index seen so far,
-/// iff `d < worst.dist`: the strict test `d < threshold()` is therefore exact, ties included.
-/// While fewer than `k` codes have been seen the threshold is `u64::MAX` (every code enters);
-/// for `k == 0` it is 0 (none does).
+/// Kernels feed each query the codes in increasing index order, and offer a code only when
+/// its distance is below [`threshold`](Self::threshold). Once `k` codes were offered, the
+/// threshold is the distance `c` of the `k`-th nearest so far: a later code at distance `c`
+/// has a larger index than every kept code at `c` and loses the tie, so the strict test
+/// `d < threshold()` drops only codes that cannot be in the result. Until then the threshold
+/// is `u64::MAX` (every code enters); for `k == 0` it is 0 (none does).
+///
+/// Offered codes are **appended** to a buffer (a store, no heap sift: with `k` in the
+/// hundreds, the candidates of a re-ranked k-NN graph, a heap's `O(log k)` sift with its
+/// unpredictable branches cost as much as the scan), and the threshold is kept exact by a
+/// **counting histogram** of the offered distances: `below` counts the offered codes
+/// closer than `cut`, and `cut` steps down while `below >= k`. `cut` only decreases, so the
+/// steps cost `O(f)` per query in all. The buffer is cut back to the codes at distance
+/// `<= cut` when it doubles. Codes wider than [`HIST_MAX_BITS`] use a lazy top-k
+/// ([`crate::util::topk::LazyTopK`]) instead.
 #[derive(Debug)]
 pub(crate) struct TopK {
-    top: crate::util::topk::TopK<Neighbor>,
+    k: usize,
+    sel: Select,
     thr: u64,
 }
 
+#[derive(Debug)]
+enum Select {
+    /// Offered codes, `hist[d]` of them at distance `d`, `below` of them closer than `cut`.
+    Hist {
+        buf: Vec<Neighbor>,
+        hist: Vec<u32>,
+        below: usize,
+        cut: usize,
+        /// Buffer length at which the buffer is cut back.
+        limit: usize,
+    },
+    Lazy(crate::util::topk::LazyTopK<Neighbor>),
+}
+
 impl TopK {
-    pub(crate) fn new(k: usize) -> Self {
+    /// The top-`k` of a scan of codes of `words` words.
+    pub(crate) fn new(k: usize, words: usize) -> Self {
+        let bits = words.saturating_mul(64);
+        let sel = if bits <= HIST_MAX_BITS {
+            Select::Hist {
+                buf: Vec::new(),
+                hist: Vec::new(),
+                below: 0,
+                cut: bits + 1,
+                limit: 2 * k + 64,
+            }
+        } else {
+            Select::Lazy(crate::util::topk::LazyTopK::new(k))
+        };
         TopK {
-            top: crate::util::topk::TopK::new(k),
+            k,
+            sel,
             thr: if k == 0 { 0 } else { u64::MAX },
         }
     }
@@ -151,17 +193,97 @@ impl TopK {
 
     /// Offers code `index` at distance `dist`; the caller has checked `dist < threshold()`
     /// and offers codes in increasing index order.
-    #[inline(never)]
+    #[inline]
     pub(crate) fn push(&mut self, dist: u32, index: usize) {
-        self.top.offer(Neighbor { dist, index });
-        if let Some(worst) = self.top.worst() {
-            self.thr = u64::from(worst.dist);
+        let k = self.k;
+        match &mut self.sel {
+            Select::Hist {
+                buf,
+                hist,
+                below,
+                cut,
+                limit,
+            } => {
+                if hist.is_empty() {
+                    hist.resize(*cut, 0);
+                }
+                buf.push(Neighbor { dist, index });
+                hist[dist as usize] += 1;
+                *below += 1;
+                if *below >= k {
+                    while *below >= k {
+                        *cut -= 1;
+                        *below -= hist[*cut] as usize;
+                    }
+                    self.thr = self.thr.min(*cut as u64);
+                    if buf.len() >= *limit {
+                        let c = *cut as u32;
+                        buf.retain(|n| n.dist <= c);
+                        *limit = (2 * buf.len()).max(2 * k + 64);
+                    }
+                }
+            }
+            Select::Lazy(top) => {
+                top.offer(Neighbor { dist, index });
+                if let Some(worst) = top.worst() {
+                    self.thr = self.thr.min(u64::from(worst.dist));
+                }
+            }
+        }
+    }
+
+    /// The `k` of this query.
+    #[inline(always)]
+    pub(crate) fn k(&self) -> usize {
+        self.k
+    }
+
+    /// Before the first cut (threshold `u64::MAX`), when a tile of codes at distances `dists`
+    /// holds at least `k` codes: sets the threshold to one more than the tile's `k`-th
+    /// smallest distance `c`. The tile has `k` codes at distance `<= c`, so no code farther
+    /// than `c` can be in the result; this spares appending a whole first tile.
+    pub(crate) fn prime(&mut self, dists: &[u32]) {
+        let k = self.k();
+        if self.thr == u64::MAX && k > 0 && dists.len() >= k {
+            let mut scratch = dists.to_vec();
+            let (_, &mut c, _) = scratch.select_nth_unstable(k - 1);
+            self.thr = u64::from(c) + 1;
+        }
+    }
+
+    /// Offers, of the codes `t0..t0 + dists.len()` at distances `dists` (in increasing index
+    /// order, after every code offered before), those of the groups of four `groups` (group
+    /// `g` is codes `4g..4g + 4` of the tile) and those from `tail` on, that are below the
+    /// threshold. The caller lists every group with a code below the threshold.
+    pub(crate) fn offer_groups(&mut self, dists: &[u32], groups: &[u32], tail: usize, t0: usize) {
+        for &g in groups {
+            let g = g as usize;
+            for (l, &d) in dists[4 * g..4 * g + 4].iter().enumerate() {
+                if u64::from(d) < self.thr {
+                    self.push(d, t0 + 4 * g + l);
+                }
+            }
+        }
+        for (i, &d) in dists.iter().enumerate().skip(tail) {
+            if u64::from(d) < self.thr {
+                self.push(d, t0 + i);
+            }
         }
     }
 
     /// The kept codes sorted by `(dist, index)`.
     pub(crate) fn into_sorted(self) -> Vec<Neighbor> {
-        self.top.into_sorted_vec()
+        match self.sel {
+            Select::Hist { mut buf, cut, .. } => {
+                // Every code closer than `cut`, and the first (smallest indexes) at `cut`.
+                let c = cut as u32;
+                buf.retain(|n| n.dist <= c);
+                buf.sort_unstable();
+                buf.truncate(self.k);
+                buf
+            }
+            Select::Lazy(top) => top.into_sorted_vec(),
+        }
     }
 }
 
@@ -369,7 +491,9 @@ impl Kernels {
         k: usize,
     ) -> Result<Vec<Vec<Neighbor>>> {
         check_scan(queries, codes, words)?;
-        let mut heaps: Vec<TopK> = (0..queries.len() / words).map(|_| TopK::new(k)).collect();
+        let mut heaps: Vec<TopK> = (0..queries.len() / words)
+            .map(|_| TopK::new(k, words))
+            .collect();
         // SAFETY: features checked at construction (see `distance`); shapes checked above,
         // one heap per query.
         unsafe { (self.scan_knn)(queries, codes, words, &mut heaps) };

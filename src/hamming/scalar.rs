@@ -26,7 +26,7 @@ pub(crate) fn tile_codes(words: usize, tile_bytes: usize) -> usize {
 }
 
 /// Expands to a `match` on the code width that calls `$body::<W>` with a compile-time width
-/// for the common widths (64, 128, 192, 256 and 512 bits) and `$body::<0>` (width read at run
+/// for the common widths (64, 128, 192, 256, 384 and 512 bits) and `$body::<0>` (width read at run
 /// time) otherwise. Bodies compute `let w = if W == 0 { words } else { W };` so the constant
 /// folds away in the specialised copies.
 macro_rules! by_words {
@@ -36,6 +36,7 @@ macro_rules! by_words {
             2 => $body::<2>($($arg),*),
             3 => $body::<3>($($arg),*),
             4 => $body::<4>($($arg),*),
+            6 => $body::<6>($($arg),*),
             8 => $body::<8>($($arg),*),
             _ => $body::<0>($($arg),*),
         }

@@ -308,7 +308,8 @@ fn scan_knn_matches_brute_force_for_every_kernel() {
             for nq in [0, 1, 3, 13] {
                 let queries = random_words(&mut rng, nq * w);
                 let codes = planted_codes(&mut rng, &queries, n, w);
-                for k in [0, 1, 10, n + 3] {
+                // 30 and 150: the buffered path of the AVX2 scan and the histogram's cuts.
+                for k in [0, 1, 10, 30, 150, n + 3] {
                     let expected = brute_knn(&queries, &codes, w, k);
                     for kern in Kernels::available() {
                         let got = kern.scan_knn(&queries, &codes, w, k).unwrap();
@@ -316,6 +317,24 @@ fn scan_knn_matches_brute_force_for_every_kernel() {
                     }
                 }
             }
+        }
+    }
+}
+
+#[test]
+fn scan_knn_of_codes_beyond_the_histogram_matches_brute_force() {
+    // 132 words (8,448 bits) exceed `HIST_MAX_BITS`: the top-k selects lazily instead.
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(16);
+    let w = 132;
+    assert!(64 * w > super::HIST_MAX_BITS);
+    let queries = random_words(&mut rng, 6 * w);
+    let n = 2 * tile_codes(w, TILE_BYTES) + 150;
+    let codes = planted_codes(&mut rng, &queries, n, w);
+    for k in [1, 30, 150, n] {
+        let expected = brute_knn(&queries, &codes, w, k);
+        for kern in Kernels::available() {
+            let got = kern.scan_knn(&queries, &codes, w, k).unwrap();
+            assert_eq!(got, expected, "{} k {k}", kern.name());
         }
     }
 }

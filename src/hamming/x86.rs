@@ -688,6 +688,12 @@ unsafe fn scan_knn_t<const W: usize>(
     } else {
         vec![0u64; tile.min(n) / 4 * 4 * w]
     };
+    let mut dbuf = if heaps.iter().any(|h| h.k() >= BUFFERED_MIN_K) {
+        vec![0u32; tile.min(n)]
+    } else {
+        Vec::new()
+    };
+    let mut groups = vec![0u32; dbuf.len() / 4];
     let mut t0 = 0;
     while t0 < n {
         let t1 = n.min(t0 + tile);
@@ -702,7 +708,7 @@ unsafe fn scan_knn_t<const W: usize>(
         };
         // SAFETY: the caller guarantees AVX2 and POPCNT; `tbuf` holds the first `full` codes
         // of `src`, transposed.
-        unsafe { knn_tile::<W>(queries, src, tbuf, t0, w, heaps) };
+        unsafe { knn_tile::<W>(queries, src, tbuf, t0, w, heaps, (&mut dbuf, &mut groups)) };
         t0 = t1;
     }
 }
@@ -715,7 +721,8 @@ unsafe fn scan_knn_t<const W: usize>(
 ///
 /// # Safety
 /// The CPU has AVX2 and POPCNT; `tbuf.len()` is a multiple of `4 * w`, `src` holds at least
-/// `tbuf.len() / w` codes, the queries have `w` words, one heap per query.
+/// `tbuf.len() / w` codes, the queries have `w` words, one heap per query; `dbuf` has room
+/// for the distances of a tile, `groups` for its groups of four (the buffered path).
 #[target_feature(enable = "avx2,popcnt")]
 #[inline]
 unsafe fn knn_tile<const W: usize>(
@@ -725,9 +732,25 @@ unsafe fn knn_tile<const W: usize>(
     t0: usize,
     w: usize,
     heaps: &mut [TopK],
+    (dbuf, groups): (&mut [u32], &mut [u32]),
 ) {
     let full = tbuf.len() / w;
     for (q, heap) in queries.chunks_exact(w).zip(heaps.iter_mut()) {
+        if heap.k() >= BUFFERED_MIN_K {
+            let dists = &mut dbuf[..src.len() / w];
+            // SAFETY: the caller guarantees AVX2 and POPCNT; `tbuf` holds `full` codes in
+            // groups of 4 * w words, `dists` has room for every code of the tile and
+            // `groups` for every group.
+            let hits = unsafe {
+                tile_distances::<W>(tbuf, w, q, heap.threshold(), dists, &mut groups[..])
+            };
+            for i in full..src.len() / w {
+                dists[i] = dist_words(q, &src[i * w..], w);
+            }
+            heap.prime(dists);
+            heap.offer_groups(dists, &groups[..hits], full, t0);
+            continue;
+        }
         // SAFETY: the caller guarantees AVX2 and POPCNT; groups have 4 * w words and the
         // query has w words.
         unsafe {
@@ -752,6 +775,55 @@ unsafe fn knn_tile<const W: usize>(
             }
         }
     }
+}
+
+/// Queries asking for at least this many neighbours (all but `k = 0`) take the buffered
+/// path of the k-NN scan: the distances of a whole tile are stored first
+/// ([`tile_distances`], no branch, the groups below the threshold listed), then offered
+/// ([`TopK::offer_groups`]). Returning from [`next_below`] at each group with a candidate
+/// cost as much as the scan itself for `k` in the hundreds (256-bit codes, 100 neighbours
+/// among 20,000: 0.9 s against 0.66 s buffered), and the buffered path was faster for
+/// `k = 10` too (0.435 s against 0.525 s on the same codes).
+const BUFFERED_MIN_K: usize = 1;
+
+/// Distances of the query `q` to the codes of the transposed tile `tbuf` (groups of `4 * w`
+/// words), into `out[..tbuf.len() / w]`; the groups with a distance below `thr` are listed
+/// in `groups` (without a branch: each group is written, and the count advances when it has
+/// such a distance). Returns the number of groups listed.
+///
+/// # Safety
+/// The CPU has AVX2; `tbuf.len()` is a multiple of `4 * w`, `q` has `w` words,
+/// `out.len() >= tbuf.len() / w` and `groups.len() >= tbuf.len() / (4 * w)`.
+#[target_feature(enable = "avx2")]
+#[inline(never)]
+unsafe fn tile_distances<const W: usize>(
+    tbuf: &[u64],
+    w: usize,
+    q: &[u64],
+    thr: u64,
+    out: &mut [u32],
+    groups: &mut [u32],
+) -> usize {
+    let mut hits = 0;
+    // SAFETY: the caller guarantees AVX2 and the shapes: group g is tbuf[4wg..4w(g+1)], its
+    // four distances go to out[4g..4g+4] and its number to groups[hits] with hits <= g.
+    unsafe {
+        let nib = Nibble::new();
+        let qv = QueryVec::<W>::new(q);
+        let t = splat_threshold(thr);
+        for (g, (grp, o)) in tbuf
+            .chunks_exact(4 * w)
+            .zip(out.chunks_exact_mut(4))
+            .enumerate()
+        {
+            let d = group_distances(nib, grp, &qv, w);
+            store_u32x4(d, o);
+            let below = _mm256_cmpgt_epi64(t, d);
+            groups[hits] = g as u32;
+            hits += usize::from(_mm256_testz_si256(below, below) == 0);
+        }
+    }
+    hits
 }
 
 /// Packs the four 64-bit lanes of `d` (each below 2^32) into four `u32` at `out[0..4]`.

@@ -12,8 +12,16 @@ const AHEAD: usize = 4;
 
 /// Sorts scored ids by cosine, highest first, ties by the smaller id, and keeps `k`.
 fn top_by_cosine(mut scored: Vec<(Id, f64)>, k: usize) -> Vec<(Id, f64)> {
-    scored.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-    scored.truncate(k);
+    let order = |a: &(Id, f64), b: &(Id, f64)| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0));
+    if k == 0 {
+        scored.clear();
+    } else if k < scored.len() {
+        // The order is total (ids differ), so selecting then sorting the k best gives the
+        // same list as sorting everything.
+        scored.select_nth_unstable_by(k - 1, order);
+        scored.truncate(k);
+    }
+    scored.sort_by(order);
     scored
 }
 
@@ -126,22 +134,86 @@ pub fn rerank_graph<V: Vectors>(
             right: vectors.len(),
         });
     }
+    for hits in graph {
+        check_ids(hits, vectors.len())?;
+    }
+    let n = graph.len();
+    let blocks: Vec<Vec<Vec<(Id, f64)>>> = (0..n.div_ceil(GRAPH_BLOCK))
+        .into_par_iter()
+        .map(|b| {
+            let rows = b * GRAPH_BLOCK..n.min((b + 1) * GRAPH_BLOCK);
+            rerank_block(&graph[rows.clone()], rows.start, vectors, k)
+        })
+        .collect();
+    Ok(blocks.into_iter().flatten().collect())
+}
+
+/// Rows of the graph re-ranked together by [`rerank_graph`]: their candidates are scored in
+/// increasing candidate id, so that each candidate's row is read from memory once per block
+/// (and in address order, which the hardware prefetcher follows) instead of once per query
+/// that names it. The block's own rows (1,024 rows of 384 `f32`: 1.5 MiB) stay in cache.
+const GRAPH_BLOCK: usize = 1024;
+
+/// The re-ranked neighbours of rows `first..first + graph.len()` (ids checked).
+///
+/// The candidate slots of the block are bucketed by candidate id (a counting sort over the
+/// ids that occur), each cosine is computed once per slot exactly as before, and each row then
+/// takes its `k` best: the result does not depend on the order of evaluation.
+fn rerank_block<V: Vectors>(
+    graph: &[Vec<Hit>],
+    first: usize,
+    vectors: &V,
+    k: usize,
+) -> Vec<Vec<(Id, f64)>> {
+    // Slot `s` is candidate `s - start[r]` of row `r` of the block.
+    let mut start = Vec::with_capacity(graph.len() + 1);
+    start.push(0usize);
+    for hits in graph {
+        start.push(start[start.len() - 1] + hits.len());
+    }
+    let slots = start[graph.len()];
+    // (candidate id, row of the block, slot), by candidate id: a counting sort over the
+    // range of ids that occur.
+    let (lo, hi) = graph
+        .iter()
+        .flatten()
+        .fold((Id::MAX, 0), |(lo, hi), h| (lo.min(h.id), hi.max(h.id)));
+    let mut order: Vec<(Id, u32, u32)> = vec![(0, 0, 0); slots];
+    if slots > 0 {
+        let mut at = vec![0usize; (hi - lo) as usize + 2];
+        for h in graph.iter().flatten() {
+            at[(h.id - lo) as usize + 1] += 1;
+        }
+        for i in 1..at.len() {
+            at[i] += at[i - 1];
+        }
+        for (r, hits) in graph.iter().enumerate() {
+            for (c, h) in hits.iter().enumerate() {
+                let b = &mut at[(h.id - lo) as usize];
+                order[*b] = (h.id, r as u32, (start[r] + c) as u32);
+                *b += 1;
+            }
+        }
+    }
+    let mut score = vec![0f64; slots];
+    for (p, &(id, r, slot)) in order.iter().enumerate() {
+        if let Some(&(next, _, _)) = order.get(p + AHEAD)
+            && next != id
+        {
+            vectors.prefetch(next as usize);
+        }
+        score[slot as usize] = vectors.cosine(first + r as usize, id as usize);
+    }
     graph
-        .par_iter()
+        .iter()
         .enumerate()
-        .map(|(i, hits)| {
-            check_ids(hits, vectors.len())?;
+        .map(|(r, hits)| {
             let scored = hits
                 .iter()
-                .enumerate()
-                .map(|(c, h)| {
-                    if let Some(next) = hits.get(c + AHEAD) {
-                        vectors.prefetch(next.id as usize);
-                    }
-                    (h.id, vectors.cosine(i, h.id as usize))
-                })
+                .zip(&score[start[r]..start[r + 1]])
+                .map(|(h, &c)| (h.id, c))
                 .collect();
-            Ok(top_by_cosine(scored, k))
+            top_by_cosine(scored, k)
         })
         .collect()
 }

@@ -1,0 +1,120 @@
+//! The k-nearest-neighbour graph by the linear scan against brute force, for the widths and
+//! the large `k` of a re-ranked k-NN (the `M` Hamming candidates of `knn --rerank M`): every
+//! row's `k` nearest other rows sorted by `(distance, id)`, ties to the smaller id, the row
+//! itself excluded, whatever the split of the rows into batches; and the re-ranked graph
+//! against an exact re-ranking done here.
+
+use proptest::prelude::*;
+use simlsh::join::{knn_graph, knn_graph_rows};
+use simlsh::rng::Rng;
+use simlsh::signature::{last_word_mask, words_for};
+use simlsh::verify::{DenseVectors, Vectors, rerank_graph};
+use simlsh::{Hit, LinearScan, SignatureMatrix};
+
+/// `n` codes of `bits` bits drawn near a few centres (0 to `spread` bits flipped), with exact
+/// duplicates: distances concentrate on a few values, so the `k`-th place is often a tie.
+fn codes(n: usize, bits: usize, spread: u64, seed: u64) -> SignatureMatrix {
+    let w = words_for(bits);
+    let mut rng = Rng::new(seed);
+    let centres: Vec<Vec<u64>> = (0..4)
+        .map(|_| (0..w).map(|_| rng.next_u64()).collect())
+        .collect();
+    let mut data: Vec<u64> = Vec::with_capacity(n * w);
+    for i in 0..n {
+        let row: Vec<u64> = if i > 0 && rng.below(6) == 0 {
+            let src = rng.below(i as u64) as usize;
+            data[src * w..(src + 1) * w].to_vec()
+        } else {
+            let mut row = centres[rng.below(4) as usize].clone();
+            for _ in 0..rng.below(spread + 1) {
+                let b = rng.below(bits as u64) as usize;
+                row[b / 64] ^= 1 << (b % 64);
+            }
+            row
+        };
+        data.extend_from_slice(&row);
+    }
+    let mask = last_word_mask(bits);
+    for i in 0..n {
+        data[(i + 1) * w - 1] &= mask;
+    }
+    SignatureMatrix::from_parts(bits, data).unwrap()
+}
+
+/// Row `i`'s `k` nearest other rows, by sorting all of them by `(distance, id)`.
+fn brute_knn(sigs: &SignatureMatrix, i: usize, k: usize) -> Vec<Hit> {
+    let mut all: Vec<Hit> = (0..sigs.len())
+        .filter(|&j| j != i)
+        .map(|j| Hit {
+            distance: sigs.distance(i, j),
+            id: j as u32,
+        })
+        .collect();
+    all.sort_unstable();
+    all.truncate(k);
+    all
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    #[test]
+    fn knn_graph_equals_brute_force(
+        bits in prop::sample::select(vec![64usize, 256, 512, 1000]),
+        n in 1usize..700,
+        k_frac in 0.0f64..1.2,
+        spread in prop::sample::select(vec![3u64, 40, 400]),
+        seed in any::<u64>(),
+    ) {
+        let sigs = codes(n, bits, spread, seed);
+        // k from 0 to beyond n - 1 (then every other row), around the buffered paths.
+        let k = (k_frac * n as f64) as usize;
+        let want: Vec<Vec<Hit>> = (0..n).map(|i| brute_knn(&sigs, i, k)).collect();
+        prop_assert_eq!(&knn_graph(&sigs, k).unwrap(), &want);
+        let index = LinearScan::build(&sigs).unwrap();
+        let cut = n / 3;
+        let mut batched = knn_graph_rows(&index, &sigs, 0..cut, k).unwrap();
+        batched.extend(knn_graph_rows(&index, &sigs, cut..n, k).unwrap());
+        prop_assert_eq!(&batched, &want);
+    }
+}
+
+#[test]
+fn knn_graph_of_large_k_across_tiles_equals_brute_force() {
+    // More codes than several 16 KiB tiles at every width, and k in the hundreds: the
+    // histogram threshold and the primed first tile of the scan.
+    for (bits, n) in [(64usize, 5000), (256, 1500), (512, 900), (1000, 700)] {
+        let sigs = codes(n, bits, bits as u64 / 3, bits as u64);
+        for k in [101, 301] {
+            let got = knn_graph(&sigs, k).unwrap();
+            for i in (0..n).step_by(37) {
+                assert_eq!(
+                    got[i],
+                    brute_knn(&sigs, i, k),
+                    "f={bits} n={n} k={k} row {i}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn rerank_graph_equals_an_exact_reranking_of_the_candidates() {
+    // 3,000 rows: more than two blocks of the re-ranking; random 24-d vectors.
+    let (n, d, m, k) = (3000usize, 24usize, 40usize, 10usize);
+    let mut rng = Rng::new(9);
+    let x = ndarray::Array2::from_shape_fn((n, d), |_| rng.uniform() as f32 - 0.5);
+    let v = DenseVectors::new(x.view()).unwrap();
+    let sigs = codes(n, 128, 30, 4);
+    let graph = knn_graph(&sigs, m).unwrap();
+    let got = rerank_graph(&graph, &v, k).unwrap();
+    for (i, hits) in graph.iter().enumerate() {
+        let mut want: Vec<(u32, f64)> = hits
+            .iter()
+            .map(|h| (h.id, v.cosine(i, h.id as usize)))
+            .collect();
+        want.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        want.truncate(k);
+        assert_eq!(got[i], want, "row {i}");
+    }
+}
