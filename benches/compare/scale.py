@@ -81,7 +81,7 @@ def poems(a):
           f"truth {t2 - t1:.0f} s", file=sys.stderr)
     # --bits 256: at the default 64 bits the planner's 4-bit bands put ~20,000 rows in a group,
     # over the cap, and nothing is compared (see results.md).
-    cmd = [a.simlsh, "dedup", docs, *tp.CLI_TEXT["zh"], "--bits", a.bits, "--cosine", TAU, "--pairs", wdir / "pairs.tsv",
+    cmd = [a.simlsh, "dedup", docs, *tp.CLI_TEXT["zh"], "--bits", a.bits or 256, "--cosine", TAU, "--pairs", wdir / "pairs.tsv",
            "--stats", wdir / "stats.json"]
     runs = []
     for r in range(a.repeat):
@@ -113,7 +113,10 @@ def corpus(a):
         (wdir / "gen.json").write_text(json.dumps({k: v for k, v in g.items() if k != "stderr"}))
     meta = json.loads((wdir / "corpus.json").read_text())
     gen = json.loads((wdir / "gen.json").read_text()) if (wdir / "gen.json").exists() else {}
-    cmd = [a.simlsh, "dedup", wdir / "corpus.txt", "--mode", "words", "--bits", a.bits, "--cosine", TAU, "--pairs",
+    # Without --bits the command line signs at the width the join planner finds cheapest for the
+    # number of documents (4,096 bits at 10M).
+    bits = ["--bits", a.bits] if a.bits else []
+    cmd = [a.simlsh, "dedup", wdir / "corpus.txt", "--mode", "words", *bits, "--cosine", TAU, "--pairs",
            wdir / "pairs.tsv", "--stats", wdir / "stats.json", *(["--threads", a.threads] if a.threads else [])]
     r = run_timed(cmd, wdir / "dedup")
     n = meta["docs"]
@@ -197,7 +200,7 @@ def knn(a):
     except ImportError:
         fi = None
     rows_out = []
-    for bits, rerank in [(a.bits, int(m)) for m in str(a.rerank).split(",")]:
+    for bits, rerank in [(a.bits or 256, int(m)) for m in str(a.rerank).split(",")]:
         cmd = [a.simlsh, "knn", vec, "--k", k, "--rerank", rerank, "--signer", a.signer, "--bits", bits,
                "--threads", a.threads, "--out", wdir / f"knn-{bits}-{rerank}.tsv", "--seed", 0, "--quiet"]
         runs = [run_timed(cmd, wdir / f"knn-{bits}-{rerank}-{r}") for r in range(a.repeat)]
@@ -242,7 +245,8 @@ def main():
     ap.add_argument("--vectors")
     ap.add_argument("--label")
     ap.add_argument("--signer", default="super-bit")
-    ap.add_argument("--bits", type=int, default=256)
+    ap.add_argument("--bits", type=int, default=None,
+                    help="signature width (default 256 for poems and knn; corpus: the planned width)")
     ap.add_argument("--rerank", default="100", help="M, or a comma-separated list of M")
     a = ap.parse_args()
     if a.task == "knn" and a.threads is None:
