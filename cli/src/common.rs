@@ -113,17 +113,19 @@ impl Ctx {
         self.bits_given.unwrap_or(self.default_bits)
     }
 
-    /// Before signing `n` rows of `features` nonzeros on average: when `--bits` is not given
+    /// Before signing `n` rows of `features()` nonzeros on average (called only when
+    /// planning): when `--bits` is not given
     /// and a verified cosine join is to be planned, signs at the width the join planner finds
     /// cheapest, join and signing counted, among [`PLANNED_WIDTHS`] whose signatures take at
     /// most a third of the available memory. Banding more rows needs longer bands, so the
     /// width grows with `n` (for documents of 40 words at cosine 0.8: 256 bits up to 30,000,
     /// 512 at 100,000, 1,024 at 10^6, 4,096 at 10^7).
-    pub fn plan_width(&mut self, n: usize, features: f64) {
+    pub fn plan_width(&mut self, n: usize, features: impl FnOnce() -> f64) {
         let Some(w) = self.width_plan else { return };
         if self.bits_given.is_some() || n < 2 {
             return;
         }
+        let features = features();
         let budget = memory_available() / 3;
         let widths: Vec<usize> = PLANNED_WIDTHS
             .iter()

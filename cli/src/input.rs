@@ -242,9 +242,7 @@ fn prepare_vectors(
         InputShape::Sparse { mean_nnz, .. } => mean_nnz,
         _ => dim as f64,
     };
-    if vectors {
-        ctx.plan_width(v.rows(), features);
-    }
+    ctx.plan_width(v.rows(), || features);
     let signer = ctx.phase("signer", |ctx| s.build_for(shape, ctx))?;
     let sigs = ctx
         .phase("sign", |ctx| sign::sign_vectors(&v, &signer, ctx))
@@ -317,9 +315,7 @@ fn prepare_texts(
 ) -> Result<Prepared> {
     let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
     let tokenizer = sign::tokenizer(&a.text, &refs, ctx)?;
-    if vectors && ctx.width_plan.is_some() && ctx.bits_given.is_none() {
-        ctx.plan_width(refs.len(), mean_features(&tokenizer, &refs));
-    }
+    ctx.plan_width(refs.len(), || mean_features(&tokenizer, &refs));
     let signer = s.build_for(InputShape::Text, ctx)?;
     let corpus = sign::sign_corpus(
         &tokenizer,
