@@ -16,6 +16,8 @@ use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_m
 #[path = "common/cpu_time.rs"]
 mod cpu_time;
 use cpu_time::CpuTime;
+#[path = "../tests/oracle/mod.rs"]
+mod oracle;
 #[path = "common/pool.rs"]
 mod pool;
 use ndarray::Array2;
@@ -50,16 +52,7 @@ fn vectors() -> Array2<f32> {
 
 fn check(sigs: &SignatureMatrix, graph: &[Vec<Hit>], k: usize) {
     for i in (0..N).step_by(4999) {
-        let mut all: Vec<Hit> = (0..N)
-            .filter(|&j| j != i)
-            .map(|j| Hit {
-                distance: sigs.distance(i, j),
-                id: j as u32,
-            })
-            .collect();
-        all.sort_unstable();
-        all.truncate(k);
-        assert_eq!(graph[i], all, "row {i}");
+        assert_eq!(graph[i], oracle::brute_knn(sigs, i, k), "row {i}");
     }
 }
 

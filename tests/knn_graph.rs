@@ -4,6 +4,9 @@
 //! itself excluded, whatever the split of the rows into batches; and the re-ranked graph
 //! against an exact re-ranking done here.
 
+mod oracle;
+
+use oracle::brute_knn;
 use proptest::prelude::*;
 use simlsh::join::{knn_graph, knn_graph_rows};
 use simlsh::rng::Rng;
@@ -39,20 +42,6 @@ fn codes(n: usize, bits: usize, spread: u64, seed: u64) -> SignatureMatrix {
         data[(i + 1) * w - 1] &= mask;
     }
     SignatureMatrix::from_parts(bits, data).unwrap()
-}
-
-/// Row `i`'s `k` nearest other rows, by sorting all of them by `(distance, id)`.
-fn brute_knn(sigs: &SignatureMatrix, i: usize, k: usize) -> Vec<Hit> {
-    let mut all: Vec<Hit> = (0..sigs.len())
-        .filter(|&j| j != i)
-        .map(|j| Hit {
-            distance: sigs.distance(i, j),
-            id: j as u32,
-        })
-        .collect();
-    all.sort_unstable();
-    all.truncate(k);
-    all
 }
 
 proptest! {

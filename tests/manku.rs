@@ -2,8 +2,10 @@
 //! the paper's figures and brute-force oracles.
 
 mod codes;
+mod oracle;
 
 use codes::{flip, random_code};
+use oracle::brute_knn;
 use std::collections::VecDeque;
 
 use simlsh::index::manku::{MAX_TABLES, Plan, min_tables, plan};
@@ -363,20 +365,6 @@ fn clusters_equal_breadth_first_search() {
         distance: 0,
     }];
     assert!(clusters(3, &bad).is_err());
-}
-
-/// Every other point sorted by (distance, id), first k.
-fn brute_knn(sigs: &SignatureMatrix, i: usize, k: usize) -> Vec<Hit> {
-    let mut all: Vec<Hit> = (0..sigs.len())
-        .filter(|&j| j != i)
-        .map(|j| Hit {
-            distance: sigs.distance(i, j),
-            id: j as u32,
-        })
-        .collect();
-    all.sort_unstable();
-    all.truncate(k);
-    all
 }
 
 #[test]
