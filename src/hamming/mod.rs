@@ -21,7 +21,7 @@
 //! is read. A batch
 //! of 64 queries thus reads the codes from memory once instead of 64 times, and the scan is
 //! bound by arithmetic rather than memory bandwidth. Pass as many queries per call as you
-//! have (the per-query state is a few words, plus the k-NN heap).
+//! have (the per-query state is a few words, plus the k-NN candidate buffer and its histogram of distances).
 //!
 //! # The SIMD layer
 //!
