@@ -66,6 +66,21 @@ proptest! {
         batched.extend(knn_graph_rows(&index, &sigs, cut..n, k).unwrap());
         prop_assert_eq!(&batched, &want);
     }
+
+    #[test]
+    fn knn_graph_with_few_neighbours_equals_brute_force(
+        bits in prop::sample::select(vec![64usize, 128, 384, 448]),
+        n in 2usize..1500,
+        k in 1usize..40,
+        spread in prop::sample::select(vec![0u64, 3, 40, 400]),
+        seed in any::<u64>(),
+    ) {
+        // k well below n / 8: every pair compared once against sampled thresholds (and
+        // the rows the sample misjudged scanned again), exact duplicates included.
+        let sigs = codes(n, bits, spread, seed);
+        let want: Vec<Vec<Hit>> = (0..n).map(|i| brute_knn(&sigs, i, k)).collect();
+        prop_assert_eq!(&knn_graph(&sigs, k).unwrap(), &want);
+    }
 }
 
 #[test]

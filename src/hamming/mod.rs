@@ -95,6 +95,7 @@ use std::sync::OnceLock;
 use crate::error::{Error, Result};
 
 pub mod scalar;
+mod self_knn;
 #[cfg(target_arch = "x86_64")]
 mod x86;
 
@@ -244,11 +245,39 @@ impl TopK {
     /// than `c` can be in the result; this spares appending a whole first tile.
     pub(crate) fn prime(&mut self, dists: &[u32]) {
         let k = self.k();
-        if self.thr == u64::MAX && k > 0 && dists.len() >= k {
-            let mut scratch = dists.to_vec();
-            let (_, &mut c, _) = scratch.select_nth_unstable(k - 1);
-            self.thr = u64::from(c) + 1;
+        if self.thr != u64::MAX || k == 0 || dists.len() < k {
+            return;
         }
+        let c = match &mut self.sel {
+            // The k-th smallest by counting (the histogram spans every distance of the
+            // codes), then the counts taken back out: no allocation, O(tile + f).
+            Select::Hist { hist, cut, .. } => {
+                if hist.is_empty() {
+                    hist.resize(*cut, 0);
+                }
+                for &d in dists {
+                    hist[d as usize] += 1;
+                }
+                let mut seen = 0;
+                let c = hist
+                    .iter()
+                    .position(|&h| {
+                        seen += h as usize;
+                        seen >= k
+                    })
+                    .unwrap_or(hist.len() - 1);
+                for &d in dists {
+                    hist[d as usize] -= 1;
+                }
+                c as u32
+            }
+            Select::Lazy(_) => {
+                let mut scratch = dists.to_vec();
+                let (_, &mut c, _) = scratch.select_nth_unstable(k - 1);
+                c
+            }
+        };
+        self.thr = u64::from(c) + 1;
     }
 
     /// Offers, of the codes `t0..t0 + dists.len()` at distances `dists` (in increasing index
@@ -292,6 +321,8 @@ type PopcountFn = unsafe fn(&[u64]) -> u64;
 type DistancesFn = unsafe fn(&[u64], &[u64], usize, &mut [u32]);
 type RadiusFn = unsafe fn(&[u64], &[u64], usize, u32, &mut dyn FnMut(usize, usize, u32));
 type KnnFn = unsafe fn(&[u64], &[u64], usize, &mut [TopK]);
+type TransposeFn = unsafe fn(&[u64], usize, &mut [u64]);
+type PairTileFn = unsafe fn(&[u64], usize, &[u64], u32, &[u32], &mut [u32], &mut [u32]) -> usize;
 
 /// One kernel set: a table of functions implementing every operation of this module for one
 /// instruction-set level (see the [module documentation](self)).
@@ -307,6 +338,9 @@ pub struct Kernels {
     distances: DistancesFn,
     scan_radius: RadiusFn,
     scan_knn: KnnFn,
+    /// The layout of the tiles of `pair_tile` (`None`: row-major).
+    transpose: Option<TransposeFn>,
+    pair_tile: PairTileFn,
 }
 
 impl fmt::Debug for Kernels {
@@ -322,6 +356,8 @@ static SCALAR: Kernels = Kernels {
     distances: scalar::distances_raw,
     scan_radius: scalar::scan_radius_raw,
     scan_knn: scalar::scan_knn_raw,
+    transpose: None,
+    pair_tile: scalar::pair_tile_raw,
 };
 
 #[cfg(target_arch = "x86_64")]
@@ -332,6 +368,8 @@ static POPCNT: Kernels = Kernels {
     distances: x86::distances_popcnt,
     scan_radius: x86::scan_radius_popcnt,
     scan_knn: x86::scan_knn_popcnt,
+    transpose: None,
+    pair_tile: x86::pair_tile_popcnt,
 };
 
 #[cfg(target_arch = "x86_64")]
@@ -342,6 +380,8 @@ static AVX2: Kernels = Kernels {
     distances: x86::distances_avx2,
     scan_radius: x86::scan_radius_avx2,
     scan_knn: x86::scan_knn_avx2,
+    transpose: Some(x86::transpose_avx2),
+    pair_tile: x86::pair_tile_avx2,
 };
 
 static DISPATCHED: OnceLock<&'static Kernels> = OnceLock::new();
@@ -499,6 +539,26 @@ impl Kernels {
         unsafe { (self.scan_knn)(queries, codes, words, &mut heaps) };
         Ok(heaps.into_iter().map(TopK::into_sorted).collect())
     }
+
+    /// The `k` nearest other codes of every code of one set. See [`self_knn`].
+    ///
+    /// # Errors
+    /// As [`self_knn`].
+    pub fn self_knn(
+        &'static self,
+        codes: &[u64],
+        words: usize,
+        k: usize,
+    ) -> Result<Vec<Vec<Neighbor>>> {
+        check_scan(&[], codes, words)?;
+        if codes.len() / words > u32::MAX as usize {
+            return Err(Error::param(
+                "codes",
+                format!("{} codes exceed the limit of 2^32", codes.len() / words),
+            ));
+        }
+        Ok(self.self_knn_unchecked(codes, words, k))
+    }
 }
 
 fn check_words(words: usize) -> Result<()> {
@@ -627,4 +687,31 @@ pub fn scan_knn(
     k: usize,
 ) -> Result<Vec<Vec<Neighbor>>> {
     Kernels::dispatched().scan_knn(queries, codes, words, k)
+}
+
+/// For every code of `codes` (row-major, `words` words each), its `k` nearest **other** codes
+/// (the code itself left out, by position), as [`Neighbor`]s sorted by `(dist, index)`: ties
+/// broken by the smaller index, all of them if fewer than `k`. The k-nearest-neighbour graph
+/// of a set of codes.
+///
+/// Equal to [`scan_knn`] of the set against itself with `k + 1` and the query removed from
+/// its own list, at about half the cost on large sets: each pair's distance is computed once
+/// (see the design in the source of `hamming::self_knn`: guessed thresholds from a sample,
+/// one parallel pass over the pairs, and an exact scan again for the rare row the guess
+/// failed). Runs in the current rayon pool.
+///
+/// ```
+/// use simlsh::hamming;
+/// let codes = [0b0000u64, 0b0001, 0b0111, 0b0011];
+/// let knn = hamming::self_knn(&codes, 1, 2)?;
+/// assert_eq!(knn[0].iter().map(|nb| nb.index).collect::<Vec<_>>(), [1, 3]);
+/// assert_eq!(knn[2].iter().map(|nb| (nb.index, nb.dist)).collect::<Vec<_>>(), [(3, 1), (1, 2)]);
+/// # Ok::<(), simlsh::Error>(())
+/// ```
+///
+/// # Errors
+/// [`Error::InvalidParameter`] if `words` is 0 or above [`MAX_WORDS`], the length of `codes`
+/// is not a multiple of `words`, or there are more than `2^32` codes.
+pub fn self_knn(codes: &[u64], words: usize, k: usize) -> Result<Vec<Vec<Neighbor>>> {
+    Kernels::dispatched().self_knn(codes, words, k)
 }

@@ -25,8 +25,8 @@ use core::arch::x86_64::*;
 
 use super::TopK;
 use super::scalar::{
-    TILE_BYTES, by_words, dist_words, distance_body, distances_body, popcount_body, scan_knn_body,
-    scan_radius_body, tile_codes,
+    TILE_BYTES, by_words, dist_words, distance_body, distances_body, pair_tile_body, popcount_body,
+    scan_knn_body, scan_radius_body, tile_codes,
 };
 
 // ------------------------------------------------------------------------------------------
@@ -72,6 +72,22 @@ pub(crate) unsafe fn scan_knn_popcnt(
     heaps: &mut [TopK],
 ) {
     by_words!(words, scan_knn_body(queries, codes, words, heaps))
+}
+
+#[target_feature(enable = "popcnt")]
+pub(crate) unsafe fn pair_tile_popcnt(
+    tile: &[u64],
+    words: usize,
+    query: &[u64],
+    thr: u32,
+    col: &[u32],
+    out: &mut [u32],
+    groups: &mut [u32],
+) -> usize {
+    by_words!(
+        words,
+        pair_tile_body(tile, words, query, thr, col, out, groups)
+    )
 }
 
 // ------------------------------------------------------------------------------------------
@@ -958,4 +974,79 @@ pub(crate) unsafe fn scan_knn_avx2(
     }
     // SAFETY: AVX2 and POPCNT are enabled in this function; shapes are the caller's contract.
     unsafe { by_words!(words, scan_knn_t(queries, codes, words, heaps)) }
+}
+
+/// The layout of the AVX2 pair tiles of [`super::self_knn`]: `codes` (a multiple of four
+/// codes of `w` words) transposed in groups of four, word by word, into `out`.
+///
+/// # Safety
+/// The CPU has AVX2; `out.len() == codes.len()`, a multiple of `4 * w`.
+#[target_feature(enable = "avx2")]
+pub(crate) unsafe fn transpose_avx2(codes: &[u64], w: usize, out: &mut [u64]) {
+    // SAFETY: the caller guarantees AVX2 and the shapes.
+    unsafe { transpose_groups(codes, w, out) }
+}
+
+/// The AVX2 pair tile of [`super::self_knn`] for width `W` (0: `words`): as
+/// [`tile_distances`], with the groups listed when some code is closer than `thr` or than
+/// its own threshold in `col` (four `u32` widened to the four 64-bit lanes).
+///
+/// # Safety
+/// The CPU has AVX2; `tbuf` holds `col.len()` codes (a multiple of 4) transposed in groups
+/// of `4 * w` words, `q` has `w` words, `out.len() >= col.len()` and `groups.len() >=
+/// col.len() / 4`.
+#[target_feature(enable = "avx2")]
+#[inline(never)]
+unsafe fn pair_tile_t<const W: usize>(
+    tbuf: &[u64],
+    words: usize,
+    q: &[u64],
+    thr: u32,
+    col: &[u32],
+    out: &mut [u32],
+    groups: &mut [u32],
+) -> usize {
+    let w = if W == 0 { words } else { W };
+    let mut hits = 0;
+    // SAFETY: the caller guarantees AVX2 and the shapes: group g is tbuf[4wg..4w(g+1)], its
+    // thresholds col[4g..4g+4] (16 bytes, unaligned load), its distances go to
+    // out[4g..4g+4] and its number to groups[hits] with hits <= g.
+    unsafe {
+        let nib = Nibble::new();
+        let qv = QueryVec::<W>::new(q);
+        let t = splat_threshold(u64::from(thr));
+        for (g, ((grp, o), c)) in tbuf
+            .chunks_exact(4 * w)
+            .zip(out.chunks_exact_mut(4))
+            .zip(col.chunks_exact(4))
+            .enumerate()
+        {
+            let d = group_distances(nib, grp, &qv, w);
+            store_u32x4(d, o);
+            let ct = _mm256_cvtepu32_epi64(_mm_loadu_si128(c.as_ptr().cast()));
+            let below = _mm256_or_si256(_mm256_cmpgt_epi64(t, d), _mm256_cmpgt_epi64(ct, d));
+            groups[hits] = g as u32;
+            hits += usize::from(_mm256_testz_si256(below, below) == 0);
+        }
+    }
+    hits
+}
+
+#[target_feature(enable = "avx2,popcnt")]
+pub(crate) unsafe fn pair_tile_avx2(
+    tile: &[u64],
+    words: usize,
+    query: &[u64],
+    thr: u32,
+    col: &[u32],
+    out: &mut [u32],
+    groups: &mut [u32],
+) -> usize {
+    // SAFETY: AVX2 and POPCNT are enabled in this function; shapes are the caller's contract.
+    unsafe {
+        by_words!(
+            words,
+            pair_tile_t(tile, words, query, thr, col, out, groups)
+        )
+    }
 }

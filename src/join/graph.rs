@@ -5,7 +5,7 @@ use rayon::prelude::*;
 
 use super::Pair;
 use crate::error::{Error, Result};
-use crate::index::{HammingIndex, Hit, LinearScan};
+use crate::index::{HammingIndex, Hit};
 use crate::signature::SignatureMatrix;
 
 /// Union-find over the points `0..n` (union by size, path compression): connected
@@ -254,15 +254,25 @@ fn without_self(i: usize, mut hits: Vec<Hit>, k: usize) -> Vec<Hit> {
 
 /// The k-nearest-neighbour graph of the rows of `sigs`: for each row `i`, its `k` nearest
 /// *other* rows (ids are row numbers) sorted by `(distance, id)`, ties broken by the smaller
-/// id, all of them if fewer. Exact, by the batched linear scan (every row against every
-/// row, in parallel): `O(N²)`. For large `N` with close neighbours, build an index and use
-/// [`knn_graph_with`].
+/// id, all of them if fewer. Exact, by [`hamming::self_knn`](crate::hamming::self_knn): every
+/// pair of rows compared once, in parallel, `O(N²)`. For large `N` with close neighbours,
+/// build an index and use [`knn_graph_with`].
 ///
 /// # Errors
 /// [`Error::InvalidParameter`] for more than `2^32` rows.
 pub fn knn_graph<S: AsRef<[u64]>>(sigs: &SignatureMatrix<S>, k: usize) -> Result<Vec<Vec<Hit>>> {
-    let index = LinearScan::build(sigs)?;
-    knn_graph_with(&index, sigs, k)
+    let found = crate::hamming::self_knn(sigs.as_slice(), sigs.words_per_row(), k)?;
+    Ok(found
+        .into_par_iter()
+        .map(|row| {
+            row.into_iter()
+                .map(|nb| Hit {
+                    distance: nb.dist,
+                    id: nb.index as u32,
+                })
+                .collect()
+        })
+        .collect())
 }
 
 /// [`knn_graph`] with the k-NN searches answered by `index`, which must hold row `i` of

@@ -99,12 +99,19 @@ pub fn run(mut a: Args, ctx: &mut Ctx) -> Result<()> {
         );
     }
     let sigs = &p.sigs;
-    let spec = super::index::seeded(a.index.clone(), ctx);
-    let index: Box<dyn HammingIndex> = ctx.phase("index", |ctx| {
-        Ok(ctx.spin("building the index", || spec.build(sigs))?)
-    })?;
     let m = a.rerank.unwrap_or(a.k);
-    let graph = ctx.phase("knn", |ctx| knn_graph(index.as_ref(), sigs, m, ctx))?;
+    let spec = super::index::seeded(a.index.clone(), ctx);
+    let graph = if spec == IndexSpec::Linear {
+        // The exact scan needs no index: every pair compared once.
+        ctx.phase("knn", |ctx| {
+            Ok(ctx.spin("searching", || simlsh::join::knn_graph(sigs, m))?)
+        })?
+    } else {
+        let index: Box<dyn HammingIndex> = ctx.phase("index", |ctx| {
+            Ok(ctx.spin("building the index", || spec.build(sigs))?)
+        })?;
+        ctx.phase("knn", |ctx| knn_graph(index.as_ref(), sigs, m, ctx))?
+    };
     let bits = sigs.bits() as u64;
     // Each row's neighbours: (id, Hamming distance, cosine: exact when re-ranked, else
     // estimated from the distance).
