@@ -1,6 +1,8 @@
-//! The exact k-NN graph of 20,000 signatures by the linear scan (`join::knn_graph`), for the
-//! `k` of a plain k-NN (11: 10 neighbours and the row itself) and of the candidates of a
-//! re-ranked one (`knn --rerank 100`: 101), at 256 and 512 bits; and the re-ranking of such a
+//! The exact k-NN graph of 20,000 signatures, for the `k` of a plain k-NN (10) and of the
+//! candidates of a re-ranked one (`knn --rerank 100`: 100), at 256, 384 and 512 bits: by
+//! `join::knn_graph` (`hamming::self_knn`, each pair's distance computed once: `self`) and by
+//! the batched scan of every row against every row (`join::knn_graph_with` a `LinearScan`:
+//! `scan`), the ratio of the two measured in one run; and the re-ranking of such a
 //! graph by exact cosine (`verify::rerank_graph`) on 20,000 unit vectors of 384 dimensions.
 //! One thread (a 1-thread rayon pool on the benchmark's own thread), timed by the thread's
 //! CPU time.
@@ -22,7 +24,8 @@ mod oracle;
 mod pool;
 use ndarray::Array2;
 use pool::pool;
-use simlsh::join::knn_graph;
+use simlsh::LinearScan;
+use simlsh::join::{knn_graph, knn_graph_with};
 use simlsh::rng::Rng;
 use simlsh::verify::{DenseVectors, rerank_graph};
 use simlsh::{Hit, HyperplaneSigner, SignatureMatrix, Signer};
@@ -61,7 +64,7 @@ fn graphs(c: &mut Criterion<CpuTime>) {
     let mut g = c.benchmark_group("knn_graph_20k");
     g.sample_size(10);
     g.throughput(Throughput::Elements((N * N) as u64));
-    for bits in [256usize, 512] {
+    for bits in [256usize, 384, 512] {
         let signer = HyperplaneSigner::builder()
             .dim(DIM_U64)
             .bits(bits)
@@ -69,11 +72,26 @@ fn graphs(c: &mut Criterion<CpuTime>) {
             .build()
             .unwrap();
         let sigs = signer.sign_dense(&x).unwrap();
-        for k in [11usize, 101] {
+        let scan = LinearScan::build(&sigs).unwrap();
+        for k in [10usize, 100] {
             check(&sigs, &pool().install(|| knn_graph(&sigs, k)).unwrap(), k);
-            g.bench_function(BenchmarkId::new(format!("f{bits}"), format!("k{k}")), |b| {
-                b.iter(|| pool().install(|| knn_graph(black_box(&sigs), k).unwrap()))
-            });
+            check(
+                &sigs,
+                &pool().install(|| knn_graph_with(&scan, &sigs, k)).unwrap(),
+                k,
+            );
+            g.bench_function(
+                BenchmarkId::new(format!("self_f{bits}"), format!("k{k}")),
+                |b| b.iter(|| pool().install(|| knn_graph(black_box(&sigs), k).unwrap())),
+            );
+            g.bench_function(
+                BenchmarkId::new(format!("scan_f{bits}"), format!("k{k}")),
+                |b| {
+                    b.iter(|| {
+                        pool().install(|| knn_graph_with(&scan, black_box(&sigs), k).unwrap())
+                    })
+                },
+            );
         }
     }
     g.finish();

@@ -44,9 +44,9 @@ def clusters(n: int, i, j) -> np.ndarray:
 def knn_graph(codes, k: int, *, index=None, bits: int | None = None, threads: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The k-nearest-neighbour graph of the rows of ``codes``: ``(D, I)``, ``(N, k)`` arrays of
     each row's ``k`` nearest *other* rows sorted by ``(distance, id)`` (ties by the smaller
-    id; id -1 and distance ``2**31 - 1`` where fewer exist). Exact by the linear scan
-    (``O(N^2)``), or answered by ``index`` (a :class:`simlsh.Index` holding row ``i`` under
-    id ``i``, e.g. ``MultiIndex`` for close neighbours)."""
+    id; id -1 and distance ``2**31 - 1`` where fewer exist). Exact by comparing every pair of
+    rows once (``O(N^2)``, in one call), or answered by ``index`` (a :class:`simlsh.Index`
+    holding row ``i`` under id ``i``, e.g. ``MultiIndex`` for close neighbours)."""
     if index is not None:
         bits = index.bits if bits is None else bits
     codes, bits = as_codes(codes, bits)

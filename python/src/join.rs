@@ -2,7 +2,7 @@
 
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::prelude::*;
-use simlsh::index::{HammingIndex, LinearScan};
+use simlsh::index::HammingIndex;
 use simlsh::join::{self, Pair};
 
 use crate::errors::{IntoPy, to_py, value_error};
@@ -76,8 +76,8 @@ pub fn clusters<'py>(
 }
 
 /// The k-NN graph of the rows of `codes`: `(D, I)` `(N, k)` arrays of each row's `k` nearest
-/// other rows (id -1, distance 2^31 - 1 where fewer exist); exact by the linear scan, or by
-/// `index` (which must hold row `i` under id `i`).
+/// other rows (id -1, distance 2^31 - 1 where fewer exist); exact by `join::knn_graph` (every
+/// pair compared once), or by `index` (which must hold row `i` under id `i`).
 #[pyfunction]
 #[pyo3(signature = (codes, bits, k, index = None, threads = None))]
 pub fn knn_graph<'py>(
@@ -91,30 +91,29 @@ pub fn knn_graph<'py>(
     let t = Threads::new(threads)?;
     let m = self::codes(&codes, bits)?;
     let n = m.len();
-    let scan = match index {
-        Some(_) => None,
-        None => Some(t.run(py, || LinearScan::build(&m)).py()?),
-    };
     let mut d = vec![NO_DISTANCE; n * k];
     let mut ids = vec![-1i64; n * k];
-    let graph =
-        |idx: &dyn HammingIndex, r: std::ops::Range<usize>| join::knn_graph_rows(idx, &m, r, k);
-    t.chunked(py, n, GRAPH_CHUNK, |r| {
-        let hits = match (&scan, index) {
-            (Some(s), _) => graph(s, r.clone()),
-            (None, Some(ix)) => ix.with(|idx| graph(idx, r.clone())),
-            (None, None) => unreachable!("a scan is built when no index is given"),
-        }
-        .py()?;
+    let mut fill = |first: usize, hits: Vec<Vec<simlsh::Hit>>| {
         for (q, hs) in hits.iter().enumerate() {
-            let row = r.start + q;
+            let row = first + q;
             for (c, h) in hs.iter().enumerate() {
                 d[row * k + c] = h.distance as i32;
                 ids[row * k + c] = h.id as i64;
             }
         }
-        Ok(())
-    })?;
+    };
+    match index {
+        // The exact graph in one call: every pair compared once (`hamming::self_knn`).
+        None => fill(0, t.run(py, || join::knn_graph(&m, k)).py()?),
+        Some(ix) => t.chunked(py, n, GRAPH_CHUNK, |r| {
+            let first = r.start;
+            let hits = ix
+                .with(|idx: &dyn HammingIndex| join::knn_graph_rows(idx, &m, r, k))
+                .py()?;
+            fill(first, hits);
+            Ok(())
+        })?,
+    }
     Ok((
         ndarray::Array2::from_shape_vec((n, k), d)
             .expect("n × k")

@@ -424,6 +424,7 @@ impl Kernels {
 
 #[cfg(test)]
 mod tests {
+    use super::super::scalar;
     use super::*;
 
     /// Codes in clusters (a centre and copies with a few bits flipped), with exact
@@ -511,6 +512,42 @@ mod tests {
                     "{}",
                     kern.name()
                 );
+            }
+        }
+    }
+
+    #[test]
+    fn every_pair_tile_kernel_agrees_with_the_scalar_one() {
+        // Distances and listed groups of one query against a tile, with row and column
+        // thresholds around the distances, at every specialised width and a generic one.
+        for w in [1usize, 2, 3, 4, 5, 6, 8, 9] {
+            let codes = clustered(4 * 37, w, w as u64);
+            let q = &codes[5 * w..6 * w];
+            let col: Vec<u32> = (0..4 * 37)
+                .map(|j| (j as u32 * 7) % (64 * w as u32))
+                .collect();
+            for thr in [0, 3, 32 * w as u32, u32::MAX] {
+                let (mut want_d, mut want_g) = (vec![0; col.len()], vec![0; col.len() / 4]);
+                let want_n =
+                    scalar::pair_tile_raw(&codes, w, q, thr, &col, &mut want_d, &mut want_g);
+                for kern in Kernels::available() {
+                    let layout = match kern.transpose {
+                        Some(t) => {
+                            let mut out = vec![0; codes.len()];
+                            // SAFETY: the set was handed out for this CPU; equal lengths, a
+                            // multiple of 4 * w.
+                            unsafe { t(&codes, w, &mut out) };
+                            out
+                        }
+                        None => codes.clone(),
+                    };
+                    let (mut d, mut g) = (vec![0; col.len()], vec![0; col.len() / 4]);
+                    // SAFETY: as above; the tile holds col.len() codes, the buffers room.
+                    let n = unsafe { (kern.pair_tile)(&layout, w, q, thr, &col, &mut d, &mut g) };
+                    assert_eq!(d, want_d, "{} w={w}", kern.name());
+                    assert_eq!(g[..n], want_g[..want_n], "{} w={w} thr={thr}", kern.name());
+                    assert!(want_n > 0, "w={w} thr={thr}");
+                }
             }
         }
     }

@@ -25,9 +25,9 @@ const EXAMPLE: &str = "Examples:
 
 Dense embeddings (e.g. 384-d sentence embeddings): `--signer super-bit --bits 384 --rerank 100`
 gave recall@10 0.955 against the exact cosine top 10 on 60,418 MiniLM tweet embeddings (one
-thread: 7.6 s CPU, FAISS IndexFlatIP 34 s); --bits 512 --rerank 100 gave 0.972 (9.5 s),
---bits 256 --rerank 300 0.960 (9.1 s). On 50-d GloVe, --bits 256 --rerank 100 (20k words: 0.981) or 150 (100k: 0.971). The
-graph compares every point with every other (O(n^2)); the re-rank costs M exact cosines a point.";
+thread: 5.5 s CPU, FAISS IndexFlatIP 34-38 s); --bits 512 --rerank 100 gave 0.972 (6.6 s),
+--bits 256 --rerank 300 0.960 (6.8 s). On 50-d GloVe, --bits 256 --rerank 100 (20k words: 0.981) or 150 (100k: 0.971). The
+graph compares every pair of points once (O(n^2)); the re-rank costs M exact cosines a point.";
 
 /// For each point, its k nearest other points by Hamming distance of the signatures (ties
 /// broken by the smaller row), as TSV `record, neighbor, distance, estimated_cosine`; with
