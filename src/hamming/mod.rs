@@ -330,7 +330,7 @@ type DistancesFn = unsafe fn(&[u64], &[u64], usize, &mut [u32]);
 type RadiusFn = unsafe fn(&[u64], &[u64], usize, u32, &mut dyn FnMut(usize, usize, u32));
 type KnnFn = unsafe fn(&[u64], &[u64], usize, &mut [TopK]);
 type TransposeFn = unsafe fn(&[u64], usize, &mut [u64]);
-type PairTileFn = unsafe fn(&[u64], usize, &[u64], u32, &[u32], &mut [u32], &mut [u32]) -> usize;
+type PairTileFn = unsafe fn(&scalar::PairTile<'_>, &mut [u32], &mut [u32]) -> usize;
 
 /// One kernel set: a table of functions implementing every operation of this module for one
 /// instruction-set level (see the [module documentation](self)).

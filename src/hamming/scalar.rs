@@ -222,33 +222,41 @@ pub(crate) fn scan_knn_body<const W: usize>(
     }
 }
 
-/// Body of the pair tile of [`super::self_knn`] for width `W` (0: `words`): the distances of
-/// `query` to the row-major codes of `tile` (`col.len()` of them, a multiple of 4) into
+/// One query against a tile of codes in the pass of [`super::self_knn`]: the `col.len()`
+/// codes of `tile` (a multiple of 4; row-major, or in the kernel set's layout), the query's
+/// threshold `thr` and each code's own threshold `col[j]`.
+#[derive(Clone, Copy)]
+pub(crate) struct PairTile<'a> {
+    pub(crate) tile: &'a [u64],
+    pub(crate) words: usize,
+    pub(crate) query: &'a [u64],
+    pub(crate) thr: u32,
+    pub(crate) col: &'a [u32],
+}
+
+/// Body of the pair tile for width `W` (0: `words`), row-major codes: the distances into
 /// `out[..col.len()]`, and the groups of four codes `g` with some code `j = 4g + l` closer
 /// than `thr` or than its own `col[j]` listed in `groups`. Returns the number listed.
 #[inline(always)]
 pub(crate) fn pair_tile_body<const W: usize>(
-    tile: &[u64],
-    words: usize,
-    query: &[u64],
-    thr: u32,
-    col: &[u32],
+    p: &PairTile<'_>,
     out: &mut [u32],
     groups: &mut [u32],
 ) -> usize {
-    let w = if W == 0 { words } else { W };
+    let w = if W == 0 { p.words } else { W };
     let mut hits = 0;
-    for (g, ((codes, o), c)) in tile
+    for (g, ((codes, o), c)) in p
+        .tile
         .chunks_exact(4 * w)
         .zip(out.chunks_exact_mut(4))
-        .zip(col.chunks_exact(4))
+        .zip(p.col.chunks_exact(4))
         .enumerate()
     {
         let mut any = false;
         for l in 0..4 {
-            let d = dist_words(query, &codes[l * w..], w);
+            let d = dist_words(p.query, &codes[l * w..], w);
             o[l] = d;
-            any |= d < thr || d < c[l];
+            any |= d < p.thr || d < c[l];
         }
         groups[hits] = g as u32;
         hits += usize::from(any);
@@ -256,19 +264,8 @@ pub(crate) fn pair_tile_body<const W: usize>(
     hits
 }
 
-pub(crate) fn pair_tile_raw(
-    tile: &[u64],
-    words: usize,
-    query: &[u64],
-    thr: u32,
-    col: &[u32],
-    out: &mut [u32],
-    groups: &mut [u32],
-) -> usize {
-    by_words!(
-        words,
-        pair_tile_body(tile, words, query, thr, col, out, groups)
-    )
+pub(crate) fn pair_tile_raw(p: &PairTile<'_>, out: &mut [u32], groups: &mut [u32]) -> usize {
+    by_words!(p.words, pair_tile_body(p, out, groups))
 }
 
 pub(crate) fn distance_raw(a: &[u64], b: &[u64]) -> u32 {

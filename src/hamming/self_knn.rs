@@ -41,7 +41,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use rayon::prelude::*;
 
-use super::scalar::{TILE_BYTES, dist_words, tile_codes};
+use super::scalar::{PairTile, TILE_BYTES, dist_words, tile_codes};
 use super::{Kernels, Neighbor};
 
 /// Rows per block: the unit of parallel work, compared together with each tile of codes.
@@ -346,7 +346,17 @@ impl Kernels {
                         // `col.len()` codes t0..t1 (a multiple of 4) in the set's layout,
                         // `dists` and `groups` have room for a tile.
                         let hits = unsafe {
-                            (self.pair_tile)(lay, w, q, thr[i], col, &mut dists, &mut groups)
+                            (self.pair_tile)(
+                                &PairTile {
+                                    tile: lay,
+                                    words: w,
+                                    query: q,
+                                    thr: thr[i],
+                                    col,
+                                },
+                                &mut dists,
+                                &mut groups,
+                            )
                         };
                         for &g in &groups[..hits] {
                             let g = 4 * g as usize;
@@ -528,8 +538,14 @@ mod tests {
                 .collect();
             for thr in [0, 3, 32 * w as u32, u32::MAX] {
                 let (mut want_d, mut want_g) = (vec![0; col.len()], vec![0; col.len() / 4]);
-                let want_n =
-                    scalar::pair_tile_raw(&codes, w, q, thr, &col, &mut want_d, &mut want_g);
+                let tile = PairTile {
+                    tile: &codes,
+                    words: w,
+                    query: q,
+                    thr,
+                    col: &col,
+                };
+                let want_n = scalar::pair_tile_raw(&tile, &mut want_d, &mut want_g);
                 for kern in Kernels::available() {
                     let layout = match kern.transpose {
                         Some(t) => {
@@ -543,7 +559,16 @@ mod tests {
                     };
                     let (mut d, mut g) = (vec![0; col.len()], vec![0; col.len() / 4]);
                     // SAFETY: as above; the tile holds col.len() codes, the buffers room.
-                    let n = unsafe { (kern.pair_tile)(&layout, w, q, thr, &col, &mut d, &mut g) };
+                    let n = unsafe {
+                        (kern.pair_tile)(
+                            &PairTile {
+                                tile: &layout,
+                                ..tile
+                            },
+                            &mut d,
+                            &mut g,
+                        )
+                    };
                     assert_eq!(d, want_d, "{} w={w}", kern.name());
                     assert_eq!(g[..n], want_g[..want_n], "{} w={w} thr={thr}", kern.name());
                     assert!(want_n > 0, "w={w} thr={thr}");

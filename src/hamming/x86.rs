@@ -25,8 +25,8 @@ use core::arch::x86_64::*;
 
 use super::TopK;
 use super::scalar::{
-    TILE_BYTES, by_words, dist_words, distance_body, distances_body, pair_tile_body, popcount_body,
-    scan_knn_body, scan_radius_body, tile_codes,
+    PairTile, TILE_BYTES, by_words, dist_words, distance_body, distances_body, pair_tile_body,
+    popcount_body, scan_knn_body, scan_radius_body, tile_codes,
 };
 
 // ------------------------------------------------------------------------------------------
@@ -76,18 +76,11 @@ pub(crate) unsafe fn scan_knn_popcnt(
 
 #[target_feature(enable = "popcnt")]
 pub(crate) unsafe fn pair_tile_popcnt(
-    tile: &[u64],
-    words: usize,
-    query: &[u64],
-    thr: u32,
-    col: &[u32],
+    p: &PairTile<'_>,
     out: &mut [u32],
     groups: &mut [u32],
 ) -> usize {
-    by_words!(
-        words,
-        pair_tile_body(tile, words, query, thr, col, out, groups)
-    )
+    by_words!(p.words, pair_tile_body(p, out, groups))
 }
 
 // ------------------------------------------------------------------------------------------
@@ -992,20 +985,23 @@ pub(crate) unsafe fn transpose_avx2(codes: &[u64], w: usize, out: &mut [u64]) {
 /// its own threshold in `col` (four `u32` widened to the four 64-bit lanes).
 ///
 /// # Safety
-/// The CPU has AVX2; `tbuf` holds `col.len()` codes (a multiple of 4) transposed in groups
-/// of `4 * w` words, `q` has `w` words, `out.len() >= col.len()` and `groups.len() >=
+/// The CPU has AVX2; the tile holds `col.len()` codes (a multiple of 4) transposed in groups
+/// of `4 * w` words, the query has `w` words, `out.len() >= col.len()` and `groups.len() >=
 /// col.len() / 4`.
 #[target_feature(enable = "avx2")]
 #[inline(never)]
 unsafe fn pair_tile_t<const W: usize>(
-    tbuf: &[u64],
-    words: usize,
-    q: &[u64],
-    thr: u32,
-    col: &[u32],
+    p: &PairTile<'_>,
     out: &mut [u32],
     groups: &mut [u32],
 ) -> usize {
+    let PairTile {
+        tile: tbuf,
+        words,
+        query: q,
+        thr,
+        col,
+    } = *p;
     let w = if W == 0 { words } else { W };
     let mut hits = 0;
     // SAFETY: the caller guarantees AVX2 and the shapes: group g is tbuf[4wg..4w(g+1)], its
@@ -1034,19 +1030,10 @@ unsafe fn pair_tile_t<const W: usize>(
 
 #[target_feature(enable = "avx2,popcnt")]
 pub(crate) unsafe fn pair_tile_avx2(
-    tile: &[u64],
-    words: usize,
-    query: &[u64],
-    thr: u32,
-    col: &[u32],
+    p: &PairTile<'_>,
     out: &mut [u32],
     groups: &mut [u32],
 ) -> usize {
     // SAFETY: AVX2 and POPCNT are enabled in this function; shapes are the caller's contract.
-    unsafe {
-        by_words!(
-            words,
-            pair_tile_t(tile, words, query, thr, col, out, groups)
-        )
-    }
+    unsafe { by_words!(p.words, pair_tile_t(p, out, groups)) }
 }
