@@ -159,8 +159,11 @@ impl Records {
         self.len
     }
 
+    /// The kept records, without the spare room (up to half of the buffer, held until the
+    /// selection otherwise).
     fn into_vec(mut self) -> Vec<Record> {
         self.buf.truncate(self.len);
+        self.buf.shrink_to_fit();
         self.buf
     }
 }
