@@ -388,7 +388,7 @@ static AVX2: Kernels = Kernels {
     distances: x86::distances_avx2,
     scan_radius: x86::scan_radius_avx2,
     scan_knn: x86::scan_knn_avx2,
-    transpose: Some(x86::transpose_avx2),
+    transpose: Some(x86::transpose_groups),
     pair_tile: x86::pair_tile_avx2,
 };
 
@@ -539,13 +539,25 @@ impl Kernels {
         k: usize,
     ) -> Result<Vec<Vec<Neighbor>>> {
         check_scan(queries, codes, words)?;
+        Ok(self.scan_knn_unchecked(queries, codes, words, k))
+    }
+
+    /// [`scan_knn`](Self::scan_knn) of shapes the caller has checked (`words` in
+    /// `1..=MAX_WORDS`, whole codes).
+    pub(crate) fn scan_knn_unchecked(
+        &self,
+        queries: &[u64],
+        codes: &[u64],
+        words: usize,
+        k: usize,
+    ) -> Vec<Vec<Neighbor>> {
         let mut heaps: Vec<TopK> = (0..queries.len() / words)
             .map(|_| TopK::new(k, words))
             .collect();
-        // SAFETY: features checked at construction (see `distance`); shapes checked above,
-        // one heap per query.
+        // SAFETY: features checked at construction (see `distance`); shapes checked by the
+        // caller, one heap per query.
         unsafe { (self.scan_knn)(queries, codes, words, &mut heaps) };
-        Ok(heaps.into_iter().map(TopK::into_sorted).collect())
+        heaps.into_iter().map(TopK::into_sorted).collect()
     }
 
     /// The `k` nearest other codes of every code of one set. See [`self_knn`].

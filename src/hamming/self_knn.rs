@@ -180,7 +180,7 @@ impl Kernels {
         let n = codes.len() / words;
         match Sample::plan(n, k) {
             Some(sample) => self.self_knn_sampled(codes, words, k, sample),
-            None => self.self_knn_scan(codes, words, k, 0..n),
+            None => self.self_knn_rows(codes, words, k, &Vec::from_iter(0..n)),
         }
     }
 
@@ -200,7 +200,7 @@ impl Kernels {
         let Some(records) =
             self.pair_pass(codes, w, &thr, n.saturating_mul(k + 16) * RECORD_BUDGET)
         else {
-            return self.self_knn_scan(codes, w, k, 0..n);
+            return self.self_knn_rows(codes, w, k, &Vec::from_iter(0..n));
         };
         // Counting sort of the records by row, as `dist << 32 | index` keys.
         let mut start = vec![0usize; n + 1];
@@ -265,18 +265,13 @@ impl Kernels {
         codes
             .par_chunks(w * 256)
             .flat_map_iter(|qs| {
-                let mut heaps: Vec<super::TopK> = (0..qs.len() / w)
-                    .map(|_| super::TopK::new(rank, w))
-                    .collect();
-                // SAFETY: `self` was handed out for this CPU; `qs` and `picked` hold whole
-                // codes of `w` words, one heap per query.
-                unsafe { (self.scan_knn)(qs, &picked, w, &mut heaps) };
-                heaps.into_iter().map(move |h| {
-                    let nearest = h.into_sorted();
-                    nearest
-                        .get(rank - 1)
-                        .map_or(u32::MAX, |nb| nb.dist.saturating_add(1))
-                })
+                self.scan_knn_unchecked(qs, &picked, w, rank)
+                    .into_iter()
+                    .map(move |nearest| {
+                        nearest
+                            .get(rank - 1)
+                            .map_or(u32::MAX, |nb| nb.dist.saturating_add(1))
+                    })
             })
             .collect()
     }
@@ -391,19 +386,7 @@ impl Kernels {
         (!over.load(Ordering::Relaxed)).then_some(lists)
     }
 
-    /// The batched scan of the rows `rows` against every code, without the row itself.
-    fn self_knn_scan(
-        &'static self,
-        codes: &[u64],
-        w: usize,
-        k: usize,
-        rows: std::ops::Range<usize>,
-    ) -> Vec<Vec<Neighbor>> {
-        let all: Vec<usize> = rows.collect();
-        self.self_knn_rows(codes, w, k, &all)
-    }
-
-    /// [`self_knn_scan`](Self::self_knn_scan) of the listed rows.
+    /// The batched scan of the listed rows against every code, without the row itself.
     fn self_knn_rows(
         &'static self,
         codes: &[u64],
@@ -417,15 +400,8 @@ impl Kernels {
                     .iter()
                     .flat_map(|&i| codes[i * w..(i + 1) * w].iter().copied())
                     .collect();
-                let mut heaps: Vec<super::TopK> = chunk
-                    .iter()
-                    .map(|_| super::TopK::new(k.saturating_add(1), w))
-                    .collect();
-                // SAFETY: `self` was handed out for this CPU; whole codes of `w` words, one
-                // heap per query.
-                unsafe { (self.scan_knn)(&queries, codes, w, &mut heaps) };
-                chunk.iter().zip(heaps).map(move |(&i, h)| {
-                    let mut found = h.into_sorted();
+                let found = self.scan_knn_unchecked(&queries, codes, w, k.saturating_add(1));
+                chunk.iter().zip(found).map(move |(&i, mut found)| {
                     if let Some(pos) = found.iter().position(|nb| nb.index == i) {
                         found.remove(pos);
                     }

@@ -443,7 +443,7 @@ unsafe fn scan_radius1(
 /// The CPU has AVX2; `dst.len() == src.len()`, a multiple of `4 * w`.
 #[target_feature(enable = "avx2")]
 #[inline]
-unsafe fn transpose_groups(src: &[u64], w: usize, dst: &mut [u64]) {
+pub(crate) unsafe fn transpose_groups(src: &[u64], w: usize, dst: &mut [u64]) {
     let w4 = w / 4 * 4;
     for (s, d) in src.chunks_exact(4 * w).zip(dst.chunks_exact_mut(4 * w)) {
         let (d_blocks, d_rest) = d.split_at_mut(4 * w4);
@@ -750,9 +750,16 @@ unsafe fn knn_tile<const W: usize>(
             // SAFETY: the caller guarantees AVX2 and POPCNT; `tbuf` holds `full` codes in
             // groups of 4 * w words, `dists` has room for every code of the tile and
             // `groups` for every group.
-            let hits = unsafe {
-                tile_distances::<W>(tbuf, w, q, heap.threshold(), dists, &mut groups[..])
+            let tile = PairTile {
+                tile: tbuf,
+                words: w,
+                query: q,
+                // Distances are below 2^32 - 1 (codes of at most `MAX_WORDS` words), so the
+                // clamped "no threshold yet" still lets every code through.
+                thr: u32::try_from(heap.threshold()).unwrap_or(u32::MAX),
+                col: &[],
             };
+            let hits = unsafe { tile_distances::<W, false>(&tile, dists, &mut groups[..]) };
             for i in full..src.len() / w {
                 dists[i] = dist_words(q, &src[i * w..], w);
             }
@@ -794,46 +801,6 @@ unsafe fn knn_tile<const W: usize>(
 /// among 20,000: 0.9 s against 0.66 s buffered), and the buffered path was faster for
 /// `k = 10` too (0.435 s against 0.525 s on the same codes).
 const BUFFERED_MIN_K: usize = 1;
-
-/// Distances of the query `q` to the codes of the transposed tile `tbuf` (groups of `4 * w`
-/// words), into `out[..tbuf.len() / w]`; the groups with a distance below `thr` are listed
-/// in `groups` (without a branch: each group is written, and the count advances when it has
-/// such a distance). Returns the number of groups listed.
-///
-/// # Safety
-/// The CPU has AVX2; `tbuf.len()` is a multiple of `4 * w`, `q` has `w` words,
-/// `out.len() >= tbuf.len() / w` and `groups.len() >= tbuf.len() / (4 * w)`.
-#[target_feature(enable = "avx2")]
-#[inline(never)]
-unsafe fn tile_distances<const W: usize>(
-    tbuf: &[u64],
-    w: usize,
-    q: &[u64],
-    thr: u64,
-    out: &mut [u32],
-    groups: &mut [u32],
-) -> usize {
-    let mut hits = 0;
-    // SAFETY: the caller guarantees AVX2 and the shapes: group g is tbuf[4wg..4w(g+1)], its
-    // four distances go to out[4g..4g+4] and its number to groups[hits] with hits <= g.
-    unsafe {
-        let nib = Nibble::new();
-        let qv = QueryVec::<W>::new(q);
-        let t = splat_threshold(thr);
-        for (g, (grp, o)) in tbuf
-            .chunks_exact(4 * w)
-            .zip(out.chunks_exact_mut(4))
-            .enumerate()
-        {
-            let d = group_distances(nib, grp, &qv, w);
-            store_u32x4(d, o);
-            let below = _mm256_cmpgt_epi64(t, d);
-            groups[hits] = g as u32;
-            hits += usize::from(_mm256_testz_si256(below, below) == 0);
-        }
-    }
-    hits
-}
 
 /// Packs the four 64-bit lanes of `d` (each below 2^32) into four `u32` at `out[0..4]`.
 ///
@@ -969,63 +936,67 @@ pub(crate) unsafe fn scan_knn_avx2(
     unsafe { by_words!(words, scan_knn_t(queries, codes, words, heaps)) }
 }
 
-/// The layout of the AVX2 pair tiles of [`super::self_knn`]: `codes` (a multiple of four
-/// codes of `w` words) transposed in groups of four, word by word, into `out`.
+/// Distances of the query to the codes of a transposed tile (groups of `4 * w` words) into
+/// `out[..tile.len() / w]`; the groups with a distance below the query's `thr`, or with
+/// `COLS` below the code's own threshold in `col` (four `u32` widened to the four 64-bit
+/// lanes), are listed in `groups` (without a branch: each group is written, and the count
+/// advances when it has such a distance). Returns the number of groups listed. The buffered
+/// k-NN scan's tiles (`COLS = false`) and the pair tiles of [`super::self_knn`].
 ///
 /// # Safety
-/// The CPU has AVX2; `out.len() == codes.len()`, a multiple of `4 * w`.
-#[target_feature(enable = "avx2")]
-pub(crate) unsafe fn transpose_avx2(codes: &[u64], w: usize, out: &mut [u64]) {
-    // SAFETY: the caller guarantees AVX2 and the shapes.
-    unsafe { transpose_groups(codes, w, out) }
-}
-
-/// The AVX2 pair tile of [`super::self_knn`] for width `W` (0: `words`): as
-/// [`tile_distances`], with the groups listed when some code is closer than `thr` or than
-/// its own threshold in `col` (four `u32` widened to the four 64-bit lanes).
-///
-/// # Safety
-/// The CPU has AVX2; the tile holds `col.len()` codes (a multiple of 4) transposed in groups
-/// of `4 * w` words, the query has `w` words, `out.len() >= col.len()` and `groups.len() >=
-/// col.len() / 4`.
+/// The CPU has AVX2; the tile's length is a multiple of `4 * w`, the query has `w` words,
+/// `out.len() >= tile.len() / w`, `groups.len() >= tile.len() / (4 * w)`, and with `COLS`
+/// `col.len() >= tile.len() / w`.
 #[target_feature(enable = "avx2")]
 #[inline(never)]
-unsafe fn pair_tile_t<const W: usize>(
+unsafe fn tile_distances<const W: usize, const COLS: bool>(
     p: &PairTile<'_>,
     out: &mut [u32],
     groups: &mut [u32],
 ) -> usize {
-    let PairTile {
-        tile: tbuf,
-        words,
-        query: q,
-        thr,
-        col,
-    } = *p;
-    let w = if W == 0 { words } else { W };
+    let w = if W == 0 { p.words } else { W };
     let mut hits = 0;
-    // SAFETY: the caller guarantees AVX2 and the shapes: group g is tbuf[4wg..4w(g+1)], its
+    // SAFETY: the caller guarantees AVX2 and the shapes: group g is tile[4wg..4w(g+1)], its
     // thresholds col[4g..4g+4] (16 bytes, unaligned load), its distances go to
     // out[4g..4g+4] and its number to groups[hits] with hits <= g.
     unsafe {
         let nib = Nibble::new();
-        let qv = QueryVec::<W>::new(q);
-        let t = splat_threshold(u64::from(thr));
-        for (g, ((grp, o), c)) in tbuf
+        let qv = QueryVec::<W>::new(p.query);
+        let t = splat_threshold(u64::from(p.thr));
+        for (g, (grp, o)) in p
+            .tile
             .chunks_exact(4 * w)
             .zip(out.chunks_exact_mut(4))
-            .zip(col.chunks_exact(4))
             .enumerate()
         {
             let d = group_distances(nib, grp, &qv, w);
             store_u32x4(d, o);
-            let ct = _mm256_cvtepu32_epi64(_mm_loadu_si128(c.as_ptr().cast()));
-            let below = _mm256_or_si256(_mm256_cmpgt_epi64(t, d), _mm256_cmpgt_epi64(ct, d));
+            let mut below = _mm256_cmpgt_epi64(t, d);
+            if COLS {
+                let c = &p.col[4 * g..4 * g + 4];
+                let ct = _mm256_cvtepu32_epi64(_mm_loadu_si128(c.as_ptr().cast()));
+                below = _mm256_or_si256(below, _mm256_cmpgt_epi64(ct, d));
+            }
             groups[hits] = g as u32;
             hits += usize::from(_mm256_testz_si256(below, below) == 0);
         }
     }
     hits
+}
+
+/// [`tile_distances`] with the codes' own thresholds, for [`by_words`].
+///
+/// # Safety
+/// As [`tile_distances`].
+#[target_feature(enable = "avx2")]
+#[inline]
+unsafe fn pair_tile_t<const W: usize>(
+    p: &PairTile<'_>,
+    out: &mut [u32],
+    groups: &mut [u32],
+) -> usize {
+    // SAFETY: the caller's contract.
+    unsafe { tile_distances::<W, true>(p, out, groups) }
 }
 
 #[target_feature(enable = "avx2,popcnt")]
