@@ -123,6 +123,40 @@ pub fn features() -> Features {
     })
 }
 
+/// The cores this process may run on (`std::thread::available_parallelism`, which honours
+/// CPU affinity and control-group quotas), at least 1.
+pub fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// The number of worker threads for a requested count, the one rule of the command line's
+/// `--threads` and the Python package's `threads=`: `None` or `-1` for every core
+/// ([`cores`]), a count above the cores clamped to them (more threads than cores only add
+/// switching and memory, never speed: the results do not depend on the count).
+///
+/// ```
+/// use simlsh::cpu::{cores, threads};
+/// assert_eq!(threads(None)?, cores());
+/// assert_eq!(threads(Some(-1))?, cores());
+/// assert_eq!(threads(Some(1))?, 1);
+/// assert_eq!(threads(Some(100_000))?, cores());
+/// assert!(threads(Some(0)).is_err() && threads(Some(-2)).is_err());
+/// # Ok::<(), simlsh::Error>(())
+/// ```
+///
+/// # Errors
+/// [`Error::InvalidParameter`](crate::Error::InvalidParameter) for `0` or a count below `-1`.
+pub fn threads(requested: Option<i64>) -> crate::Result<usize> {
+    match requested {
+        None | Some(-1) => Ok(cores()),
+        Some(n) if n >= 1 => Ok(usize::try_from(n).unwrap_or(usize::MAX).min(cores())),
+        Some(n) => Err(crate::Error::param(
+            "threads",
+            format!("{n}: expected at least 1, or -1 for every core"),
+        )),
+    }
+}
+
 /// A kernel body that [`with_popcnt`] compiles with hardware `POPCNT`: a small struct
 /// holding the arguments, whose [`run`](Self::run) must be `#[inline(always)]` (a closure
 /// would not do: it is not inlined into the `POPCNT` function, so its `count_ones` would stay

@@ -25,6 +25,21 @@ pub enum Error {
         /// The offending value.
         value: f64,
     },
+    /// An input value is finite but too large to sign: beyond
+    /// [`signers::MAX_VALUE`](crate::signers::MAX_VALUE) (`2^64`) in magnitude, where the
+    /// `f32` projections could overflow.
+    #[error(
+        "row {row}, column {col}: value {value:e} exceeds 2^64 in magnitude, where a projection \
+         could overflow float32 (a signature depends only on the direction: scale the vector)"
+    )]
+    ValueTooLarge {
+        /// Row (vector) number, 0-based.
+        row: usize,
+        /// Column (feature index), 0-based.
+        col: u64,
+        /// The offending value.
+        value: f64,
+    },
     /// A dense input's width does not match the signer's dimension.
     #[error("input has {got} columns but the signer was built for dimension {expected}")]
     DimensionMismatch {
@@ -143,6 +158,20 @@ pub enum Error {
         /// `"an input and an output"` or `"two outputs"`.
         what: &'static str,
     },
+    /// Memory for what was asked could not be had: more than the process may still allocate
+    /// (see [`memory::available`](crate::memory::available)), or refused by the allocator.
+    #[error(
+        "{what} needs {needed} bytes, more than the {available} bytes this process may still \
+         allocate"
+    )]
+    OutOfMemory {
+        /// What was to be allocated (a matrix, a pool, a result array).
+        what: String,
+        /// Bytes asked for (`u64::MAX` when the size overflows).
+        needed: u64,
+        /// Bytes available when it was asked.
+        available: u64,
+    },
     /// A file's checksum does not match its contents.
     #[error("{}: checksum mismatch (stored {stored:#018x}, computed {computed:#018x}): the file is corrupt", path.display())]
     Checksum {
@@ -164,6 +193,45 @@ impl Error {
         Error::InvalidParameter {
             name,
             reason: reason.into(),
+        }
+    }
+
+    /// The error of a call on rows `offset..` of a larger input, with its row number made
+    /// relative to the whole input (errors without a row are unchanged): what a caller that
+    /// signs or checks an input in chunks reports.
+    ///
+    /// ```
+    /// use simlsh::Error;
+    /// let e = Error::NonFinite { row: 2, col: 5, value: f64::NAN }.offset_rows(1000);
+    /// assert!(matches!(e, Error::NonFinite { row: 1002, col: 5, .. }));
+    /// ```
+    pub fn offset_rows(self, offset: usize) -> Self {
+        match self {
+            Error::NonFinite { row, col, value } => Error::NonFinite {
+                row: row + offset,
+                col,
+                value,
+            },
+            Error::ValueTooLarge { row, col, value } => Error::ValueTooLarge {
+                row: row + offset,
+                col,
+                value,
+            },
+            Error::IndexOutOfRange { row, col, dim } => Error::IndexOutOfRange {
+                row: row + offset,
+                col,
+                dim,
+            },
+            Error::UnsortedIndices { row, col, prev } => Error::UnsortedIndices {
+                row: row + offset,
+                col,
+                prev,
+            },
+            Error::PaddingBits { row, bits } => Error::PaddingBits {
+                row: row + offset,
+                bits,
+            },
+            other => other,
         }
     }
 }

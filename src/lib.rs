@@ -20,6 +20,7 @@
 //! | text | [`text`] | [`text::Tokenizer`] (words, n-grams, jieba, stop words, TF-IDF, top-K), [`text::Idf`], [`text::StopWords`] |
 //! | files | [`io`] | readers of every input format ([`io::read_vectors`], [`io::documents()`]), signatures as `.npy`, the versioned index format ([`io::save_signatures`], [`io::load_index`]), atomic writes, advisory locks |
 //! | memory maps | [`storage`] | [`storage::Buf`]: an array owned or borrowed from a mapped file |
+//! | memory limits | [`memory`] | [`memory::available`]: what the process may still allocate (system, control group, `ulimit`); builders check against it |
 //! | errors | [`error`] | [`Error`] (typed, naming the file, row or value), [`Result`] |
 //! | randomness | [`rng`] | platform-independent seeded generators and hashes (Xoshiro256++, XXH3) |
 //!
@@ -155,6 +156,7 @@ pub mod hamming;
 pub mod index;
 pub mod io;
 pub mod join;
+pub mod memory;
 pub mod rng;
 pub mod signature;
 // The lints that `rust-version = "1.89"` turns on are fixed everywhere but here, where a signer

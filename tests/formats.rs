@@ -162,7 +162,23 @@ fn npy_errors_name_the_file_and_the_byte_row_or_dtype() {
     assert_format_error(
         read_npy_dense(&p).unwrap_err(),
         &p,
-        &["row 1, column 1", "not finite"],
+        &["row 1, column 1", "1e300 is beyond the range of float32"],
+    );
+    // A nonzero float64 that float32 rounds to 0 would sign its row as another vector.
+    let p = write(
+        "tiny.npy",
+        npy_bytes(&array![[1e-60f64, 2e-60], [3.0, 0.0]]),
+    );
+    assert_format_error(
+        read_npy_dense(&p).unwrap_err(),
+        &p,
+        &["row 0, column 0", "1e-60 is below the range of float32"],
+    );
+    let p = write("nan64.npy", npy_bytes(&array![[1.0f64, f64::NAN]]));
+    assert_format_error(
+        read_npy_dense(&p).unwrap_err(),
+        &p,
+        &["row 0, column 1", "NaN is not finite"],
     );
     let p = write("nan.npy", npy_bytes(&array![[1.0f32, f32::NAN]]));
     assert_format_error(read_npy_dense(&p).unwrap_err(), &p, &["row 0, column 1"]);
@@ -606,7 +622,14 @@ fn svmlight_bad_lines_fail_or_are_skipped_and_counted() {
         read_svmlight(&p, &SvmlightOptions::default()).unwrap_err(),
         &p,
         1,
-        "not finite",
+        "1e39 is beyond the range of float32",
+    );
+    let p = write("tiny.svm", "1 1:0.5\n0 2:1e-50\n");
+    assert_parse_error(
+        read_svmlight(&p, &SvmlightOptions::default()).unwrap_err(),
+        &p,
+        2,
+        "1e-50 is below the range of float32",
     );
 }
 

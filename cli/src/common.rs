@@ -26,9 +26,9 @@ pub struct Global {
     /// error). At most 2^20.
     #[arg(long, global = true, value_parser = parse_bits)]
     pub bits: Option<usize>,
-    /// Worker threads (default: all cores).
-    #[arg(long, global = true)]
-    pub threads: Option<usize>,
+    /// Worker threads (default, or -1: all cores; more than the cores are clamped to them).
+    #[arg(long, global = true, allow_negative_numbers = true)]
+    pub threads: Option<i64>,
     /// No progress bars or summaries on stderr.
     #[arg(long, short, global = true)]
     pub quiet: bool,
@@ -86,10 +86,8 @@ pub struct Ctx {
 
 impl Ctx {
     pub fn new(g: &Global) -> Result<Self> {
-        if let Some(t) = g.threads {
-            if t == 0 {
-                bail!("--threads must be at least 1");
-            }
+        if g.threads.is_some() {
+            let t = simlsh::cpu::threads(g.threads).context("--threads")?;
             rayon::ThreadPoolBuilder::new()
                 .num_threads(t)
                 .build_global()
@@ -613,17 +611,11 @@ impl SignerArgs {
     }
 }
 
-/// The memory a matrix may take: the system's available memory (`MemAvailable` of
-/// `/proc/meminfo`), or no limit where it cannot be read.
+/// The memory a matrix may take: what this process may still allocate (the library's
+/// [`simlsh::memory::available`]: the system's available memory, the control group's and the
+/// `ulimit` limits).
 pub fn memory_available() -> u64 {
-    std::fs::read_to_string("/proc/meminfo")
-        .ok()
-        .and_then(|m| {
-            m.lines()
-                .find_map(|l| l.strip_prefix("MemAvailable:"))
-                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        })
-        .map_or(u64::MAX, |kb| kb.saturating_mul(1024))
+    simlsh::memory::available()
 }
 
 /// Bytes as a short human string.

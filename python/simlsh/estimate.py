@@ -57,12 +57,14 @@ def _vectorise(fn, dtypes, *args):
 
 
 def angle(h, f):
-    """The angle estimate ``pi * h / f`` (radians)."""
+    """The angle estimate ``pi * h / f`` (radians). ``ValueError`` unless ``0 <= h <= f`` and
+    ``f >= 1``."""
     return _vectorise(_simlsh.angle, (np.uint64, np.uint64), h, f)
 
 
 def cosine(h, f):
-    """The cosine estimate ``cos(pi * h / f)``."""
+    """The cosine estimate ``cos(pi * h / f)``. ``ValueError`` unless ``0 <= h <= f`` and
+    ``f >= 1``."""
     return _vectorise(_simlsh.cosine, (np.uint64, np.uint64), h, f)
 
 

@@ -114,10 +114,13 @@ class Signer:
           ``fixed_size_list<float>`` (dense rows), ``list<string>`` (tokens).
 
         Integer or other dtypes raise ``TypeError`` (convert with ``X.astype(np.float32)``);
-        NaN, infinities, wrong widths, ragged rows and bad sparse structure raise
-        ``ValueError`` naming the row and column. Runs without the GIL on ``threads``
-        threads (default all cores), in chunks between which Ctrl-C is honoured; the result
-        does not depend on the thread count.
+        NaN, infinities, values beyond ``2**64`` in magnitude (whose projections could
+        overflow ``float32``; scale such rows, the signature depends only on the direction),
+        ``float64`` values ``float32`` cannot hold (beyond its range, or nonzero values it
+        rounds to 0), wrong widths, ragged rows and bad sparse structure raise ``ValueError``
+        naming the row and column. Runs without the GIL on ``threads`` threads (default, or
+        ``-1``: all cores; more than the cores are clamped to them), in chunks between which
+        Ctrl-C is honoured; the result does not depend on the thread count.
         """
         return _sign(self._core, X, tokenizer, weights, threads)
 
@@ -416,13 +419,21 @@ def _by_chunks(core, n: int, sign) -> np.ndarray:
 
 def hamming(a, b) -> np.ndarray:
     """Hamming distances between signatures ``a`` and ``b`` (``uint64`` arrays whose last axis
-    is the words of one signature; broadcast against each other).
+    is the words of one signature, the same number in both; the other axes broadcast against
+    each other). Signatures of different widths raise ``ValueError``.
 
     >>> int(hamming(np.array([0b1011], dtype=np.uint64), np.array([0b0001], dtype=np.uint64)))
     2
     """
     a = np.asarray(a, dtype=np.uint64)
     b = np.asarray(b, dtype=np.uint64)
+    if a.ndim == 0 or b.ndim == 0 or a.shape[-1] != b.shape[-1]:
+        # Broadcasting the words of one signature against another's would compare words of
+        # signatures of different widths.
+        raise ValueError(
+            f"signatures of {a.shape[-1] if a.ndim else 0} and {b.shape[-1] if b.ndim else 0} words: "
+            "both need the same number of words on their last axis"
+        )
     x = np.bitwise_xor(a, b)
     if hasattr(np, "bitwise_count"):
         return np.bitwise_count(x).sum(axis=-1, dtype=np.int64)

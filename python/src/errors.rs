@@ -3,10 +3,11 @@
 //! Bad input or parameters raise `ValueError`, an operation a signer or index does not support
 //! `TypeError`, a failed file operation `OSError` (with its errno, so `FileNotFoundError` and
 //! friends come out as Python would raise them) and a foreign, truncated or corrupt file
-//! `simlsh.FormatError`, a subclass of `OSError`. The message is the library's, naming the
+//! `simlsh.FormatError`, a subclass of `OSError`; what cannot be allocated `MemoryError`. The
+//! message is the library's, naming the
 //! row, column, file or line.
 
-use pyo3::exceptions::{PyOSError, PyTypeError, PyValueError};
+use pyo3::exceptions::{PyMemoryError, PyOSError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use simlsh::Error;
 
@@ -33,6 +34,7 @@ pub fn to_py(e: Error) -> PyErr {
         | Error::Version { .. }
         | Error::Checksum { .. } => FormatError::new_err(e.to_string()),
         Error::Unsupported(_) => PyTypeError::new_err(e.to_string()),
+        Error::OutOfMemory { .. } => PyMemoryError::new_err(e.to_string()),
         _ => PyValueError::new_err(e.to_string()),
     }
 }
@@ -50,30 +52,9 @@ impl<T> IntoPy<T> for simlsh::Result<T> {
 }
 
 /// The error of a call on rows `offset..` of a larger input, with its row numbers made
-/// relative to the whole input.
+/// relative to the whole input ([`Error::offset_rows`]).
 pub fn shift_rows(e: Error, offset: usize) -> Error {
-    match e {
-        Error::NonFinite { row, col, value } => Error::NonFinite {
-            row: row + offset,
-            col,
-            value,
-        },
-        Error::IndexOutOfRange { row, col, dim } => Error::IndexOutOfRange {
-            row: row + offset,
-            col,
-            dim,
-        },
-        Error::UnsortedIndices { row, col, prev } => Error::UnsortedIndices {
-            row: row + offset,
-            col,
-            prev,
-        },
-        Error::PaddingBits { row, bits } => Error::PaddingBits {
-            row: row + offset,
-            bits,
-        },
-        other => other,
-    }
+    e.offset_rows(offset)
 }
 
 /// A `ValueError` with this message.

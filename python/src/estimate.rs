@@ -51,6 +51,7 @@ pub fn angle<'py>(
     f: PyReadonlyArray1<'py, u64>,
 ) -> PyResult<F64s<'py>> {
     let v = map2(py, contiguous(&h, "h")?, contiguous(&f, "f")?, |h, f| {
+        estimate::check_distance(h, f)?;
         Ok(estimate::angle(h, f))
     })?;
     Ok(v.into_pyarray(py))
@@ -64,6 +65,7 @@ pub fn cosine<'py>(
     f: PyReadonlyArray1<'py, u64>,
 ) -> PyResult<F64s<'py>> {
     let v = map2(py, contiguous(&h, "h")?, contiguous(&f, "f")?, |h, f| {
+        estimate::check_distance(h, f)?;
         Ok(estimate::cosine(h, f))
     })?;
     Ok(v.into_pyarray(py))

@@ -38,6 +38,14 @@ pub type Knn<'py> = (Bound<'py, PyArray2<i32>>, Bound<'py, PyArray2<i64>>);
 /// Distance reported for a missing neighbour (fewer than k stored), as FAISS does.
 pub const NO_DISTANCE: i32 = i32::MAX;
 
+/// A `rows × k` result array filled with `fill`, allocated fallibly: a `MemoryError` naming
+/// `what` when the process cannot hold it (a `k` far beyond the stored codes), never an abort.
+pub fn result_array<T: Clone>(rows: usize, k: usize, fill: T, what: &str) -> PyResult<Vec<T>> {
+    let cells = rows.saturating_mul(k);
+    let what = format!("{what} of {rows} rows × k = {k}");
+    simlsh::memory::filled(cells, fill, &what).py()
+}
+
 /// A `(N, words)` array of `uint64` codes as a signature matrix of `bits` bits (borrowed, not
 /// copied): it must be C-contiguous, with `words_for(bits)` columns and no bit set beyond
 /// `bits`.
@@ -129,7 +137,7 @@ impl PyIndex {
         spec: &str,
         codes: PyReadonlyArray2<'_, u64>,
         bits: usize,
-        threads: Option<usize>,
+        threads: Option<i64>,
     ) -> PyResult<Self> {
         let spec: IndexSpec = spec.parse().py()?;
         let t = Threads::new(threads)?;
@@ -207,7 +215,7 @@ impl PyIndex {
         py: Python<'_>,
         codes: PyReadonlyArray2<'_, u64>,
         ids: PyReadonlyArray1<'_, i64>,
-        threads: Option<usize>,
+        threads: Option<i64>,
     ) -> PyResult<()> {
         let t = Threads::new(threads)?;
         let bits = self.read().bits();
@@ -251,23 +259,32 @@ impl PyIndex {
         py: Python<'py>,
         queries: PyReadonlyArray2<'py, u64>,
         k: usize,
-        threads: Option<usize>,
+        threads: Option<i64>,
     ) -> PyResult<Knn<'py>> {
         let t = Threads::new(threads)?;
-        let (bits, chunk) = self.with(|i| (i.bits(), query_chunk(i.kind(), i.len())));
+        let (bits, chunk, len) = self.with(|i| (i.bits(), query_chunk(i.kind(), i.len()), i.len()));
         let q = self::codes(&queries, bits)?;
         let n = q.len();
-        let mut d = vec![NO_DISTANCE; n * k];
-        let mut ids = vec![-1i64; n * k];
+        // The arrays have FAISS's k columns, padded; the search asks for at most as many
+        // neighbours as are stored, so a k far beyond them costs only the arrays (or a
+        // MemoryError when they cannot be allocated).
+        let mut d = result_array(n, k, NO_DISTANCE, "search distances")?;
+        let mut ids = result_array(n, k, -1i64, "search ids")?;
+        let found_k = k.min(len);
         t.chunked(py, n, chunk, |r| {
             let found = self
                 .read()
-                .knn_flat(q.slice_rows(r.clone()).as_slice(), k)
+                .knn_flat(q.slice_rows(r.clone()).as_slice(), found_k)
                 .py()?;
-            ids[r.start * k..r.end * k].copy_from_slice(&found.ids);
-            for (dst, &src) in d[r.start * k..r.end * k].iter_mut().zip(&found.distances) {
-                // FAISS's padding of binary searches, and every real distance fits an i32.
-                *dst = i32::try_from(src).unwrap_or(NO_DISTANCE);
+            for (row, q) in r.clone().enumerate() {
+                let src = row * found_k..(row + 1) * found_k;
+                let dst = q * k..q * k + found_k;
+                ids[dst.clone()].copy_from_slice(&found.ids[src.clone()]);
+                for (dst, &src) in d[dst].iter_mut().zip(&found.distances[src]) {
+                    // FAISS's padding of binary searches, and every real distance fits an
+                    // i32.
+                    *dst = i32::try_from(src).unwrap_or(NO_DISTANCE);
+                }
             }
             Ok(())
         })?;
@@ -291,7 +308,7 @@ impl PyIndex {
         py: Python<'py>,
         queries: PyReadonlyArray2<'py, u64>,
         radius: u32,
-        threads: Option<usize>,
+        threads: Option<i64>,
     ) -> PyResult<(
         Bound<'py, PyArray1<i64>>,
         Bound<'py, PyArray1<i32>>,

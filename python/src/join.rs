@@ -6,7 +6,7 @@ use simlsh::index::HammingIndex;
 use simlsh::join::{self, Pair};
 
 use crate::errors::{IntoPy, to_py, value_error};
-use crate::index::{Knn, NO_DISTANCE, PyIndex, codes};
+use crate::index::{Knn, NO_DISTANCE, PyIndex, codes, result_array};
 use crate::signer::contiguous;
 use crate::threads::Threads;
 
@@ -28,7 +28,7 @@ pub fn self_join<'py>(
     codes: PyReadonlyArray2<'py, u64>,
     bits: usize,
     radius: u32,
-    threads: Option<usize>,
+    threads: Option<i64>,
 ) -> PyResult<PairArrays<'py>> {
     let t = Threads::new(threads)?;
     let m = self::codes(&codes, bits)?;
@@ -86,13 +86,13 @@ pub fn knn_graph<'py>(
     bits: usize,
     k: usize,
     index: Option<&PyIndex>,
-    threads: Option<usize>,
+    threads: Option<i64>,
 ) -> PyResult<Knn<'py>> {
     let t = Threads::new(threads)?;
     let m = self::codes(&codes, bits)?;
     let n = m.len();
-    let mut d = vec![NO_DISTANCE; n * k];
-    let mut ids = vec![-1i64; n * k];
+    let mut d = result_array(n, k, NO_DISTANCE, "k-NN graph distances")?;
+    let mut ids = result_array(n, k, -1i64, "k-NN graph ids")?;
     let mut fill = |first: usize, hits: Vec<Vec<simlsh::Hit>>| {
         for (q, hs) in hits.iter().enumerate() {
             let row = first + q;

@@ -199,7 +199,7 @@ impl PyKeyScheme {
         &self,
         py: Python<'py>,
         codes: PyReadonlyArray2<'py, u64>,
-        threads: Option<usize>,
+        threads: Option<i64>,
     ) -> PyResult<GroupKeys<'py>> {
         use rayon::prelude::*;
         let t = Threads::new(threads)?;
@@ -409,7 +409,7 @@ pub fn sign_text_counts<'py>(
     offsets: &Bound<'py, PyAny>,
     data: PyReadonlyArray1<'py, u8>,
     tokenizer: &PyTokenizer,
-    threads: Option<usize>,
+    threads: Option<i64>,
 ) -> PyResult<CodesCounts<'py>> {
     let t = Threads::new(threads)?;
     let data = contiguous(&data, "data")?;
@@ -450,7 +450,7 @@ pub fn cosines_text<'py>(
     a_data: PyReadonlyArray1<'py, u8>,
     b_offsets: &Bound<'py, PyAny>,
     b_data: PyReadonlyArray1<'py, u8>,
-    threads: Option<usize>,
+    threads: Option<i64>,
 ) -> PyResult<Bound<'py, PyArray1<f64>>> {
     use rayon::prelude::*;
     let t = Threads::new(threads)?;

@@ -6,6 +6,7 @@ use pyo3::prelude::*;
 use rayon::prelude::*;
 
 use crate::errors::value_error;
+use crate::index::result_array;
 use crate::signer::contiguous;
 use crate::threads::Threads;
 
@@ -47,8 +48,8 @@ where
 /// has fewer than `k` candidates.
 fn layout<'py>(py: Python<'py>, rows: Vec<Vec<(i64, f64)>>, k: usize) -> PyResult<Reranked<'py>> {
     let nq = rows.len();
-    let mut d = vec![f32::NEG_INFINITY; nq * k];
-    let mut i = vec![-1i64; nq * k];
+    let mut d = result_array(nq, k, f32::NEG_INFINITY, "re-ranked cosines")?;
+    let mut i = result_array(nq, k, -1i64, "re-ranked ids")?;
     for (q, row) in rows.into_iter().enumerate() {
         for (c, (id, cos)) in row.into_iter().enumerate() {
             d[q * k + c] = cos as f32;
@@ -111,7 +112,7 @@ pub fn rerank_dense<'py>(
     base: PyReadonlyArray2<'py, f32>,
     ids: PyReadonlyArray2<'py, i64>,
     k: usize,
-    threads: Option<usize>,
+    threads: Option<i64>,
 ) -> PyResult<Reranked<'py>> {
     let t = Threads::new(threads)?;
     let (qv, bv, iv) = (queries.as_array(), base.as_array(), ids.as_array());
@@ -216,7 +217,7 @@ pub fn rerank_csr<'py>(
     b_data: PyReadonlyArray1<'py, f32>,
     ids: PyReadonlyArray2<'py, i64>,
     k: usize,
-    threads: Option<usize>,
+    threads: Option<i64>,
 ) -> PyResult<Reranked<'py>> {
     let t = Threads::new(threads)?;
     let qm = Csr {

@@ -270,28 +270,34 @@ impl PySigner {
         t.chunked(py, x.nrows(), chunk, |r: Range<usize>| {
             let src = x.slice(s![r.clone(), ..]);
             let mut conv = Array2::<f32>::zeros((r.len(), d));
+            // Values f32 does not hold (beyond its range, or nonzero values it rounds to 0)
+            // are marked NaN here and named as they were below.
             conv.axis_iter_mut(Axis(0))
                 .into_par_iter()
                 .zip(src.axis_iter(Axis(0)).into_par_iter())
-                .for_each(|(mut dst, src)| dst.zip_mut_with(&src, |a, &b| *a = b as f32));
-            // A finite f64 beyond the f32 range would become infinite: name it as it was.
+                .for_each(|(mut dst, src)| {
+                    dst.zip_mut_with(&src, |a, &b| {
+                        *a = simlsh::io::float::to_f32(b).unwrap_or(f32::NAN)
+                    })
+                });
             if let Some((i, j)) = conv
                 .indexed_iter()
-                .find(|(_, v)| !v.is_finite())
+                .find(|(_, v)| v.is_nan())
                 .map(|(ij, _)| ij)
             {
                 let v = src[[i, j]];
-                return Err(if v.is_finite() {
-                    value_error(format!(
-                        "row {}, column {j}: value {v:e} is beyond the range of float32",
+                return Err(match simlsh::io::float::F32Range::of(v) {
+                    Some(simlsh::io::float::F32Range::NotFinite) | None => {
+                        to_py(Error::NonFinite {
+                            row: r.start + i,
+                            col: j as u64,
+                            value: v,
+                        })
+                    }
+                    Some(why) => value_error(format!(
+                        "row {}, column {j}: value {v:e} {why}",
                         r.start + i
-                    ))
-                } else {
-                    to_py(Error::NonFinite {
-                        row: r.start + i,
-                        col: j as u64,
-                        value: v,
-                    })
+                    )),
                 });
             }
             let sigs = signer
@@ -349,7 +355,18 @@ impl PySigner {
                     let sorted = check_rows(indptr, indices, lo..hi, cols)?;
                     let indices = I::unsigned(indices);
                     let (a, b) = (indptr[lo].index(), indptr[hi].index());
-                    let vals = T::as_f32(&data[a..b]);
+                    let vals = T::as_f32(&data[a..b]).map_err(|(k, v)| {
+                        let row = lo + indptr[lo..=hi].partition_point(|p| p.index() <= a + k) - 1;
+                        Error::param(
+                            "data",
+                            format!(
+                                "row {row}, column {}: value {v:e} {}",
+                                indices[a + k].index(),
+                                simlsh::io::float::F32Range::of(v)
+                                    .expect("a value float32 does not hold")
+                            ),
+                        )
+                    })?;
                     let sigs = if sorted {
                         // SAFETY: `check_indptr` verified that indptr starts at 0, never
                         // decreases and ends within the indices; `check_rows` that each row
@@ -441,19 +458,24 @@ impl Idx for i64 {
 
 /// A value type of sparse data: `f32` is read in place, `f64` converted chunk by chunk.
 trait Data: Copy + Sync {
-    /// The values as `f32`.
-    fn as_f32(d: &[Self]) -> std::borrow::Cow<'_, [f32]>;
+    /// The values as `f32`, or the position and value of the first one `f32` does not hold
+    /// ([`simlsh::io::float::to_f32`]).
+    fn as_f32(d: &[Self]) -> Result<std::borrow::Cow<'_, [f32]>, (usize, f64)>;
 }
 
 impl Data for f32 {
-    fn as_f32(d: &[f32]) -> std::borrow::Cow<'_, [f32]> {
-        std::borrow::Cow::Borrowed(d)
+    fn as_f32(d: &[f32]) -> Result<std::borrow::Cow<'_, [f32]>, (usize, f64)> {
+        Ok(std::borrow::Cow::Borrowed(d))
     }
 }
 
 impl Data for f64 {
-    fn as_f32(d: &[f64]) -> std::borrow::Cow<'_, [f32]> {
-        std::borrow::Cow::Owned(d.iter().map(|&v| v as f32).collect())
+    fn as_f32(d: &[f64]) -> Result<std::borrow::Cow<'_, [f32]>, (usize, f64)> {
+        d.iter()
+            .enumerate()
+            .map(|(k, &v)| simlsh::io::float::to_f32(v).map_err(|_| (k, v)))
+            .collect::<Result<Vec<f32>, _>>()
+            .map(std::borrow::Cow::Owned)
     }
 }
 
@@ -622,7 +644,7 @@ impl PySigner {
         &self,
         py: Python<'py>,
         x: PyReadonlyArray2<'py, f32>,
-        threads: Option<usize>,
+        threads: Option<i64>,
     ) -> PyResult<Bound<'py, PyArray2<u64>>> {
         let t = Threads::new(threads)?;
         self.dense_f32(py, x.as_array(), &t)
@@ -634,7 +656,7 @@ impl PySigner {
         &self,
         py: Python<'py>,
         x: PyReadonlyArray2<'py, f64>,
-        threads: Option<usize>,
+        threads: Option<i64>,
     ) -> PyResult<Bound<'py, PyArray2<u64>>> {
         let t = Threads::new(threads)?;
         self.dense_f64(py, x.as_array(), &t)
@@ -650,7 +672,7 @@ impl PySigner {
         indices: &Bound<'py, PyAny>,
         data: &Bound<'py, PyAny>,
         cols: usize,
-        threads: Option<usize>,
+        threads: Option<i64>,
     ) -> PyResult<Bound<'py, PyArray2<u64>>> {
         let t = Threads::new(threads)?;
         macro_rules! go {
@@ -684,7 +706,7 @@ impl PySigner {
         py: Python<'py>,
         docs: Vec<Vec<String>>,
         weights: Option<Vec<Vec<f32>>>,
-        threads: Option<usize>,
+        threads: Option<i64>,
     ) -> PyResult<Bound<'py, PyArray2<u64>>> {
         let t = Threads::new(threads)?;
         if let Some(w) = &weights {
@@ -738,7 +760,7 @@ impl PySigner {
         py: Python<'py>,
         docs: Vec<String>,
         tokenizer: &PyTokenizer,
-        threads: Option<usize>,
+        threads: Option<i64>,
     ) -> PyResult<Bound<'py, PyArray2<u64>>> {
         let t = Threads::new(threads)?;
         let refs: Vec<&str> = docs.iter().map(String::as_str).collect();
@@ -754,7 +776,7 @@ impl PySigner {
         offsets: &Bound<'py, PyAny>,
         data: PyReadonlyArray1<'py, u8>,
         tokenizer: &PyTokenizer,
-        threads: Option<usize>,
+        threads: Option<i64>,
     ) -> PyResult<Bound<'py, PyArray2<u64>>> {
         let t = Threads::new(threads)?;
         let data = contiguous(&data, "data")?;

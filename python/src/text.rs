@@ -114,7 +114,7 @@ impl PyIdf {
         py: Python<'_>,
         tokenizer: &PyTokenizer,
         docs: Vec<String>,
-        threads: Option<usize>,
+        threads: Option<i64>,
     ) -> PyResult<Self> {
         let t = Threads::new(threads)?;
         let tok = &tokenizer.inner;

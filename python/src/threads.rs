@@ -12,14 +12,14 @@ use crate::errors::value_error;
 /// Pools built so far, by thread count (a pool is built once per count and kept).
 static POOLS: Mutex<Vec<(usize, Arc<ThreadPool>)>> = Mutex::new(Vec::new());
 
-/// The pool of `threads` threads (`None`: rayon's global pool, all cores).
-fn pool(threads: Option<usize>) -> PyResult<Option<Arc<ThreadPool>>> {
-    let Some(n) = threads else { return Ok(None) };
-    if n == 0 {
-        return Err(value_error(
-            "threads must be at least 1 (or None for all cores)",
-        ));
-    }
+/// The pool for a `threads=` argument (`None`: rayon's global pool, all cores). The count
+/// follows the library's rule ([`simlsh::cpu::threads`]): `-1` for every core, counts above
+/// the cores clamped to them.
+fn pool(threads: Option<i64>) -> PyResult<Option<Arc<ThreadPool>>> {
+    let Some(requested) = threads else {
+        return Ok(None);
+    };
+    let n = simlsh::cpu::threads(Some(requested)).map_err(|e| value_error(e.to_string()))?;
     let mut pools = POOLS.lock().unwrap_or_else(|p| p.into_inner());
     if let Some((_, p)) = pools.iter().find(|(k, _)| *k == n) {
         return Ok(Some(p.clone()));
@@ -40,7 +40,7 @@ pub struct Threads(Option<Arc<ThreadPool>>);
 
 impl Threads {
     /// The pool for a `threads=` argument.
-    pub fn new(threads: Option<usize>) -> PyResult<Self> {
+    pub fn new(threads: Option<i64>) -> PyResult<Self> {
         Ok(Threads(pool(threads)?))
     }
 

@@ -74,7 +74,7 @@ pub fn banded_join<'py>(
     width: u32,
     max_distance: Option<u32>,
     max_group: Option<usize>,
-    threads: Option<usize>,
+    threads: Option<i64>,
     prefix_words: Option<usize>,
     prefix_radius: Option<u32>,
 ) -> PyResult<(PairArrays<'py>, Bound<'py, PyDict>)> {
@@ -201,7 +201,7 @@ pub fn verified_join_dense<'py>(
     width: Option<u32>,
     max_distance: Option<u32>,
     recall: f64,
-    threads: Option<usize>,
+    threads: Option<i64>,
 ) -> PyResult<(Verified<'py>, Bound<'py, PyDict>)> {
     let t = Threads::new(threads)?;
     let m = self::codes(&codes, bits)?;
@@ -239,7 +239,7 @@ pub fn verified_join_csr<'py>(
     width: Option<u32>,
     max_distance: Option<u32>,
     recall: f64,
-    threads: Option<usize>,
+    threads: Option<i64>,
 ) -> PyResult<(Verified<'py>, Bound<'py, PyDict>)> {
     let t = Threads::new(threads)?;
     let m = self::codes(&codes, bits)?;
@@ -310,7 +310,7 @@ pub fn band_keys<'py>(
     bits: usize,
     bands: usize,
     width: u32,
-    threads: Option<usize>,
+    threads: Option<i64>,
 ) -> PyResult<BandKeys<'py>> {
     let t = Threads::new(threads)?;
     let m = self::codes(&codes, bits)?;

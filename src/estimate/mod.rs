@@ -143,6 +143,30 @@ pub(crate) fn check_bits(f: u64) -> Result<()> {
     Ok(())
 }
 
+/// Checks that `h` differing bits out of `f` is a Hamming distance between `f`-bit
+/// signatures: `1 ≤ f < 2^53` and `h ≤ f`. What [`estimate`] and the front ends' vectorised
+/// [`angle`] and [`cosine`] check; the two functions themselves clamp, for callers whose
+/// distances come from signatures of width `f`.
+///
+/// ```
+/// use simlsh::estimate::check_distance;
+/// assert!(check_distance(3, 64).is_ok());
+/// assert!(check_distance(65, 64).is_err() && check_distance(0, 0).is_err());
+/// ```
+///
+/// # Errors
+/// [`Error::InvalidParameter`] naming the width or the distance.
+pub fn check_distance(h: u64, f: u64) -> Result<()> {
+    check_bits(f)?;
+    if h > f {
+        return Err(Error::param(
+            "hamming",
+            format!("a Hamming distance of {h} exceeds the width of {f} bits"),
+        ));
+    }
+    Ok(())
+}
+
 /// The angle estimate θ̂ = π·h/f in radians, from h differing bits out of f.
 ///
 /// Unbiased for θ, with variance θ(π − θ)/f.
@@ -150,7 +174,8 @@ pub(crate) fn check_bits(f: u64) -> Result<()> {
 /// # Edge cases
 ///
 /// h is clamped to f (a Hamming distance cannot exceed the width). f = 0 carries no information
-/// and gives NaN; [`estimate`] reports it as an error instead.
+/// and gives NaN; [`estimate`] reports both as errors instead, and [`check_distance`] checks
+/// them for callers whose `h` and `f` are not from signatures of width `f`.
 ///
 /// # Example
 ///
@@ -383,13 +408,7 @@ impl Estimate {
 /// # Ok::<(), simlsh::Error>(())
 /// ```
 pub fn estimate(h: u64, f: u64, level: f64, method: IntervalMethod) -> Result<Estimate> {
-    check_bits(f)?;
-    if h > f {
-        return Err(Error::param(
-            "hamming",
-            format!("a Hamming distance of {h} exceeds the width of {f} bits"),
-        ));
-    }
+    check_distance(h, f)?;
     check_level(level)?;
     let p_interval = proportion_bounds(h as f64, f as f64, level, method);
     Ok(Estimate {

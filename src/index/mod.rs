@@ -184,8 +184,12 @@ pub trait HammingIndex: Send + Sync {
 
     /// [`knn_batch`](Self::knn_batch) as two `N × k` arrays, padded with `-1` ids and
     /// `u32::MAX` distances where fewer than `k` codes are stored (as FAISS `search`).
+    ///
+    /// # Errors
+    /// As [`knn_batch`](Self::knn_batch); [`Error::OutOfMemory`] when the `N × k` arrays
+    /// cannot be allocated.
     fn knn_flat(&self, queries: &[u64], k: usize) -> Result<KnnResults> {
-        Ok(KnnResults::from_hits(&self.knn_batch(queries, k)?, k))
+        KnnResults::from_hits(&self.knn_batch(queries, k)?, k)
     }
 
     /// Stores `codes` (row-major, one code per id) under `ids`: all of them, or none when

@@ -4,6 +4,8 @@
 //! `distances`, padded, as `search`).
 
 use super::Hit;
+use crate::error::Result;
+use crate::memory;
 
 /// Id written where a query has fewer than `k` neighbours (FAISS's `-1` label).
 pub const NO_ID: i64 = -1;
@@ -69,11 +71,18 @@ pub struct KnnResults {
 
 impl KnnResults {
     /// The padded form of per-query hit lists (each at most `k` long).
-    pub fn from_hits(hits: &[Vec<Hit>], k: usize) -> Self {
+    ///
+    /// # Errors
+    /// [`Error::OutOfMemory`] when the `N × k` arrays cannot be allocated (a `k` far beyond
+    /// the number of stored codes: ask for at most that many and pad, as FAISS shapes need).
+    pub fn from_hits(hits: &[Vec<Hit>], k: usize) -> Result<Self> {
+        let cells = hits.len().saturating_mul(k);
+        let what = format!("k-NN results of {} queries × k = {k}", hits.len());
+        memory::check(&what, memory::bytes_of::<(i64, u32)>(cells))?;
         let mut r = KnnResults {
             k,
-            ids: vec![NO_ID; hits.len() * k],
-            distances: vec![NO_DISTANCE; hits.len() * k],
+            ids: memory::filled(cells, NO_ID, &what)?,
+            distances: memory::filled(cells, NO_DISTANCE, &what)?,
         };
         for (i, hs) in hits.iter().enumerate() {
             for (j, h) in hs.iter().take(k).enumerate() {
@@ -81,7 +90,7 @@ impl KnnResults {
                 r.distances[i * k + j] = h.distance;
             }
         }
-        r
+        Ok(r)
     }
 
     /// Number of queries.
@@ -108,12 +117,18 @@ mod tests {
         assert_eq!(r.ids, vec![4, 1, 7]);
         assert_eq!(r.distances, vec![0, 2, 1]);
         assert_eq!(r.len(), 3);
-        let k = KnnResults::from_hits(&hits, 2);
+        let k = KnnResults::from_hits(&hits, 2).unwrap();
         assert_eq!(k.ids, vec![4, 1, -1, -1, 7, -1]);
         assert_eq!(k.distances, vec![0, 2, u32::MAX, u32::MAX, 1, u32::MAX]);
         assert_eq!(k.len(), 3);
         assert!(
-            RangeResults::from_hits(&[]).is_empty() && KnnResults::from_hits(&[], 0).is_empty()
+            RangeResults::from_hits(&[]).is_empty()
+                && KnnResults::from_hits(&[], 0).unwrap().is_empty()
         );
+        // A k no memory holds is an error, not an abort or an overflow.
+        for k in [1 << 40, usize::MAX] {
+            let e = KnnResults::from_hits(&hits, k).unwrap_err();
+            assert!(matches!(e, crate::Error::OutOfMemory { .. }), "{e}");
+        }
     }
 }

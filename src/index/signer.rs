@@ -120,6 +120,28 @@ impl SignerRecord {
         SignerSpec::from_params(&self.params)
     }
 
+    /// Whether the two records name the same signer ([`SignerSpec::same_signer`]): compared
+    /// by parameters, never by building either signer, so that a record naming a huge matrix
+    /// or pool is compared at no cost. Records whose `signer.*` parameters are equal are the
+    /// same signer; records that do not rebuild (a `custom` matrix, a malformed record) are
+    /// the same only when equal.
+    pub fn same_signer(&self, other: &SignerRecord) -> bool {
+        let signer = |r: &SignerRecord| -> BTreeMap<String, String> {
+            r.params
+                .iter()
+                .filter(|(k, _)| k.starts_with(SIGNER))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect()
+        };
+        if signer(self) == signer(other) {
+            return true;
+        }
+        match (self.spec(), other.spec()) {
+            (Ok(a), Ok(b)) => a.same_signer(&b),
+            _ => false,
+        }
+    }
+
     /// Checks the record against an index of `bits`-bit codes: its width must be `bits`.
     pub(crate) fn check_width(&self, bits: usize) -> Result<()> {
         match self.bits() {

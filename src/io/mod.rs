@@ -35,6 +35,7 @@
 pub mod atomic;
 pub mod csr;
 pub mod documents;
+pub mod float;
 pub mod format;
 pub mod input;
 pub mod limits;

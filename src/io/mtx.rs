@@ -71,11 +71,7 @@ fn parse_value(field: Field, tok: Option<&str>) -> std::result::Result<f32, Stri
             .parse::<f64>()
             .map_err(|_| format!("value `{tok}` is not a number"))?,
     };
-    let v = x as f32;
-    if !v.is_finite() {
-        return Err(format!("value {x} is not finite (as float32)"));
-    }
-    Ok(v)
+    crate::io::float::to_f32(x).map_err(|_| crate::io::float::refused(x))
 }
 
 /// Reads a MatrixMarket file (`-`: standard input): a coordinate file as CSR, an array file

@@ -125,16 +125,13 @@ fn parse_line(
         let x: f64 = v
             .parse()
             .map_err(|_| err(format!("token `{tok}`: value `{v}` is not a number")))?;
-        if !(x as f32).is_finite() {
-            return Err(err(format!(
-                "token `{tok}`: value {x} is not finite (as float32)"
-            )));
-        }
+        let x = crate::io::float::to_f32(x)
+            .map_err(|_| err(format!("token `{tok}`: {}", crate::io::float::refused(x))))?;
         if ids.last().is_some_and(|&p| p >= idx) {
             sorted = false;
         }
         ids.push(idx);
-        vals.push(x as f32);
+        vals.push(x);
     }
     if !sorted {
         sort_and_merge(ids, vals);

@@ -281,7 +281,8 @@ pub fn knn_graph<S: AsRef<[u64]>>(sigs: &SignatureMatrix<S>, k: usize) -> Result
 ///
 /// # Errors
 /// [`Error::BitsMismatch`] if the widths differ, [`Error::LengthMismatch`] if the index does
-/// not hold as many codes as `sigs` has rows; the index's errors.
+/// not hold as many codes as `sigs` has rows, [`Error::InvalidParameter`] if it answers with
+/// an id outside `0..N`; the index's errors.
 pub fn knn_graph_with<S: AsRef<[u64]>>(
     index: &dyn HammingIndex,
     sigs: &SignatureMatrix<S>,
@@ -323,6 +324,18 @@ pub fn knn_graph_rows<S: AsRef<[u64]>>(
     }
     let lo = rows.start;
     let found = index.knn_batch(sigs.slice_rows(rows).as_slice(), k.saturating_add(1))?;
+    // N distinct ids all below N are exactly 0..N: an id beyond is an index of other rows.
+    let n = sigs.len();
+    if let Some(h) = found.iter().flatten().find(|h| h.id as usize >= n) {
+        return Err(Error::param(
+            "index",
+            format!(
+                "it holds id {}, but a k-NN graph's index must hold row i of the {n} rows \
+                 under id i (ids 0..{n})",
+                h.id
+            ),
+        ));
+    }
     Ok(found
         .into_par_iter()
         .enumerate()

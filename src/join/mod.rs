@@ -35,8 +35,18 @@ use crate::signature::SignatureMatrix;
 /// Groups at least this large are checked with the batched scan kernels, in parallel.
 const BIG_GROUP: usize = 256;
 
-/// Rows per parallel task in a big group.
+/// Rows per parallel task in a big group (fewer in groups so large that a tile's pairs could
+/// exceed [`TILE_PAIRS`]).
 const GROUP_TILE: usize = 64;
+
+/// The most pairs one tile of a big group may report (its rows times the group's): a tile's
+/// rows are `clamp(TILE_PAIRS / group, 1, GROUP_TILE)`, a function of the group alone, so
+/// that the order of the pairs does not depend on the number of threads.
+const TILE_PAIRS: usize = 1 << 20;
+
+/// The most pairs the tiles or runs checked in parallel may report before they are passed
+/// on: the pairs held at once, whatever the radius (at radius `f`, every pair of rows is one).
+const WINDOW_PAIRS: usize = 1 << 23;
 
 /// An unordered pair of rows within the join radius: `i < j`. Ordered by `(i, j)`, the order
 /// of [`self_join`]'s result.
@@ -91,9 +101,9 @@ pub fn self_join<S: AsRef<[u64]> + Sync>(sigs: &SignatureMatrix<S>, r: u32) -> R
     Ok(pairs)
 }
 
-/// [`self_join`] streaming: each pair goes to `sink` as its table is done (table by table,
-/// in an order that does not depend on the number of threads), so no pair list is held;
-/// returns the number of pairs.
+/// [`self_join`] streaming: each pair goes to `sink` as it is found (in bounded batches, in
+/// an order that does not depend on the number of threads), so no pair list is held, even
+/// at a radius where every pair of rows is one; returns the number of pairs.
 ///
 /// ```
 /// use simlsh::join::self_join_each;
@@ -175,7 +185,8 @@ pub fn self_join_active<S: AsRef<[u64]> + Sync>(
 
 /// The exact self-join, general form: the pairs within radius `r` of the rows marked in
 /// `active` (all if `None`), each passed through `map` in the worker threads; the kept results
-/// go to `sink` table by table, in an order that does not depend on the number of threads.
+/// go to `sink` as they are found, a bounded batch at a time (at most [`WINDOW_PAIRS`] pairs
+/// held, whatever the radius), in an order that does not depend on the number of threads.
 pub(crate) fn self_join_map<S, T, M, K>(
     sigs: &SignatureMatrix<S>,
     r: u32,
@@ -197,9 +208,7 @@ where
     let plan = self_join_plan(bits, r, ids.len())?;
     let layout = Layout::new(bits, r, &plan.levels);
     for t in 0..layout.tables.len() {
-        join_table(sigs.as_slice(), &ids, &layout, t, r, &map)
-            .into_iter()
-            .for_each(&mut sink);
+        join_table(sigs.as_slice(), &ids, &layout, t, r, &map, &mut sink);
     }
     Ok(())
 }
@@ -221,21 +230,25 @@ pub fn self_join_plan(bits: usize, r: u32, n: usize) -> Result<Plan> {
     join_plan(bits, r, n as u64).ok_or_else(|| Error::param("bits", "must be at least 1"))
 }
 
-/// The pairs table `t` reports among the rows `ids`, through `map`.
+/// The pairs table `t` reports among the rows `ids`, through `map`, passed to `sink`.
 ///
 /// The rows are grouped by the table's key: a counting sort on the top `b ≤ 8` bits of their
 /// key words, computed straight from the rows (one pass to count, one to scatter), then each
 /// of the `2^b` runs, small enough to stay in cache, is sorted on the next key bits (up to
 /// `log2 N` bits in all) and, for longer keys, sorted and cut into equal keys. The runs are
-/// processed in parallel.
-fn join_table<T: Send, M: Fn(Pair) -> Option<T> + Sync>(
+/// processed in parallel and their pairs passed on in run order; a run whose buckets could
+/// report more than its share (`2^-b`) of [`WINDOW_PAIRS`] is kept sorted instead and checked
+/// afterwards, in its turn, bucket window by bucket window (and a big group tile window by
+/// tile window), so that at most about [`WINDOW_PAIRS`] pairs are held at once.
+fn join_table<T: Send, M: Fn(Pair) -> Option<T> + Sync, K: FnMut(T)>(
     rows: &[u64],
     ids: &[u32],
     layout: &Layout,
     t: usize,
     r: u32,
     map: &M,
-) -> Vec<T> {
+    sink: &mut K,
+) {
     let tl = &layout.tables[t];
     let w = layout.words();
     let n = ids.len();
@@ -255,11 +268,10 @@ fn join_table<T: Send, M: Fn(Pair) -> Option<T> + Sync>(
         map,
     };
     let p = tl.key_bits;
-    let mut out = Vec::new();
     if p == 0 {
         let all: Vec<(u64, u32)> = ids.iter().map(|&i| (key_of(i as usize), i)).collect();
-        ctx.group(&all, &mut out);
-        return out;
+        ctx.group_each(&all, sink);
+        return;
     }
     let b = p.min(n.ilog2().clamp(1, 20));
     let b1 = b.min(8);
@@ -281,35 +293,87 @@ fn join_table<T: Send, M: Fn(Pair) -> Option<T> + Sync>(
         *slot += 1;
     }
     drop(keys);
-    let per_run: Vec<Vec<T>> = (0..1usize << b1)
+    // Each run, in parallel: sorted on its next key bits (it stays in cache), then its groups
+    // checked, unless its buckets could report more than its share of a window's pairs: such a
+    // run is passed on sorted and streamed below, in its turn.
+    let split = p > b;
+    let share = WINDOW_PAIRS >> b1;
+    let per_run: Vec<Run<T>> = (0..1usize << b1)
         .into_par_iter()
         .map_init(
             || (Vec::new(), Vec::new()),
             |(scratch, offsets): &mut (Vec<(u64, u32)>, Vec<usize>), h| {
                 let run = &scattered[top[h]..top[h + 1]];
-                let mut out = Vec::new();
                 if run.len() < 2 {
-                    return out;
+                    return Run::Pairs(Vec::new());
                 }
                 scratch.clear();
+                offsets.clear();
                 if b2 == 0 {
                     scratch.extend_from_slice(run);
-                    ctx.bucket(scratch, p > b, &mut out);
-                    return out;
+                    offsets.extend([0, run.len()]);
+                } else {
+                    scratch.resize(run.len(), (0, 0));
+                    offsets.resize((1 << b2) + 1, 0);
+                    counting_sort(run, 64 - b, (1 << b2) - 1, scratch, offsets);
                 }
-                scratch.resize(run.len(), (0, 0));
-                offsets.resize((1 << b2) + 1, 0);
-                counting_sort(run, 64 - b, (1 << b2) - 1, scratch, offsets);
+                let bound: usize = offsets.windows(2).map(|w| pairs_of(w[1] - w[0])).sum();
+                if bound > share {
+                    let lens = offsets.windows(2).map(|w| w[1] - w[0]).collect();
+                    return Run::Sorted(scratch.clone(), lens);
+                }
+                let mut out = Vec::new();
                 for win in offsets.windows(2) {
                     if win[1] - win[0] >= 2 {
-                        ctx.bucket(&mut scratch[win[0]..win[1]], p > b, &mut out);
+                        ctx.bucket(&mut scratch[win[0]..win[1]], split, &mut |g| {
+                            ctx.group(g, &mut out)
+                        });
                     }
                 }
-                out
+                Run::Pairs(out)
             },
         )
         .collect();
-    out.extend(per_run.into_iter().flatten());
+    drop(scattered);
+    for run in per_run {
+        match run {
+            Run::Pairs(pairs) => pairs.into_iter().for_each(&mut *sink),
+            Run::Sorted(mut entries, lens) => {
+                let mut buckets: Vec<&mut [(u64, u32)]> =
+                    split_lens(&mut entries, lens.into_iter())
+                        .into_iter()
+                        .filter(|b| b.len() >= 2)
+                        .collect();
+                ctx.buckets_each(&mut buckets, split, sink);
+            }
+        }
+    }
+}
+
+/// What a bucket's groups are passed to (entries `(key, row)` sharing the table's key).
+type GroupFn<'a> = dyn FnMut(&[(u64, u32)]) + 'a;
+
+/// A run of [`join_table`] as its parallel pass leaves it: its pairs, or, when they could be
+/// too many to hold, its entries sorted into buckets (of the lengths given), to be streamed.
+enum Run<T> {
+    Pairs(Vec<T>),
+    Sorted(Vec<(u64, u32)>, Vec<usize>),
+}
+
+/// The pairs of `len` rows: `len·(len − 1)/2`, the most a group of them can report.
+fn pairs_of(len: usize) -> usize {
+    len.saturating_mul(len.saturating_sub(1)) / 2
+}
+
+/// `data` cut into consecutive slices of the lengths `lens` (which sum to at most its length).
+fn split_lens<X>(data: &mut [X], lens: impl Iterator<Item = usize>) -> Vec<&mut [X]> {
+    let mut out = Vec::new();
+    let mut rest = data;
+    for len in lens {
+        let (part, tail) = rest.split_at_mut(len);
+        out.push(part);
+        rest = tail;
+    }
     out
 }
 
@@ -364,18 +428,51 @@ impl<T: Send, M: Fn(Pair) -> Option<T> + Sync> GroupCtx<'_, M> {
         with_popcnt(SmallGroup { ctx: self, g, out });
     }
 
-    /// The pairs of a bucket of entries sharing the top key bits: one group, or, when the key
-    /// is longer (`split`), the bucket sorted and cut into runs of equal keys.
-    fn bucket(&self, entries: &mut [(u64, u32)], split: bool, out: &mut Vec<T>) {
+    /// The pairs of a run's buckets when they could hold more than [`WINDOW_PAIRS`] pairs:
+    /// checked in windows as [`join_table`] checks runs (a bucket too large for a window alone
+    /// passes its groups on one by one, a big group tile by tile).
+    fn buckets_each(
+        &self,
+        buckets: &mut [&mut [(u64, u32)]],
+        split: bool,
+        sink: &mut impl FnMut(T),
+    ) {
+        let mut k = 0;
+        while k < buckets.len() {
+            if pairs_of(buckets[k].len()) > WINDOW_PAIRS {
+                self.bucket(buckets[k], split, &mut |g| self.group_each(g, sink));
+                k += 1;
+                continue;
+            }
+            let (start, mut total) = (k, 0usize);
+            while k < buckets.len() && pairs_of(buckets[k].len()) <= WINDOW_PAIRS - total {
+                total += pairs_of(buckets[k].len());
+                k += 1;
+            }
+            let per_bucket: Vec<Vec<T>> = buckets[start..k]
+                .par_iter_mut()
+                .map(|bucket| {
+                    let mut out = Vec::new();
+                    self.bucket(bucket, split, &mut |g| self.group(g, &mut out));
+                    out
+                })
+                .collect();
+            per_bucket.into_iter().flatten().for_each(&mut *sink);
+        }
+    }
+
+    /// The groups of a bucket of entries sharing the top key bits: the bucket, or, when the
+    /// key is longer (`split`), the bucket sorted and cut into runs of equal keys.
+    fn bucket(&self, entries: &mut [(u64, u32)], split: bool, on_group: &mut GroupFn<'_>) {
         if !split {
-            self.group(entries, out);
+            on_group(entries);
             return;
         }
         entries.sort_unstable();
         let prefix = self.layout.tables[self.t].prefix;
         for g in entries.chunk_by(|x, y| (x.0 ^ y.0) & prefix == 0) {
             if g.len() >= 2 {
-                self.group(g, out);
+                on_group(g);
             }
         }
     }
@@ -383,15 +480,27 @@ impl<T: Send, M: Fn(Pair) -> Option<T> + Sync> GroupCtx<'_, M> {
     /// Every pair of a group of entries sharing the key.
     fn group(&self, g: &[(u64, u32)], out: &mut Vec<T>) {
         if g.len() >= BIG_GROUP {
-            out.extend(self.big_group(g));
+            self.big_group(g, &mut |pairs| out.extend(pairs));
         } else {
             self.small_group(g, out);
         }
     }
 
+    /// [`group`](Self::group), passing the pairs to `sink` in bounded batches.
+    fn group_each(&self, g: &[(u64, u32)], sink: &mut impl FnMut(T)) {
+        if g.len() >= BIG_GROUP {
+            self.big_group(g, &mut |pairs| pairs.into_iter().for_each(&mut *sink));
+        } else {
+            let mut out = Vec::new();
+            self.small_group(g, &mut out);
+            out.into_iter().for_each(sink);
+        }
+    }
+
     /// Every pair of a big group: its codes gathered (key words for one-word codes, which
-    /// have the same distances) and compared tile by tile with the batched scan kernel.
-    fn big_group(&self, g: &[(u64, u32)]) -> Vec<T> {
+    /// have the same distances) and compared tile by tile with the batched scan kernel, the
+    /// tiles of a window in parallel; each tile's pairs go to `emit`, in tile order.
+    fn big_group(&self, g: &[(u64, u32)], emit: &mut dyn FnMut(Vec<T>)) {
         let w = self.w;
         let codes: Vec<u64> = if w == 1 {
             g.iter().map(|&(k, _)| k).collect()
@@ -400,24 +509,30 @@ impl<T: Send, M: Fn(Pair) -> Option<T> + Sync> GroupCtx<'_, M> {
                 .flat_map(|&(_, i)| self.row(i).iter().copied())
                 .collect()
         };
-        let tiles: Vec<Vec<T>> = (0..g.len().div_ceil(GROUP_TILE))
-            .into_par_iter()
-            .map(|tile| {
-                let a0 = tile * GROUP_TILE;
-                let a1 = (a0 + GROUP_TILE).min(g.len());
-                let mut out = Vec::new();
-                let queries = &codes[a0 * w..a1 * w];
-                hamming::scan_radius(queries, &codes[a0 * w..], w, self.r, |qa, cb, d| {
-                    let (a, b) = (a0 + qa, a0 + cb);
-                    if b > a {
-                        self.check(g[a].0 ^ g[b].0, g[a].1, g[b].1, Some(d), &mut out);
-                    }
+        let rows = (TILE_PAIRS / g.len()).clamp(1, GROUP_TILE);
+        let tiles = g.len().div_ceil(rows);
+        let window =
+            (WINDOW_PAIRS / (rows * g.len())).clamp(1, 4 * rayon::current_num_threads().max(1));
+        for first in (0..tiles).step_by(window) {
+            let part: Vec<Vec<T>> = (first..(first + window).min(tiles))
+                .into_par_iter()
+                .map(|tile| {
+                    let a0 = tile * rows;
+                    let a1 = (a0 + rows).min(g.len());
+                    let mut out = Vec::new();
+                    let queries = &codes[a0 * w..a1 * w];
+                    hamming::scan_radius(queries, &codes[a0 * w..], w, self.r, |qa, cb, d| {
+                        let (a, b) = (a0 + qa, a0 + cb);
+                        if b > a {
+                            self.check(g[a].0 ^ g[b].0, g[a].1, g[b].1, Some(d), &mut out);
+                        }
+                    })
+                    .expect("shapes are consistent");
+                    out
                 })
-                .expect("shapes are consistent");
-                out
-            })
-            .collect();
-        tiles.into_iter().flatten().collect()
+                .collect();
+            part.into_iter().for_each(&mut *emit);
+        }
     }
 }
 

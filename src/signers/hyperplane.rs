@@ -7,6 +7,7 @@ use super::dense::Projector;
 use super::kernels::{add_signed_rows, axpy};
 use super::{BATCH_ROWS, Signer, SignerInfo, check_dense};
 use crate::error::{Error, Result};
+use crate::memory;
 use crate::rng::{Rng, expand};
 use crate::signature::{SignatureMatrix, last_word_mask, words_for};
 
@@ -168,7 +169,8 @@ impl HyperplaneBuilder {
     ///
     /// # Errors
     /// [`Error::InvalidParameter`] for a missing or bad parameter, or a matrix larger than
-    /// [`max_bytes`](Self::max_bytes) (or than the allocator grants).
+    /// [`max_bytes`](Self::max_bytes); [`Error::OutOfMemory`] for one larger than the process
+    /// may allocate ([`memory::available`](crate::memory::available)) or the allocator grants.
     pub fn build(self) -> Result<HyperplaneSigner> {
         let bits = super::required_bits(self.bits)?;
         let dim = self.dim.ok_or_else(|| Error::param("dim", "required"))?;
@@ -202,11 +204,15 @@ impl HyperplaneBuilder {
                 ));
             }
             Some(b) => {
-                // An allocation the allocator refuses is an error here, not an abort later.
+                // More than the process may allocate, or an allocation the allocator refuses,
+                // is an error here, not an abort later.
+                let what = format!("a matrix of D = {dim} × f = {bits}");
+                memory::check(&what, b)?;
                 let mut probe: Vec<u8> = Vec::new();
-                if usize::try_from(b).map_or(true, |b| probe.try_reserve_exact(b).is_err()) {
-                    return Err(too_large(b.to_string(), "the memory granted".into()));
-                }
+                let n = usize::try_from(b).unwrap_or(usize::MAX);
+                probe
+                    .try_reserve_exact(n)
+                    .map_err(|e| memory::refused(&what, b, e))?;
             }
         }
         let seed = self.seed;
@@ -316,18 +322,39 @@ fn orthonormalise(m: &mut [f32], d: usize, f: usize, depth: usize) {
     }
 }
 
+/// The entries of row `i` of a very sparse matrix, in order: `emit(j, negative)` for each
+/// nonzero column `j < f`.
+fn very_sparse_row(i: usize, f: usize, p: f64, seed: u64, mut emit: impl FnMut(u64, u32)) {
+    let mut rng = Rng::new(expand(seed, i as u64));
+    let mut j = rng.geometric(p);
+    while j < f as u64 {
+        let negative = (rng.next_u64() >> 63) as u32;
+        emit(j, negative);
+        j = j.saturating_add(1).saturating_add(rng.geometric(p));
+    }
+}
+
+/// The number of nonzero entries of the very sparse `d × f` matrix of density `p` drawn from
+/// `seed`, counted without storing the matrix (the draws of [`very_sparse`]).
+pub(crate) fn very_sparse_nonzeros(d: usize, f: usize, p: f64, seed: u64) -> u64 {
+    (0..d)
+        .into_par_iter()
+        .map(|i| {
+            let mut n = 0u64;
+            very_sparse_row(i, f, p, seed, |_, _| n += 1);
+            n
+        })
+        .sum()
+}
+
 fn very_sparse(d: usize, f: usize, p: f64, seed: u64) -> Result<Matrix> {
     let rows: Vec<Vec<u32>> = (0..d)
         .into_par_iter()
         .map(|i| {
-            let mut rng = Rng::new(expand(seed, i as u64));
             let mut row = Vec::new();
-            let mut j = rng.geometric(p);
-            while j < f as u64 {
-                let negative = (rng.next_u64() >> 63) as u32;
-                row.push((j as u32) << 1 | negative);
-                j = j.saturating_add(1).saturating_add(rng.geometric(p));
-            }
+            very_sparse_row(i, f, p, seed, |j, negative| {
+                row.push((j as u32) << 1 | negative)
+            });
             row
         })
         .collect();

@@ -288,20 +288,39 @@ pub fn check_sparse_row(row: usize, ids: &[u64], weights: &[f32], dim: Option<u6
     check_row(row, ids, weights, dim)
 }
 
-/// Checks that a row's weights are finite (branch-free pass first).
+/// The largest magnitude of an input value the signers take, `2^64`. A projection sums a
+/// row's values times the matrix's entries in `f32`; with every value within `2^64` no sum can
+/// overflow (`f32` reaches `2^128`), where values near `f32::MAX` would overflow to infinity
+/// and flip bits. A signature depends only on a vector's direction: scale larger vectors down
+/// (by a power of two, exactly).
+pub const MAX_VALUE: f32 = 18_446_744_073_709_551_616.0;
+
+/// Whether the signers take value `w`: finite and within [`MAX_VALUE`] (false for NaN).
+#[inline(always)]
+fn in_range(w: f32) -> bool {
+    w.abs() <= MAX_VALUE
+}
+
+/// The error of a value outside [`in_range`].
+fn out_of_range(row: usize, col: u64, value: f32) -> Error {
+    let value = f64::from(value);
+    if value.is_finite() {
+        Error::ValueTooLarge { row, col, value }
+    } else {
+        Error::NonFinite { row, col, value }
+    }
+}
+
+/// Checks that a row's weights are finite and within [`MAX_VALUE`] (branch-free pass first).
 fn check_finite<I: SpIndex>(row: usize, ids: &[I], weights: &[f32]) -> Result<()> {
-    if weights.iter().fold(true, |ok, w| ok & w.is_finite()) {
+    if weights.iter().fold(true, |ok, w| ok & in_range(*w)) {
         return Ok(());
     }
     let k = weights
         .iter()
-        .position(|w| !w.is_finite())
-        .expect("a non-finite weight");
-    Err(Error::NonFinite {
-        row,
-        col: ids[k].index() as u64,
-        value: weights[k] as f64,
-    })
+        .position(|w| !in_range(*w))
+        .expect("a weight out of range");
+    Err(out_of_range(row, ids[k].index() as u64, weights[k]))
 }
 
 /// [`check_sparse_row`] for any sparse index type. Branch-free passes first (they vectorise);
@@ -315,16 +334,12 @@ fn check_row<I: SpIndex>(row: usize, ids: &[I], weights: &[f32], dim: Option<u64
             right: weights.len(),
         });
     }
-    if !weights.iter().fold(true, |ok, w| ok & w.is_finite()) {
+    if !weights.iter().fold(true, |ok, w| ok & in_range(*w)) {
         let k = weights
             .iter()
-            .position(|w| !w.is_finite())
-            .expect("a non-finite weight");
-        return Err(Error::NonFinite {
-            row,
-            col: col(k),
-            value: weights[k] as f64,
-        });
+            .position(|w| !in_range(*w))
+            .expect("a weight out of range");
+        return Err(out_of_range(row, col(k), weights[k]));
     }
     let tail = &ids[1.min(ids.len())..];
     if !tail.iter().zip(ids).fold(true, |ok, (b, a)| ok & (a < b)) {
@@ -366,12 +381,8 @@ pub(crate) fn check_weights_ids(row: usize, ids: &[u64], weights: &[f32]) -> Res
             right: weights.len(),
         });
     }
-    if let Some(k) = weights.iter().position(|w| !w.is_finite()) {
-        return Err(Error::NonFinite {
-            row,
-            col: ids[k],
-            value: weights[k] as f64,
-        });
+    if let Some(k) = weights.iter().position(|w| !in_range(*w)) {
+        return Err(out_of_range(row, ids[k], weights[k]));
     }
     Ok(())
 }
@@ -385,12 +396,8 @@ pub(crate) fn check_weights(row: usize, weights: &[f32], n: usize) -> Result<()>
             right: weights.len(),
         });
     }
-    if let Some(k) = weights.iter().position(|w| !w.is_finite()) {
-        return Err(Error::NonFinite {
-            row,
-            col: k as u64,
-            value: weights[k] as f64,
-        });
+    if let Some(k) = weights.iter().position(|w| !in_range(*w)) {
+        return Err(out_of_range(row, k as u64, weights[k]));
     }
     Ok(())
 }
@@ -408,19 +415,15 @@ pub(crate) fn check_dense(x: &ArrayRef2<f32>, dim: Option<u64>) -> Result<()> {
     // A branch-free pass per row first (it vectorises); locate the offender only on failure.
     for (r, row) in x.rows().into_iter().enumerate() {
         let finite = match row.as_slice() {
-            Some(s) => s.iter().fold(true, |ok, v| ok & v.is_finite()),
-            None => row.iter().all(|v| v.is_finite()),
+            Some(s) => s.iter().fold(true, |ok, v| ok & in_range(*v)),
+            None => row.iter().all(|v| in_range(*v)),
         };
         if !finite {
             let c = row
                 .iter()
-                .position(|v| !v.is_finite())
-                .expect("a non-finite value");
-            return Err(Error::NonFinite {
-                row: r,
-                col: c as u64,
-                value: row[c] as f64,
-            });
+                .position(|v| !in_range(*v))
+                .expect("a value out of range");
+            return Err(out_of_range(r, c as u64, row[c]));
         }
     }
     Ok(())

@@ -3,6 +3,7 @@
 use super::kernels::axpy;
 use super::{Signer, SignerInfo};
 use crate::error::{Error, Result};
+use crate::memory;
 use crate::rng::{Rng, expand, hash_bytes, hash_u64, mix64};
 use crate::signers::hashing::{ID_DOMAIN, TOKEN_DOMAIN};
 
@@ -44,6 +45,10 @@ impl PooledBuilder {
     }
 
     /// Validates the parameters and draws the pool.
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] for a missing width or a pool size outside `1..=2^32`;
+    /// [`Error::OutOfMemory`] when the `4·m` bytes of the pool cannot be allocated.
     pub fn build(self) -> Result<PooledSigner> {
         let bits = super::required_bits(self.bits)?;
         if self.pool == 0 || self.pool as u64 > 1 << 32 {
@@ -53,7 +58,13 @@ impl PooledBuilder {
             ));
         }
         let mut rng = Rng::new(self.seed);
-        let pool = (0..self.pool).map(|_| rng.gaussian() as f32).collect();
+        let mut pool = Vec::new();
+        memory::reserve(
+            &mut pool,
+            self.pool,
+            &format!("a pool of {} values", self.pool),
+        )?;
+        pool.extend((0..self.pool).map(|_| rng.gaussian() as f32));
         Ok(PooledSigner {
             bits,
             seed: self.seed,

@@ -513,6 +513,50 @@ impl SignerSpec {
         }
     }
 
+    /// The spec with the defaults that depend on the dimension written out as a build
+    /// resolves them: a super-bit depth `min(D, f)`, a very sparse density `1/√D` or the one
+    /// `nnz` asks for (then `nnz` is dropped: the density alone draws the matrix). Without a
+    /// dimension, the spec as it is.
+    pub fn resolved(&self) -> SignerSpec {
+        let mut s = self.clone();
+        let Some(dim) = self.dim else { return s };
+        match &mut s.kind {
+            SignerKind::SuperBit { depth } if depth.is_none() => {
+                *depth = Some(usize::try_from(dim).unwrap_or(usize::MAX).min(self.bits));
+            }
+            SignerKind::VerySparse { density, nnz } if density.is_none() => {
+                let default = 1.0 / (dim as f64).sqrt();
+                *density = Some(match *nnz {
+                    Some(k) if k > 0 => default.max((super::ZERO_TARGET / k as f64).min(1.0)),
+                    _ => default,
+                });
+                *nnz = None;
+            }
+            _ => {}
+        }
+        s
+    }
+
+    /// Whether the two specs build the same signer: same kind, width and seed, and for the
+    /// explicit matrices the same dimension and [`resolved`](Self::resolved) parameters
+    /// (hashed signers take any dimension). Compared by parameters: nothing is built, so
+    /// comparing a record naming a huge matrix or pool costs nothing.
+    ///
+    /// ```
+    /// use simlsh::signers::SignerSpec;
+    /// let given: SignerSpec = "super-bit".parse()?;
+    /// let recorded: SignerSpec = "super-bit:depth=64".parse()?;
+    /// assert!(given.bits(64).dim(300).same_signer(&recorded.bits(64).dim(300)));
+    /// # Ok::<(), simlsh::Error>(())
+    /// ```
+    pub fn same_signer(&self, other: &SignerSpec) -> bool {
+        let (a, b) = (self.resolved(), other.resolved());
+        a.kind == b.kind
+            && a.bits == b.bits
+            && a.seed == b.seed
+            && (!a.kind.needs_dim() || a.dim == b.dim)
+    }
+
     /// The spec as `signer.*` parameters, the keys [`io::save_signatures`](crate::io::save_signatures)
     /// records from a signer's [`SignerInfo::to_params`]: `signer.kind`, `signer.bits`,
     /// `signer.seed`, `signer.dim` when set, and the kind's parameters when set.
@@ -608,12 +652,28 @@ impl SignerSpec {
 }
 
 /// A file written before the very sparse signer recorded its density holds the measured
-/// density (`nonzeros / (D·f)`, six decimals): it is the default-density matrix if rebuilding
-/// that gives the same figure.
+/// density (`nonzeros / (D·f)`, six decimals): it is the default-density matrix if drawing
+/// that gives the same figure. The draws are counted, not stored, and only for a matrix the
+/// process could hold (a record naming a larger one could not sign queries anyway).
 fn recognise_default_density(spec: SignerSpec, measured: &str) -> Result<SignerSpec> {
-    let info = spec.build(None)?.info();
-    let rebuilt = info.params.iter().find(|p| p.0 == "density");
-    if rebuilt.is_some_and(|p| p.1 == measured) {
+    let dim = spec
+        .dim
+        .ok_or_else(|| Error::param("signer.dim", "missing from a very sparse signer's record"))?;
+    let d = usize::try_from(dim)
+        .ok()
+        .filter(|&d| d > 0)
+        .ok_or_else(|| Error::param("signer.dim", format!("{dim} is not a dimension")))?;
+    super::required_bits(Some(spec.bits))?;
+    let builder = HyperplaneSigner::builder()
+        .dim(dim)
+        .bits(spec.bits)
+        .distribution(Distribution::VerySparse { density: None });
+    let what = format!("a very sparse matrix of D = {dim} × f = {}", spec.bits);
+    crate::memory::check(&what, builder.matrix_bytes().unwrap_or(u64::MAX))?;
+    let p = 1.0 / (dim as f64).sqrt();
+    let nonzeros = super::hyperplane::very_sparse_nonzeros(d, spec.bits, p, spec.seed);
+    let rebuilt = format!("{:.6}", nonzeros as f64 / (dim as f64 * spec.bits as f64));
+    if rebuilt == measured {
         Ok(spec)
     } else {
         Err(Error::param(

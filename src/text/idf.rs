@@ -1,6 +1,6 @@
 //! Inverse document frequencies keyed by token hash.
 
-use std::io::{BufRead, BufReader};
+use std::io::BufReader;
 use std::path::Path;
 
 use rayon::prelude::*;
@@ -10,8 +10,12 @@ use super::scan::{self, Scratch};
 use crate::cpu::prefetch;
 use crate::error::{Error, Result};
 use crate::io::atomic::write_atomic;
-use crate::io::lines::{io_error, parse_error};
+use crate::io::lines::{LineReader, io_error, parse_error, utf8};
 use crate::rng::{hash_bytes, ln};
+
+/// The longest line of an IDF file [`Idf::load`] reads (its lines are short: a header, the
+/// tokenizer's description, `key df` entries).
+const MAX_IDF_LINE: usize = 1 << 20;
 
 /// Seed of the token hash that keys document frequencies: [`idf_key`] is XXH3-64 with this
 /// seed, fixed, so that an IDF table does not depend on any signer's seed.
@@ -400,19 +404,30 @@ impl Idf {
     /// error naming the file and line ([`Error::Parse`], or [`Error::Version`]).
     pub fn load(path: &Path) -> Result<Idf> {
         let file = std::fs::File::open(path).map_err(io_error(path))?;
-        let mut lines = BufReader::new(file).lines().enumerate();
-        let mut next = |what: &str| -> Result<(usize, String)> {
-            match lines.next() {
-                Some((i, Ok(l))) => Ok((i + 1, l)),
-                Some((i, Err(e))) if e.kind() == std::io::ErrorKind::InvalidData => {
-                    Err(parse_error(path, i + 1, "invalid UTF-8"))
-                }
-                Some((_, Err(e))) => Err(io_error(path)(e)),
-                None => Err(Error::Format {
+        // The format's lines are short: a longer one (a file without line breaks, a device
+        // such as /dev/zero) is an error after MAX_IDF_LINE bytes, not a growing buffer.
+        let size = file
+            .metadata()
+            .ok()
+            .filter(|m| m.is_file())
+            .map(|m| m.len());
+        let mut lines = LineReader::with_max_line(BufReader::new(file), MAX_IDF_LINE);
+        let mut next_line = || -> Result<Option<(usize, String)>> {
+            match lines.next_line() {
+                Ok(Some((n, b))) => Ok(Some((n, utf8(path, n, b)?.to_string()))),
+                Ok(None) => Ok(None),
+                Err(e) if e.kind() == std::io::ErrorKind::InvalidData => Err(Error::Format {
                     path: path.to_path_buf(),
-                    reason: format!("unexpected end of file: expected {what}"),
+                    reason: format!("not an IDF file: {e}"),
                 }),
+                Err(e) => Err(io_error(path)(e)),
             }
+        };
+        let mut next = |what: &str| -> Result<(usize, String)> {
+            next_line()?.ok_or_else(|| Error::Format {
+                path: path.to_path_buf(),
+                reason: format!("unexpected end of file: expected {what}"),
+            })
         };
         let (n, l) = next("the `simlsh-idf` header")?;
         let version = l
@@ -457,17 +472,12 @@ impl Idf {
         let count: usize = count
             .parse()
             .map_err(|_| parse_error(path, n, format!("bad entry count `{count}`")))?;
-        let mut table = Vec::with_capacity(count.min(1 << 24));
+        // An entry takes at least 19 bytes (16 digits, a space, a count, a line break): no
+        // more are reserved than the file can hold.
+        let room = size.map_or(1 << 16, |s| usize::try_from(s / 19).unwrap_or(usize::MAX));
+        let mut table = Vec::with_capacity(count.min(room).min(1 << 24));
         let mut last_line = n;
-        for (i, l) in lines.by_ref() {
-            let n = i + 1;
-            let l = l.map_err(|e| {
-                if e.kind() == std::io::ErrorKind::InvalidData {
-                    parse_error(path, n, "invalid UTF-8")
-                } else {
-                    io_error(path)(e)
-                }
-            })?;
+        while let Some((n, l)) = next_line()? {
             if table.len() == count {
                 return Err(parse_error(
                     path,

@@ -179,6 +179,24 @@ pub fn run(a: Args, ctx: &mut Ctx) -> Result<()> {
     } else {
         a.signers.clone()
     };
+    // Generated rows hold 32-bit feature indices below D.
+    for &d in &a.dims {
+        if !(1..=1u64 << 32).contains(&d) {
+            bail!("--dims {d}: a dimension must be in 1..=2^32");
+        }
+    }
+    if let Some(0) = a.nnz.iter().min() {
+        bail!("--nnz must be at least 1");
+    }
+    let cells = a
+        .nnz
+        .iter()
+        .max()
+        .map_or(0, |&m| (a.rows as u64).saturating_mul(m as u64));
+    simlsh::memory::check(
+        "the generated rows (--rows × --nnz)",
+        cells.saturating_mul(8),
+    )?;
     let widths = if a.widths.is_empty() {
         vec![ctx.bits()]
     } else {

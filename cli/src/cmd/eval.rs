@@ -24,7 +24,8 @@ const EXAMPLE: &str = "Examples:
 /// Evaluates the chosen signer on dense vectors: the mean absolute error of the estimated
 /// cosine against the exact cosine on random pairs (overall and by angle), and recall@k of
 /// the k-NN on signatures against the exact cosine top-k of the first --queries points
-/// (brute force over the whole input, each point's own row excluded).
+/// (brute force over the whole input, each point's own row excluded). Zero vectors, which have
+/// no direction, are left out of both and counted.
 #[derive(Parser, Debug)]
 #[command(after_help = EXAMPLE)]
 pub struct Args {
@@ -66,12 +67,19 @@ fn bucket_name(b: usize) -> String {
     }
 }
 
+/// Pairs sampled and compared per parallel step: the pairs are never all held (with
+/// `--plot`, only their two cosines are).
+const PAIR_CHUNK: usize = 1 << 16;
+
 pub fn run(a: Args, ctx: &mut Ctx) -> Result<()> {
     if a.k == 0 {
         bail!("--k must be at least 1");
     }
     if a.pairs == 0 {
         bail!("--pairs must be at least 1");
+    }
+    if a.queries == 0 {
+        bail!("--queries must be at least 1");
     }
     let format = format_of(&a.input, a.format)?;
     if format.is_text() {
@@ -86,11 +94,26 @@ pub fn run(a: Args, ctx: &mut Ctx) -> Result<()> {
             a.input.display()
         );
     };
-    let n = x.nrows();
+    // Zero vectors have no direction: no cosine to estimate, no neighbours to find. They are
+    // left out of the pairs and the recall, and counted.
+    let rows: Vec<usize> = (0..x.nrows())
+        .filter(|&i| x.row(i).iter().any(|&v| v != 0.0))
+        .collect();
+    let zeros = x.nrows() - rows.len();
+    let n = rows.len();
     if n < 2 {
         bail!(
-            "{}: eval needs at least 2 vectors, found {n}",
+            "{}: eval needs at least 2 nonzero vectors, found {n} ({zeros} zero vectors, which \
+             have no direction)",
             a.input.display()
+        );
+    }
+    // Pairs are sampled with replacement: more than the distinct pairs measure nothing more.
+    let distinct = (n as u128) * (n as u128 - 1) / 2;
+    if a.pairs as u128 > distinct {
+        bail!(
+            "--pairs {}: more than the {distinct} distinct pairs of the {n} nonzero vectors",
+            a.pairs
         );
     }
     let signer = a.signer.build_for(
@@ -102,41 +125,53 @@ pub fn run(a: Args, ctx: &mut Ctx) -> Result<()> {
     let sigs = ctx.phase("sign", |ctx| super::sign::sign_dense(&x, &signer, ctx))?;
     let bits = sigs.bits() as u64;
 
-    // Random pairs (i != j), seeded.
+    // Random pairs (i != j) of nonzero rows, seeded, compared chunk by chunk.
+    let mut points: Vec<(f64, f64)> = Vec::new();
+    if a.plot.is_some() {
+        simlsh::memory::reserve(&mut points, a.pairs, "the plot's points (--pairs)")?;
+    }
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(ctx.seed);
-    let pairs: Vec<(usize, usize)> = (0..a.pairs)
-        .map(|_| {
-            let i = rng.random_range(0..n);
-            let j = (i + rng.random_range(1..n)) % n;
-            (i, j)
-        })
-        .collect();
-    let points: Vec<(f64, f64)> = pairs
-        .par_iter()
-        .map(|&(i, j)| {
-            let exact = cosine(&x, i, j);
-            let est = estimate::cosine(sigs.distance(i, j) as u64, bits);
-            (exact, est)
-        })
-        .collect();
     let mut sum = [0f64; BUCKETS.len() + 1];
     let mut cnt = [0usize; BUCKETS.len() + 1];
-    for &(exact, est) in &points {
-        let deg = exact.clamp(-1.0, 1.0).acos().to_degrees();
-        let b = BUCKETS
-            .iter()
-            .position(|&e| deg <= e)
-            .unwrap_or(BUCKETS.len());
-        sum[b] += (est - exact).abs();
-        cnt[b] += 1;
+    let mut left = a.pairs;
+    while left > 0 {
+        let m = left.min(PAIR_CHUNK);
+        left -= m;
+        let pairs: Vec<(usize, usize)> = (0..m)
+            .map(|_| {
+                let i = rng.random_range(0..n);
+                let j = (i + rng.random_range(1..n)) % n;
+                (rows[i], rows[j])
+            })
+            .collect();
+        let chunk: Vec<(f64, f64)> = pairs
+            .par_iter()
+            .map(|&(i, j)| {
+                let exact = cosine(&x, i, j);
+                let est = estimate::cosine(sigs.distance(i, j) as u64, bits);
+                (exact, est)
+            })
+            .collect();
+        for &(exact, est) in &chunk {
+            let deg = exact.clamp(-1.0, 1.0).acos().to_degrees();
+            let b = BUCKETS
+                .iter()
+                .position(|&e| deg <= e)
+                .unwrap_or(BUCKETS.len());
+            sum[b] += (est - exact).abs();
+            cnt[b] += 1;
+        }
+        if a.plot.is_some() {
+            points.extend_from_slice(&chunk);
+        }
     }
-    let mae = sum.iter().sum::<f64>() / points.len() as f64;
+    let mae = sum.iter().sum::<f64>() / a.pairs as f64;
 
-    // Recall@k on the first queries, against the exact cosine top-k.
+    // Recall@k on the first nonzero queries, against the exact cosine top-k.
     let q = a.queries.min(n);
     let k = a.k.min(n - 1);
     let recall = ctx.phase("recall", |ctx| {
-        ctx.spin("measuring recall", || recall_at_k(&x, &sigs, q, k))
+        ctx.spin("measuring recall", || recall_at_k(&x, &sigs, &rows, q, k))
     })?;
 
     to_stdout(|w| {
@@ -150,47 +185,65 @@ pub fn run(a: Args, ctx: &mut Ctx) -> Result<()> {
             };
             writeln!(w, "| {} | {} | {m} |", bucket_name(b), cnt[b])?;
         }
-        writeln!(w, "| all | {} | {mae:.4} |", points.len())?;
+        writeln!(w, "| all | {} | {mae:.4} |", a.pairs)?;
         writeln!(
             w,
             "recall@{k} {recall:.6}  ({q} queries, f = {bits}, signer {})",
             simlsh::Signer::info(&signer).kind
-        )
+        )?;
+        if zeros > 0 {
+            writeln!(
+                w,
+                "zero vectors {zeros}  (no direction: left out of the pairs, the queries and \
+                 the neighbours)"
+            )?;
+        }
+        Ok(())
     })?;
     ctx.record("mae_cosine", mae);
     ctx.record("recall", recall);
-    ctx.record("pairs", points.len());
+    ctx.record("pairs", a.pairs);
     ctx.record("queries", q);
+    ctx.record("zero_vectors", zeros);
     if let Some(p) = &a.plot {
         plot(p, &points)?;
     }
     Ok(())
 }
 
-/// Mean over the first `q` rows of |signature k-NN ∩ exact cosine top-k| / k, each row's own
-/// index excluded; the signature k-NN ties broken by the smaller row, the exact top-k by
-/// descending cosine then the smaller row.
-fn recall_at_k(x: &Array2<f32>, sigs: &simlsh::SignatureMatrix, q: usize, k: usize) -> Result<f64> {
-    if k == 0 || q == 0 {
-        return Ok(0.0);
-    }
-    let n = x.nrows();
-    let index = LinearScan::build(sigs)?;
+/// Mean over the first `q` of `rows` (the nonzero rows) of |signature k-NN ∩ exact cosine
+/// top-k| / k, among `rows`, each row's own index excluded; the signature k-NN ties broken by
+/// the smaller row, the exact top-k by descending cosine then the smaller row.
+fn recall_at_k(
+    x: &Array2<f32>,
+    sigs: &simlsh::SignatureMatrix,
+    rows: &[usize],
+    q: usize,
+    k: usize,
+) -> Result<f64> {
     let w = sigs.words_per_row();
-    let found = index.knn_batch(&sigs.as_slice()[..q * w], k + 1)?;
+    let ids: Vec<u32> = rows.iter().map(|&i| i as u32).collect();
+    let codes: Vec<u64> = rows
+        .iter()
+        .flat_map(|&i| sigs.as_slice()[i * w..(i + 1) * w].iter().copied())
+        .collect();
+    let mut index = LinearScan::new(sigs.bits())?;
+    index.insert_batch(&ids, &codes)?;
+    let found = index.knn_batch(&codes[..q * w], k + 1)?;
     let hits: Vec<f64> = found
         .into_par_iter()
-        .enumerate()
-        .map(|(i, hits)| {
+        .zip(&rows[..q])
+        .map(|(hits, &i)| {
             let approx: Vec<u32> = hits
                 .iter()
                 .map(|h| h.id)
                 .filter(|&id| id as usize != i)
                 .take(k)
                 .collect();
-            let mut exact: Vec<(f64, usize)> = (0..n)
-                .filter(|&j| j != i)
-                .map(|j| (cosine(x, i, j), j))
+            let mut exact: Vec<(f64, usize)> = rows
+                .iter()
+                .filter(|&&j| j != i)
+                .map(|&j| (cosine(x, i, j), j))
                 .collect();
             exact.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
             let top: std::collections::HashSet<usize> = exact[..k].iter().map(|e| e.1).collect();

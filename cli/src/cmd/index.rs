@@ -542,23 +542,12 @@ fn check_kind(kind: &SignerKind, rec: &SignerRecord, source: &Path) -> Result<()
     let recorded = rec
         .spec()
         .with_context(|| format!("{}: the recorded signer does not rebuild", source.display()))?;
-    // The recorded spec writes defaults out: compare the signers the two specs build.
+    // The recorded spec writes defaults out: compared with them resolved, nothing built.
     let given = SignerSpec {
         kind: kind.clone(),
         ..recorded.clone()
     };
-    let same = given.kind.name() == recorded.kind.name()
-        && match (given.build(None), recorded.build(None)) {
-            (Ok(g), Ok(r)) => {
-                SignerRecord::from_info(&simlsh::Signer::info(&g))
-                    .spec()
-                    .ok()
-                    == SignerRecord::from_info(&simlsh::Signer::info(&r))
-                        .spec()
-                        .ok()
-            }
-            (Err(_), _) | (_, Err(_)) => given.kind == recorded.kind,
-        };
+    let same = given.same_signer(&recorded);
     ensure!(
         same,
         "--signer {kind} disagrees with the signer {} records: {rec}",
@@ -576,7 +565,7 @@ fn add(a: AddArgs, ctx: &mut Ctx) -> Result<()> {
     // Codes of a signature file must come from the index's signer, when both record one.
     if let Some(ours) = idx.signer()
         && let Some(theirs) = signature_record(&a.sigs)?
-        && theirs.spec().ok() != ours.spec().ok()
+        && !theirs.same_signer(ours)
     {
         bail!(
             "{} was signed by {theirs}, the index {} records {ours}",
@@ -726,7 +715,7 @@ fn read_for_index(
             path.display()
         );
         if let (Some(theirs), Some(ours)) = (&s.record, rec)
-            && theirs.spec().ok() != ours.spec().ok()
+            && !theirs.same_signer(ours)
         {
             bail!(
                 "{} was signed by {theirs}, the index {} records {ours}",

@@ -224,7 +224,7 @@ fn sign_chunked(
         .enumerate()
         .map(|(c, dst)| {
             let lo = c * SIGN_CHUNK;
-            let part = sign(lo..lo + dst.len() / w).map_err(|e| shift_rows(e, lo))?;
+            let part = sign(lo..lo + dst.len() / w).map_err(|e| e.offset_rows(lo))?;
             dst.copy_from_slice(part.as_slice());
             pb.inc(part.len() as u64);
             Ok(())
@@ -234,33 +234,6 @@ fn sign_chunked(
     // The first failing chunk in row order, as one call would report it.
     done.into_iter().collect::<simlsh::Result<()>>()?;
     Ok(SignatureMatrix::from_parts(bits, data)?)
-}
-
-/// An error of the chunk starting at row `lo`, its row counted from the start of the input.
-fn shift_rows(e: simlsh::Error, lo: usize) -> simlsh::Error {
-    use simlsh::Error as E;
-    match e {
-        E::NonFinite { row, col, value } => E::NonFinite {
-            row: row + lo,
-            col,
-            value,
-        },
-        E::IndexOutOfRange { row, col, dim } => E::IndexOutOfRange {
-            row: row + lo,
-            col,
-            dim,
-        },
-        E::UnsortedIndices { row, col, prev } => E::UnsortedIndices {
-            row: row + lo,
-            col,
-            prev,
-        },
-        E::PaddingBits { row, bits } => E::PaddingBits {
-            row: row + lo,
-            bits,
-        },
-        e => e,
-    }
 }
 
 /// Feature weights.

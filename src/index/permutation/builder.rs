@@ -2,8 +2,9 @@
 
 use super::{DEFAULT_BEAM, DEFAULT_PERMUTATIONS, DEFAULT_SEED, PermutationIndex};
 use crate::error::{Error, Result};
+use crate::memory;
 use crate::rng::Rng;
-use crate::signature::SignatureMatrix;
+use crate::signature::{SignatureMatrix, words_for};
 
 /// Builder for [`PermutationIndex`]:
 /// `PermutationIndex::builder().permutations(32).beam(64).seed(7).build(&sigs)`.
@@ -68,10 +69,30 @@ impl PermutationBuilder {
         Ok(())
     }
 
+    /// Checks the memory of an index of `n` codes against what the process may allocate:
+    /// `4·q·f` bytes of permutations, `8·⌈f/64⌉ + 4` per code and `12·q` per code for the
+    /// sorted lists (keys and order).
+    fn check_memory(&self, bits: usize, n: usize) -> Result<()> {
+        let q = self.permutations as u64;
+        let per_code = 8 * words_for(bits) as u64 + 4 + 12 * q;
+        let bytes = q
+            .saturating_mul(bits as u64)
+            .saturating_mul(4)
+            .saturating_add((n as u64).saturating_mul(per_code));
+        memory::check(
+            &format!(
+                "a permutation index of {n} {bits}-bit codes with {} permutations",
+                self.permutations
+            ),
+            bytes,
+        )
+    }
+
     /// An empty index of `bits`-bit codes, to insert into.
     pub fn empty(&self, bits: usize) -> Result<PermutationIndex> {
         self.validate(bits)?;
-        let perms = draw_permutations(bits, self.permutations, self.seed);
+        self.check_memory(bits, 0)?;
+        let perms = draw_permutations(bits, self.permutations, self.seed)?;
         Ok(PermutationIndex::assemble(
             bits,
             self.permutations,
@@ -96,7 +117,8 @@ impl PermutationBuilder {
         if self.permutations.checked_mul(sigs.len()).is_none() {
             return Err(Error::param("permutations", "too many for this many codes"));
         }
-        let perms = draw_permutations(bits, self.permutations, self.seed);
+        self.check_memory(bits, sigs.len())?;
+        let perms = draw_permutations(bits, self.permutations, self.seed)?;
         Ok(PermutationIndex::assemble(
             bits,
             self.permutations,
@@ -111,9 +133,17 @@ impl PermutationBuilder {
 
 /// `q` independent uniform permutations of `0..bits`, row-major, by Fisher–Yates from one
 /// [`Rng`] stream: those for `q` are the first `q` of those for any larger `q`.
-pub(super) fn draw_permutations(bits: usize, q: usize, seed: u64) -> Vec<u32> {
+///
+/// # Errors
+/// [`Error::OutOfMemory`] when the `q·bits` entries cannot be allocated.
+pub(super) fn draw_permutations(bits: usize, q: usize, seed: u64) -> Result<Vec<u32>> {
     let mut rng = Rng::new(seed);
-    let mut out = Vec::with_capacity(q * bits);
+    let mut out = Vec::new();
+    memory::reserve(
+        &mut out,
+        q.saturating_mul(bits),
+        &format!("{q} permutations of {bits} bits"),
+    )?;
     for _ in 0..q {
         let start = out.len();
         out.extend(0..bits as u32);
@@ -123,5 +153,5 @@ pub(super) fn draw_permutations(bits: usize, q: usize, seed: u64) -> Vec<u32> {
             p.swap(i, j);
         }
     }
-    out
+    Ok(out)
 }

@@ -745,18 +745,18 @@ mod tests {
 
     #[test]
     fn permutations_are_uniform_fisher_yates_and_nested() {
-        let p = draw_permutations(100, 5, 9);
+        let p = draw_permutations(100, 5, 9).unwrap();
         for row in p.chunks_exact(100) {
             let mut s = row.to_vec();
             s.sort_unstable();
             assert_eq!(s, (0..100).collect::<Vec<u32>>());
         }
-        assert_eq!(&draw_permutations(100, 8, 9)[..500], &p[..]);
-        assert_ne!(draw_permutations(100, 5, 10), p);
+        assert_eq!(&draw_permutations(100, 8, 9).unwrap()[..500], &p[..]);
+        assert_ne!(draw_permutations(100, 5, 10).unwrap(), p);
         // Position of bit 0 after the shuffle: uniform over 0..4 (chi-square, 3 dof).
         let mut counts = [0f64; 4];
         let trials = 40_000;
-        for row in draw_permutations(4, trials, 1).chunks_exact(4) {
+        for row in draw_permutations(4, trials, 1).unwrap().chunks_exact(4) {
             counts[row.iter().position(|&x| x == 0).unwrap()] += 1.0;
         }
         let e = trials as f64 / 4.0;

@@ -202,12 +202,7 @@ pub(crate) fn read_f32(
         }
         (b'f', 8) => read_conv::<f32, 8>(r, count, avail, |k, b| {
             let x = num!(f64, big)(b);
-            let f = x as f32;
-            if f.is_finite() {
-                Ok(f)
-            } else {
-                Err(Fail::Float { index: k, value: x })
-            }
+            crate::io::float::to_f32(x).map_err(|_| Fail::Float { index: k, value: x })
         })?,
         (b'b', 1) => read_conv::<f32, 1>(r, count, avail, |_, b| Ok(f32::from(b[0] != 0)))?,
         (b'i', 1) => read_conv::<f32, 1>(r, count, avail, |_, b| Ok(b[0] as i8 as f32))?,

@@ -119,7 +119,8 @@ pub(crate) fn dense_array(
                 (k / d, k % d)
             };
             Fail::Msg(format!(
-                "row {row}, column {col}: value {value} is not finite (as float32)"
+                "row {row}, column {col}: {}",
+                crate::io::float::refused(value)
             ))
         }
         Fail::Dtype(m) => Fail::Msg(dtype_reason(h, m)),
@@ -164,7 +165,7 @@ fn data_error(name: &Path, h: &Header, f: Fail) -> Error {
         ),
         Fail::Float { index, value } => format_error(
             name,
-            format!("element {index}: value {value} is not finite (as float32)"),
+            format!("element {index}: {}", crate::io::float::refused(value)),
         ),
         Fail::Dtype(m) => format_error(name, dtype_reason(h, m)),
         Fail::Msg(m) => format_error(name, m),

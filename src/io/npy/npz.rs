@@ -294,7 +294,10 @@ impl Archive {
                 format!("member `{name}`: entry {index}: value {value} is out of range")
             }
             Fail::Float { index, value } => {
-                format!("member `{name}`: entry {index}: value {value} is not finite (as float32)")
+                format!(
+                    "member `{name}`: entry {index}: {}",
+                    crate::io::float::refused(value)
+                )
             }
             Fail::Dtype(m) | Fail::Msg(m) => format!("member `{name}`: {m}"),
         })?;
@@ -454,9 +457,10 @@ fn scipy(a: &mut Archive) -> std::result::Result<Csr, String> {
                 expect_len(h, nnz, |n| format!("{n} entries, expected {nnz}"))?;
                 read_f32(r, h.dtype, nnz, avail).map_err(|f| match f {
                     Fail::Float { index, value } => Fail::Msg(format!(
-                        "{row} {}, {col} {}: value {value} is not finite (as float32)",
+                        "{row} {}, {col} {}: {}",
                         row_of(&indptr, index),
-                        indices[index]
+                        indices[index],
+                        crate::io::float::refused(value)
                     )),
                     f => f,
                 })
@@ -523,8 +527,10 @@ fn scipy(a: &mut Archive) -> std::result::Result<Csr, String> {
                 expect_len(h, n, |m| format!("{m} entries, expected {n}"))?;
                 read_f32(r, h.dtype, n, avail).map_err(|f| match f {
                     Fail::Float { index, value } => Fail::Msg(format!(
-                        "entry {index} ({}, {}): value {value} is not finite (as float32)",
-                        r_of[index], c_of[index]
+                        "entry {index} ({}, {}): {}",
+                        r_of[index],
+                        c_of[index],
+                        crate::io::float::refused(value)
                     )),
                     f => f,
                 })
