@@ -8,7 +8,7 @@
 //! process (this test binary again, told so by an environment variable), one after another.
 //! In the worker each case runs under `catch_unwind` and a counting global allocator that
 //! refuses any allocation that would take the case beyond its bound, `16 × input bytes +
-//! 1 MiB`, where the input bytes of a compressed archive also count what its members
+//! 1 MiB` (`64 ×` for documents, whose distinct features are counted), where the input bytes of a compressed archive also count what its members
 //! decompress to, up to the decompression limit of the readers
 //! ([`Limits`](simlsh::io::Limits)). A refused allocation is a failure whether the reader
 //! handles it or aborts; the supervising test notices an abort (the worker dies) or a hang
@@ -143,6 +143,15 @@ pub enum Target {
     SignaturesStream(Option<usize>),
     /// `io::load_index`, then a radius and a k-NN query on what it loaded.
     Index,
+    /// `io::documents` of a format, every document signed through a tokenizer: character
+    /// 3-grams (`true`) or word 2-grams.
+    Documents(InputFormat, bool),
+    /// `io::load_signatures`, then the signer its record names, parsed.
+    SignatureFile,
+    /// `io::load_index`, then the signer its record names, parsed and compared with itself
+    /// and with the record of another signer (never built: records are compared by
+    /// parameters).
+    Record,
 }
 
 impl Target {
@@ -169,6 +178,11 @@ impl Target {
                 b.map_or("-".to_string(), |d| d.to_string())
             ),
             Target::Index => "index".into(),
+            Target::Documents(f, chars) => {
+                format!("documents:{f}:{}", if chars { "chars" } else { "words" })
+            }
+            Target::SignatureFile => "signature_file".into(),
+            Target::Record => "record".into(),
         }
     }
 
@@ -203,6 +217,9 @@ impl Target {
             "stream" => Target::Stream(p[1].parse().unwrap()),
             "signatures_stream" => Target::SignaturesStream(opt(p[1])),
             "index" => Target::Index,
+            "documents" => Target::Documents(p[1].parse().unwrap(), p[2] == "chars"),
+            "signature_file" => Target::SignatureFile,
+            "record" => Target::Record,
             other => panic!("unknown target {other}"),
         }
     }
@@ -256,8 +273,50 @@ impl Target {
                 idx.knn_into(&q, 5, &mut out)?;
                 Ok(())
             }
+            Target::Documents(format, chars) => {
+                let (mode, n) = if chars {
+                    (simlsh::text::Mode::Chars, 3)
+                } else {
+                    (simlsh::text::Mode::Words, 2)
+                };
+                let tokenizer = simlsh::text::Tokenizer::builder()
+                    .mode(mode)
+                    .ngram(n)
+                    .weighting(simlsh::text::Weighting::Tf)
+                    .build()?;
+                let signer = simlsh::HashingTrick::builder().bits(64).build()?;
+                let opts = simlsh::io::TextOptions::default();
+                for doc in simlsh::io::documents(path, format, &opts)? {
+                    tokenizer.sign(&signer, &doc?.text)?;
+                }
+                Ok(())
+            }
+            Target::SignatureFile => {
+                let f = simlsh::io::load_signatures(path)?;
+                record(path, simlsh::index::SignerRecord::from_params(&f.params))
+            }
+            Target::Record => {
+                let idx = load_index(path)?;
+                record(path, idx.signer().cloned())
+            }
         }
     }
+}
+
+/// A recorded signer parsed and compared, as a command line does before signing queries;
+/// errors name the file, as a command line's context does.
+fn record(path: &Path, r: Option<simlsh::index::SignerRecord>) -> simlsh::Result<()> {
+    let Some(r) = r else { return Ok(()) };
+    let named = |e: simlsh::Error| simlsh::Error::Format {
+        path: path.to_path_buf(),
+        reason: format!("the recorded signer: {e}"),
+    };
+    let spec = r.spec().map_err(named)?;
+    let other = simlsh::index::SignerRecord::from_spec(&spec.clone().seed(spec.seed ^ 1));
+    assert!(r.same_signer(&r) && !r.same_signer(&other));
+    assert!(spec.same_signer(&spec));
+    let _ = (r.kind(), r.bits(), r.text_options(), r.to_string());
+    Ok(())
 }
 
 /// Bytes the members of a zip archive decompress to (0 if it does not open).
@@ -288,7 +347,15 @@ fn bound(target: Target, bytes: &[u8]) -> usize {
     } else {
         len
     };
-    (16 * input + (1 << 20)) as usize
+    // Tokenizing counts the distinct features of each document: up to about 100 bytes per
+    // distinct feature (a hash-table slot at a load of at most 1/2, its key, first span and
+    // count), and a feature takes at least 2 bytes of input.
+    let factor = if matches!(target, Target::Documents(..)) {
+        64
+    } else {
+        16
+    };
+    (factor * input + (1 << 20)) as usize
 }
 
 // ------------------------------------------------------------------------------- worker
@@ -411,7 +478,12 @@ fn garbage(targets: &[Target]) -> Vec<mutate::Case> {
 /// format's own reader with its options.
 #[test]
 fn bad_input_readers() {
-    campaign("bad_input_readers", |t| t != Target::Index);
+    campaign("bad_input_readers", |t| {
+        !matches!(
+            t,
+            Target::Index | Target::Documents(..) | Target::SignatureFile | Target::Record
+        )
+    });
 }
 
 /// The index loader, on mutated saved indexes of every kind (lies in parameters, sections and
@@ -419,6 +491,25 @@ fn bad_input_readers() {
 #[test]
 fn bad_input_index_loader() {
     campaign("bad_input_index_loader", |t| t == Target::Index);
+}
+
+/// Documents of every format (plain lines, JSON Lines, CSV, TSV, one long line), each signed
+/// through a tokenizer of character 3-grams or word 2-grams, within the same memory bound.
+#[test]
+fn bad_input_documents() {
+    campaign("bad_input_documents", |t| {
+        matches!(t, Target::Documents(..))
+    });
+}
+
+/// Signature files and index files whose records name hostile signers (pools of 2^32, matrices
+/// of 2^40 rows, widths and seeds beyond range, old very sparse records): loading, parsing and
+/// comparing them ends in a result, within the bound of the file's size (nothing is built).
+#[test]
+fn bad_input_signer_records() {
+    campaign("bad_input_signer_records", |t| {
+        matches!(t, Target::SignatureFile | Target::Record)
+    });
 }
 
 fn campaign(test: &str, keep: impl Fn(Target) -> bool) {

@@ -6,7 +6,9 @@ use std::collections::BTreeMap;
 use std::process::Command;
 
 use simlsh::Error;
-use simlsh::index::{HammingIndex, LinearScan, PermutationIndex, SignerRecord};
+use simlsh::index::{
+    HammingIndex, LinearScan, MultiIndex, PermutationIndex, PermutedTables, SignerRecord,
+};
 use simlsh::signature::SignatureMatrix;
 use simlsh::signers::{Distribution, HyperplaneSigner, PooledSigner, SignerSpec};
 
@@ -78,6 +80,36 @@ fn builders_check_memory_against_the_process_limits() {
     let idx = LinearScan::build(&codes).unwrap();
     out_of_memory(idx.knn_flat(&[0u64; 3], 1 << 40), "k-NN results");
     assert_eq!(idx.knn_flat(&[0u64; 3], 200).unwrap().ids.len(), 600);
+}
+
+/// The index builders check what they copy and build against the process's memory: 150
+/// million 64-bit codes (1.2 GB, zero pages never touched) fit under the 2 GiB cap, a linear
+/// scan (its copy of the codes and the ids), permuted tables or a multi-index of them do not.
+#[test]
+fn index_builders_check_memory_against_the_process_limits() {
+    if !in_capped_child("index_builders_check_memory_against_the_process_limits") {
+        return;
+    }
+    let codes = SignatureMatrix::from_parts(64, vec![0u64; 150_000_000]).unwrap();
+    out_of_memory(LinearScan::build(&codes), "linear scan");
+    out_of_memory(
+        PermutedTables::builder().radius(3).build(&codes),
+        "permuted tables",
+    );
+    out_of_memory(MultiIndex::builder().build(&codes), "multi-index");
+    drop(codes);
+    // What fits is built.
+    let small = SignatureMatrix::from_parts(64, (0..1000u64).collect::<Vec<_>>()).unwrap();
+    assert_eq!(LinearScan::build(&small).unwrap().len(), 1000);
+    assert_eq!(
+        PermutedTables::builder()
+            .radius(3)
+            .build(&small)
+            .unwrap()
+            .len(),
+        1000
+    );
+    assert_eq!(MultiIndex::builder().build(&small).unwrap().len(), 1000);
 }
 
 /// A record of an old very sparse file holds only the measured density: recognising it counts

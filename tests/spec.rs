@@ -112,6 +112,12 @@ fn bad_strings_give_typed_errors_naming_the_problem() {
             .to_string()
             .contains("`density=a`")
     );
+    // A density outside (0, 1] is refused when parsed (a record naming one too).
+    for d in ["0", "-0.5", "1.5", "nan", "inf"] {
+        let e = err(&format!("very-sparse:density={d}"));
+        assert!(e.to_string().contains("is not in (0, 1]"), "{d}: {e}");
+    }
+    assert!("very-sparse:density=1".parse::<SignerSpec>().is_ok());
     assert!(err("pooled:pool").to_string().contains("key=value"));
     assert!(err("pooled:pool=1,pool=2").to_string().contains("twice"));
     // Values are validated by the builders, once, when built.
@@ -289,6 +295,23 @@ fn old_very_sparse_files_with_the_measured_density_are_recognised_or_refused() {
         got.sign_sparse(&[1, 50, 399], &[1.0, -2.0, 0.5]).unwrap(),
         want.sign_sparse(&[1, 50, 399], &[1.0, -2.0, 0.5]).unwrap()
     );
+    // An old record of a dimension whose draws would take long to count is refused at once
+    // (D = 2^27 × 64 bits: 8.6 · 10^9 draws), asking for the file to be rebuilt.
+    let mut huge = old_params(None);
+    huge.insert("signer.dim".into(), (1u64 << 27).to_string());
+    let t = std::time::Instant::now();
+    let e = SignerSpec::from_params(&huge).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::InvalidParameter {
+                name: "signer.dim",
+                ..
+            }
+        ) && e.to_string().contains("rebuild"),
+        "{e}"
+    );
+    assert!(t.elapsed().as_secs() < 2, "{:?}", t.elapsed());
     let e = SignerSpec::from_params(&old_params(Some(0.2))).unwrap_err();
     assert!(
         matches!(

@@ -28,7 +28,10 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result, bail, ensure};
 use arrow_array::cast::AsArray;
-use arrow_array::types::{Float32Type, Float64Type, Int32Type, Int64Type, UInt32Type, UInt64Type};
+use arrow_array::types::{
+    Float32Type, Float64Type, Int8Type, Int16Type, Int32Type, Int64Type, UInt8Type, UInt16Type,
+    UInt32Type, UInt64Type,
+};
 use arrow_array::{
     Array, ArrayRef, Float64Array, Int32Array, Int64Array, RecordBatch, StringArray,
 };
@@ -78,8 +81,11 @@ pub fn read(
     bits: Option<usize>,
 ) -> Result<ParquetInput> {
     let file = File::open(path).with_context(|| format!("reading {}", path.display()))?;
-    let builder = ParquetRecordBatchReaderBuilder::try_new(file)
-        .with_context(|| format!("{}: not a readable Parquet file", path.display()))?;
+    let unreadable =
+        |why: String| anyhow::anyhow!("{}: not a readable Parquet file: {why}", path.display());
+    let builder = guarded(|| ParquetRecordBatchReaderBuilder::try_new(file))
+        .map_err(unreadable)?
+        .map_err(|e| unreadable(e.to_string()))?;
     let schema = builder.schema().clone();
     let names: Vec<&str> = field.split(',').map(str::trim).collect();
     let find = |name: &str| -> Result<usize> {
@@ -107,52 +113,127 @@ pub fn read(
     roots.sort_unstable();
     roots.dedup();
     let mask = ProjectionMask::roots(builder.parquet_schema(), roots.iter().copied());
-    let reader = builder
-        .with_projection(mask)
-        .with_batch_size(8192)
-        .build()
+    let mut reader = guarded(|| builder.with_projection(mask).with_batch_size(8192).build())
+        .map_err(unreadable)?
         .with_context(|| format!("reading {}", path.display()))?;
     let mut acc = Accumulator::new(path, bits);
-    let mut ids: Option<Vec<String>> = id_col.map(|_| Vec::new());
-    for batch in reader {
+    let mut ids: Option<Ids> = id_col.map(|_| Ids::default());
+    // Decoding pages happens in `next`: guarded too.
+    while let Some(batch) = guarded(|| reader.next()).map_err(unreadable)? {
         let batch = batch.with_context(|| format!("reading {}", path.display()))?;
-        let column = |name: &str| -> ArrayRef {
-            batch
-                .column_by_name(name)
-                .expect("projected column")
-                .clone()
+        let column = |name: &str| -> Result<ArrayRef> {
+            decoded(
+                path,
+                name,
+                batch
+                    .column_by_name(name)
+                    .expect("projected column")
+                    .clone(),
+            )
         };
         if names.len() == 2 {
-            acc.sparse_lists(&column(names[0]), &column(names[1]))?;
+            acc.sparse_lists(&column(names[0])?, &column(names[1])?, (names[0], names[1]))?;
             acc.rows += batch.num_rows();
         } else {
-            acc.push(&column(names[0]))?;
+            acc.column = names[0].to_string();
+            acc.push(&column(names[0])?)?;
         }
         if let (Some(ids), Some(name)) = (&mut ids, id_field) {
-            push_ids(path, &column(name), ids)?;
+            ids.push(path, name, &column(name)?)?;
         }
     }
     let table = acc.finish()?;
-    Ok(ParquetInput { table, ids })
+    Ok(ParquetInput {
+        table,
+        ids: ids.map(|i| i.ids),
+    })
 }
 
-fn push_ids(path: &Path, col: &ArrayRef, out: &mut Vec<String>) -> Result<()> {
-    for i in 0..col.len() {
-        ensure!(
-            !col.is_null(i),
-            "{}: row {}: the id is null",
-            path.display(),
-            out.len()
-        );
-        out.push(scalar_string(col, i).with_context(|| {
-            format!(
-                "{}: id column of type {}: expected strings or integers",
-                path.display(),
-                col.data_type()
-            )
-        })?);
+/// Runs `f`, a call into the parquet crate, turning a panic into an error. The crate panics
+/// on some damaged files (one flipped bit of the footer's Thrift metadata, a page whose
+/// declared sizes disagree) instead of returning an error, and there is no way to validate a
+/// file beforehand other than decoding it with the crate itself: so its calls, and only
+/// those, run under `catch_unwind`, with the panic's message kept for the error and not
+/// printed (a damaged file is bad input, reported as such, not a bug of this program).
+fn guarded<T>(f: impl FnOnce() -> T) -> std::result::Result<T, String> {
+    use std::cell::Cell;
+    use std::panic::{AssertUnwindSafe, catch_unwind};
+    use std::sync::Once;
+    thread_local! {
+        static QUIET: Cell<bool> = const { Cell::new(false) };
     }
-    Ok(())
+    static HOOK: Once = Once::new();
+    HOOK.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if !QUIET.with(Cell::get) {
+                previous(info);
+            }
+        }));
+    });
+    QUIET.with(|q| q.set(true));
+    // AssertUnwindSafe: on a panic the reader and its buffers are dropped with the error,
+    // never used again.
+    let r = catch_unwind(AssertUnwindSafe(f));
+    QUIET.with(|q| q.set(false));
+    r.map_err(|p| {
+        p.downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| p.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "the decoder failed".into())
+    })
+}
+
+/// A column as the readers below take it: a dictionary-encoded column (pandas writes
+/// categoricals so) decoded to its plain values.
+fn decoded(path: &Path, name: &str, col: ArrayRef) -> Result<ArrayRef> {
+    match col.data_type() {
+        DataType::Dictionary(_, _) => {
+            let d = col.as_any_dictionary();
+            arrow_select::take::take(d.values().as_ref(), d.keys(), None).with_context(|| {
+                format!(
+                    "{}: column `{name}`: decoding its dictionary",
+                    path.display()
+                )
+            })
+        }
+        _ => Ok(col),
+    }
+}
+
+/// The ids of `--id-field`, refused when null or repeated (as CSV and JSON Lines ids are).
+#[derive(Default)]
+struct Ids {
+    ids: Vec<String>,
+    seen: std::collections::HashMap<String, usize>,
+}
+
+impl Ids {
+    fn push(&mut self, path: &Path, name: &str, col: &ArrayRef) -> Result<()> {
+        for i in 0..col.len() {
+            let row = self.ids.len();
+            ensure!(
+                !col.is_null(i),
+                "{}: row {row}: the id (column `{name}`) is null",
+                path.display(),
+            );
+            let id = scalar_string(col, i).with_context(|| {
+                format!(
+                    "{}: id column `{name}` of type {}: expected strings or integers",
+                    path.display(),
+                    col.data_type()
+                )
+            })?;
+            if let Some(first) = self.seen.insert(id.clone(), row) {
+                bail!(
+                    "{}: row {row}: duplicate id `{id}` in column `{name}` (first at row {first})",
+                    path.display()
+                );
+            }
+            self.ids.push(id);
+        }
+        Ok(())
+    }
 }
 
 /// Row `i` of a string or integer column as text.
@@ -174,6 +255,8 @@ struct Accumulator<'a> {
     path: &'a Path,
     bits: Option<usize>,
     rows: usize,
+    /// The column read (`--field`), for errors.
+    column: String,
     texts: Vec<String>,
     dense: Vec<f32>,
     dim: Option<usize>,
@@ -192,6 +275,7 @@ impl<'a> Accumulator<'a> {
             path,
             bits,
             rows: 0,
+            column: String::new(),
             texts: Vec::new(),
             dense: Vec::new(),
             dim: None,
@@ -217,10 +301,41 @@ impl<'a> Accumulator<'a> {
 
     fn null(&self, i: usize) -> anyhow::Error {
         anyhow::anyhow!(
-            "{}: row {}: the value is null",
+            "{}: row {}: the value (column `{}`) is null",
             self.path.display(),
-            self.rows + i
+            self.rows + i,
+            self.column
         )
+    }
+
+    /// An error unless the list elements `offsets[i]..offsets[i + 1]` of every row are
+    /// non-null: a null inside a list (a vector element, a code word, an index) has no value.
+    fn no_null_elements(&self, column: &str, offsets: &[usize], child: &ArrayRef) -> Result<()> {
+        if child.null_count() == 0 {
+            return Ok(());
+        }
+        for (i, w) in offsets.windows(2).enumerate() {
+            if let Some(k) = (w[0]..w[1]).find(|&k| child.is_null(k)) {
+                bail!(
+                    "{}: row {}: element {} of the list in column `{column}` is null",
+                    self.path.display(),
+                    self.rows + i,
+                    k - w[0]
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// The value offsets and child of list column `column`, or an error naming it.
+    fn list(&self, column: &str, col: &ArrayRef) -> Result<(Vec<usize>, ArrayRef)> {
+        list_parts(col).with_context(|| {
+            format!(
+                "{}: column `{column}` of type {}: expected a list",
+                self.path.display(),
+                col.data_type()
+            )
+        })
     }
 
     fn push(&mut self, col: &ArrayRef) -> Result<()> {
@@ -246,12 +361,14 @@ impl<'a> Accumulator<'a> {
                 }
             }
             DataType::List(_) | DataType::LargeList(_) | DataType::FixedSizeList(_, _) => {
-                let (offsets, child) = list_parts(col);
+                let column = self.column.clone();
+                let (offsets, child) = self.list(&column, col)?;
                 for i in 0..col.len() {
                     if col.is_null(i) {
                         return Err(self.null(i));
                     }
                 }
+                self.no_null_elements(&column, &offsets, &child)?;
                 match child.data_type() {
                     DataType::Int64 | DataType::UInt64 => {
                         self.set_kind("codes")?;
@@ -275,7 +392,17 @@ impl<'a> Accumulator<'a> {
                                 ),
                                 _ => {}
                             }
-                            self.dense.extend((w[0]..w[1]).map(|k| float(&child, k)));
+                            for k in w[0]..w[1] {
+                                let v = float(&child, k).map_err(|why| {
+                                    anyhow::anyhow!(
+                                        "{}: row {}, element {}: {why}",
+                                        self.path.display(),
+                                        self.rows + i,
+                                        k - w[0]
+                                    )
+                                })?;
+                                self.dense.push(v);
+                            }
                         }
                     }
                     t => bail!(
@@ -305,7 +432,11 @@ impl<'a> Accumulator<'a> {
                     }
                 }
                 // Spark ML: a dense vector has null indices and all its values.
-                self.sparse_lists(&idx.clone(), &val.clone())?;
+                let names = (
+                    format!("{}.indices", self.column),
+                    format!("{}.values", self.column),
+                );
+                self.sparse_lists(&idx.clone(), &val.clone(), (&names.0, &names.1))?;
             }
             t => bail!(
                 "{}: a column of type {t}: expected strings (documents), lists of floats (vectors), a Spark ML vector struct, or int64 (codes)",
@@ -333,25 +464,41 @@ impl<'a> Accumulator<'a> {
     }
 
     /// Sparse rows from a list of indices and a list of values (a null index list: the
-    /// values are a dense row).
-    fn sparse_lists(&mut self, idx: &ArrayRef, val: &ArrayRef) -> Result<()> {
+    /// values are a dense row); `names` are the two columns', for errors.
+    fn sparse_lists(&mut self, idx: &ArrayRef, val: &ArrayRef, names: (&str, &str)) -> Result<()> {
         self.set_kind("sparse")?;
         ensure!(
             idx.len() == val.len(),
             "{}: indices and values of different lengths",
             self.path.display()
         );
-        let (io, ic) = list_parts(idx);
-        let (vo, vc) = list_parts(val);
+        let (io, ic) = self.list(names.0, idx)?;
+        let (vo, vc) = self.list(names.1, val)?;
+        self.no_null_elements(names.0, &io, &ic)?;
+        self.no_null_elements(names.1, &vo, &vc)?;
         let mut row: Vec<(u32, f32)> = Vec::new();
         for i in 0..idx.len() {
             if val.is_null(i) {
+                self.column = names.1.to_string();
                 return Err(self.null(i));
             }
             row.clear();
             let values = vo[i]..vo[i + 1];
+            let value = |p: usize| {
+                float(&vc, p).map_err(|why| {
+                    anyhow::anyhow!(
+                        "{}: row {}, column `{}`, element {}: {why}",
+                        self.path.display(),
+                        self.rows + i,
+                        names.1,
+                        p - vo[i]
+                    )
+                })
+            };
             if idx.is_null(i) {
-                row.extend(values.enumerate().map(|(k, p)| (k as u32, float(&vc, p))));
+                for (k, p) in values.enumerate() {
+                    row.push((k as u32, value(p)?));
+                }
             } else {
                 ensure!(
                     io[i + 1] - io[i] == values.len(),
@@ -363,9 +510,14 @@ impl<'a> Accumulator<'a> {
                 );
                 for (k, p) in (io[i]..io[i + 1]).zip(values) {
                     let c = index(&ic, k).with_context(|| {
-                        format!("{}: row {}: index", self.path.display(), self.rows + i)
+                        format!(
+                            "{}: row {}: index (column `{}`)",
+                            self.path.display(),
+                            self.rows + i,
+                            names.0
+                        )
                     })?;
-                    row.push((c, float(&vc, p)));
+                    row.push((c, value(p)?));
                 }
             }
             row.sort_unstable_by_key(|e| e.0);
@@ -427,9 +579,10 @@ impl<'a> Accumulator<'a> {
     }
 }
 
-/// The value offsets and the child array of a list column of any kind.
-fn list_parts(col: &ArrayRef) -> (Vec<usize>, ArrayRef) {
-    match col.data_type() {
+/// The value offsets and the child array of a list column of any kind; `None` for a column
+/// that is not a list.
+fn list_parts(col: &ArrayRef) -> Option<(Vec<usize>, ArrayRef)> {
+    Some(match col.data_type() {
         DataType::List(_) => {
             let l = col.as_list::<i32>();
             (
@@ -452,8 +605,8 @@ fn list_parts(col: &ArrayRef) -> (Vec<usize>, ArrayRef) {
                 l.values().clone(),
             )
         }
-        _ => (vec![0; col.len() + 1], col.clone()),
-    }
+        _ => return None,
+    })
 }
 
 fn word(col: &ArrayRef, i: usize) -> u64 {
@@ -463,12 +616,24 @@ fn word(col: &ArrayRef, i: usize) -> u64 {
     }
 }
 
-fn float(col: &ArrayRef, i: usize) -> f32 {
-    match col.data_type() {
+/// Element `i` of a numeric column as `f32`: floats, and integers as NumPy reads them into
+/// `float32` (rounded to nearest); a `float64` that `float32` does not hold, or another type,
+/// is an error saying why.
+fn float(col: &ArrayRef, i: usize) -> std::result::Result<f32, String> {
+    let wide = |x: f64| simlsh::io::float::to_f32(x).map_err(|why| format!("value {x:e} {why}"));
+    Ok(match col.data_type() {
         DataType::Float32 => col.as_primitive::<Float32Type>().value(i),
-        DataType::Float64 => col.as_primitive::<Float64Type>().value(i) as f32,
-        _ => f32::NAN,
-    }
+        DataType::Float64 => wide(col.as_primitive::<Float64Type>().value(i))?,
+        DataType::Int8 => col.as_primitive::<Int8Type>().value(i).into(),
+        DataType::Int16 => col.as_primitive::<Int16Type>().value(i).into(),
+        DataType::Int32 => col.as_primitive::<Int32Type>().value(i) as f32,
+        DataType::Int64 => col.as_primitive::<Int64Type>().value(i) as f32,
+        DataType::UInt8 => col.as_primitive::<UInt8Type>().value(i).into(),
+        DataType::UInt16 => col.as_primitive::<UInt16Type>().value(i).into(),
+        DataType::UInt32 => col.as_primitive::<UInt32Type>().value(i) as f32,
+        DataType::UInt64 => col.as_primitive::<UInt64Type>().value(i) as f32,
+        t => return Err(format!("a value of type {t}: expected numbers")),
+    })
 }
 
 fn index(col: &ArrayRef, i: usize) -> Result<u32> {

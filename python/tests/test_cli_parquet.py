@@ -129,3 +129,115 @@ def test_a_missing_column_is_named(cli, tmp_path):
     r = subprocess.run([str(cli), "dedup", str(tmp_path / "t.parquet")], capture_output=True, text=True)
     assert r.returncode == 1
     assert "no column `text`" in r.stderr and "body" in r.stderr
+
+
+def _fails(cli, *args) -> str:
+    import subprocess
+
+    r = subprocess.run([str(cli), *map(str, args)], capture_output=True, text=True)
+    assert r.returncode == 1, (r.returncode, r.stderr)
+    assert "panicked" not in r.stderr
+    return r.stderr
+
+
+def test_a_null_inside_a_list_is_an_error_naming_row_and_column(cli, tmp_path):
+    vec = pa.array([[1.0, 2.0], [3.0, None], [5.0, 6.0]], pa.list_(pa.float32()))
+    pq.write_table(pa.table({"v": vec}), tmp_path / "v.parquet")
+    err = _fails(cli, "sign", tmp_path / "v.parquet", tmp_path / "o.npy", "--field", "v")
+    assert "row 1" in err and "element 1" in err and "`v`" in err and "null" in err
+    codes = pa.array([[1, 2], [None, 4]], pa.list_(pa.int64()))
+    pq.write_table(pa.table({"c": codes}), tmp_path / "c.parquet")
+    err = _fails(cli, "dedup", tmp_path / "c.parquet", "--field", "c", "--radius", "1")
+    assert "row 1" in err and "element 0" in err and "`c`" in err
+    for which in ("indices", "values"):
+        idx = [[0, 3], [1, 2]]
+        val = [[1.0, 2.0], [3.0, 4.0]]
+        (idx if which == "indices" else val)[1][1] = None
+        ml = pa.StructArray.from_arrays(
+            [pa.array([0, 0], pa.int8()), pa.array([5, 5], pa.int32()),
+             pa.array(idx, pa.list_(pa.int32())), pa.array(val, pa.list_(pa.float64()))],
+            names=["type", "size", "indices", "values"])
+        pq.write_table(pa.table({"features": ml}), tmp_path / "ml.parquet")
+        err = _fails(cli, "sign", tmp_path / "ml.parquet", tmp_path / "o.npy", "--field", "features")
+        assert "row 1" in err and f"features.{which}" in err and "null" in err, err
+        pq.write_table(pa.table({"indices": pa.array(idx, pa.list_(pa.int64())),
+                                 "values": pa.array(val, pa.list_(pa.float64()))}), tmp_path / "l.parquet")
+        err = _fails(cli, "sign", tmp_path / "l.parquet", tmp_path / "o.npy", "--field", "indices,values")
+        assert "row 1" in err and f"`{which}`" in err and "null" in err, err
+
+
+def test_columns_that_are_not_lists_are_refused_as_indices_and_values(cli, tmp_path):
+    pq.write_table(pa.table({"indices": pa.array([1, 2], pa.int64()), "values": pa.array([0.5, 1.5])}),
+                   tmp_path / "flat.parquet")
+    err = _fails(cli, "sign", tmp_path / "flat.parquet", tmp_path / "o.npy", "--field", "indices,values")
+    assert "`indices`" in err and "expected a list" in err
+
+
+def test_a_damaged_footer_is_an_error_not_a_panic(cli, tmp_path):
+    import subprocess
+
+    pq.write_table(pa.table({"text": ["a b c", "b c d", "x y z"] * 50}), tmp_path / "t.parquet")
+    data = (tmp_path / "t.parquet").read_bytes()
+    footer = int.from_bytes(data[-8:-4], "little")
+    start = len(data) - 8 - footer
+    # One bit flipped in about 150 bytes spread over the footer's metadata (the command line's
+    # Parquet fuzz test, cli/tests/cli_fuzz.rs, covers more).
+    outcomes = []
+    for k in range(start, len(data) - 8, max(1, footer // 150)):
+        b = bytearray(data)
+        b[k] ^= 1 << (k % 8)
+        (tmp_path / "bad.parquet").write_bytes(bytes(b))
+        r = subprocess.run([str(cli), "-q", "dedup", str(tmp_path / "bad.parquet"), "--radius", "3"],
+                           capture_output=True, text=True)
+        assert r.returncode in (0, 1) and "panicked" not in r.stderr, (k, r.returncode, r.stderr)
+        if r.returncode == 1:
+            assert "bad.parquet" in r.stderr, r.stderr
+        outcomes.append(r.returncode)
+    assert outcomes.count(1) > len(outcomes) // 4, outcomes
+
+
+def test_duplicate_ids_are_refused(cli, tmp_path):
+    pq.write_table(pa.table({"id": ["a", "b", "a"], "text": ["x y", "y z", "z w"]}), tmp_path / "d.parquet")
+    err = _fails(cli, "dedup", tmp_path / "d.parquet", "--id-field", "id", "--radius", "3")
+    assert "row 2" in err and "duplicate id `a`" in err and "row 0" in err
+
+
+def test_dictionary_strings_and_lz4_brotli_files_read_as_plain_ones(cli, tmp_path):
+    import pandas as pd
+
+    texts = ["the quick brown fox", "the quick brown dog", "lorem ipsum dolor"] * 20
+    ids = [f"r{i}" for i in range(len(texts))]
+    pq.write_table(pa.table({"id": ids, "text": texts}), tmp_path / "plain.parquet")
+    want = run_cli(cli, "dedup", str(tmp_path / "plain.parquet"), "--id-field", "id", "--radius", "3",
+                   "--weighting", "tf")
+    df = pd.DataFrame({"id": pd.Categorical(ids), "text": pd.Categorical(texts)})
+    df.to_parquet(tmp_path / "cat.parquet")
+    assert pa.types.is_dictionary(pq.read_schema(tmp_path / "cat.parquet").field("text").type)
+    got = run_cli(cli, "dedup", str(tmp_path / "cat.parquet"), "--id-field", "id", "--radius", "3",
+                  "--weighting", "tf")
+    assert got == want
+    for codec in ("lz4", "brotli"):
+        pq.write_table(pa.table({"id": ids, "text": texts}), tmp_path / f"{codec}.parquet", compression=codec)
+        got = run_cli(cli, "dedup", str(tmp_path / f"{codec}.parquet"), "--id-field", "id", "--radius", "3",
+                      "--weighting", "tf")
+        assert got == want, codec
+
+
+def test_integer_vector_values_read_as_numbers(cli, tmp_path):
+    idx = [[0, 3], [1, 2], [0, 3]]
+    pq.write_table(pa.table({"indices": pa.array(idx, pa.list_(pa.int32())),
+                             "values": pa.array([[1, 2], [3, 4], [2, 4]], pa.list_(pa.int64()))}),
+                   tmp_path / "ints.parquet")
+    pq.write_table(pa.table({"indices": pa.array(idx, pa.list_(pa.int32())),
+                             "values": pa.array([[1.0, 2.0], [3.0, 4.0], [2.0, 4.0]], pa.list_(pa.float32()))}),
+                   tmp_path / "floats.parquet")
+    run_cli(cli, "sign", str(tmp_path / "ints.parquet"), str(tmp_path / "a.npy"), "--field", "indices,values")
+    run_cli(cli, "sign", str(tmp_path / "floats.parquet"), str(tmp_path / "b.npy"), "--field", "indices,values")
+    a, b = np.load(tmp_path / "a.npy"), np.load(tmp_path / "b.npy")
+    np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(a[0], a[2])  # the same direction
+    strings = pa.array([["1", "2"], ["3", "4"], ["2", "4"]], pa.list_(pa.string()))
+    pq.write_table(pa.table({"indices": pa.array(idx, pa.list_(pa.int32())), "values": strings}),
+                   tmp_path / "strings.parquet")
+    err = _fails(cli, "sign", tmp_path / "strings.parquet", tmp_path / "c.npy", "--field", "indices,values")
+    assert "expected numbers" in err and "NaN" not in err

@@ -45,6 +45,10 @@ impl LinearScan {
     pub fn build<S: AsRef<[u64]>>(sigs: &SignatureMatrix<S>) -> Result<Self> {
         let n = u32::try_from(sigs.len())
             .map_err(|_| Error::param("signatures", "more than 2^32 rows"))?;
+        crate::memory::check(
+            &format!("a linear scan of {n} {}-bit codes", sigs.bits()),
+            (sigs.as_slice().len() as u64 * 8).saturating_add(u64::from(n) * 4),
+        )?;
         Ok(LinearScan {
             bits: sigs.bits(),
             codes: sigs.as_slice().to_vec().into(),

@@ -315,10 +315,16 @@ fn kind_from(name: &str, pairs: Vec<(&str, &str)>) -> Result<SignerKind> {
             depth: p.take("depth", "a whole number")?,
         },
         "rademacher" => SignerKind::Rademacher,
-        "very-sparse" => SignerKind::VerySparse {
-            density: p.take("density", "a number")?,
-            nnz: p.take("nnz", "a whole number")?,
-        },
+        "very-sparse" => {
+            let density: Option<f64> = p.take("density", "a number")?;
+            if let Some(d) = density.filter(|d| !(*d > 0.0 && *d <= 1.0)) {
+                return Err(bad(format!("`density={d}` is not in (0, 1]")));
+            }
+            SignerKind::VerySparse {
+                density,
+                nnz: p.take("nnz", "a whole number")?,
+            }
+        }
         "hashing-trick" => SignerKind::HashingTrick,
         "pooled" => SignerKind::Pooled {
             pool: p.take("pool", "a whole number")?.unwrap_or(DEFAULT_POOL),
@@ -651,6 +657,10 @@ impl SignerSpec {
     }
 }
 
+/// The largest dimension of an old very sparse record [`recognise_default_density`] counts
+/// the draws of (about a second of CPU).
+const MAX_LEGACY_DIM: u64 = 1 << 26;
+
 /// A file written before the very sparse signer recorded its density holds the measured
 /// density (`nonzeros / (D·f)`, six decimals): it is the default-density matrix if drawing
 /// that gives the same figure. The draws are counted, not stored, and only for a matrix the
@@ -670,6 +680,16 @@ fn recognise_default_density(spec: SignerSpec, measured: &str) -> Result<SignerS
         .distribution(Distribution::VerySparse { density: None });
     let what = format!("a very sparse matrix of D = {dim} × f = {}", spec.bits);
     crate::memory::check(&what, builder.matrix_bytes().unwrap_or(u64::MAX))?;
+    // Counting takes a draw per row: bounded, so that comparing a record stays cheap.
+    if dim > MAX_LEGACY_DIM {
+        return Err(Error::param(
+            "signer.dim",
+            format!(
+                "an old very sparse record (measured density only) of D = {dim} > 2^26 is not \
+                 recognised: rebuild the file with this release, which records the density"
+            ),
+        ));
+    }
     let p = 1.0 / (dim as f64).sqrt();
     let nonzeros = super::hyperplane::very_sparse_nonzeros(d, spec.bits, p, spec.seed);
     let rebuilt = format!("{:.6}", nonzeros as f64 / (dim as f64 * spec.bits as f64));

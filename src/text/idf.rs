@@ -153,8 +153,7 @@ impl DfCounter {
 
     /// Appends the distinct keys of a document's tokens to `out`.
     fn keys(tokenizer: &Tokenizer, text: &str, s: &mut Scratch, out: &mut Vec<u64>) {
-        let source = scan::features(&tokenizer.b, text, s);
-        scan::count(text, source, s);
+        scan::counted(&tokenizer.b, text, s);
         let start = out.len();
         out.extend_from_slice(&s.distinct.keys);
         if s.distinct.collided {
@@ -522,6 +521,20 @@ impl Idf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A file without line breaks (a device such as /dev/zero reads as one) is refused after
+    /// the longest line of the format, not read into one growing line.
+    #[test]
+    fn a_file_without_line_breaks_is_not_an_idf_file() {
+        let p = std::env::temp_dir().join(format!("simlsh-idf-zeros-{}", std::process::id()));
+        std::fs::write(&p, vec![0u8; 3 * MAX_IDF_LINE]).unwrap();
+        let e = Idf::load(&p).unwrap_err().to_string();
+        assert!(
+            e.contains("not an IDF file") && e.contains("longer than"),
+            "{e}"
+        );
+        let _ = std::fs::remove_file(&p);
+    }
 
     #[test]
     fn flushed_counts_merge_with_later_ones() {

@@ -83,7 +83,7 @@ pub(crate) struct Distinct {
 }
 
 impl Distinct {
-    /// Empties the set and makes room for `n` insertions.
+    /// Empties the set and makes room for `n` insertions (it grows as needed beyond).
     fn reset(&mut self, n: usize) {
         for &s in &self.slot_of {
             self.slots[s as usize] = FREE;
@@ -105,9 +105,10 @@ impl Distinct {
     /// inserted: on a long document, whose table does not fit in the cache, the misses
     /// overlap.
     fn insert_all(&mut self, text: &str, spans: &[Span]) {
-        let mask = self.slots.len() - 1;
         let mut keys = [0u64; AHEAD];
         for chunk in spans.chunks(AHEAD) {
+            self.room(chunk.len());
+            let mask = self.slots.len() - 1;
             for (k, s) in keys.iter_mut().zip(chunk) {
                 *k = hash_bytes(s.get(text).as_bytes(), IDF_HASH_SEED);
                 prefetch(&self.slots[*k as usize & mask]);
@@ -118,34 +119,90 @@ impl Distinct {
         }
     }
 
-    /// Counts one occurrence of the feature `span` of `text`, whose key is `key`.
+    /// Makes room for `more` new features at a load of at most 1/2: the table doubles (its
+    /// features re-inserted by key, in order) when a document has more distinct features
+    /// than it was sized for.
+    fn room(&mut self, more: usize) {
+        let want = 2 * (self.keys.len() + more);
+        if want <= self.slots.len() {
+            return;
+        }
+        let size = want.next_power_of_two();
+        let mask = size - 1;
+        self.slots = vec![FREE; size];
+        self.slot_of.clear();
+        for (idx, &key) in self.keys.iter().enumerate() {
+            let mut i = key as usize & mask;
+            while self.slots[i].idx != EMPTY {
+                i = (i + 1) & mask;
+            }
+            self.slots[i] = Slot {
+                key,
+                idx: idx as u32,
+            };
+            self.slot_of.push(i as u32);
+        }
+    }
+
+    /// Counts one occurrence of the feature `bytes`, whose key is `key`, kept in `store`: a
+    /// new feature is appended to it (its first span is there), a known one is compared with
+    /// its bytes there. How word shingles are counted without keeping every occurrence.
+    fn insert_kept(&mut self, store: &mut String, bytes: &str, key: u64) {
+        self.room(1);
+        if let Err(slot) = self.find(key, |f| f.get(store) == bytes) {
+            let span = Span {
+                start: store.len(),
+                end: store.len() + bytes.len(),
+            };
+            store.push_str(bytes);
+            self.add(slot, key, span);
+        }
+    }
+
+    /// Counts one occurrence of the feature `span` of `text`, whose key is `key` (room made
+    /// by the caller).
     #[inline]
     fn insert(&mut self, text: &str, span: Span, key: u64) {
+        if let Err(slot) = self.find(key, |f| f.get(text) == span.get(text)) {
+            self.add(slot, key, span);
+        }
+    }
+
+    /// Counts one more occurrence of the feature of key `key` whose first occurrence is
+    /// `same`; `Err` with the empty slot where it goes when it is new. A feature of the same
+    /// key that is not `same` is a collision, noted.
+    #[inline]
+    fn find(&mut self, key: u64, same: impl Fn(Span) -> bool) -> Result<(), usize> {
         let mask = self.slots.len() - 1;
         let mut i = key as usize & mask;
         loop {
             let s = self.slots[i];
             if s.idx == EMPTY {
-                self.slots[i] = Slot {
-                    key,
-                    idx: self.keys.len() as u32,
-                };
-                self.slot_of.push(i as u32);
-                self.keys.push(key);
-                self.first.push(span);
-                self.counts.push(1);
-                return;
+                return Err(i);
             }
             if s.key == key {
                 let d = s.idx as usize;
-                if self.first[d].get(text) == span.get(text) {
+                if same(self.first[d]) {
                     self.counts[d] += 1;
-                    return;
+                    return Ok(());
                 }
                 self.collided = true;
             }
             i = (i + 1) & mask;
         }
+    }
+
+    /// A new feature, of key `key` and first occurrence `span`, in the empty slot `slot`.
+    #[inline]
+    fn add(&mut self, slot: usize, key: u64, span: Span) {
+        self.slots[slot] = Slot {
+            key,
+            idx: self.keys.len() as u32,
+        };
+        self.slot_of.push(slot as u32);
+        self.keys.push(key);
+        self.first.push(span);
+        self.counts.push(1);
     }
 
     /// Number of distinct features.
@@ -175,6 +232,64 @@ pub(crate) struct Scratch {
     refs: Vec<&'static str>,
 }
 
+/// Normalises `input` into `bufs` as the tokenizer asks (lower-cased; for characters, its
+/// whitespace collapsed) and returns the buffer that holds the normalised text.
+fn normalise(b: &TokenizerBuilder, input: &str, bufs: &mut Bufs) -> Source {
+    let mut source = if b.lowercase {
+        segment::lowercase_into(input, &mut bufs.lower);
+        Source::Lower
+    } else {
+        Source::Input
+    };
+    if b.mode == Mode::Chars {
+        let text = match source {
+            Source::Lower => &bufs.lower,
+            _ => input,
+        };
+        segment::collapse_whitespace_into(text, &mut bufs.collapsed);
+        source = Source::Collapsed;
+    }
+    source
+}
+
+/// Appends the units of `part` to `units`, as spans offset by `base` (where `part` starts in
+/// the normalised text): the words the punctuation and stop-word rules keep, or the
+/// characters (grapheme clusters), with whether each holds a letter or digit in `alnum`.
+fn units_of(
+    b: &TokenizerBuilder,
+    part: &str,
+    base: usize,
+    units: &mut Vec<Span>,
+    alnum: &mut Vec<bool>,
+) {
+    let from = units.len();
+    match b.mode {
+        Mode::Words => segment::uax29(part, 0, b.keep_punctuation, units),
+        #[cfg(feature = "cjk")]
+        Mode::Cjk => segment::cjk(part, 0, b.hmm, units),
+        #[cfg(feature = "cjk")]
+        Mode::Auto => segment::auto(part, b.hmm, b.keep_punctuation, units),
+        #[cfg(not(feature = "cjk"))]
+        Mode::Cjk | Mode::Auto => unreachable!("refused by TokenizerBuilder::build"),
+        Mode::Chars => segment::graphemes(part, units, alnum),
+    }
+    if b.mode != Mode::Chars {
+        let mut k = from;
+        for j in from..units.len() {
+            let w = units[j].get(part);
+            if (b.keep_punctuation || segment::has_alnum(w)) && !b.stop_words.contains(w) {
+                units[k] = units[j];
+                k += 1;
+            }
+        }
+        units.truncate(k);
+    }
+    for u in &mut units[from..] {
+        u.start += base;
+        u.end += base;
+    }
+}
+
 /// Fills `s.feats` with the features of `input` in document order (repeats included) and
 /// returns the buffer they are spans of.
 pub(crate) fn features(b: &TokenizerBuilder, input: &str, s: &mut Scratch) -> Source {
@@ -188,38 +303,10 @@ pub(crate) fn features(b: &TokenizerBuilder, input: &str, s: &mut Scratch) -> So
     units.clear();
     alnum.clear();
     feats.clear();
-    let mut source = if b.lowercase {
-        segment::lowercase_into(input, &mut bufs.lower);
-        Source::Lower
-    } else {
-        Source::Input
-    };
+    let source = normalise(b, input, bufs);
     let chars = b.mode == Mode::Chars;
-    if chars {
-        let text = match source {
-            Source::Lower => &bufs.lower,
-            _ => input,
-        };
-        segment::collapse_whitespace_into(text, &mut bufs.collapsed);
-        source = Source::Collapsed;
-    }
     let text = bufs.get(input, source);
-    match b.mode {
-        Mode::Words => segment::uax29(text, 0, b.keep_punctuation, units),
-        #[cfg(feature = "cjk")]
-        Mode::Cjk => segment::cjk(text, 0, b.hmm, units),
-        #[cfg(feature = "cjk")]
-        Mode::Auto => segment::auto(text, b.hmm, b.keep_punctuation, units),
-        #[cfg(not(feature = "cjk"))]
-        Mode::Cjk | Mode::Auto => unreachable!("refused by TokenizerBuilder::build"),
-        Mode::Chars => segment::graphemes(text, units, alnum),
-    }
-    if !chars {
-        units.retain(|u| {
-            let w = u.get(text);
-            (b.keep_punctuation || segment::has_alnum(w)) && !b.stop_words.contains(w)
-        });
-    }
+    units_of(b, text, 0, units, alnum);
     let n = b.ngram;
     let drop_punct = chars && !b.keep_punctuation;
     if chars {
@@ -272,6 +359,153 @@ pub(crate) fn features(b: &TokenizerBuilder, input: &str, s: &mut Scratch) -> So
         units.windows(n).for_each(join);
     }
     Source::Arena
+}
+
+/// Bytes of a document segmented at a time by [`counted`]: the per-occurrence buffers (units,
+/// features) hold one such chunk, not the document.
+const CHUNK: usize = 1 << 12;
+
+/// The end of the chunk of `text` that starts at `start`: the first position at or after
+/// `start + CHUNK` where cutting changes no unit, or the end of the text. Between two
+/// characters that are grapheme clusters on their own ([`segment::is_simple`]) for
+/// characters; after an ASCII space followed by a visible ASCII character for words (UAX #29
+/// and jieba restart there: a space ends every run their rules look back over). A text with no
+/// such place (a long run of Han text in word modes) is one chunk.
+fn chunk_end(text: &str, start: usize, chars: bool) -> usize {
+    let b = text.as_bytes();
+    let mut i = start + CHUNK;
+    while i < b.len() {
+        if chars {
+            if text.is_char_boundary(i) {
+                let before = text[..i].chars().next_back();
+                let after = text[i..].chars().next();
+                if before.is_some_and(segment::is_simple) && after.is_some_and(segment::is_simple) {
+                    return i;
+                }
+            }
+        } else if b[i - 1] == b' ' && b[i].is_ascii_graphic() {
+            return i;
+        }
+        i += 1;
+    }
+    b.len()
+}
+
+/// [`features`] and [`count`] in one streaming pass: the distinct features of `input` and
+/// their counts, into `s.distinct`, with the same keys, first occurrences (in the same order)
+/// and counts, but with only one chunk's units and features held at a time (see
+/// [`CHUNK`]). Word shingles are built one at a time and only the distinct ones are kept (in
+/// the arena). Returns the buffer the features are spans of.
+pub(crate) fn counted(b: &TokenizerBuilder, input: &str, s: &mut Scratch) -> Source {
+    if input.len() <= CHUNK {
+        // One chunk: the whole-document pass, which is faster on short documents.
+        let source = features(b, input, s);
+        count(input, source, s);
+        return source;
+    }
+    streamed(b, input, s)
+}
+
+/// The streaming pass of [`counted`], chunk by chunk.
+fn streamed(b: &TokenizerBuilder, input: &str, s: &mut Scratch) -> Source {
+    let Scratch {
+        bufs,
+        units,
+        alnum,
+        feats,
+        distinct,
+        ..
+    } = s;
+    units.clear();
+    alnum.clear();
+    feats.clear();
+    let source = normalise(b, input, bufs);
+    let chars = b.mode == Mode::Chars;
+    let n = b.ngram;
+    let shingles = !chars && n > 1;
+    let text: &str = match source {
+        Source::Input => input,
+        Source::Lower => &bufs.lower,
+        Source::Collapsed => &bufs.collapsed,
+        Source::Arena => unreachable!("not a normalised text"),
+    };
+    distinct.reset(text.len().min(CHUNK));
+    let arena = &mut bufs.arena;
+    arena.clear();
+    let mut shingle = String::new();
+    // Units seen so far (the last `n - 1` are carried into the next chunk), and whether any
+    // n-gram was emitted (a shorter text is one feature of all its units).
+    let (mut seen, mut emitted) = (0usize, false);
+    let mut pos = 0;
+    while pos < text.len() {
+        let end = chunk_end(text, pos, chars);
+        let part = &text[pos..end];
+        let from = units.len();
+        units_of(b, part, pos, units, alnum);
+        seen += units.len() - from;
+        // The n-grams ending in this chunk: those of units `from - (n - 1)..`, the carried
+        // units first.
+        if chars {
+            let drop_punct = !b.keep_punctuation;
+            for to in (n - 1).max(from)..units.len() {
+                let first = to + 1 - n;
+                if !drop_punct || alnum[first..=to].iter().any(|&a| a) {
+                    feats.push(Span {
+                        start: units[first].start,
+                        end: units[to].end,
+                    });
+                }
+                emitted = true;
+            }
+            distinct.insert_all(text, feats);
+            feats.clear();
+        } else if shingles {
+            for to in (n - 1).max(from)..units.len() {
+                join_into(&mut shingle, text, &units[to + 1 - n..=to]);
+                let key = hash_bytes(shingle.as_bytes(), IDF_HASH_SEED);
+                distinct.insert_kept(arena, &shingle, key);
+                emitted = true;
+            }
+        } else {
+            distinct.insert_all(text, &units[from..]);
+        }
+        // Carry the last n - 1 units into the next chunk.
+        let keep = units.len().min(n - 1);
+        units.drain(..units.len() - keep);
+        if chars {
+            alnum.drain(..alnum.len() - keep);
+        }
+        pos = end;
+    }
+    // A text of fewer than n units (and at least one) is one feature of all of them.
+    if n > 1 && !emitted && seen > 0 {
+        if chars {
+            if !b.keep_punctuation && !alnum.iter().any(|&a| a) {
+                return source;
+            }
+            let span = Span {
+                start: units[0].start,
+                end: units[units.len() - 1].end,
+            };
+            distinct.insert_all(text, &[span]);
+        } else {
+            join_into(&mut shingle, text, units);
+            let key = hash_bytes(shingle.as_bytes(), IDF_HASH_SEED);
+            distinct.insert_kept(arena, &shingle, key);
+        }
+    }
+    if shingles { Source::Arena } else { source }
+}
+
+/// The words `ws` of `text` joined by one space, into `out` (cleared first).
+fn join_into(out: &mut String, text: &str, ws: &[Span]) {
+    out.clear();
+    for (k, w) in ws.iter().enumerate() {
+        if k > 0 {
+            out.push(' ');
+        }
+        out.push_str(w.get(text));
+    }
 }
 
 /// Counts the distinct features of `s.feats` (spans of `source`) into `s.distinct`.
@@ -344,8 +578,7 @@ pub(crate) fn weigh(b: &TokenizerBuilder, input: &str, source: Source, s: &mut S
 /// The whole pass: features, distinct counts, weights and top K of `input`. Returns the
 /// buffer the features are spans of.
 pub(crate) fn scan(b: &TokenizerBuilder, input: &str, s: &mut Scratch) -> Source {
-    let source = features(b, input, s);
-    count(input, source, s);
+    let source = counted(b, input, s);
     weigh(b, input, source, s);
     source
 }
@@ -390,6 +623,74 @@ mod tests {
         v.extend(text.split(' '));
         let v: Vec<&'static str> = recycle(v);
         assert!(v.is_empty() && v.capacity() >= 100);
+    }
+
+    /// The distinct features as `(bytes, count)` in order of first occurrence, and whether
+    /// two collided.
+    fn listed(s: &Scratch, input: &str, source: Source) -> (Vec<(String, u32)>, bool) {
+        let text = s.bufs.get(input, source);
+        let d = &s.distinct;
+        let l = d
+            .first
+            .iter()
+            .zip(&d.counts)
+            .map(|(f, &c)| (f.get(text).to_string(), c))
+            .collect();
+        (l, d.collided)
+    }
+
+    /// The streaming pass counts exactly what the whole-document pass does (same features,
+    /// first-occurrence order, counts and keys), for texts of several chunks, in every mode,
+    /// with n-grams, punctuation, stop words, non-ASCII characters and Han text.
+    #[test]
+    fn streaming_counts_equal_whole_document_counts() {
+        use crate::rng::Rng;
+        use crate::text::{StopWords, Tokenizer};
+        let pieces = [
+            "the", "The", "quick", "brown", "fox", ", ", ". ", "don't", "3.14", "  ", "\n",
+            "naïve", "café", "中文", "分词", "東京", "😀", "e\u{301}", "ΣΑΣ", "x", " ", " ", " ",
+            "a-b", "#tag", "\t", "🇫🇷", "ok",
+        ];
+        let mut rng = Rng::new(17);
+        let mut texts: Vec<String> = vec![String::new(), " ".into(), "a".into(), "ab".into()];
+        for len in [10usize, 5_000, 3 * CHUNK + 777, 5 * CHUNK] {
+            let mut t = String::new();
+            while t.len() < len {
+                t.push_str(pieces[rng.below(pieces.len() as u64) as usize]);
+                if rng.below(3) > 0 {
+                    t.push(' ');
+                }
+            }
+            texts.push(t);
+        }
+        // A long text of Han alone (no place to cut in word modes) and one of one letter.
+        texts.push("中文分词".repeat(CHUNK / 3));
+        texts.push("a".repeat(2 * CHUNK + 5));
+        let mut modes = vec![crate::text::Mode::Words, crate::text::Mode::Chars];
+        #[cfg(feature = "cjk")]
+        modes.extend([crate::text::Mode::Cjk, crate::text::Mode::Auto]);
+        for mode in modes {
+            for n in [1, 2, 3] {
+                for punct in [false, true] {
+                    let t = Tokenizer::builder()
+                        .mode(mode)
+                        .ngram(n)
+                        .keep_punctuation(punct)
+                        .stop_words(StopWords::from_words(["the", "x"]))
+                        .build()
+                        .unwrap();
+                    for text in &texts {
+                        let (mut a, mut b) = (Scratch::default(), Scratch::default());
+                        let sa = features(&t.b, text, &mut a);
+                        count(text, sa, &mut a);
+                        let sb = streamed(&t.b, text, &mut b);
+                        let what = format!("{mode:?} n={n} punct={punct} len={}", text.len());
+                        assert_eq!(listed(&a, text, sa), listed(&b, text, sb), "{what}");
+                        assert_eq!(a.distinct.keys, b.distinct.keys, "{what}");
+                    }
+                }
+            }
+        }
     }
 
     #[test]

@@ -198,7 +198,7 @@ pub(crate) fn auto(text: &str, hmm: bool, keep_punctuation: bool, out: &mut Vec<
 /// the Grapheme_Cluster_Break property Other, are not Extended_Pictographic and take no part
 /// in Indic conjuncts, so UAX #29 puts a boundary between any two of them (rule GB999).
 #[inline]
-fn is_simple(c: char) -> bool {
+pub(crate) fn is_simple(c: char) -> bool {
     matches!(c as u32, 0x20..=0x7E | 0x3001..=0x3029 | 0xFF01..=0xFF5E) || is_han(c)
 }
 

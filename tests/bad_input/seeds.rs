@@ -27,6 +27,8 @@ pub enum Form {
     Vecs { elem: usize },
     /// A saved index in the simlsh format.
     Index,
+    /// A signature or index file whose record of the signer is the hostile part: fed as it is.
+    Record,
 }
 
 /// A valid input, the readers it is fed to, and how it is built.
@@ -488,6 +490,8 @@ pub fn all(dir: &Path) -> Vec<Seed> {
         "mih-130",
         &MultiIndex::builder().build(&c130).unwrap(),
     ));
+    s.extend(document_seeds());
+    s.extend(record_seeds(dir, &c64));
     s.push(index_seed(
         dir,
         "permutation-130",
@@ -499,4 +503,168 @@ pub fn all(dir: &Path) -> Vec<Seed> {
             .unwrap(),
     ));
     s
+}
+
+/// Documents of every format, and one long line (several chunks of the tokenizer's streaming
+/// pass) of mixed scripts.
+fn document_seeds() -> Vec<Seed> {
+    let mut rng = Rng::new(31);
+    let words = [
+        "the", "Quick", "brown", "fox", "don't", "3.14", "naïve", "café", "中文", "分词", "😀",
+        "e\u{301}", "ΣΑΣ", "#tag", "a-b", "ok", ",", ".",
+    ];
+    let mut line = |n: usize| -> String {
+        let mut t = String::new();
+        for k in 0..n {
+            if k > 0 {
+                t.push(' ');
+            }
+            t.push_str(words[rng.below(words.len() as u64) as usize]);
+        }
+        t
+    };
+    let lines: Vec<String> = (0..12).map(|k| line(3 + 2 * k)).collect();
+    let doc = |name: &str, fmt: InputFormat, bytes: String| Seed {
+        name: name.into(),
+        targets: vec![Target::Documents(fmt, true), Target::Documents(fmt, false)],
+        form: Form::Text,
+        bytes: bytes.into_bytes(),
+    };
+    let json = |t: &str| t.replace('\\', "\\\\").replace('"', "\\\"");
+    let mut out = vec![
+        doc("text", InputFormat::Text, lines.join("\n") + "\n"),
+        doc(
+            "jsonl",
+            InputFormat::JsonLines,
+            lines
+                .iter()
+                .enumerate()
+                .map(|(i, t)| format!("{{\"id\": {i}, \"text\": \"{}\"}}\n", json(t)))
+                .collect(),
+        ),
+        doc(
+            "csv",
+            InputFormat::Csv,
+            "id,text\n".to_string()
+                + &lines
+                    .iter()
+                    .enumerate()
+                    .map(|(i, t)| format!("{i},\"{}\"\n", t.replace('"', "\"\"")))
+                    .collect::<String>(),
+        ),
+        doc(
+            "tsv",
+            InputFormat::Tsv,
+            "id\ttext\n".to_string()
+                + &lines
+                    .iter()
+                    .enumerate()
+                    .map(|(i, t)| format!("{i}\t{t}\n"))
+                    .collect::<String>(),
+        ),
+    ];
+    // One line of about 300 KB: the tokenizer's pass holds one chunk of it at a time.
+    out.push(doc("long line", InputFormat::Text, line(40_000) + "\n"));
+    out
+}
+
+/// Signature and index files whose records name signers that no process could build, or
+/// with values beyond range: each record is a seed of its own (a file of codes and a record).
+fn record_seeds(dir: &Path, codes: &SignatureMatrix) -> Vec<Seed> {
+    use simlsh::index::SignerRecord;
+    use std::collections::BTreeMap;
+    let base = |kind: &str| -> BTreeMap<String, String> {
+        [
+            ("signer.kind", kind),
+            ("signer.bits", "64"),
+            ("signer.seed", "7"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+    };
+    let mut records: Vec<(String, BTreeMap<String, String>)> = Vec::new();
+    for (kind, key) in [
+        ("pooled", "signer.pool"),
+        ("super-bit", "signer.depth"),
+        ("very-sparse", "signer.density_param"),
+        ("very-sparse", "signer.nnz"),
+        ("gaussian", "signer.dim"),
+        ("very-sparse", "signer.density"),
+        ("pooled", "signer.seed"),
+    ] {
+        for v in [
+            "0",
+            "1",
+            "4294967296",
+            "1099511627776",
+            "18446744073709551615",
+            "-1",
+            "1e308",
+            "nan",
+            "0.000001",
+            "",
+        ] {
+            let mut m = base(kind);
+            if kind != "pooled" {
+                m.insert("signer.dim".into(), "1099511627776".into());
+            }
+            m.insert(key.into(), v.into());
+            records.push((format!("{kind} {key}={v}"), m));
+        }
+    }
+    // Records of other kinds, hashes and widths, and text options.
+    for (k, v) in [
+        ("signer.kind", "custom"),
+        ("signer.kind", "no-such-signer"),
+        ("signer.hash", "md5"),
+        ("signer.bits", "0"),
+        ("signer.extra", "1"),
+        ("text.ngram", "18446744073709551616"),
+        ("text.idf", "/etc/passwd"),
+    ] {
+        let mut m = base("hashing-trick");
+        m.insert(
+            "signer.hash".into(),
+            "xxh3-64 + splitmix64 expansion".into(),
+        );
+        m.insert(k.into(), v.into());
+        records.push((format!("hashing-trick {k}={v}"), m));
+    }
+    let mut out = Vec::new();
+    for (i, (name, m)) in records.into_iter().enumerate() {
+        let Some(rec) = SignerRecord::from_params(&m) else {
+            continue;
+        };
+        let mut idx = LinearScan::build(codes).unwrap();
+        if idx.set_signer(Some(rec)).is_err() {
+            continue;
+        }
+        let p = dir.join(format!("record-{i}.simlsh"));
+        idx.save(&p).unwrap();
+        out.push(Seed {
+            name: format!("index record {name}"),
+            targets: vec![Target::Record],
+            form: Form::Record,
+            bytes: std::fs::read(&p).unwrap(),
+        });
+        let p = dir.join(format!("signatures-{i}.simlsh"));
+        let mut w = simlsh::io::Writer::new(simlsh::io::FileKind::Signatures);
+        w.param("bits", 64)
+            .unwrap()
+            .param("rows", codes.len())
+            .unwrap();
+        for (k, v) in &m {
+            w.param(k, v).unwrap();
+        }
+        w.u64s("codes", codes.as_slice()).unwrap();
+        w.write(&p).unwrap();
+        out.push(Seed {
+            name: format!("signature record {name}"),
+            targets: vec![Target::SignatureFile],
+            form: Form::Record,
+            bytes: std::fs::read(&p).unwrap(),
+        });
+    }
+    out
 }

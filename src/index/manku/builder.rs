@@ -112,6 +112,11 @@ impl PermutedTablesBuilder {
             .map_err(|_| Error::param("signatures", "more than 2^32 rows"))?;
         let radius = self.radius.unwrap_or(3);
         let levels = self.levels_for(bits, radius, u64::from(n).max(1))?;
+        let bytes = Plan::for_levels(bits, radius, u64::from(n), &levels)?.bytes;
+        crate::memory::check(
+            &format!("permuted tables of {n} {bits}-bit codes ({levels:?} blocks)"),
+            bytes,
+        )?;
         let ids: Vec<u32> = (0..n).collect();
         Ok(PermutedTables::from_rows(
             bits,

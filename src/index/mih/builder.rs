@@ -95,6 +95,15 @@ impl MultiIndexBuilder {
             .ok()
             .filter(|&x| x < u32::MAX)
             .ok_or_else(|| Error::param("signatures", "at least 2^32 - 1 rows"))?;
+        // The codes and ids, and per substring table a row and a key per code.
+        let w = words_for(sigs.bits()) as u64;
+        let m = self
+            .substrings
+            .unwrap_or_else(|| auto_substrings(sigs.bits(), n)) as u64;
+        crate::memory::check(
+            &format!("a multi-index of {n} {}-bit codes", sigs.bits()),
+            (n as u64).saturating_mul(8 * w + 4 + 12 * m),
+        )?;
         let mut idx = self.empty(sigs.bits())?;
         idx.install(sigs.as_slice().to_vec(), (0..n32).collect());
         Ok(idx)
