@@ -105,6 +105,22 @@ impl Distinct {
     /// inserted: on a long document, whose table does not fit in the cache, the misses
     /// overlap.
     fn insert_all(&mut self, text: &str, spans: &[Span]) {
+        self.ahead(text, spans, |d, span, key| d.insert(text, span, key));
+    }
+
+    /// Counts the occurrences `spans` of features of `text` as [`insert_kept`](Self::insert_kept)
+    /// does, keeping the new ones in `store`, with the slots prefetched as
+    /// [`insert_all`](Self::insert_all) does.
+    fn insert_all_kept(&mut self, store: &mut String, text: &str, spans: &[Span]) {
+        self.ahead(text, spans, |d, span, key| {
+            d.insert_kept(store, span.get(text), key)
+        });
+    }
+
+    /// Calls `insert` on each of `spans` with its key, the keys of the next [`AHEAD`]
+    /// computed and their slots prefetched first, room made for them.
+    #[inline]
+    fn ahead(&mut self, text: &str, spans: &[Span], mut insert: impl FnMut(&mut Self, Span, u64)) {
         let mut keys = [0u64; AHEAD];
         for chunk in spans.chunks(AHEAD) {
             self.room(chunk.len());
@@ -114,7 +130,7 @@ impl Distinct {
                 prefetch(&self.slots[*k as usize & mask]);
             }
             for (&k, &s) in keys.iter().zip(chunk) {
-                self.insert(text, s, k);
+                insert(self, s, k);
             }
         }
     }
@@ -146,9 +162,9 @@ impl Distinct {
 
     /// Counts one occurrence of the feature `bytes`, whose key is `key`, kept in `store`: a
     /// new feature is appended to it (its first span is there), a known one is compared with
-    /// its bytes there. How word shingles are counted without keeping every occurrence.
+    /// its bytes there (room made by the caller). How word shingles are counted without
+    /// keeping every occurrence.
     fn insert_kept(&mut self, store: &mut String, bytes: &str, key: u64) {
-        self.room(1);
         if let Err(slot) = self.find(key, |f| f.get(store) == bytes) {
             let span = Span {
                 start: store.len(),
@@ -338,19 +354,7 @@ pub(crate) fn features(b: &TokenizerBuilder, input: &str, s: &mut Scratch) -> So
         Source::Input => input,
         _ => &bufs.lower,
     };
-    let mut join = |ws: &[Span]| {
-        let start = arena.len();
-        for (k, w) in ws.iter().enumerate() {
-            if k > 0 {
-                arena.push(' ');
-            }
-            arena.push_str(w.get(text));
-        }
-        feats.push(Span {
-            start,
-            end: arena.len(),
-        });
-    };
+    let mut join = |ws: &[Span]| feats.push(join_into(arena, text, ws));
     if units.len() < n {
         if !units.is_empty() {
             join(units);
@@ -432,7 +436,7 @@ fn streamed(b: &TokenizerBuilder, input: &str, s: &mut Scratch) -> Source {
     distinct.reset(text.len().min(CHUNK));
     let arena = &mut bufs.arena;
     arena.clear();
-    let mut shingle = String::new();
+    let mut joined = String::new();
     // Units seen so far (the last `n - 1` are carried into the next chunk), and whether any
     // n-gram was emitted (a shorter text is one feature of all its units).
     let (mut seen, mut emitted) = (0usize, false);
@@ -460,12 +464,14 @@ fn streamed(b: &TokenizerBuilder, input: &str, s: &mut Scratch) -> Source {
             distinct.insert_all(text, feats);
             feats.clear();
         } else if shingles {
+            // This chunk's shingles, joined in `shingles`, then counted.
+            joined.clear();
             for to in (n - 1).max(from)..units.len() {
-                join_into(&mut shingle, text, &units[to + 1 - n..=to]);
-                let key = hash_bytes(shingle.as_bytes(), IDF_HASH_SEED);
-                distinct.insert_kept(arena, &shingle, key);
+                feats.push(join_into(&mut joined, text, &units[to + 1 - n..=to]));
                 emitted = true;
             }
+            distinct.insert_all_kept(arena, &joined, feats);
+            feats.clear();
         } else {
             distinct.insert_all(text, &units[from..]);
         }
@@ -489,22 +495,26 @@ fn streamed(b: &TokenizerBuilder, input: &str, s: &mut Scratch) -> Source {
             };
             distinct.insert_all(text, &[span]);
         } else {
-            join_into(&mut shingle, text, units);
-            let key = hash_bytes(shingle.as_bytes(), IDF_HASH_SEED);
-            distinct.insert_kept(arena, &shingle, key);
+            joined.clear();
+            let span = join_into(&mut joined, text, units);
+            distinct.insert_all_kept(arena, &joined, &[span]);
         }
     }
     if shingles { Source::Arena } else { source }
 }
 
-/// The words `ws` of `text` joined by one space, into `out` (cleared first).
-fn join_into(out: &mut String, text: &str, ws: &[Span]) {
-    out.clear();
+/// Appends the words `ws` of `text`, joined by one space, to `out`; returns their span there.
+fn join_into(out: &mut String, text: &str, ws: &[Span]) -> Span {
+    let start = out.len();
     for (k, w) in ws.iter().enumerate() {
         if k > 0 {
             out.push(' ');
         }
         out.push_str(w.get(text));
+    }
+    Span {
+        start,
+        end: out.len(),
     }
 }
 
