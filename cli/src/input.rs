@@ -90,6 +90,8 @@ pub struct Prepared {
     pub info: Option<simlsh::signers::SignerInfo>,
     /// Where the signer came from (`--signer`, `default for text`, …), when signed here.
     pub origin: Option<String>,
+    /// The tokenizer of documents signed here (with its stop words and IDF table).
+    pub tokenizer: Option<simlsh::text::Tokenizer>,
 }
 
 impl Prepared {
@@ -181,6 +183,7 @@ fn codes(sigs: SignatureMatrix, signer: String, ctx: &mut Ctx) -> Prepared {
         signer,
         info: None,
         origin: None,
+        tokenizer: None,
     }
 }
 
@@ -202,6 +205,17 @@ fn prepare_parquet(
         Table::Sparse(m) => m.rows(),
         Table::Codes(c) => c.len(),
     };
+    if let (Some(ids), Some(field)) = (&input.ids, id_field)
+        && let Some((row, id, why)) = ids
+            .iter()
+            .enumerate()
+            .find_map(|(row, id)| simlsh::io::check_id(id).err().map(|why| (row, id, why)))
+    {
+        anyhow::bail!(
+            "{}: row {row}: id {id:?} in `{field}` {why}",
+            a.input.display()
+        );
+    }
     let names = match (input.ids, id_field) {
         (Some(ids), Some(field)) => Names::Ids {
             field: field.to_string(),
@@ -270,6 +284,7 @@ fn prepare_vectors(
         signer: info.kind.to_string(),
         info: Some(info),
         origin: Some(s.origin(shape)),
+        tokenizer: None,
     })
 }
 
@@ -343,5 +358,6 @@ fn prepare_texts(
         signer: info.kind.to_string(),
         info: Some(info),
         origin: Some(s.origin(InputShape::Text)),
+        tokenizer: Some(tokenizer),
     })
 }

@@ -94,15 +94,23 @@ pub(crate) struct LineReader<R> {
     line: usize,
     bytes: u64,
     buf: Vec<u8>,
+    max: usize,
 }
 
 impl<R: std::io::BufRead> LineReader<R> {
     pub(crate) fn new(inner: R) -> Self {
+        Self::with_max(inner, MAX_LINE)
+    }
+
+    /// A reader whose lines are at most `max` bytes (files of short lines: an IDF table, a
+    /// list of stop words).
+    pub(crate) fn with_max(inner: R, max: usize) -> Self {
         LineReader {
             inner,
             line: 0,
             bytes: 0,
             buf: Vec::new(),
+            max,
         }
     }
 
@@ -110,19 +118,19 @@ impl<R: std::io::BufRead> LineReader<R> {
     pub(crate) fn next_line(&mut self) -> std::io::Result<Option<(usize, &[u8])>> {
         self.buf.clear();
         let n = (&mut self.inner)
-            .take(MAX_LINE as u64 + 1)
+            .take(self.max as u64 + 1)
             .read_until(b'\n', &mut self.buf)?;
         if n == 0 {
             return Ok(None);
         }
         self.line += 1;
         self.bytes += n as u64;
-        if n > MAX_LINE && self.buf.last() != Some(&b'\n') {
+        if n > self.max && self.buf.last() != Some(&b'\n') {
             return Err(std::io::Error::new(
                 std::io::ErrorKind::InvalidData,
                 format!(
-                    "line {} is longer than {MAX_LINE} bytes (no line break: not a text file?)",
-                    self.line
+                    "line {} is longer than {} bytes (no line break: not a text file?)",
+                    self.line, self.max
                 ),
             ));
         }

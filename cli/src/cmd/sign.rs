@@ -106,15 +106,22 @@ pub struct TextArgs {
     /// Text input: save the IDF table fitted on the input, to reuse on other documents.
     #[arg(long)]
     pub save_idf: Option<PathBuf>,
+    /// The IDF table an index embeds (queries are weighted as its documents were).
+    #[arg(skip)]
+    pub embedded_idf: Option<Idf>,
+    /// The stop words an index embeds.
+    #[arg(skip)]
+    pub embedded_stop_words: Option<StopWords>,
 }
 
 /// The tokenizer of the text options; a TF-IDF table is loaded (`--idf`) or fitted on `texts`
 /// (and saved with `--save-idf`).
 pub fn tokenizer(t: &TextArgs, texts: &[&str], ctx: &mut Ctx) -> Result<Tokenizer> {
-    let stop = match t.stop_words.as_deref() {
-        None => StopWords::none(),
-        Some("english") => StopWords::english(),
-        Some(file) => StopWords::from_file(Path::new(file))?,
+    let stop = match (&t.embedded_stop_words, t.stop_words.as_deref()) {
+        (Some(words), _) => words.clone(),
+        (None, None) => StopWords::none(),
+        (None, Some("english")) => StopWords::english(),
+        (None, Some(file)) => StopWords::from_file(Path::new(file))?,
     };
     let jieba = matches!(t.weighting, WeightingArg::Jieba);
     if !matches!(t.weighting, WeightingArg::Tfidf) {
@@ -141,13 +148,14 @@ pub fn tokenizer(t: &TextArgs, texts: &[&str], ctx: &mut Ctx) -> Result<Tokenize
         WeightingArg::Tf => b.weighting(Weighting::Tf),
         WeightingArg::Jieba => b.weighting(Weighting::JiebaKeywords),
         WeightingArg::Tfidf => {
-            let idf = match &t.idf {
-                Some(p) => Idf::load(p)?,
-                None => {
+            let idf = match (&t.embedded_idf, &t.idf) {
+                (Some(idf), _) => idf.clone(),
+                (None, Some(p)) => Idf::load(p)?,
+                (None, None) => {
                     let plain = b.clone().build()?;
                     let idf = ctx.phase("idf", |_| Ok(Idf::fit(&plain, texts.iter())))?;
                     if let Some(p) = &t.save_idf {
-                        idf.save(p)?;
+                        ctx.write_file(p, |w| idf.write_to(w))?;
                     }
                     idf
                 }
@@ -365,13 +373,14 @@ pub fn run(mut a: Args, ctx: &mut Ctx) -> Result<()> {
         .out
         .extension()
         .is_some_and(|e| e.eq_ignore_ascii_case("simlsh"));
-    ctx.phase("write", |_| {
-        if simlsh_file {
-            io::save_signatures(&a.out, sigs, Some(info))
-        } else {
-            io::write_signatures_npy(&a.out, sigs)
-        }
-        .with_context(|| format!("writing {}", a.out.display()))
+    ctx.phase("write", |ctx| {
+        ctx.stage(&a.out, |set| {
+            if simlsh_file {
+                io::stage_signatures(set, &a.out, sigs, Some(info))
+            } else {
+                io::stage_signatures_npy(set, &a.out, sigs)
+            }
+        })
     })?;
     ctx.say(format!(
         "signed {} rows of {} into {} (f = {}, signer {}{})",
