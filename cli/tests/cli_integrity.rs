@@ -401,3 +401,36 @@ fn ids_that_would_forge_tsv_rows_are_refused() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// `--copy-on-load` reads the index into memory and answers as the mapped index does (the
+/// copy is what protects a run from a file truncated in place, which kills a mapping process
+/// with SIGBUS).
+#[test]
+fn copy_on_load_answers_as_the_mapped_index() {
+    let dir = tmp_dir("copy");
+    let sigs = dir.join("codes.npy");
+    write_signatures_npy(&sigs, &codes(6, 500)).unwrap();
+    let idx = dir.join("codes.idx");
+    ok(&run(&[&"index", &"build", &sigs, &idx, &"--kind", &"mih"]));
+    let mapped = ok(&run(&[&"index", &"query", &idx, &sigs, &"--k", &"3"]));
+    let copied = ok(&run(&[
+        &"index",
+        &"query",
+        &idx,
+        &sigs,
+        &"--k",
+        &"3",
+        &"--copy-on-load",
+    ]));
+    assert_eq!(mapped, copied);
+    assert_eq!(mapped.lines().count(), 1 + 500 * 3);
+    let info = ok(&run(&[
+        &"index",
+        &"info",
+        &idx,
+        &"--copy-on-load",
+        &"--verify",
+    ]));
+    assert!(info.contains("verified\tyes"), "{info}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

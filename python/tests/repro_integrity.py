@@ -133,13 +133,14 @@ def failing_add() -> int:
 
 
 def half_saves(d) -> tuple[int, int]:
-    """(saves, saves holding part of a batch) during adds of 50,000-code batches."""
-    idx = simlsh.MultiIndex(bits=64)
+    """(saves, saves holding part of a batch) during adds of 150,000-code batches."""
+    idx = simlsh.LinearScan(bits=64)
     done = threading.Event()
+    batch = 150_000
 
     def adder():
         for b in range(8):
-            idx.add(codes(b, 50_000), ids=np.arange(b * 50_000, (b + 1) * 50_000))
+            idx.add(codes(b, batch), ids=np.arange(b * batch, (b + 1) * batch))
         done.set()
 
     th = threading.Thread(target=adder)
@@ -149,7 +150,7 @@ def half_saves(d) -> tuple[int, int]:
         p = d / "snap.idx"
         idx.save(p)
         saves += 1
-        partial += len(simlsh.load_index(p)) % 50_000 != 0
+        partial += len(simlsh.load_index(p)) % batch != 0
     th.join()
     return saves, partial
 
