@@ -10,6 +10,7 @@ use anyhow::{Context, Result, bail};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::{Value, json};
+use simlsh::io::{LockGuard, OutputSet};
 use simlsh::signers::SignerKind;
 use simlsh::signers::{AnySigner, SignerSpec};
 
@@ -60,6 +61,11 @@ pub struct Ctx {
     /// Per phase: its name, wall-clock seconds and CPU seconds of the process's threads.
     phases: Vec<(String, f64, Option<f64>)>,
     values: BTreeMap<String, Value>,
+    /// The run's output files, staged: they replace their files together with `--stats` at
+    /// the end of a successful run ([`Ctx::finish`]), or not at all.
+    outputs: OutputSet,
+    /// Locks held until the outputs are in place (read-modify-write of an index).
+    locks: Vec<LockGuard>,
 }
 
 impl Ctx {
@@ -81,7 +87,41 @@ impl Ctx {
             start: Instant::now(),
             phases: Vec::new(),
             values: BTreeMap::new(),
+            outputs: OutputSet::new(),
+            locks: Vec::new(),
         })
+    }
+
+    /// Stages an output file written by `f`: it replaces `path` at the end of a successful
+    /// run, together with the other outputs and `--stats` ([`Ctx::finish`]), and never if the
+    /// run fails (an interrupted run leaves no partial output and never clobbers a file).
+    pub fn write_file(
+        &mut self,
+        path: &Path,
+        f: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+    ) -> Result<()> {
+        self.outputs
+            .write(path, f)
+            .with_context(|| format!("writing {}", path.display()))
+    }
+
+    /// Stages outputs through the library's writers (an index, a signature file).
+    pub fn stage(
+        &mut self,
+        path: &Path,
+        f: impl FnOnce(&mut OutputSet) -> simlsh::Result<()>,
+    ) -> Result<()> {
+        f(&mut self.outputs).with_context(|| format!("writing {}", path.display()))
+    }
+
+    /// Adds the outputs staged in `set` to the run's.
+    pub fn append_outputs(&mut self, set: OutputSet) -> Result<()> {
+        Ok(self.outputs.append(set)?)
+    }
+
+    /// Holds `guard` until the run's outputs are in place.
+    pub fn hold(&mut self, guard: LockGuard) {
+        self.locks.push(guard);
     }
 
     /// The width to sign with outside a join: `--bits`, or [`DEFAULT_BITS`].
@@ -175,8 +215,9 @@ impl Ctx {
         }
     }
 
-    /// Writes the statistics file (if asked), after the command's result.
-    pub fn finish(self, result: Result<()>) -> Result<()> {
+    /// Writes the statistics file (if asked), after the command's result, and puts every
+    /// staged output in place: all of them, or none if one fails.
+    pub fn finish(mut self, result: Result<()>) -> Result<()> {
         result?;
         if let Some(path) = &self.stats {
             let phases: serde_json::Map<String, Value> = self
@@ -197,11 +238,14 @@ impl Ctx {
                 "peak_rss_bytes": peak_rss(),
                 "threads": rayon::current_num_threads(),
             });
-            write_file(path, |w| {
+            let path = path.clone();
+            self.write_file(&path, |w| {
                 serde_json::to_writer_pretty(&mut *w, &doc)?;
                 writeln!(w)
             })?;
         }
+        std::mem::take(&mut self.outputs).commit()?;
+        self.locks.clear();
         Ok(())
     }
 }
@@ -275,15 +319,6 @@ pub fn peak_rss() -> Option<u64> {
     let line = s.lines().find(|l| l.starts_with("VmHWM:"))?;
     let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kb * 1024)
-}
-
-/// Writes an output file atomically (temporary file, fsync, rename): an interrupted run leaves
-/// no partial output and never clobbers the previous file.
-pub fn write_file(
-    path: &std::path::Path,
-    f: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
-) -> Result<()> {
-    simlsh::io::write_atomic(path, f).with_context(|| format!("writing {}", path.display()))
 }
 
 /// Signature codes stored in `path`, or `None` when it holds something else (vectors or

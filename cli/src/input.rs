@@ -170,6 +170,8 @@ pub struct Prepared {
     pub origin: Option<String>,
     /// The verified join's plan, made before signing (the signatures' width is its width).
     pub plan: Option<JoinPlan>,
+    /// The tokenizer of documents signed here (with its stop words and IDF table).
+    pub tokenizer: Option<simlsh::text::Tokenizer>,
 }
 
 impl Prepared {
@@ -274,6 +276,7 @@ fn codes(sigs: SignatureMatrix, signer: String, ctx: &mut Ctx) -> Prepared {
         info: None,
         origin: None,
         plan: None,
+        tokenizer: None,
     }
 }
 
@@ -295,6 +298,17 @@ fn prepare_parquet(
         Table::Sparse(m) => m.rows(),
         Table::Codes(c) => c.len(),
     };
+    if let (Some(ids), Some(field)) = (&input.ids, id_field)
+        && let Some((row, id, why)) = ids
+            .iter()
+            .enumerate()
+            .find_map(|(row, id)| simlsh::io::check_id(id).err().map(|why| (row, id, why)))
+    {
+        anyhow::bail!(
+            "{}: row {row}: id {id:?} in `{field}` {why}",
+            a.input.display()
+        );
+    }
     let names = match (input.ids, id_field) {
         (Some(ids), Some(field)) => Names::Ids {
             field: field.to_string(),
@@ -364,6 +378,7 @@ fn prepare_vectors(
         info: Some(info),
         origin: Some(s.origin(shape)),
         plan,
+        tokenizer: None,
     })
 }
 
@@ -431,5 +446,6 @@ fn prepare_texts(
         info: Some(info),
         origin: Some(s.origin(InputShape::Text)),
         plan,
+        tokenizer: Some(tokenizer),
     })
 }

@@ -238,9 +238,9 @@ fn add_and_remove_match_the_library() {
     let names: Vec<String> = std::fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with('.') && !n.ends_with(".lock"))
+        .filter(|n| n.starts_with('.'))
         .collect();
-    assert!(names.is_empty(), "temporary files left: {names:?}");
+    assert!(names.is_empty(), "temporary or lock files left: {names:?}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -348,7 +348,8 @@ fn bad_inputs_fail_naming_the_file() {
 }
 
 /// Files starting with '.' in `dir`: the temporaries of atomic writes.
-/// Temporary files in `dir` (hidden files other than the indexes' lock files, which stay).
+/// Temporary files in `dir` (hidden files: the lock of an index is the file's own, no file
+/// is made for it).
 fn temporaries(dir: &Path) -> usize {
     std::fs::read_dir(dir)
         .unwrap()
@@ -359,7 +360,7 @@ fn temporaries(dir: &Path) -> usize {
                 .file_name()
                 .to_string_lossy()
                 .into_owned();
-            name.starts_with('.') && !name.ends_with(".lock")
+            name.starts_with('.')
         })
         .count()
 }
@@ -723,8 +724,9 @@ fn documents(seed: u64, n: usize) -> String {
 /// Documents: the index records the tokenizer options with the signer; queries given as text
 /// are tokenised and signed like the index (the same results as the codes `simlsh sign` makes
 /// with those options); re-ranking by the exact cosine of the weighted features finds each
-/// document itself first (cosine 1). A TF-IDF table fitted and not saved cannot sign queries:
-/// an error naming the index; saved, it can.
+/// document itself first (cosine 1). A TF-IDF table fitted on the documents is embedded in
+/// the index, saved or not: queries are weighted by it (as the codes signed with the saved
+/// table), and the index names no file.
 #[test]
 fn query_documents_with_the_recorded_tokenizer() {
     let dir = tmp_dir("text");
@@ -789,15 +791,13 @@ fn query_documents_with_the_recorded_tokenizer() {
         assert!((hits[0].2 - 1.0).abs() < 1e-6);
         assert!(hits.windows(2).all(|p| p[0].2 >= p[1].2));
     }
-    // TF-IDF fitted on the documents and not saved: no way to weight queries alike.
+    // TF-IDF fitted on the documents, not saved: embedded, queries weighted alike.
     let fitted = dir.join("fitted.idx");
     ok(&run(&[
         &"index", &"build", &docs, &fitted, &"--kind", &"linear",
     ]));
-    let out = run(&[&"index", &"query", &fitted, &queries, &"--k", &"3"]);
-    fails_naming(&out, &fitted);
-    assert!(String::from_utf8_lossy(&out.stderr).contains("--save-idf"));
-    // Saved: queries are weighted by the saved table (and equal the codes signed with it).
+    let by_fitted = ok(&run(&[&"index", &"query", &fitted, &queries, &"--k", &"4"]));
+    // Saved too: queries are weighted by the saved table (and equal the codes signed with it).
     let (saved, idf) = (dir.join("saved.idx"), dir.join("docs.idf"));
     ok(&run(&[
         &"index",
@@ -814,6 +814,16 @@ fn query_documents_with_the_recorded_tokenizer() {
     ok(&run(&[&"sign", &queries, &qcodes, &"--idf", &idf]));
     let by_codes = ok(&run(&[&"index", &"query", &saved, &qcodes, &"--k", &"4"]));
     assert_eq!(by_text, by_codes);
+    assert_eq!(by_fitted, by_codes);
+    // The index records the table itself, no path: the saved file can go.
+    let info = ok(&run(&[&"index", &"info", &saved]));
+    assert!(info.contains("param.text.idf\tembedded"), "{info}");
+    assert!(!info.contains(&dir.display().to_string()), "{info}");
+    std::fs::remove_file(&idf).unwrap();
+    assert_eq!(
+        ok(&run(&[&"index", &"query", &saved, &queries, &"--k", &"4"])),
+        by_codes
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

@@ -37,6 +37,7 @@ from .index import (
     PermutationIndex,
     PermutedTables,
     load_index,
+    update_index,
     verify_index,
 )
 from .join import Scheme, banded_join, clusters, knn_graph, plan_join, rerank, self_join, verified_join
@@ -48,7 +49,7 @@ __all__ = [
     "Signer", "HyperplaneSigner", "HashingTrick", "HashedGaussian", "PooledSigner", "signer", "hamming",
     "Tokenizer", "Idf",
     "Index", "LinearScan", "PermutedTables", "MultiIndex", "PermutationIndex", "load_index",
-    "verify_index",
+    "update_index", "verify_index",
     "Scheme", "plan_join", "self_join", "clusters", "knn_graph", "banded_join", "verified_join", "rerank",
     "angle", "cosine", "estimate", "Estimate", "expected_hamming", "max_hamming_for_cosine",
     "recall_at", "expected_half_width", "plan_radius", "plan_bits",

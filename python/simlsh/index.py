@@ -21,7 +21,12 @@ PermutationIndex       Charikar's permutation search: approximate k-NN, exact ra
 
 Indexes save to the library's file format (:meth:`Index.save`; the command line's
 ``simlsh index`` reads and writes the same files) and load memory-mapped
-(:func:`load_index`); they pickle (the file's bytes).
+(:func:`load_index`); they pickle (the file's bytes). :func:`update_index` changes an index
+file in place as ``simlsh index add`` does: under the file's lock, verified, saved atomically.
+
+An index is safe to share between threads: searches run in parallel, and each :meth:`Index.add`
+and :meth:`Index.remove` is all or nothing and runs alone (a search or a :meth:`Index.save`
+sees the index before or after it, never half of it).
 
 >>> import numpy as np, simlsh
 >>> codes = np.array([[0b1011], [0b1000], [2**64 - 1]], dtype=np.uint64)
@@ -37,7 +42,9 @@ Indexes save to the library's file format (:meth:`Index.save`; the command line'
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -47,7 +54,7 @@ from ._codes import as_codes, as_ids
 
 __all__ = [
     "Index", "LinearScan", "PermutedTables", "MultiIndex", "PermutationIndex", "load_index",
-    "verify_index",
+    "update_index", "verify_index",
 ]
 
 
@@ -105,20 +112,15 @@ class Index:
 
     def add(self, codes, ids=None, *, threads: int | None = None) -> None:
         """Stores ``codes`` (``(N, words)`` ``uint64``) under ``ids`` (integers in ``0..2^32``,
-        one per row; default ``len(self), len(self) + 1, ...`` as FAISS numbers them). An id
-        already stored, a code wider than ``bits`` or with bits set beyond ``bits`` raises
-        ``ValueError`` naming the row. Adding to an empty index without ids builds it in one
-        pass (the fastest way to make a large index)."""
+        one per row; default ``len(self), len(self) + 1, ...`` as FAISS numbers them, taken
+        when the add runs). An id already stored, a code wider than ``bits`` or with bits set
+        beyond ``bits`` raises ``ValueError`` naming the row. All or nothing: a failing add
+        stores none of its codes; concurrent adds run one after the other, and a concurrent
+        search or :meth:`save` sees the index before or after the add. Adding to an empty
+        index without ids builds it in one pass (the fastest way to make a large index)."""
         codes, _ = as_codes(codes, self.bits)
-        n = codes.shape[0]
-        if ids is None:
-            if len(self._core) == 0 and n > 0:
-                self._core = _simlsh.Index.build(self._requested, codes, self.bits, threads=threads)
-                return
-            start = len(self._core)
-            ids = np.arange(start, start + n, dtype=np.int64)
-        else:
-            ids = as_ids(ids, n)
+        if ids is not None:
+            ids = as_ids(ids, codes.shape[0])
         self._core.add(codes, ids, threads=threads)
 
     def remove(self, ids) -> int:
@@ -145,14 +147,23 @@ class Index:
 
     def save(self, path: str | os.PathLike) -> None:
         """Saves the index in the library's file format (read by :func:`load_index` and the
-        command line's ``simlsh index query``), atomically."""
+        command line's ``simlsh index query``), atomically. An index loaded from a file first
+        verifies that file whole (checksum and contents, once): a corrupt file raises
+        :class:`simlsh.FormatError` and is never rewritten with a fresh checksum. To change an
+        index file that other runs may change too, use :func:`update_index`."""
         self._core.save(os.fspath(path))
 
+    @property
+    def verified(self) -> bool:
+        """False for an index loaded from a file whose checksum and contents have not been
+        verified yet (:func:`load_index` opens in ``O(1)``; :meth:`save` verifies first)."""
+        return self._core.verified
+
     @classmethod
-    def load(cls, path: str | os.PathLike, *, verify: bool = False) -> "Index":
+    def load(cls, path: str | os.PathLike, *, verify: bool = False, copy: bool = False) -> "Index":
         """Loads an index file of any kind (memory-mapped: no copy, pages shared between
         processes). Equivalent to :func:`load_index`."""
-        return load_index(path, verify=verify)
+        return load_index(path, verify=verify, copy=copy)
 
     def __reduce__(self):
         return (_index_from_bytes, (self._core.to_bytes(), self._requested))
@@ -271,16 +282,51 @@ def _index_from_bytes(data: bytes, requested: str | None = None) -> Index:
     return _wrap(_simlsh.Index.from_bytes(data), requested)
 
 
-def load_index(path: str | os.PathLike, *, verify: bool = False) -> Index:
+def load_index(path: str | os.PathLike, *, verify: bool = False, copy: bool = False) -> Index:
     """Loads an index file of any kind, as written by :meth:`Index.save` or the command line
     (``simlsh index build``), memory-mapped: opening checks the header, parameters and section
     lengths without reading the data; ``verify=True`` first checks the whole file (checksum
-    and the index's invariants, ``O(file size)``, as ``simlsh index verify``). A missing file
+    and the index's invariants, ``O(file size)``, as ``simlsh index verify``). An index loaded
+    unverified is verified before it is first saved (:meth:`Index.save`). A missing file
     raises ``FileNotFoundError``; a foreign, truncated or corrupt one
-    :class:`simlsh.FormatError` (an ``OSError``)."""
-    if verify:
-        verify_index(path)
-    return _wrap(_simlsh.Index.load(os.fspath(path)))
+    :class:`simlsh.FormatError` (an ``OSError``).
+
+    ``copy=True`` reads the file into memory instead of mapping it (``O(file size)``). A mapped
+    file that another program truncates or rewrites in place (``cp new old``,
+    ``truncate``, a shell's ``>``; simlsh itself always replaces files by renaming) kills the
+    process with ``SIGBUS`` at the next access to a page past the new end, which Python cannot
+    catch; a copy is not affected."""
+    return _wrap(_simlsh.Index.load(os.fspath(path), verify=verify, copy=copy))
+
+
+@contextlib.contextmanager
+def update_index(path: str | os.PathLike, *, copy: bool = False) -> Iterator[Index]:
+    """Changes an index file in place, as ``simlsh index add`` and ``simlsh index remove``
+    do: takes the file's advisory lock (the command line's; waiting for other holders), loads
+    the index verified whole (checksum and contents: a corrupt file raises
+    :class:`simlsh.FormatError` and is left as it is), gives it to the ``with`` block, then
+    saves it atomically over the file and releases the lock. An exception in the block leaves
+    the file unchanged. Read-modify-writes of one file by this function and the command line
+    thus follow one another, and none is lost (a :func:`load_index` ... :meth:`Index.save`
+    without the lock loses the changes another run makes in between).
+
+    >>> import tempfile, pathlib
+    >>> import numpy as np, simlsh
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "codes.idx"
+    >>> simlsh.LinearScan(bits=64).save(path)
+    >>> with simlsh.update_index(path) as idx:
+    ...     idx.add(np.array([[1], [2]], dtype=np.uint64))
+    >>> len(simlsh.load_index(path))
+    2
+    """
+    path = os.fspath(path)
+    lock = _simlsh.FileLock(path)
+    try:
+        idx = _wrap(_simlsh.Index.load(path, verify=True, copy=copy))
+        yield idx
+        idx.save(path)
+    finally:
+        lock.release()
 
 
 def verify_index(path: str | os.PathLike) -> None:

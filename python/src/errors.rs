@@ -3,7 +3,8 @@
 //! Bad input or parameters raise `ValueError`, an operation a signer or index does not support
 //! `TypeError`, a failed file operation `OSError` (with its errno, so `FileNotFoundError` and
 //! friends come out as Python would raise them) and a foreign, truncated or corrupt file
-//! `simlsh.FormatError`, a subclass of `OSError`. The message is the library's, naming the
+//! (a field of a file that contradicts another included) `simlsh.FormatError`, a subclass of
+//! `OSError`. The message is the library's, naming the
 //! row, column, file or line.
 
 use pyo3::exceptions::{PyOSError, PyTypeError, PyValueError};
@@ -31,7 +32,8 @@ pub fn to_py(e: Error) -> PyErr {
         Error::Format { .. }
         | Error::Parse { .. }
         | Error::Version { .. }
-        | Error::Checksum { .. } => FormatError::new_err(e.to_string()),
+        | Error::Checksum { .. }
+        | Error::InvalidField { .. } => FormatError::new_err(e.to_string()),
         Error::Unsupported(_) => PyTypeError::new_err(e.to_string()),
         _ => PyValueError::new_err(e.to_string()),
     }

@@ -1,17 +1,18 @@
 //! Indexes: any kind of the library behind one class, FAISS-shaped results.
 
 use std::path::PathBuf;
-use std::sync::RwLock;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, RwLock};
 
 use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use simlsh::index::{HammingIndex, IndexSpec};
+use simlsh::io::{LoadOptions, LockGuard};
 use simlsh::signature::words_for;
 use simlsh::{Error, SignatureMatrix};
 
-use crate::errors::{IntoPy, shift_rows, to_py, value_error};
+use crate::errors::{IntoPy, to_py, value_error};
 use crate::signer::contiguous;
 use crate::threads::Threads;
 
@@ -28,9 +29,6 @@ fn query_chunk(kind: &str, len: usize) -> usize {
         _ => QUERY_CHUNK,
     }
 }
-
-/// Codes inserted per chunk.
-const INSERT_CHUNK: usize = 65_536;
 
 /// FAISS's `(D, I)`: distances (`int32`) and ids (`int64`), `(n, k)`.
 pub type Knn<'py> = (Bound<'py, PyArray2<i32>>, Bound<'py, PyArray2<i64>>);
@@ -71,7 +69,8 @@ pub fn ids_u32(ids: &[i64]) -> PyResult<Vec<u32>> {
         .collect()
 }
 
-/// An index of any kind, behind a lock: searches share it, `add` and `remove` hold it alone.
+/// An index of any kind, behind a lock: searches and saves share it, `add` and `remove` hold
+/// it alone for their whole call, so that an add is seen (and saved) whole or not at all.
 #[pyclass(name = "Index", module = "simlsh._simlsh", frozen)]
 pub struct PyIndex {
     inner: RwLock<Box<dyn HammingIndex>>,
@@ -142,12 +141,23 @@ impl PyIndex {
     }
 
     /// Loads an index file (any kind, as written by `save` or the command line),
-    /// memory-mapped.
+    /// memory-mapped, or read into memory with `copy`; verified whole first with `verify`.
     #[staticmethod]
-    fn load(py: Python<'_>, path: PathBuf) -> PyResult<Self> {
-        let idx = py.detach(|| simlsh::io::load_index(&path)).py()?;
+    #[pyo3(signature = (path, verify = false, copy = false))]
+    fn load(py: Python<'_>, path: PathBuf, verify: bool, copy: bool) -> PyResult<Self> {
+        let opts = LoadOptions::default().verify(verify).copy(copy);
+        let idx = py
+            .detach(|| simlsh::io::load_index_with(&path, &opts))
+            .py()?;
         let spec = idx.spec();
         Ok(Self::wrap(idx, spec))
+    }
+
+    /// False for an index loaded from a file not verified yet (its checksum and contents are
+    /// verified before it is first saved).
+    #[getter]
+    fn verified(&self) -> bool {
+        self.read().is_verified()
     }
 
     /// Checks an index file whole: its checksum and every invariant of the index it holds
@@ -188,8 +198,7 @@ impl PyIndex {
                     source,
                 })?;
                 // Bytes from a pickle are checked whole before use.
-                let idx =
-                    simlsh::io::verify_index(&path).and_then(|()| simlsh::io::load_index(&path));
+                let idx = simlsh::io::load_index_with(&path, &LoadOptions::default().verify(true));
                 // The map stays valid once the name is gone (where the system allows
                 // removing a mapped file; elsewhere the file stays in the temporary directory).
                 let _ = std::fs::remove_file(&path);
@@ -200,40 +209,67 @@ impl PyIndex {
         Ok(Self::wrap(idx, spec))
     }
 
-    /// Stores `codes` under `ids` (`int64` values in `0..2^32`, one per row).
-    #[pyo3(signature = (codes, ids, threads = None))]
+    /// Stores `codes` under `ids` (`int64` values in `0..2^32`, one per row; `None`: the next
+    /// ids after the stored count, as FAISS numbers them, and an empty index is built in one
+    /// pass). All or nothing, under the index's lock for the whole call: a failing add (an id
+    /// already stored, a malformed code) stores none of its codes, and concurrent searches
+    /// and saves see the index before or after the add, never half of it.
+    #[pyo3(signature = (codes, ids = None, threads = None))]
     fn add(
         &self,
         py: Python<'_>,
         codes: PyReadonlyArray2<'_, u64>,
-        ids: PyReadonlyArray1<'_, i64>,
+        ids: Option<PyReadonlyArray1<'_, i64>>,
         threads: Option<usize>,
     ) -> PyResult<()> {
         let t = Threads::new(threads)?;
         let bits = self.read().bits();
         let m = self::codes(&codes, bits)?;
-        let ids = ids_u32(contiguous(&ids, "ids")?)?;
-        if ids.len() != m.len() {
-            return Err(to_py(Error::LengthMismatch {
-                what: "codes vs ids",
-                left: m.len(),
-                right: ids.len(),
-            }));
+        let n = m.len();
+        if u32::try_from(n).is_err() {
+            return Err(value_error("more than 2^32 codes"));
         }
-        // One batch per chunk: the index merges each into its tables once; a chunk is
-        // stored whole or not at all (an id already stored, a malformed code).
-        t.chunked(py, m.len(), INSERT_CHUNK, |r| {
-            self.write()
-                .insert_batch(&ids[r.clone()], m.slice_rows(r.clone()).as_slice())
-                .map_err(|e| match e {
-                    Error::InvalidParameter { name, reason } => Error::InvalidParameter {
-                        name,
-                        reason: format!("in rows {}..{}: {reason}", r.start, r.end),
-                    },
-                    e => shift_rows(e, r.start),
-                })
-                .py()
+        let ids = match &ids {
+            Some(ids) => {
+                let ids = ids_u32(contiguous(ids, "ids")?)?;
+                if ids.len() != n {
+                    return Err(to_py(Error::LengthMismatch {
+                        what: "codes vs ids",
+                        left: n,
+                        right: ids.len(),
+                    }));
+                }
+                Some(ids)
+            }
+            None => None,
+        };
+        let spec = &self.spec;
+        t.run(py, || -> simlsh::Result<()> {
+            let mut idx = self.write();
+            let ids = match ids {
+                Some(ids) => ids,
+                None if idx.is_empty() && n > 0 => {
+                    let signer = idx.signer().cloned();
+                    let mut built = spec.build(&m)?;
+                    built.set_signer(signer)?;
+                    *idx = built;
+                    return Ok(());
+                }
+                None => {
+                    let start = idx.len();
+                    let fits = u32::try_from(start + n).is_ok();
+                    if !fits {
+                        return Err(Error::param(
+                            "ids",
+                            format!("{start} stored + {n} codes: the next ids exceed 2^32 - 1"),
+                        ));
+                    }
+                    (start as u32..(start + n) as u32).collect()
+                }
+            };
+            idx.insert_batch(&ids, m.as_slice())
         })
+        .py()
     }
 
     /// Removes `ids`; returns how many were stored.
@@ -367,5 +403,54 @@ impl PyIndex {
     /// Runs `f` on the index, shared.
     pub fn with<T>(&self, f: impl FnOnce(&dyn HammingIndex) -> T) -> T {
         f(&**self.read())
+    }
+}
+
+/// An exclusive advisory lock on an index file, the one `simlsh index add` and `index remove`
+/// take (the file's own lock, `simlsh::io::lock_exclusive`): held from before the file is read
+/// until its new version is in place, so that read-modify-writes by Python and the command
+/// line follow one another and none is lost. Released by `release()` or when collected.
+#[pyclass(name = "FileLock", module = "simlsh._simlsh", frozen)]
+pub struct PyFileLock {
+    guard: Mutex<Option<LockGuard>>,
+}
+
+#[pymethods]
+impl PyFileLock {
+    /// Takes the lock of the existing file `path`, waiting (without the GIL) for other
+    /// holders, or raising `BlockingIOError` when `blocking` is false and it is held.
+    #[new]
+    #[pyo3(signature = (path, blocking = true))]
+    fn new(py: Python<'_>, path: PathBuf, blocking: bool) -> PyResult<Self> {
+        let guard = if blocking {
+            py.detach(|| simlsh::io::lock_exclusive(&path)).py()?
+        } else {
+            match simlsh::io::try_lock_exclusive(&path).py()? {
+                Some(g) => g,
+                None => {
+                    return Err(pyo3::exceptions::PyBlockingIOError::new_err(format!(
+                        "{}: locked by another run changing it",
+                        path.display()
+                    )));
+                }
+            }
+        };
+        Ok(PyFileLock {
+            guard: Mutex::new(Some(guard)),
+        })
+    }
+
+    /// Releases the lock (again: nothing).
+    fn release(&self) {
+        self.guard.lock().unwrap_or_else(|p| p.into_inner()).take();
+    }
+
+    /// Whether the lock is held.
+    #[getter]
+    fn locked(&self) -> bool {
+        self.guard
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_some()
     }
 }

@@ -25,6 +25,7 @@ fn _simlsh(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<text::PyIdf>()?;
     m.add_class::<index::PyIndex>()?;
     m.add_class::<scheme::PyScheme>()?;
+    m.add_class::<index::PyFileLock>()?;
     m.add_function(wrap_pyfunction!(join::self_join, m)?)?;
     m.add_function(wrap_pyfunction!(join::clusters, m)?)?;
     m.add_function(wrap_pyfunction!(join::knn_graph, m)?)?;

@@ -123,8 +123,46 @@ pub trait HammingIndex: Send + Sync {
     fn knn_into(&self, query: &[u64], k: usize, out: &mut Vec<Hit>) -> Result<()>;
 
     /// Saves the index to `path` in the [file format](crate::io::format), atomically; load it
-    /// back with [`crate::io::load_index`] (or the type's own `load`), memory-mapped.
+    /// back with [`crate::io::load_index`] (or the type's own `load`), memory-mapped. A loaded
+    /// index first verifies the file it came from ([`verify_source`](Self::verify_source)), so
+    /// that a corrupt file is never rewritten with a fresh checksum.
     fn save(&self, path: &std::path::Path) -> Result<()>;
+
+    /// Stages the index file in `set` (an [`OutputSet`](crate::io::OutputSet)): it replaces
+    /// `path` when the set is committed, together with the set's other outputs, or never if
+    /// the set is dropped. As [`save`](Self::save) otherwise. The provided method saves to a
+    /// temporary file and copies it into the set; the crate's indexes write into the set
+    /// directly.
+    fn stage(&self, set: &mut crate::io::OutputSet, path: &std::path::Path) -> Result<()> {
+        let tmp = crate::io::atomic::stage::scratch_path();
+        let staged = self.save(&tmp).and_then(|()| {
+            set.write(path, |w| {
+                std::io::copy(&mut std::fs::File::open(&tmp)?, w).map(drop)
+            })
+        });
+        let _ = std::fs::remove_file(&tmp);
+        staged
+    }
+
+    /// Verifies the file a loaded index was opened from, once: its checksum and every
+    /// invariant of what it holds (as [`crate::io::verify_index`], `O(file size)`).
+    /// Loading opens a file in `O(1)` without reading its data, so a corrupt file answers
+    /// queries wrongly until verified; [`save`](Self::save) and [`stage`](Self::stage) call
+    /// this first, so that a corrupt file is never rewritten as sound. `Ok` at once for an
+    /// index built in memory or already verified.
+    ///
+    /// # Errors
+    /// [`Error::Checksum`](crate::Error::Checksum) or
+    /// [`Error::InvalidField`](crate::Error::InvalidField) naming the file.
+    fn verify_source(&self) -> Result<()> {
+        Ok(())
+    }
+
+    /// False for an index loaded from a file whose checksum and contents have not been
+    /// verified yet ([`verify_source`](Self::verify_source)); true otherwise.
+    fn is_verified(&self) -> bool {
+        true
+    }
 
     /// Checks every invariant of the index's arrays (sorted ids, table directories, each
     /// table a permutation of the rows, ...): `O(N)`. An index built or changed in this

@@ -7,6 +7,14 @@
 //! made the features (mode, n-gram, weighting, ...). Files without them (written before they
 //! were recorded, or of codes whose signer is unknown) load with no record.
 //!
+//! The tables a tokenizer uses, the TF-IDF table and a list of stop words, are embedded in the
+//! record ([`with_idf`](SignerRecord::with_idf), [`with_stop_words`](SignerRecord::with_stop_words))
+//! and saved as sections of the index file, never as paths: an index file is a shared artifact,
+//! and a data file never makes simlsh read another file. Files of earlier releases that
+//! recorded a path load, but [`idf`](SignerRecord::idf) and
+//! [`stop_words`](SignerRecord::stop_words) refuse them (the table must then be given by the
+//! user).
+//!
 //! ```
 //! use simlsh::index::{HammingIndex, LinearScan, SignerRecord};
 //! use simlsh::signers::{Signer, SignerSpec};
@@ -26,26 +34,52 @@ use std::fmt;
 
 use crate::error::{Error, Result};
 use crate::signers::{SignerInfo, SignerSpec};
+use crate::storage::Buf;
+use crate::text::{Idf, StopWords};
 
 /// Prefix of the signer's parameters.
 const SIGNER: &str = "signer.";
-/// Prefix of the text options.
+/// Prefix of the text options, and of the names of embedded tables.
 const TEXT: &str = "text.";
+/// The value of `text.idf` and `text.stop_words` whose table is embedded.
+const EMBEDDED: &str = "embedded";
+/// Table of the embedded IDF table: `(key, df)` entries, 8 + 4 bytes little-endian each.
+const IDF_TABLE: &str = "text.idf";
+/// Table of the embedded stop words: the sorted words joined by `\n`.
+const STOP_TABLE: &str = "text.stop_words";
 
 /// The signer of an index's codes: the `signer.*` parameters (as [`SignerSpec::to_params`]
-/// and [`SignerInfo::to_params`] write them) and, for text, the `text.*` tokenizer options.
+/// and [`SignerInfo::to_params`] write them) and, for text, the `text.*` tokenizer options
+/// and the tables they use (embedded: see the [module docs](self)).
 /// [`spec`](Self::spec) rebuilds the signer; [`HammingIndex::signer`](super::HammingIndex::signer)
 /// gives an index's record.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub struct SignerRecord {
     params: BTreeMap<String, String>,
+    /// Embedded tables by section name (`text.*`), as bytes.
+    tables: BTreeMap<String, Buf<u8>>,
 }
+
+impl PartialEq for SignerRecord {
+    fn eq(&self, other: &Self) -> bool {
+        self.params == other.params
+            && self.tables.len() == other.tables.len()
+            && self
+                .tables
+                .iter()
+                .zip(&other.tables)
+                .all(|((a, x), (b, y))| a == b && x[..] == y[..])
+    }
+}
+
+impl Eq for SignerRecord {}
 
 impl SignerRecord {
     /// The record of `spec` (its width, seed and dimension included).
     pub fn from_spec(spec: &SignerSpec) -> Self {
         SignerRecord {
             params: spec.to_params(),
+            tables: BTreeMap::new(),
         }
     }
 
@@ -53,7 +87,152 @@ impl SignerRecord {
     pub fn from_info(info: &SignerInfo) -> Self {
         SignerRecord {
             params: info.to_params(),
+            tables: BTreeMap::new(),
         }
+    }
+
+    /// Embeds the TF-IDF table the documents were weighted with (`text.idf=embedded`, the
+    /// document count and tokenizer description as `text.idf_docs` and `text.idf_config`, the
+    /// entries as a table): [`idf`](Self::idf) gives it back.
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] if the record cannot hold it (not expected).
+    pub fn with_idf(self, idf: &Idf) -> Result<Self> {
+        let mut bytes = Vec::with_capacity(idf.len() * 12);
+        for &(key, df) in idf.entries() {
+            bytes.extend_from_slice(&key.to_le_bytes());
+            bytes.extend_from_slice(&df.to_le_bytes());
+        }
+        let mut r = self
+            .text_option("idf", EMBEDDED)?
+            .text_option("idf_docs", idf.docs())?
+            .text_option("idf_config", idf.config())?;
+        r.tables.insert(IDF_TABLE.into(), Buf::Owned(bytes));
+        Ok(r)
+    }
+
+    /// Embeds a list of stop words (`text.stop_words=embedded`); the built-in English list is
+    /// recorded by name (`english`). [`stop_words`](Self::stop_words) gives it back.
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] if the record cannot hold it (not expected).
+    pub fn with_stop_words(self, words: &StopWords) -> Result<Self> {
+        if *words == StopWords::english() {
+            return self.text_option("stop_words", "english");
+        }
+        let mut r = self.text_option("stop_words", EMBEDDED)?;
+        r.tables.insert(
+            STOP_TABLE.into(),
+            Buf::Owned(words.words().join("\n").into_bytes()),
+        );
+        Ok(r)
+    }
+
+    /// The embedded TF-IDF table, `None` when none is recorded (or the record's text options
+    /// say the table was not kept: `text.idf=fitted`, written by earlier releases).
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] naming `text.idf` when the record names a file (an earlier
+    /// release's record: the file is not read; the table must be given by the user), or when
+    /// the embedded table is malformed.
+    pub fn idf(&self) -> Result<Option<Idf>> {
+        let bad = |reason: String| Error::param("text.idf", reason);
+        match self.params.get("text.idf").map(String::as_str) {
+            None | Some("fitted") => Ok(None),
+            Some(EMBEDDED) => {
+                let table = self
+                    .tables
+                    .get(IDF_TABLE)
+                    .ok_or_else(|| bad("the embedded table is missing".into()))?;
+                if table.len() % 12 != 0 {
+                    return Err(bad(format!(
+                        "the embedded table holds {} bytes, not a multiple of 12",
+                        table.len()
+                    )));
+                }
+                let docs = self
+                    .params
+                    .get("text.idf_docs")
+                    .and_then(|d| d.parse().ok())
+                    .ok_or_else(|| bad("text.idf_docs is missing or not a count".into()))?;
+                let config = self
+                    .params
+                    .get("text.idf_config")
+                    .ok_or_else(|| bad("text.idf_config is missing".into()))?;
+                let entries = table
+                    .chunks_exact(12)
+                    .map(|e| {
+                        let key = u64::from_le_bytes(e[..8].try_into().expect("8 bytes"));
+                        let df = u32::from_le_bytes(e[8..].try_into().expect("4 bytes"));
+                        (key, df)
+                    })
+                    .collect();
+                Idf::from_parts(docs, entries, config.clone())
+                    .map(Some)
+                    .map_err(|e| bad(format!("the embedded table is malformed: {e}")))
+            }
+            Some(path) => Err(bad(format!(
+                "the table is recorded as the path {path:?} (by an earlier release), which is \
+                 not read: a data file never makes simlsh read another file"
+            ))),
+        }
+    }
+
+    /// The stop words the documents were tokenized with: `None` when none are recorded,
+    /// the built-in English list for `english`, or the embedded list.
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] naming `text.stop_words` when the record names a file (an
+    /// earlier release's record: the file is not read), or when the embedded list is not
+    /// UTF-8.
+    pub fn stop_words(&self) -> Result<Option<StopWords>> {
+        let bad = |reason: String| Error::param("text.stop_words", reason);
+        match self.params.get("text.stop_words").map(String::as_str) {
+            None => Ok(None),
+            Some("english") => Ok(Some(StopWords::english())),
+            Some(EMBEDDED) => {
+                let table = self
+                    .tables
+                    .get(STOP_TABLE)
+                    .ok_or_else(|| bad("the embedded list is missing".into()))?;
+                let text = std::str::from_utf8(table)
+                    .map_err(|_| bad("the embedded list is not UTF-8".into()))?;
+                Ok(Some(StopWords::from_words(
+                    text.split('\n').filter(|w| !w.is_empty()),
+                )))
+            }
+            Some(path) => Err(bad(format!(
+                "the list is recorded as the path {path:?} (by an earlier release), which is \
+                 not read: a data file never makes simlsh read another file"
+            ))),
+        }
+    }
+
+    /// The value of text option `key` when it names a file (a record of an earlier release):
+    /// `idf` or `stop_words` holding a path.
+    pub fn recorded_path(&self, key: &str) -> Option<&str> {
+        let v = self.params.get(&format!("{TEXT}{key}"))?.as_str();
+        match (key, v) {
+            ("idf", EMBEDDED | "fitted") | ("stop_words", EMBEDDED | "english") => None,
+            ("idf" | "stop_words", path) => Some(path),
+            _ => None,
+        }
+    }
+
+    /// The embedded tables, by section name (`text.idf`, `text.stop_words`), as saved in an
+    /// index file.
+    pub(crate) fn tables(&self) -> impl Iterator<Item = (&str, &[u8])> {
+        self.tables.iter().map(|(k, v)| (k.as_str(), &v[..]))
+    }
+
+    /// Adds an embedded table read from an index file's section `name` (`text.*`).
+    pub(crate) fn add_table(&mut self, name: &str, data: Buf<u8>) {
+        self.tables.insert(name.to_string(), data);
+    }
+
+    /// True for the name of a section holding an embedded table.
+    pub(crate) fn is_table(name: &str) -> bool {
+        name.starts_with(TEXT)
     }
 
     /// The record in a file's parameters (a signature or index file): its `signer.*` and
@@ -65,6 +244,7 @@ impl SignerRecord {
                 .filter(|(k, _)| k.starts_with(SIGNER) || k.starts_with(TEXT))
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect(),
+            tables: BTreeMap::new(),
         })
     }
 
@@ -269,6 +449,77 @@ mod tests {
             back.set_signer(None).unwrap();
             assert!(back.signer().is_none());
         }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// The tables of a text record are embedded in the index file and come back equal
+    /// (memory-mapped), through changes and saves; a path recorded by an earlier release is
+    /// refused, never read.
+    #[test]
+    fn text_tables_are_embedded_and_recorded_paths_refused() {
+        use crate::index::IndexSpec;
+        use crate::signature::SignatureMatrix;
+        use crate::text::{Idf, StopWords, Tokenizer};
+
+        let dir = std::env::temp_dir().join(format!("simlsh-signer-tab-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let stop = StopWords::from_words(["the", "of", "zebra"]);
+        let tok = Tokenizer::builder()
+            .stop_words(stop.clone())
+            .build()
+            .unwrap();
+        let idf = Idf::fit(&tok, ["a b c", "b c d", "the zebra of c"]);
+        let spec = "hashing-trick"
+            .parse::<SignerSpec>()
+            .unwrap()
+            .bits(64)
+            .seed(1);
+        let rec = SignerRecord::from_spec(&spec)
+            .text_option("mode", "words")
+            .unwrap()
+            .with_stop_words(&stop)
+            .unwrap()
+            .with_idf(&idf)
+            .unwrap();
+        assert_eq!(rec.idf().unwrap().unwrap(), idf);
+        assert_eq!(rec.stop_words().unwrap().unwrap(), stop);
+        let codes = SignatureMatrix::from_parts(64, vec![1u64, 2, 3]).unwrap();
+        let p = dir.join("text.idx");
+        for kind in ["linear", "manku:k=2", "mih", "permutation:q=4"] {
+            let mut idx = kind.parse::<IndexSpec>().unwrap().build(&codes).unwrap();
+            idx.set_signer(Some(rec.clone())).unwrap();
+            idx.save(&p).unwrap();
+            let mut back = crate::io::load_index(&p).unwrap();
+            assert_eq!(back.signer(), Some(&rec), "{kind}");
+            back.insert(9, &[4]).unwrap();
+            back.save(&p).unwrap();
+            let back = crate::io::load_index(&p).unwrap();
+            let got = back.signer().unwrap();
+            assert_eq!(got.idf().unwrap().unwrap(), idf, "{kind}");
+            assert_eq!(got.stop_words().unwrap().unwrap(), stop, "{kind}");
+            assert!(!got.params().values().any(|v| v.contains('/')), "{kind}");
+        }
+        // The built-in list is recorded by name.
+        let english = SignerRecord::from_spec(&spec)
+            .with_stop_words(&StopWords::english())
+            .unwrap();
+        assert_eq!(english.params()["text.stop_words"], "english");
+        assert_eq!(english.stop_words().unwrap().unwrap(), StopWords::english());
+        // A record of an earlier release: paths, refused by name, never opened.
+        for (key, path) in [("idf", "/etc/passwd"), ("stop_words", "/dev/zero")] {
+            let old = SignerRecord::from_spec(&spec)
+                .text_option(key, path)
+                .unwrap();
+            assert_eq!(old.recorded_path(key), Some(path));
+            let e = if key == "idf" {
+                old.idf().map(drop).unwrap_err()
+            } else {
+                old.stop_words().map(drop).unwrap_err()
+            };
+            assert!(e.to_string().contains(path), "{e}");
+            assert!(e.to_string().contains("not read"), "{e}");
+        }
+        assert_eq!(rec.recorded_path("idf"), None);
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

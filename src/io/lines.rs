@@ -94,15 +94,23 @@ pub(crate) struct LineReader<R> {
     line: usize,
     bytes: u64,
     buf: Vec<u8>,
+    max: usize,
 }
 
 impl<R: std::io::BufRead> LineReader<R> {
     pub(crate) fn new(inner: R) -> Self {
+        Self::with_max(inner, MAX_LINE)
+    }
+
+    /// A reader whose lines are at most `max` bytes (files of short lines: an IDF table, a
+    /// list of stop words).
+    pub(crate) fn with_max(inner: R, max: usize) -> Self {
         LineReader {
             inner,
             line: 0,
             bytes: 0,
             buf: Vec::new(),
+            max,
         }
     }
 
@@ -110,19 +118,19 @@ impl<R: std::io::BufRead> LineReader<R> {
     pub(crate) fn next_line(&mut self) -> std::io::Result<Option<(usize, &[u8])>> {
         self.buf.clear();
         let n = (&mut self.inner)
-            .take(MAX_LINE as u64 + 1)
+            .take(self.max as u64 + 1)
             .read_until(b'\n', &mut self.buf)?;
         if n == 0 {
             return Ok(None);
         }
         self.line += 1;
         self.bytes += n as u64;
-        if n > MAX_LINE && self.buf.last() != Some(&b'\n') {
+        if n > self.max && self.buf.last() != Some(&b'\n') {
             return Err(std::io::Error::new(
                 std::io::ErrorKind::InvalidData,
                 format!(
-                    "line {} is longer than {MAX_LINE} bytes (no line break: not a text file?)",
-                    self.line
+                    "line {} is longer than {} bytes (no line break: not a text file?)",
+                    self.line, self.max
                 ),
             ));
         }
@@ -143,6 +151,49 @@ impl<R: std::io::BufRead> LineReader<R> {
     /// Bytes read so far.
     pub(crate) fn bytes(&self) -> u64 {
         self.bytes
+    }
+}
+
+/// A reader that fails once more than `max` bytes pass without a line feed: the line cap of
+/// readers that split lines themselves (the `csv` crate, whose buffer would otherwise grow
+/// with a line until memory runs out, as on `/dev/zero`).
+pub(crate) struct LineCapped<R> {
+    inner: R,
+    /// Bytes since the last line feed.
+    run: usize,
+    max: usize,
+}
+
+impl<R> LineCapped<R> {
+    /// Lines of at most [`MAX_LINE`] bytes.
+    pub(crate) fn new(inner: R) -> Self {
+        Self::with_max(inner, MAX_LINE)
+    }
+
+    /// Lines of at most `max` bytes.
+    pub(crate) fn with_max(inner: R, max: usize) -> Self {
+        LineCapped { inner, run: 0, max }
+    }
+}
+
+impl<R: Read> Read for LineCapped<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        let got = &buf[..n];
+        self.run = match got.iter().rposition(|&b| b == b'\n') {
+            Some(p) => n - 1 - p,
+            None => self.run + n,
+        };
+        if self.run > self.max {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!(
+                    "a line is longer than {} bytes (no line break: not a text file?)",
+                    self.max
+                ),
+            ));
+        }
+        Ok(n)
     }
 }
 
@@ -181,6 +232,21 @@ mod tests {
                 .handle(OnBadLine::Fail, parse_error(p, 3, "x"))
                 .is_err()
         );
+    }
+
+    #[test]
+    fn line_capped_reads_lines_up_to_the_cap_and_fails_beyond() {
+        let mut ok = String::new();
+        LineCapped::with_max(&b"abcd\nefgh\nij"[..], 4)
+            .read_to_string(&mut ok)
+            .unwrap();
+        assert_eq!(ok, "abcd\nefgh\nij");
+        let mut out = Vec::new();
+        let e = LineCapped::with_max(std::io::repeat(b'x').take(1 << 20), 1000)
+            .read_to_end(&mut out)
+            .unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::InvalidData);
+        assert!(out.len() < 1 << 17, "read {} bytes", out.len());
     }
 
     #[test]

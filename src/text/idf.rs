@@ -1,6 +1,6 @@
 //! Inverse document frequencies keyed by token hash.
 
-use std::io::{BufRead, BufReader};
+use std::io::BufReader;
 use std::path::Path;
 
 use rayon::prelude::*;
@@ -10,7 +10,7 @@ use super::scan::{self, Scratch};
 use crate::cpu::prefetch;
 use crate::error::{Error, Result};
 use crate::io::atomic::write_atomic;
-use crate::io::lines::{io_error, parse_error};
+use crate::io::lines::{LineReader, io_error, parse_error, utf8};
 use crate::rng::{hash_bytes, ln};
 
 /// Seed of the token hash that keys document frequencies: [`idf_key`] is XXH3-64 with this
@@ -27,6 +27,8 @@ pub fn idf_key(token: &str) -> u64 {
 pub const IDF_FILE_VERSION: u32 = 1;
 const MAGIC: &str = "simlsh-idf";
 const HASH_LINE: &str = "hash xxh3-64 seed 0";
+/// The longest line of an IDF file (its lines are short: a header, an entry).
+const MAX_IDF_LINE: usize = 64 << 10;
 
 /// Document frequencies of a corpus, keyed by token hash ([`idf_key`]), and the smoothed
 /// inverse document frequency of scikit-learn's `TfidfVectorizer` (`smooth_idf=True`):
@@ -427,36 +429,41 @@ impl Idf {
 
     /// Saves the table in the text format above, atomically.
     pub fn save(&self, path: &Path) -> Result<()> {
-        write_atomic(path, |w| {
-            writeln!(w, "{MAGIC} {IDF_FILE_VERSION}")?;
-            writeln!(w, "{HASH_LINE}")?;
-            writeln!(w, "tokenizer {}", self.config)?;
-            writeln!(w, "documents {}", self.docs)?;
-            writeln!(w, "entries {}", self.table.len())?;
-            for (k, df) in &self.table {
-                writeln!(w, "{k:016x} {df}")?;
-            }
-            Ok(())
-        })
+        write_atomic(path, |w| self.write_to(w))
+    }
+
+    /// Writes the table in the text format above to `w` (to stage it in an
+    /// [`OutputSet`](crate::io::OutputSet) with other outputs).
+    pub fn write_to(&self, w: &mut dyn std::io::Write) -> std::io::Result<()> {
+        writeln!(w, "{MAGIC} {IDF_FILE_VERSION}")?;
+        writeln!(w, "{HASH_LINE}")?;
+        writeln!(w, "tokenizer {}", self.config)?;
+        writeln!(w, "documents {}", self.docs)?;
+        writeln!(w, "entries {}", self.table.len())?;
+        for (k, df) in &self.table {
+            writeln!(w, "{k:016x} {df}")?;
+        }
+        Ok(())
     }
 
     /// Loads a table saved by [`save`](Idf::save). Every deviation from the format (magic,
-    /// version, hash, counts, an entry's syntax, order or range, missing or extra lines) is an
-    /// error naming the file and line ([`Error::Parse`], or [`Error::Version`]).
+    /// version, hash, counts, an entry's syntax, order or range, missing or extra lines, a
+    /// line longer than 64 KiB) is an error naming the file and line ([`Error::Parse`], or
+    /// [`Error::Version`]); errors never quote the file's content.
     pub fn load(path: &Path) -> Result<Idf> {
         let file = std::fs::File::open(path).map_err(io_error(path))?;
-        let mut lines = BufReader::new(file).lines().enumerate();
+        let mut lines = LineReader::with_max(BufReader::new(file), MAX_IDF_LINE);
         let mut next = |what: &str| -> Result<(usize, String)> {
-            match lines.next() {
-                Some((i, Ok(l))) => Ok((i + 1, l)),
-                Some((i, Err(e))) if e.kind() == std::io::ErrorKind::InvalidData => {
-                    Err(parse_error(path, i + 1, "invalid UTF-8"))
-                }
-                Some((_, Err(e))) => Err(io_error(path)(e)),
-                None => Err(Error::Format {
+            match lines.next_line() {
+                Ok(Some((n, b))) => Ok((n, utf8(path, n, b)?.to_string())),
+                Ok(None) => Err(Error::Format {
                     path: path.to_path_buf(),
                     reason: format!("unexpected end of file: expected {what}"),
                 }),
+                Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
+                    Err(parse_error(path, lines.line(), e.to_string()))
+                }
+                Err(e) => Err(io_error(path)(e)),
             }
         };
         let (n, l) = next("the `simlsh-idf` header")?;
@@ -466,7 +473,7 @@ impl Idf {
             .ok_or_else(|| parse_error(path, n, "not an IDF file (no `simlsh-idf` header)"))?;
         let version: u32 = version
             .parse()
-            .map_err(|_| parse_error(path, n, format!("bad version `{version}`")))?;
+            .map_err(|_| parse_error(path, n, "the version is not a number"))?;
         if version != IDF_FILE_VERSION {
             return Err(Error::Version {
                 path: path.to_path_buf(),
@@ -479,40 +486,37 @@ impl Idf {
             return Err(parse_error(
                 path,
                 n,
-                format!("unsupported token hash `{l}` (expected `{HASH_LINE}`)"),
+                format!("unsupported token hash (expected `{HASH_LINE}`)"),
             ));
         }
         let mut field = |name: &str| -> Result<(usize, String)> {
             let (n, l) = next(name)?;
             match l.strip_prefix(name).and_then(|v| v.strip_prefix(' ')) {
                 Some(v) => Ok((n, v.to_string())),
-                None => Err(parse_error(
-                    path,
-                    n,
-                    format!("expected `{name} ...`, found `{l}`"),
-                )),
+                None => Err(parse_error(path, n, format!("expected `{name} ...`"))),
             }
         };
         let (_, config) = field("tokenizer")?;
         let (n, docs) = field("documents")?;
         let docs: u64 = docs
             .parse()
-            .map_err(|_| parse_error(path, n, format!("bad document count `{docs}`")))?;
+            .map_err(|_| parse_error(path, n, "the document count is not a number"))?;
         let (n, count) = field("entries")?;
         let count: usize = count
             .parse()
-            .map_err(|_| parse_error(path, n, format!("bad entry count `{count}`")))?;
+            .map_err(|_| parse_error(path, n, "the entry count is not a number"))?;
         let mut table = Vec::with_capacity(count.min(1 << 24));
         let mut last_line = n;
-        for (i, l) in lines.by_ref() {
-            let n = i + 1;
-            let l = l.map_err(|e| {
-                if e.kind() == std::io::ErrorKind::InvalidData {
-                    parse_error(path, n, "invalid UTF-8")
-                } else {
-                    io_error(path)(e)
+        loop {
+            let (n, b) = match lines.next_line() {
+                Ok(Some(l)) => l,
+                Ok(None) => break,
+                Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
+                    return Err(parse_error(path, lines.line(), e.to_string()));
                 }
-            })?;
+                Err(e) => return Err(io_error(path)(e)),
+            };
+            let l = utf8(path, n, b)?;
             if table.len() == count {
                 return Err(parse_error(
                     path,
@@ -523,21 +527,21 @@ impl Idf {
             let bad = |r: String| parse_error(path, n, r);
             let (k, df) = l
                 .split_once(' ')
-                .ok_or_else(|| bad(format!("entry `{l}` is not `<key> <df>`")))?;
+                .ok_or_else(|| bad("the entry is not `<key> <df>`".into()))?;
             if k.len() != 16 {
-                return Err(bad(format!("key `{k}` is not 16 hexadecimal digits")));
+                return Err(bad("the key is not 16 hexadecimal digits".into()));
             }
             let key = u64::from_str_radix(k, 16)
-                .map_err(|_| bad(format!("key `{k}` is not 16 hexadecimal digits")))?;
+                .map_err(|_| bad("the key is not 16 hexadecimal digits".into()))?;
             let df: u32 = df
                 .parse()
-                .map_err(|_| bad(format!("df `{df}` is not a count")))?;
+                .map_err(|_| bad("the df is not a count".into()))?;
             if df == 0 || df as u64 > docs {
                 return Err(bad(format!("df {df} outside 1..={docs}")));
             }
             if table.last().is_some_and(|&(p, _)| p >= key) {
                 return Err(bad(format!(
-                    "key {k} does not follow the previous key in increasing order"
+                    "key {key:016x} does not follow the previous key in increasing order"
                 )));
             }
             table.push((key, df));

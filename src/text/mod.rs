@@ -181,6 +181,11 @@ impl Tokenizer {
         &self.b.weighting
     }
 
+    /// The stop words.
+    pub fn stop_words(&self) -> &StopWords {
+        &self.b.stop_words
+    }
+
     /// The features of `text` before weighting, in document order, repeats included.
     pub fn tokens(&self, text: &str) -> Vec<String> {
         let mut s = Scratch::default();

@@ -8,7 +8,7 @@ use anyhow::Result;
 use clap::Parser;
 
 use super::sign::InputArgs;
-use crate::common::{Ctx, SignerArgs, check_paths, print_line, to_stdout, write_file};
+use crate::common::{Ctx, SignerArgs, check_paths, print_line, to_stdout};
 use crate::input::prepare_with;
 use crate::join::{Clusters, JoinArgs};
 use crate::parquet::Shape;
@@ -87,7 +87,7 @@ pub fn run(mut a: Args, ctx: &mut Ctx) -> Result<()> {
     );
     match &a.out {
         Some(path) => {
-            write_file(path, body)?;
+            ctx.write_file(path, body)?;
             print_line(summary)?;
         }
         None => {

@@ -105,7 +105,7 @@ pub fn run(mut a: Args, ctx: &mut Ctx) -> Result<()> {
     };
     let labels = clusters.labels()?;
     write_outputs(&a, &p, &labels, &mut set)?;
-    set.commit()?;
+    ctx.append_outputs(set)?;
 
     let kept = (0..n)
         .filter(|&i| labels[i] as usize == i && !(a.drop_empty && is_empty(&p, i)))

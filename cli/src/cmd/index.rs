@@ -1,10 +1,15 @@
 //! `simlsh index`: build, change, query and describe Hamming indexes stored on disk.
 //!
-//! Every write goes through [`HammingIndex::save`], which writes a temporary file
-//! `.NAME.tmp-PID` beside the index, syncs it and renames it over the index: a run killed at
-//! any moment leaves either the old index or the new one, both loadable. A killed run can
-//! leave its temporary file behind; the next `add` or `remove` on the same index deletes the
-//! temporary files of processes that no longer run.
+//! Every write stages the index in the run's outputs ([`HammingIndex::stage`]): a temporary
+//! file beside the index, synced, renamed over the index at the end of the run together with
+//! the other outputs (`--stats`): a run killed at any moment leaves either the old index or
+//! the new one, both loadable. A killed run can leave its temporary file behind; the next
+//! write of the same index deletes the temporary files of processes that no longer run.
+//!
+//! `add` and `remove` hold the index file's own advisory lock from before they read it until
+//! the new file is in place, and verify the whole file (checksum and invariants) before
+//! changing it: a corrupt index is never rewritten as sound. Queries open an index in
+//! `O(1)`, without verifying it (`index verify`, `index info --verify`).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -17,17 +22,16 @@ use simlsh::Hit;
 use simlsh::estimate;
 use simlsh::index::{IndexSpec, SignerRecord};
 use simlsh::io::input::InputFormat;
-use simlsh::io::{IndexFile, load_index};
+use simlsh::io::{IndexFile, LoadOptions, load_index_with};
 use simlsh::signature::SignatureMatrix;
 use simlsh::signers::{SignerKind, SignerSpec};
 use simlsh::storage::Buf;
-use simlsh::text::Mode;
+use simlsh::text::{Mode, Tokenizer, Weighting};
 use simlsh::verify::{CsrVectors, Vectors};
 
 use super::sign::{InputArgs, TextArgs, WeightingArg};
 use crate::common::{
     Ctx, SignerArgs, check_distinct, check_paths, human_bytes, print_line, read_codes, to_stdout,
-    write_file,
 };
 use crate::input::{Exact, prepare};
 
@@ -66,7 +70,8 @@ const VERIFY_EXAMPLE: &str = "Example:
   simlsh index verify codes.idx
 Opening an index checks its header and section bounds only (so that opening a large index
 costs no pass over it); verify reads every byte: the checksum, then every invariant of the
-index. Exit status 1 and the first problem found when the file is corrupt.";
+index. Exit status 1 and the first problem found when the file is corrupt. `index add` and
+`index remove` verify the file the same way before changing it.";
 
 /// Checks an index file completely: checksum and contents.
 #[derive(Parser, Debug)]
@@ -85,8 +90,9 @@ INPUT is stored codes (a .npy array of uint64, N x words, width --bits, default 
 a simlsh signature file), or vectors or documents, signed here with --signer, --bits and
 --seed. Row i gets id i. The index records the signer of its codes (what a signature file
 records, or the signer used here, and for documents the tokenizer options), so that `index
-query` signs vectors and documents like the index. Documents weighted by TF-IDF: give --idf
-or --save-idf, so that queries are weighted by the same table.";
+query` signs vectors and documents like the index. For documents, the index embeds the tables
+its tokenizer used (the TF-IDF table, fitted on the documents or given by --idf, and a file of
+--stop-words), so that queries are weighted the same way: an index never names other files.";
 
 /// Builds an index of codes, vectors or documents (ids 0..N) and saves it atomically.
 #[derive(Parser, Debug)]
@@ -107,7 +113,9 @@ struct BuildArgs {
 
 const ADD_EXAMPLE: &str = "Example:
   simlsh index add codes.idx more.npy --first-id 1000000
-The codes of SIGS get ids FIRST_ID, FIRST_ID+1, ... The index is replaced atomically.";
+The codes of SIGS get ids FIRST_ID, FIRST_ID+1, ... The index is verified whole (a corrupt
+file is refused, never rewritten) and replaced atomically, under its advisory lock (concurrent
+`add`s and `remove`s, and Python's `simlsh.update_index`, follow one another).";
 
 /// Inserts codes into an index file, replacing it atomically.
 #[derive(Parser, Debug)]
@@ -125,7 +133,8 @@ struct AddArgs {
 const REMOVE_EXAMPLE: &str = "Example:
   simlsh index remove codes.idx --ids 4,8,15
   simlsh index remove codes.idx --ids-file stale.txt
-An ids file holds ids separated by whitespace or commas. The index is replaced atomically.";
+An ids file holds ids separated by whitespace or commas. The index is verified whole and
+replaced atomically, under its advisory lock, as by `index add`.";
 
 /// Removes ids from an index file, replacing it atomically.
 #[derive(Parser, Debug)]
@@ -199,6 +208,16 @@ struct QueryArgs {
     /// recorded one is used.
     #[arg(long, value_parser = parse_signer)]
     signer: Option<SignerKind>,
+    /// Documents, for an index of an earlier release that recorded its TF-IDF table as a
+    /// path (never read): the table. Indexes built now embed it.
+    #[arg(long, value_name = "FILE")]
+    idf: Option<PathBuf>,
+    /// Documents, for an index of an earlier release that recorded its stop words as a path
+    /// (never read): the file. Indexes built now embed them.
+    #[arg(long, value_name = "FILE")]
+    stop_words: Option<PathBuf>,
+    #[command(flatten)]
+    load: LoadArgs,
     /// Write the results here (atomically) instead of stdout.
     #[arg(long)]
     out: Option<PathBuf>,
@@ -208,7 +227,10 @@ struct QueryArgs {
 }
 
 const INFO_EXAMPLE: &str = "Example:
-  simlsh index info codes.idx";
+  simlsh index info codes.idx
+  simlsh index info codes.idx --verify
+The line `verified` says whether the file's checksum and contents were checked: `no` for the
+O(1) open, `yes` with --verify (which fails, exit status 1, on a corrupt file).";
 
 /// Describes an index file: kind, width, count, memory and the recorded parameters.
 #[derive(Parser, Debug)]
@@ -216,6 +238,27 @@ const INFO_EXAMPLE: &str = "Example:
 struct InfoArgs {
     /// The index file.
     index: PathBuf,
+    /// Verify the whole file first (checksum and every invariant, as `index verify`).
+    #[arg(long)]
+    verify: bool,
+    #[command(flatten)]
+    load: LoadArgs,
+}
+
+/// How an index file is opened by commands that only read it.
+#[derive(clap::Args, Debug)]
+struct LoadArgs {
+    /// Read the index into memory instead of mapping it (O(file size)): a mapped file that
+    /// another program truncates or rewrites in place (`cp`, `truncate`, a shell's `>`)
+    /// kills the process with SIGBUS, a copy is not affected.
+    #[arg(long)]
+    copy_on_load: bool,
+}
+
+impl LoadArgs {
+    fn options(&self) -> LoadOptions {
+        LoadOptions::default().copy(self.copy_on_load)
+    }
 }
 
 pub fn run(a: Args, ctx: &mut Ctx) -> Result<()> {
@@ -300,30 +343,43 @@ pub fn seeded(spec: IndexSpec, ctx: &Ctx) -> IndexSpec {
     }
 }
 
-fn open_index(path: &Path) -> Result<Box<dyn HammingIndex>> {
-    load_index(path).with_context(|| format!("loading index {}", path.display()))
+fn open_index(path: &Path, opts: &LoadOptions) -> Result<Box<dyn HammingIndex>> {
+    load_index_with(path, opts).with_context(|| format!("loading index {}", path.display()))
 }
 
-/// Saves `idx` over `path` atomically (the library's atomic write also removes the
-/// temporary files that killed runs left beside it).
-fn save_index(idx: &dyn HammingIndex, path: &Path) -> Result<()> {
-    idx.save(path)
+/// Stages `idx` to replace `path` at the end of the run, with the run's other outputs (the
+/// library's atomic write also removes the temporary files that killed runs left beside it).
+fn save_index(idx: &dyn HammingIndex, path: &Path, ctx: &mut Ctx) -> Result<()> {
+    ctx.stage(path, |set| idx.stage(set, path))
         .with_context(|| format!("writing index {}", path.display()))
 }
 
-/// Holds the index's advisory lock for a read-modify-write, so that concurrent `add`s and
-/// `remove`s on one index run one after the other and none is lost.
-fn lock(path: &Path, ctx: &Ctx) -> Result<simlsh::io::LockGuard> {
-    if let Some(guard) = simlsh::io::try_lock_exclusive(path)
-        .with_context(|| format!("locking {}", path.display()))?
+/// Takes the index file's advisory lock for a read-modify-write and holds it until the new
+/// file is in place (the end of the run), so that concurrent `add`s and `remove`s on one
+/// index run one after the other and none is lost. The lock is the file's own: nothing is
+/// created beside it, and a path that is not an index file fails here.
+fn lock(path: &Path, ctx: &mut Ctx) -> Result<()> {
+    let guard = match simlsh::io::try_lock_exclusive(path)
+        .with_context(|| format!("locking index {}", path.display()))?
     {
-        return Ok(guard);
-    }
-    ctx.say(format!(
-        "waiting for another run changing {} to finish",
-        path.display()
-    ));
-    simlsh::io::lock_exclusive(path).with_context(|| format!("locking {}", path.display()))
+        Some(guard) => guard,
+        None => {
+            ctx.say(format!(
+                "waiting for another run changing {} to finish",
+                path.display()
+            ));
+            simlsh::io::lock_exclusive(path)
+                .with_context(|| format!("locking index {}", path.display()))?
+        }
+    };
+    ctx.hold(guard);
+    Ok(())
+}
+
+/// Loads an index to change it: verified whole first (checksum and invariants), so that a
+/// corrupt file is refused instead of rewritten with a fresh checksum.
+fn open_for_update(path: &Path) -> Result<Box<dyn HammingIndex>> {
+    open_index(path, &LoadOptions::default().verify(true))
 }
 
 /// Parses a signer kind (`KIND` or `KIND:key=value,...`).
@@ -373,15 +429,10 @@ fn weighting_name(w: WeightingArg) -> String {
 }
 
 /// The text options of documents signed here, as recorded with the index: tokenizer mode,
-/// n-gram, weighting, top-k, stop words and the TF-IDF table (files by absolute path;
-/// `fitted` for a table fitted on the documents and not saved).
-fn record_text(rec: SignerRecord, t: &TextArgs) -> Result<SignerRecord> {
-    let absolute = |p: &Path| -> Result<String> {
-        Ok(std::fs::canonicalize(p)
-            .with_context(|| format!("locating {}", p.display()))?
-            .display()
-            .to_string())
-    };
+/// n-gram, weighting, top-k, and the tables the tokenizer used, embedded (the stop words, the
+/// TF-IDF table fitted on the documents or given with --idf): never a path, since an index
+/// file must not make a query read another file.
+fn record_text(rec: SignerRecord, t: &TextArgs, tokenizer: &Tokenizer) -> Result<SignerRecord> {
     let mut rec = rec
         .text_option("mode", format!("{:?}", t.resolved_mode()).to_lowercase())?
         .text_option("ngram", t.ngram)?
@@ -389,29 +440,22 @@ fn record_text(rec: SignerRecord, t: &TextArgs) -> Result<SignerRecord> {
     if let Some(k) = t.top_k {
         rec = rec.text_option("top_k", k)?;
     }
-    if let Some(sw) = &t.stop_words {
-        let v = if sw == "english" {
-            sw.clone()
-        } else {
-            absolute(Path::new(sw))?
-        };
-        rec = rec.text_option("stop_words", v)?;
+    if !tokenizer.stop_words().is_empty() {
+        rec = rec.with_stop_words(tokenizer.stop_words())?;
     }
-    if matches!(t.weighting, WeightingArg::Tfidf) {
-        let idf = match t.idf.as_deref().or(t.save_idf.as_deref()) {
-            Some(p) => absolute(p)?,
-            None => "fitted".into(),
-        };
-        rec = rec.text_option("idf", idf)?;
+    if let Weighting::TfIdf(idf) = tokenizer.weighting() {
+        rec = rec.with_idf(idf)?;
     }
     Ok(rec)
 }
 
-/// The tokenizer options recorded with index `index` (see [`record_text`]), reading
-/// documents from `field`.
-fn text_args(rec: &SignerRecord, field: &str, index: &Path) -> Result<TextArgs> {
+/// The tokenizer options recorded with the index of `a` (see [`record_text`]), reading
+/// documents from `a.field`. An index of an earlier release that recorded the path of its
+/// TF-IDF table or stop words is refused unless the file is given on the command line
+/// (`--idf`, `--stop-words`): a recorded path is never followed.
+fn text_args(rec: &SignerRecord, a: &QueryArgs) -> Result<TextArgs> {
     let opts = rec.text_options();
-    let name = index.display();
+    let name = a.index.display();
     ensure!(
         !opts.is_empty(),
         "{name} records no tokenizer options (its codes were not signed from documents by \
@@ -420,7 +464,7 @@ fn text_args(rec: &SignerRecord, field: &str, index: &Path) -> Result<TextArgs> 
     );
     let get = |k: &str| opts.get(k).copied();
     let bad =
-        |k: &str, v: &str| anyhow::anyhow!("{name}: recorded text option {k}=`{v}` is not valid");
+        |k: &str, v: &str| anyhow::anyhow!("{name}: recorded text option {k}={v:?} is not valid");
     let weighting = match get("weighting").unwrap_or("tfidf") {
         "binary" => WeightingArg::Binary,
         "tf" => WeightingArg::Tf,
@@ -428,17 +472,61 @@ fn text_args(rec: &SignerRecord, field: &str, index: &Path) -> Result<TextArgs> 
         "jieba" => WeightingArg::Jieba,
         v => return Err(bad("weighting", v)),
     };
-    let idf = match (weighting, get("idf")) {
-        (WeightingArg::Tfidf, Some("fitted") | None) => bail!(
-            "{name} was built from documents weighted by a TF-IDF table fitted on them and not \
-             saved: rebuild it with --save-idf FILE (or --idf FILE) to sign queries with the \
-             same table"
+    let (mut idf, mut embedded_idf) = (None, None);
+    if matches!(weighting, WeightingArg::Tfidf) {
+        match (rec.recorded_path("idf"), &a.idf, get("idf")) {
+            (Some(p), Some(given), _) => {
+                let _ = p;
+                idf = Some(given.clone());
+            }
+            (Some(p), None, _) => bail!(
+                "{name} records its TF-IDF table as the path {p:?} (an index of an earlier \
+                 release); an index never makes simlsh read another file: give the table with \
+                 --idf FILE, or rebuild the index (it then embeds the table)"
+            ),
+            (None, _, Some("fitted") | None) => bail!(
+                "{name} was built from documents weighted by a TF-IDF table fitted on them and \
+                 not kept (an index of an earlier release): rebuild it, it then embeds the table"
+            ),
+            (None, Some(_), _) => bail!(
+                "{name} embeds its TF-IDF table: --idf applies to indexes of earlier releases \
+                 that recorded a path"
+            ),
+            (None, None, _) => {
+                embedded_idf = Some(
+                    rec.idf()
+                        .with_context(|| format!("reading the TF-IDF table {name} embeds"))?
+                        .ok_or_else(|| anyhow::anyhow!("{name} embeds no TF-IDF table"))?,
+                );
+            }
+        }
+    } else {
+        ensure!(
+            a.idf.is_none(),
+            "--idf applies to an index of documents weighted by tfidf; {name} records {}",
+            weighting.name()
+        );
+    }
+    let (mut stop_words, mut embedded_stop_words) = (None, None);
+    match (rec.recorded_path("stop_words"), &a.stop_words) {
+        (Some(_), Some(given)) => stop_words = Some(given.display().to_string()),
+        (Some(p), None) => bail!(
+            "{name} records its stop words as the path {p:?} (an index of an earlier release); \
+             an index never makes simlsh read another file: give the file with --stop-words \
+             FILE, or rebuild the index (it then embeds them)"
         ),
-        (WeightingArg::Tfidf, Some(p)) => Some(PathBuf::from(p)),
-        _ => None,
-    };
+        (None, Some(_)) => bail!(
+            "--stop-words applies to indexes of earlier releases that recorded a path; {name} \
+             records its stop words itself"
+        ),
+        (None, None) => {
+            embedded_stop_words = rec
+                .stop_words()
+                .with_context(|| format!("reading the stop words {name} embeds"))?;
+        }
+    }
     Ok(TextArgs {
-        field: field.to_string(),
+        field: a.field.clone(),
         mode: match get("mode") {
             Some(m) => Some(m.parse::<Mode>().map_err(|_| bad("mode", m))?),
             None => None,
@@ -451,9 +539,11 @@ fn text_args(rec: &SignerRecord, field: &str, index: &Path) -> Result<TextArgs> 
         top_k: get("top_k")
             .map(|k| k.parse().map_err(|_| bad("top_k", k)))
             .transpose()?,
-        stop_words: get("stop_words").map(str::to_string),
+        stop_words,
         idf,
         save_idf: None,
+        embedded_idf,
+        embedded_stop_words,
     })
 }
 
@@ -505,8 +595,8 @@ fn build(mut a: BuildArgs, ctx: &mut Ctx) -> Result<()> {
         }
         None => {
             let (p, rec) = sign_input(&a.input, a.signer.clone(), None, false, ctx)?;
-            let rec = match &p.texts {
-                Some(_) => record_text(rec, &a.input.text)?,
+            let rec = match &p.tokenizer {
+                Some(tokenizer) => record_text(rec, &a.input.text, tokenizer)?,
                 None => rec,
             };
             (p.sigs, Some(rec))
@@ -520,7 +610,7 @@ fn build(mut a: BuildArgs, ctx: &mut Ctx) -> Result<()> {
         })
         .with_context(|| format!("building a {spec} index of {}", a.input.input.display()))?;
     idx.set_signer(record)?;
-    ctx.phase("save", |_| save_index(idx.as_ref(), &a.out))?;
+    ctx.phase("save", |ctx| save_index(idx.as_ref(), &a.out, ctx))?;
     ctx.record("codes", idx.len());
     ctx.record("index_bytes", idx.bytes());
     ctx.say(format!(
@@ -569,8 +659,8 @@ fn check_kind(kind: &SignerKind, rec: &SignerRecord, source: &Path) -> Result<()
 
 fn add(a: AddArgs, ctx: &mut Ctx) -> Result<()> {
     check_distinct(&[&a.sigs], &[&a.index])?;
-    let _lock = lock(&a.index, ctx)?;
-    let mut idx = ctx.phase("load", |_| open_index(&a.index))?;
+    lock(&a.index, ctx)?;
+    let mut idx = ctx.phase("load", |_| open_for_update(&a.index))?;
     let bits = index_bits(idx.as_ref(), ctx)?;
     let sigs = ctx.phase("read", |_| read_sigs(&a.sigs, bits, "the index"))?;
     // Codes of a signature file must come from the index's signer, when both record one.
@@ -603,7 +693,7 @@ fn add(a: AddArgs, ctx: &mut Ctx) -> Result<()> {
         ctx.spin("inserting", || idx.insert_batch(&ids, sigs.as_slice()))
             .with_context(|| format!("inserting the codes of {}", a.sigs.display()))
     })?;
-    ctx.phase("save", |_| save_index(idx.as_ref(), &a.index))?;
+    ctx.phase("save", |ctx| save_index(idx.as_ref(), &a.index, ctx))?;
     ctx.record("added", n);
     ctx.record("codes", idx.len());
     ctx.say(format!(
@@ -631,12 +721,12 @@ fn remove(a: RemoveArgs, ctx: &mut Ctx) -> Result<()> {
         Some(p) => parse_ids(p)?,
         None => a.ids.clone(),
     };
-    let _lock = lock(&a.index, ctx)?;
-    let mut idx = ctx.phase("load", |_| open_index(&a.index))?;
+    lock(&a.index, ctx)?;
+    let mut idx = ctx.phase("load", |_| open_for_update(&a.index))?;
     let removed = ctx.phase("remove", |ctx| {
         Ok(ctx.spin("removing", || idx.remove_batch(&ids))?)
     })?;
-    ctx.phase("save", |_| save_index(idx.as_ref(), &a.index))?;
+    ctx.phase("save", |ctx| save_index(idx.as_ref(), &a.index, ctx))?;
     ctx.record("removed", removed);
     ctx.record("codes", idx.len());
     ctx.say(format!(
@@ -686,7 +776,7 @@ pub const QUERY_BATCH: usize = 8192;
 /// The input options of QUERIES or BASE, with the index's tokenizer options for documents.
 fn query_input(a: &QueryArgs, path: &Path, rec: Option<&SignerRecord>) -> Result<InputArgs> {
     let text = match rec.filter(|r| !r.text_options().is_empty()) {
-        Some(r) => text_args(r, &a.field, &a.index)?,
+        Some(r) => text_args(r, a)?,
         // Not documents, or documents the index cannot sign (an error once known).
         None => TextArgs {
             field: a.field.clone(),
@@ -697,6 +787,8 @@ fn query_input(a: &QueryArgs, path: &Path, rec: Option<&SignerRecord>) -> Result
             stop_words: None,
             idf: None,
             save_idf: None,
+            embedded_idf: None,
+            embedded_stop_words: None,
         },
     };
     Ok(InputArgs {
@@ -757,7 +849,7 @@ fn read_for_index(
     if !crate::parquet::is_parquet(path) && super::sign::format_of(path, a.input_format)?.is_text()
     {
         // Documents: the index must record how its documents were tokenised.
-        text_args(rec, &a.field, &a.index)?;
+        text_args(rec, a)?;
     }
     let (p, signed_by) = sign_input(
         &input,
@@ -768,7 +860,7 @@ fn read_for_index(
     )?;
     if p.texts.is_some() {
         // Documents: the index must record how its documents were tokenised.
-        text_args(rec, &a.field, &a.index)?;
+        text_args(rec, a)?;
     } else {
         ensure!(
             rec.text_options().is_empty(),
@@ -891,6 +983,8 @@ fn query(a: QueryArgs, ctx: &mut Ctx) -> Result<()> {
         .collect();
     let mut ins: Vec<&Path> = vec![&a.index, &a.queries];
     ins.extend(a.vectors.as_deref());
+    ins.extend(a.idf.as_deref());
+    ins.extend(a.stop_words.as_deref());
     check_distinct(&ins, &outs)?;
     if a.k == Some(0) {
         bail!("--k must be at least 1");
@@ -898,7 +992,7 @@ fn query(a: QueryArgs, ctx: &mut Ctx) -> Result<()> {
     if let (Some(m), Some(k)) = (a.rerank, a.k) {
         ensure!(m >= k, "--rerank {m} must be at least --k {k}");
     }
-    let idx = ctx.phase("load", |_| open_index(&a.index))?;
+    let idx = ctx.phase("load", |_| open_index(&a.index, &a.load.options()))?;
     let rerank = a.rerank.is_some();
     let queries = ctx.phase("read", |ctx| {
         read_for_index(&a, &a.queries, idx.as_ref(), rerank, ctx)
@@ -955,8 +1049,8 @@ fn query(a: QueryArgs, ctx: &mut Ctx) -> Result<()> {
             .collect(),
     };
     let hits: usize = results.iter().map(Vec::len).sum();
-    ctx.phase("write", |_| match &a.out {
-        Some(p) => write_file(p, |w| write_hits(w, &results, rerank, a.format)),
+    ctx.phase("write", |ctx| match &a.out {
+        Some(p) => ctx.write_file(p, |w| write_hits(w, &results, rerank, a.format)),
         None => to_stdout(|w| write_hits(w, &results, rerank, a.format)),
     })?;
     ctx.record("queries", sigs.len());
@@ -976,9 +1070,13 @@ fn verify(a: VerifyArgs, ctx: &mut Ctx) -> Result<()> {
 }
 
 fn info(a: InfoArgs) -> Result<()> {
-    let idx = open_index(&a.index)?;
-    let file = IndexFile::open(&a.index)
-        .with_context(|| format!("reading index {}", a.index.display()))?;
+    let idx = open_index(&a.index, &a.load.options().verify(a.verify))?;
+    let file = if a.load.copy_on_load {
+        IndexFile::open_copied(&a.index)
+    } else {
+        IndexFile::open(&a.index)
+    }
+    .with_context(|| format!("reading index {}", a.index.display()))?;
     let per_code = if idx.is_empty() {
         0.0
     } else {
@@ -994,6 +1092,14 @@ fn info(a: InfoArgs) -> Result<()> {
             .map_or_else(|| "none".to_string(), ToString::to_string)
     ));
     out.push_str(&format!("len\t{}\n", idx.len()));
+    out.push_str(&format!(
+        "verified\t{}\n",
+        if idx.is_verified() {
+            "yes"
+        } else {
+            "no (opened without reading the data: index info --verify)"
+        }
+    ));
     out.push_str(&format!("bytes\t{}\n", idx.bytes()));
     out.push_str(&format!("bytes_per_code\t{per_code:.2}\n"));
     for (k, v) in file.params() {

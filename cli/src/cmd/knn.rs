@@ -11,7 +11,7 @@ use simlsh::{Hit, SignatureMatrix};
 
 use super::index::QUERY_BATCH;
 use super::sign::InputArgs;
-use crate::common::{Ctx, SignerArgs, check_paths, to_stdout, write_file};
+use crate::common::{Ctx, SignerArgs, check_paths, to_stdout};
 use crate::input::{Exact, prepare};
 use crate::parquet::Shape;
 use crate::table::Rows;
@@ -160,7 +160,7 @@ pub fn run(mut a: Args, ctx: &mut Ctx) -> Result<()> {
         out.finish()
     };
     match &a.out {
-        Some(path) => write_file(path, body)?,
+        Some(path) => ctx.write_file(path, body)?,
         None => to_stdout(body)?,
     }
     ctx.record("points", sigs.len());

@@ -108,6 +108,12 @@ pub struct TextArgs {
     /// Text input: save the IDF table fitted on the input, to reuse on other documents.
     #[arg(long)]
     pub save_idf: Option<PathBuf>,
+    /// The IDF table an index embeds (queries are weighted as its documents were).
+    #[arg(skip)]
+    pub embedded_idf: Option<Idf>,
+    /// The stop words an index embeds.
+    #[arg(skip)]
+    pub embedded_stop_words: Option<StopWords>,
 }
 
 /// The tokenizer of the text options; a TF-IDF table is loaded (`--idf`) or fitted on `texts`
@@ -128,13 +134,14 @@ pub fn tokenizer(t: &TextArgs, texts: &[&str], ctx: &mut Ctx) -> Result<Tokenize
         }
         return Ok(spec.build(None)?);
     }
-    let idf = match &t.idf {
-        Some(p) => Idf::load(p)?,
-        None => {
+    let idf = match (&t.embedded_idf, &t.idf) {
+        (Some(idf), _) => idf.clone(),
+        (None, Some(p)) => Idf::load(p)?,
+        (None, None) => {
             let counting = spec.counting()?;
             let idf = ctx.phase("idf", |_| Ok(Idf::fit(&counting, texts.iter())))?;
             if let Some(p) = &t.save_idf {
-                idf.save(p)?;
+                ctx.write_file(p, |w| idf.write_to(w))?;
             }
             idf
         }
@@ -263,10 +270,11 @@ pub enum WeightingArg {
 impl TextArgs {
     /// The library's tokenizer spec of these options (stop words read from their file).
     pub fn spec(&self) -> Result<TokenizerSpec> {
-        let stop_words = match self.stop_words.as_deref() {
-            None => StopWords::none(),
-            Some("english") => StopWords::english(),
-            Some(file) => StopWords::from_file(Path::new(file))?,
+        let stop_words = match (&self.embedded_stop_words, self.stop_words.as_deref()) {
+            (Some(words), _) => words.clone(),
+            (None, None) => StopWords::none(),
+            (None, Some("english")) => StopWords::english(),
+            (None, Some(file)) => StopWords::from_file(Path::new(file))?,
         };
         Ok(TokenizerSpec {
             mode: self.mode,
@@ -388,13 +396,14 @@ pub fn run(mut a: Args, ctx: &mut Ctx) -> Result<()> {
         .out
         .extension()
         .is_some_and(|e| e.eq_ignore_ascii_case("simlsh"));
-    ctx.phase("write", |_| {
-        if simlsh_file {
-            io::save_signatures(&a.out, sigs, Some(info))
-        } else {
-            io::write_signatures_npy(&a.out, sigs)
-        }
-        .with_context(|| format!("writing {}", a.out.display()))
+    ctx.phase("write", |ctx| {
+        ctx.stage(&a.out, |set| {
+            if simlsh_file {
+                io::stage_signatures(set, &a.out, sigs, Some(info))
+            } else {
+                io::stage_signatures_npy(set, &a.out, sigs)
+            }
+        })
     })?;
     ctx.say(format!(
         "signed {} rows of {} into {} (f = {}, signer {}{})",
