@@ -18,6 +18,7 @@ and the Rust library for the same seed and parameters.
 """
 
 from ._simlsh import FormatError, __version__
+from .dedup import DedupResult, dedup
 from .estimate import (
     Estimate,
     angle,
@@ -50,7 +51,7 @@ __all__ = [
     "Tokenizer", "Idf",
     "Index", "LinearScan", "PermutedTables", "MultiIndex", "PermutationIndex", "load_index",
     "update_index", "verify_index",
-    "Scheme", "plan_join", "self_join", "clusters", "knn_graph", "banded_join", "verified_join", "rerank",
+    "dedup", "DedupResult", "Scheme", "plan_join", "self_join", "clusters", "knn_graph", "banded_join", "verified_join", "rerank",
     "angle", "cosine", "estimate", "Estimate", "expected_hamming", "max_hamming_for_cosine",
     "recall_at", "expected_half_width", "plan_radius", "plan_bits",
 ]

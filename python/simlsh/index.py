@@ -111,9 +111,10 @@ class Index:
         return len(self._core)
 
     def add(self, codes, ids=None, *, threads: int | None = None) -> None:
-        """Stores ``codes`` (``(N, words)`` ``uint64``) under ``ids`` (integers in ``0..2^32``,
-        one per row; default ``len(self), len(self) + 1, ...`` as FAISS numbers them, taken
-        when the add runs). An id already stored, a code wider than ``bits`` or with bits set
+        """Stores ``codes`` (``(N, words)`` ``uint64``, or FAISS's ``uint8`` bytes) under ``ids``
+        (integers in ``0..2^32``, one per row; default: the ids following the largest ever
+        stored, ``0, 1, ...`` for a new index, so that a default id never collides with a
+        stored one, even after removals). An id already stored, a code wider than ``bits`` or with bits set
         beyond ``bits`` raises ``ValueError`` naming the row. All or nothing: a failing add
         stores none of its codes; concurrent adds run one after the other, and a concurrent
         search or :meth:`save` sees the index before or after the add. Adding to an empty

@@ -52,6 +52,45 @@ def plan_join(
     return _simlsh.plan_join(float(threshold), int(rows), bits, features, recall, memory)
 
 
+def _active(codes: np.ndarray, featureless) -> np.ndarray | None:
+    """The rows that take part in a join (``None``: all of them). ``featureless`` is ``"zero"``
+    (rows whose signature is all zeros: a simlsh signer gives that signature to every row
+    without features, an empty document or a zero vector, and to a row with features with
+    probability ``2**-bits`` for Gaussian hyperplanes), ``False`` (every row takes part, as
+    for codes that are not signatures of vectors), or a boolean mask or the row numbers of the
+    rows without features (``DedupResult.empty``, say)."""
+    n = codes.shape[0]
+    if featureless is False or featureless is None:
+        return None
+    if isinstance(featureless, str):
+        if featureless != "zero":
+            raise ValueError(f"featureless must be 'zero', False, a mask or row numbers, got {featureless!r}")
+        active = np.any(codes != 0, axis=1)
+    else:
+        f = np.asarray(featureless)
+        if f.dtype == bool:
+            if f.shape != (n,):
+                raise ValueError(f"featureless mask has {f.shape} entries for {n} rows")
+            active = ~f
+        else:
+            active = np.ones(n, bool)
+            if f.size:
+                if f.dtype.kind not in "iu" or f.min() < 0 or f.max() >= n:
+                    raise ValueError(f"featureless rows must be row numbers in 0..{n}")
+                active[f] = False
+    return None if active.all() else active
+
+
+def _on_active(codes, featureless, join):
+    """``join`` of the rows that take part, its row numbers mapped back to ``codes``'."""
+    active = _active(codes, featureless)
+    if active is None:
+        return join(codes)
+    rows = np.flatnonzero(active)
+    i, j, *rest = join(np.ascontiguousarray(codes[rows]))
+    return (rows[i], rows[j], *rest)
+
+
 def _scheme(scheme) -> _simlsh.Scheme:
     if isinstance(scheme, _simlsh.Scheme):
         return scheme
@@ -60,17 +99,26 @@ def _scheme(scheme) -> _simlsh.Scheme:
     raise TypeError(f"scheme must be a simlsh.Scheme or its text form, got {type(scheme).__name__}")
 
 
-def self_join(codes, radius: int, *, bits: int | None = None, threads: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def self_join(
+    codes, radius: int, *, bits: int | None = None, featureless="zero", threads: int | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Every unordered pair of rows of ``codes`` within Hamming distance ``radius``
     (inclusive), each exactly once: ``(i, j, distance)`` arrays (``int64``, ``int64``,
     ``int32``) with ``i < j``, sorted by ``(i, j)``. Exact for any radius (Manku's permuted
     tables built for the join; all pairs compared when the radius is near ``bits / 2``).
     ``bits`` defaults to ``64 * words``; it only matters for checking that no bit beyond it
-    is set."""
+    is set. Rows without features are never paired, as the command line keeps them apart:
+    by default those whose signature is all zeros (see ``featureless`` below; ``False`` pairs
+    every row).
+
+    ``featureless``: ``"zero"`` (rows whose signature is all zeros: a simlsh signer gives that
+    signature to every row without features, an empty document or a zero vector, and to a
+    row with features with probability ``2**-bits``), ``False``, or a mask or the row numbers
+    of the rows without features."""
     codes, bits = as_codes(codes, bits)
     if isinstance(radius, bool) or not isinstance(radius, (int, np.integer)) or not 0 <= radius < 2**32:
         raise ValueError(f"radius must be an integer in 0..2^32, got {radius!r}")
-    return _simlsh.self_join(codes, bits, int(radius), threads=threads)
+    return _on_active(codes, featureless, lambda c: _simlsh.self_join(c, bits, int(radius), threads=threads))
 
 
 def clusters(n: int, i, j) -> np.ndarray:
@@ -81,19 +129,31 @@ def clusters(n: int, i, j) -> np.ndarray:
     return _simlsh.clusters(int(n), i, j)
 
 
-def knn_graph(codes, k: int, *, index=None, bits: int | None = None, threads: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+def knn_graph(
+    codes, k: int, *, index=None, bits: int | None = None, featureless="zero", threads: int | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """The k-nearest-neighbour graph of the rows of ``codes``: ``(D, I)``, ``(N, k)`` arrays of
     each row's ``k`` nearest *other* rows sorted by ``(distance, id)`` (ties by the smaller
     id; id -1 and distance ``2**31 - 1`` where fewer exist). Exact by comparing every pair of
     rows once (``O(N^2)``, in one call), or answered by ``index`` (a :class:`simlsh.Index`
-    holding row ``i`` under id ``i``, e.g. ``MultiIndex`` for close neighbours)."""
+    holding row ``i`` under id ``i``, e.g. ``MultiIndex`` for close neighbours). Rows without
+    features (``featureless``, as :func:`self_join`) have no neighbours and are no one's
+    (without an index)."""
     if index is not None:
         bits = index.bits if bits is None else bits
     codes, bits = as_codes(codes, bits)
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 0:
         raise ValueError(f"k must be a non-negative integer, got {k!r}")
     core = index._core if index is not None else None
-    return _simlsh.knn_graph(codes, bits, int(k), index=core, threads=threads)
+    active = _active(codes, featureless) if index is None else None
+    if active is None:
+        return _simlsh.knn_graph(codes, bits, int(k), index=core, threads=threads)
+    rows = np.flatnonzero(active)
+    d, i = _simlsh.knn_graph(np.ascontiguousarray(codes[rows]), bits, int(k), threads=threads)
+    D = np.full((codes.shape[0], int(k)), d.dtype.type(2**31 - 1), dtype=d.dtype)
+    I = np.full((codes.shape[0], int(k)), -1, dtype=i.dtype)
+    D[rows], I[rows] = d, np.where(i >= 0, rows[np.maximum(i, 0)], -1)
+    return D, I
 
 
 def banded_join(
@@ -107,6 +167,7 @@ def banded_join(
     prefix: tuple[int, int] | None = None,
     bits: int | None = None,
     return_stats: bool = False,
+    featureless="zero",
     threads: int | None = None,
 ):
     """The banded self-join: every pair of rows whose signatures agree on all ``width`` bits
@@ -117,7 +178,8 @@ def banded_join(
     ``scheme`` (a :class:`Scheme` of kind ``bands`` or its text form) or the one these
     arguments describe. Runs of more than ``max_group`` rows sharing a key are skipped (listed
     in the statistics). :func:`plan_join` plans a banding for a recall at a cosine.
-    ``return_stats=True`` adds a dict: ``checked``, ``candidates``, ``capped``.
+    ``return_stats=True`` adds a dict: ``checked``, ``candidates``, ``capped``. Rows without
+    features are never paired (``featureless``, as :func:`self_join`).
     """
     codes, bits = as_codes(codes, bits)
     if scheme is None:
@@ -126,8 +188,14 @@ def banded_join(
         scheme = Scheme.bands(bits, int(bands), int(width), max_distance, max_group, prefix)
     elif any(v is not None for v in (bands, width, max_distance, max_group, prefix)):
         raise ValueError("give a scheme or its parameters (bands, width, ...), not both")
-    pairs, stats = _simlsh.banded_join(codes, bits, _scheme(scheme), threads=threads)
-    return (*pairs, stats) if return_stats else pairs
+    scheme = _scheme(scheme)
+
+    def join(c):
+        (i, j, d), stats = _simlsh.banded_join(c, bits, scheme, threads=threads)
+        return i, j, d, stats
+
+    i, j, d, stats = _on_active(codes, featureless, join)
+    return (i, j, d, stats) if return_stats else (i, j, d)
 
 
 def verified_join(

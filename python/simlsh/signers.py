@@ -37,10 +37,11 @@ from .text import Tokenizer, _texts
 
 __all__ = ["Signer", "HyperplaneSigner", "HashingTrick", "HashedGaussian", "PooledSigner", "signer", "hamming", "KINDS"]
 
-#: Signer kinds by name, as the command line's ``--signer`` and ``Signer.info()["kind"]``.
-KINDS = ("gaussian", "super-bit", "rademacher", "very-sparse", "hashing-trick", "hashed-gaussian", "pooled")
+#: Signer kinds by name, as the command line's ``--signer`` and ``Signer.info()["kind"]``: the
+#: library's table (``signers::kinds()``).
+KINDS = tuple(k["name"] for k in _simlsh.signer_kinds())
 #: The kinds that hash their features (no matrix, any dimension, ids or tokens).
-HASHED = ("hashing-trick", "hashed-gaussian", "pooled")
+HASHED = tuple(k["name"] for k in _simlsh.signer_kinds() if not k["needs_dim"])
 
 
 class Signer:

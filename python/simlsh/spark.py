@@ -140,7 +140,8 @@ def _one_chunk(arr):
 
 
 def _csr(batch, inp: _Input) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """A batch's sparse rows as CSR arrays (``int64`` indptr and indices, ``float32`` data)."""
+    """A batch's sparse rows as canonical CSR arrays (``int64`` indptr and indices, ``float32``
+    data)."""
     i, v = (_one_chunk(batch.column(c)) for c in inp.cols)
     for arr, what in ((i, "indices"), (v, "values")):
         null = _first_null(arr)
@@ -153,7 +154,9 @@ def _csr(batch, inp: _Input) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         raise ValueError(f"row {r}: {io[r + 1] - io[r]} indices but {vo[r + 1] - vo[r]} values")
     ind = i.flatten().to_numpy(zero_copy_only=False).astype(np.int64)
     val = v.flatten().to_numpy(zero_copy_only=False).astype(np.float32)
-    return io - io[0], ind, val
+    # The library's canonical rows: sorted, duplicates summed in float64 (as the command line
+    # reads a sparse file), so that signatures and exact cosines are the command line's.
+    return _simlsh.canonical_csr(io - io[0], ind, val)
 
 
 def _texts(batch, inp: _Input):

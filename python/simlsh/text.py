@@ -223,6 +223,19 @@ class Tokenizer:
         occurrence. A TF-IDF tokenizer must be fitted first."""
         return self._core.features(text)
 
+    def transform(self, docs: Iterable[str], *, threads: int | None = None):
+        """The weighted features of ``docs`` as a SciPy CSR matrix (``float32``, one row per
+        document, sorted indices), for exact cosines (:func:`simlsh.verified_join`): column
+        ``c`` is the feature whose 64-bit key is ``keys[c]``, returned beside it. A TF-IDF
+        tokenizer must be fitted first. Returns ``(X, keys)``."""
+        import scipy.sparse as sp
+
+        docs = _texts(docs)
+        indptr, indices, data, keys = self._core.transform(docs, threads=threads)
+        X = sp.csr_matrix((data, indices, indptr), shape=(len(docs), len(keys)))
+        X.has_sorted_indices = True
+        return X, keys
+
     @property
     def config(self) -> str:
         """The settings that determine the features, as recorded in IDF tables."""

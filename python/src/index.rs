@@ -75,6 +75,9 @@ pub fn ids_u32(ids: &[i64]) -> PyResult<Vec<u32>> {
 pub struct PyIndex {
     inner: RwLock<Box<dyn HammingIndex>>,
     spec: IndexSpec,
+    /// The first default id of the next add: one past the largest id ever stored (known once
+    /// computed or set; changed only under the index's write lock).
+    next_id: std::sync::Mutex<Option<u64>>,
 }
 
 impl PyIndex {
@@ -90,7 +93,19 @@ impl PyIndex {
         PyIndex {
             inner: RwLock::new(idx),
             spec,
+            next_id: std::sync::Mutex::new(None),
         }
+    }
+
+    /// One past the largest id stored in `idx` (0 when empty): every stored code is within
+    /// the full width of any query, and radius searches are exact for every kind.
+    fn past_largest_id(idx: &dyn HammingIndex) -> simlsh::Result<u64> {
+        if idx.is_empty() {
+            return Ok(0);
+        }
+        let zero = vec![0u64; simlsh::signature::words_for(idx.bits())];
+        let all = idx.radius(&zero, idx.bits() as u32)?;
+        Ok(all.iter().map(|h| u64::from(h.id) + 1).max().unwrap_or(0))
     }
 }
 
@@ -209,9 +224,9 @@ impl PyIndex {
         Ok(Self::wrap(idx, spec))
     }
 
-    /// Stores `codes` under `ids` (`int64` values in `0..2^32`, one per row; `None`: the next
-    /// ids after the stored count, as FAISS numbers them, and an empty index is built in one
-    /// pass). All or nothing, under the index's lock for the whole call: a failing add (an id
+    /// Stores `codes` under `ids` (`int64` values in `0..2^32`, one per row; `None`: the ids
+    /// following the largest ever stored, `0, 1, ...` for a new index, which is then built in
+    /// one pass). All or nothing, under the index's lock for the whole call: a failing add (an id
     /// already stored, a malformed code) stores none of its codes, and concurrent searches
     /// and saves see the index before or after the add, never half of it.
     #[pyo3(signature = (codes, ids = None, threads = None))]
@@ -246,28 +261,42 @@ impl PyIndex {
         let spec = &self.spec;
         t.run(py, || -> simlsh::Result<()> {
             let mut idx = self.write();
+            let mut next = self.next_id.lock().unwrap_or_else(|p| p.into_inner());
             let ids = match ids {
-                Some(ids) => ids,
-                None if idx.is_empty() && n > 0 => {
+                Some(ids) => {
+                    idx.insert_batch(&ids, m.as_slice())?;
+                    if let (Some(nx), Some(top)) = (next.as_mut(), ids.iter().max()) {
+                        *nx = (*nx).max(u64::from(*top) + 1);
+                    }
+                    return Ok(());
+                }
+                None if idx.is_empty() && n > 0 && next.unwrap_or(0) == 0 => {
                     let signer = idx.signer().cloned();
                     let mut built = spec.build(&m)?;
                     built.set_signer(signer)?;
                     *idx = built;
+                    *next = Some(n as u64);
                     return Ok(());
                 }
                 None => {
-                    let start = idx.len();
-                    let fits = u32::try_from(start + n).is_ok();
-                    if !fits {
+                    // After removals the count is not the next free id: ids continue past the
+                    // largest ever stored, so a default id never collides.
+                    let start = match *next {
+                        Some(s) => s,
+                        None => Self::past_largest_id(&**idx)?,
+                    };
+                    if start + n as u64 > u64::from(u32::MAX) + 1 {
                         return Err(Error::param(
                             "ids",
-                            format!("{start} stored + {n} codes: the next ids exceed 2^32 - 1"),
+                            format!("ids from {start} for {n} codes: the next ids exceed 2^32 - 1"),
                         ));
                     }
-                    (start as u32..(start + n) as u32).collect()
+                    (start as u32..(start + n as u64) as u32).collect::<Vec<u32>>()
                 }
             };
-            idx.insert_batch(&ids, m.as_slice())
+            idx.insert_batch(&ids, m.as_slice())?;
+            *next = Some(u64::from(*ids.last().unwrap_or(&0)) + 1);
+            Ok(())
         })
         .py()
     }

@@ -36,6 +36,8 @@ fn _simlsh(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(rerank::rerank_csr, m)?)?;
     m.add_function(wrap_pyfunction!(scheme::plan_join, m)?)?;
     m.add_function(wrap_pyfunction!(signer::default_signer, m)?)?;
+    m.add_function(wrap_pyfunction!(signer::signer_kinds, m)?)?;
+    m.add_function(wrap_pyfunction!(signer::canonical_csr, m)?)?;
     m.add_function(wrap_pyfunction!(scheme::defaults, m)?)?;
     m.add_function(wrap_pyfunction!(scheme::feature_sample_step, m)?)?;
     m.add_function(wrap_pyfunction!(scheme::mean_features, m)?)?;

@@ -169,6 +169,53 @@ impl PyTokenizer {
         Ok((f.tokens, f.weights))
     }
 
+    /// The weighted features of `docs` as a sparse matrix for exact cosines: `(indptr,
+    /// indices, data, keys)`, one row per document, column `c` the feature whose 64-bit key is
+    /// `keys[c]` (keys sorted); `float32` weights as the verified join computes them.
+    #[pyo3(signature = (docs, threads = None))]
+    #[allow(clippy::type_complexity)]
+    fn transform<'py>(
+        &self,
+        py: Python<'py>,
+        docs: Vec<String>,
+        threads: Option<usize>,
+    ) -> PyResult<(
+        Bound<'py, PyArray1<i64>>,
+        Bound<'py, PyArray1<i64>>,
+        Bound<'py, PyArray1<f32>>,
+        Bound<'py, PyArray1<u64>>,
+    )> {
+        use rayon::prelude::*;
+        let t = Threads::new(threads)?;
+        let tok = self.fitted()?;
+        let (indptr, indices, data, keys) = t.run(py, || {
+            let rows: Vec<(Vec<u64>, Vec<f32>)> = docs
+                .par_iter()
+                .map(|d| tok.features(d).sparse_row())
+                .collect();
+            let mut keys: Vec<u64> = rows.iter().flat_map(|r| r.0.iter().copied()).collect();
+            keys.par_sort_unstable();
+            keys.dedup();
+            let mut indptr = Vec::with_capacity(rows.len() + 1);
+            indptr.push(0i64);
+            let (mut indices, mut data) = (Vec::new(), Vec::new());
+            for (ids, ws) in rows {
+                for (id, w) in ids.into_iter().zip(ws) {
+                    indices.push(keys.binary_search(&id).expect("a key of the rows") as i64);
+                    data.push(w);
+                }
+                indptr.push(indices.len() as i64);
+            }
+            (indptr, indices, data, keys)
+        });
+        Ok((
+            indptr.into_pyarray(py),
+            indices.into_pyarray(py),
+            data.into_pyarray(py),
+            keys.into_pyarray(py),
+        ))
+    }
+
     /// The settings that determine the features, as one line (recorded in IDF tables).
     fn config(&self) -> PyResult<String> {
         Ok(self.spec.counting().py()?.config())

@@ -31,46 +31,11 @@ from simlsh import _simlsh  # noqa: E402
 from simlsh import spark as S  # noqa: E402
 from simlsh.arrow import _string_buffers  # noqa: E402
 
+from conftest import check_java, session  # noqa: E402
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 TWEETS = ROOT / "datasets" / "healthtweets-10k" / "healthtweets-10k.csv"
 PARTITIONS = (1, 3, 8)
-
-
-def check_java() -> None:
-    java = shutil.which("java")
-    assert java is not None, "Spark needs Java 17: `java` is not on PATH (apt-get install openjdk-17-jre-headless)"
-    r = subprocess.run([java, "-version"], capture_output=True, text=True)
-    assert r.returncode == 0, f"`java -version` failed ({r.returncode}): {r.stderr.strip()}"
-
-
-def session(master: str, partitions: int = 3):
-    """A SparkSession on the loopback interface with the UI off."""
-    from pyspark.sql import SparkSession
-
-    check_java()
-    os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
-    s = (
-        SparkSession.builder.master(master)
-        .appName("simlsh-tests")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", str(partitions))
-        .config("spark.executor.memory", "512m")
-        .getOrCreate()
-    )
-    s.sparkContext.setLogLevel("ERROR")
-    return s
-
-
-@pytest.fixture(scope="session")
-def spark():
-    s = session("local[2]")
-    yield s
-    s.stop()
 
 
 # ---------------------------------------------------------------------------------------------

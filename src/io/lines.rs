@@ -157,6 +157,7 @@ impl<R: std::io::BufRead> LineReader<R> {
 /// A reader that fails once more than `max` bytes pass without a line feed: the line cap of
 /// readers that split lines themselves (the `csv` crate, whose buffer would otherwise grow
 /// with a line until memory runs out, as on `/dev/zero`).
+#[cfg(any(feature = "documents", test))]
 pub(crate) struct LineCapped<R> {
     inner: R,
     /// Bytes since the last line feed.
@@ -164,8 +165,10 @@ pub(crate) struct LineCapped<R> {
     max: usize,
 }
 
+#[cfg(any(feature = "documents", test))]
 impl<R> LineCapped<R> {
     /// Lines of at most [`MAX_LINE`] bytes.
+    #[cfg(feature = "documents")]
     pub(crate) fn new(inner: R) -> Self {
         Self::with_max(inner, MAX_LINE)
     }
@@ -176,6 +179,7 @@ impl<R> LineCapped<R> {
     }
 }
 
+#[cfg(any(feature = "documents", test))]
 impl<R: Read> Read for LineCapped<R> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         let n = self.inner.read(buf)?;
