@@ -24,6 +24,7 @@
 //!   index and in its file, so that queries are signed like the index
 //!   ([`HammingIndex::signer`], [`HammingIndex::signer_spec`]).
 
+pub mod graph;
 mod linear;
 pub mod manku;
 pub(crate) mod mih;
@@ -33,6 +34,7 @@ mod rows;
 pub mod signer;
 pub mod spec;
 
+pub use graph::{GraphBuilder, GraphIndex};
 pub use linear::LinearScan;
 pub use manku::{PermutedTables, PermutedTablesBuilder, Plan};
 pub use mih::{MultiIndex, MultiIndexBuilder, auto_substrings};
@@ -43,7 +45,8 @@ pub use permutation::{
 pub use results::{KnnResults, NO_DISTANCE, NO_ID, RangeResults};
 pub use signer::SignerRecord;
 pub use spec::{
-    IndexSpec, KindInfo, MankuDesign, MankuSpec, MihSpec, ParamInfo, PermutationSpec, kinds,
+    GraphSpec, IndexSpec, KindInfo, MankuDesign, MankuSpec, MihSpec, ParamInfo, PermutationSpec,
+    kinds,
 };
 
 use rayon::prelude::*;
@@ -67,7 +70,7 @@ pub struct Hit {
 /// An index of `f`-bit signatures answering exact radius and k-NN queries (approximate k-NN
 /// for indexes that say so in [`exact_knn`](Self::exact_knn)).
 pub trait HammingIndex: Send + Sync {
-    /// Short name of the index type (`linear`, `manku`, `mih`, `permutation`).
+    /// Short name of the index type (`linear`, `manku`, `mih`, `permutation`, `graph`).
     fn kind(&self) -> &'static str;
 
     /// The kind and parameters of this index ([`IndexSpec`]): building the same signatures
