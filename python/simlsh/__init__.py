@@ -31,6 +31,7 @@ from .estimate import (
     recall_at,
 )
 from .index import (
+    GraphIndex,
     Index,
     LinearScan,
     MultiIndex,
@@ -47,8 +48,8 @@ __all__ = [
     "FormatError", "__version__",
     "Signer", "HyperplaneSigner", "HashingTrick", "HashedGaussian", "PooledSigner", "signer", "hamming",
     "Tokenizer", "Idf",
-    "Index", "LinearScan", "PermutedTables", "MultiIndex", "PermutationIndex", "load_index",
-    "verify_index",
+    "Index", "LinearScan", "PermutedTables", "MultiIndex", "PermutationIndex", "GraphIndex",
+    "load_index", "verify_index",
     "self_join", "clusters", "knn_graph", "banded_join", "verified_join", "rerank",
     "angle", "cosine", "estimate", "Estimate", "expected_hamming", "max_hamming_for_cosine",
     "recall_at", "expected_half_width", "plan_radius", "plan_bits",

@@ -41,19 +41,31 @@ def clusters(n: int, i, j) -> np.ndarray:
     return _simlsh.clusters(int(n), i, j)
 
 
-def knn_graph(codes, k: int, *, index=None, bits: int | None = None, threads: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+def knn_graph(
+    codes,
+    k: int,
+    *,
+    index=None,
+    method: str = "exact",
+    seed: int = 0,
+    bits: int | None = None,
+    threads: int | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
     """The k-nearest-neighbour graph of the rows of ``codes``: ``(D, I)``, ``(N, k)`` arrays of
     each row's ``k`` nearest *other* rows sorted by ``(distance, id)`` (ties by the smaller
-    id; id -1 and distance ``2**31 - 1`` where fewer exist). Exact by comparing every pair of
-    rows once (``O(N^2)``, in one call), or answered by ``index`` (a :class:`simlsh.Index`
-    holding row ``i`` under id ``i``, e.g. ``MultiIndex`` for close neighbours)."""
+    id; id -1 and distance ``2**31 - 1`` where fewer exist). ``method="exact"`` compares every
+    pair of rows once (``O(N^2)``, in one call); ``method="approx"`` does not (random
+    partition trees refined by NN-Descent rounds, drawn from ``seed``: exact distances, lists
+    that may miss true neighbours, the same for any thread count); or the graph is answered by
+    ``index`` (a :class:`simlsh.Index` holding row ``i`` under id ``i``, e.g. ``MultiIndex``
+    for close neighbours)."""
     if index is not None:
         bits = index.bits if bits is None else bits
     codes, bits = as_codes(codes, bits)
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 0:
         raise ValueError(f"k must be a non-negative integer, got {k!r}")
     core = index._core if index is not None else None
-    return _simlsh.knn_graph(codes, bits, int(k), index=core, threads=threads)
+    return _simlsh.knn_graph(codes, bits, int(k), index=core, threads=threads, method=method, seed=int(seed))
 
 
 def banded_join(

@@ -39,8 +39,8 @@ pub use linear::LinearScan;
 pub use manku::{PermutedTables, PermutedTablesBuilder, Plan};
 pub use mih::{MultiIndex, MultiIndexBuilder, auto_substrings};
 pub use permutation::{
-    DEFAULT_BEAM, DEFAULT_PERMUTATIONS, DEFAULT_SEED, PermutationBuilder, PermutationIndex,
-    recall_at_k,
+    DEFAULT_BEAM, DEFAULT_PERMUTATIONS, DEFAULT_SEED, PermutationBuilder, PermutationIndex, Recall,
+    recall, recall_at_k,
 };
 pub use results::{KnnResults, NO_DISTANCE, NO_ID, RangeResults};
 pub use signer::SignerRecord;
@@ -144,6 +144,17 @@ pub trait HammingIndex: Send + Sync {
     /// True when [`knn_into`](Self::knn_into) is exact (false for permutation search).
     fn exact_knn(&self) -> bool {
         true
+    }
+
+    /// The index as a [`GraphIndex`], for its own knobs (the search beam, the check);
+    /// `None` for other kinds.
+    fn as_graph(&self) -> Option<&GraphIndex> {
+        None
+    }
+
+    /// [`as_graph`](Self::as_graph), mutable.
+    fn as_graph_mut(&mut self) -> Option<&mut GraphIndex> {
+        None
     }
 
     /// [`radius_into`](Self::radius_into), allocating the result.

@@ -283,7 +283,7 @@ const KINDS: &[KindInfo] = &[
     },
     KindInfo {
         name: "graph",
-        description: "a navigable graph searched by beam (Vamana-style): approximate k-NN, sublinear on codes with close neighbours; exact radius",
+        description: "a navigable graph (pruned NN-Descent k-NN graph) searched by beam: approximate k-NN, sublinear on codes with close neighbours; exact radius",
         exact_knn: false,
         params: &[
             ParamInfo {
@@ -299,7 +299,7 @@ const KINDS: &[KindInfo] = &[
             ParamInfo {
                 key: "efc",
                 default: "64",
-                description: "insertion beam: a larger one builds slower and gives a better graph",
+                description: "beam of inserts after the build: a larger one inserts slower and links better",
             },
             ParamInfo {
                 key: "seed",

@@ -15,7 +15,8 @@ const EMPTY: u64 = u64::MAX;
 ///
 /// # Method
 ///
-/// 1. **Seeds.** Each of `trees` random trees splits the codes until every part holds at
+/// 1. **Seeds.** Each code is measured against `randoms` random codes. Then each of `trees`
+///    random trees splits the codes until every part holds at
 ///    most `leaf` codes: a part's codes go with the nearest of up to 64 of its codes drawn
 ///    by the seed (the codes move along with the split, so each leaf is contiguous). Within
 ///    a leaf every pair is measured by the batched distance kernel (sequential reads), and
@@ -35,7 +36,7 @@ const EMPTY: u64 = u64::MAX;
 pub struct ApproxKnn {
     /// Most refinement rounds (default 8).
     pub rounds: usize,
-    /// Neighbours and reverse neighbours of each code gathered per round (default 16).
+    /// Neighbours and reverse neighbours of each code gathered per round (default 10).
     pub sample: usize,
     /// Stop when fewer than `delta · N · k` list entries changed in a round (default 0.002).
     pub delta: f64,
@@ -46,20 +47,38 @@ pub struct ApproxKnn {
     pub list: usize,
     /// Random partition trees for the seeds (default 8).
     pub trees: usize,
-    /// Most codes in a leaf of a tree (default 1,000).
+    /// Most codes in a leaf of a tree (default 250).
     pub leaf: usize,
+    /// Random codes measured for each code before the trees (default 10): links across the
+    /// parts of the trees, through which the rounds reach neighbours that no leaf held with
+    /// the code (without them, 4 trees of 64-code leaves and 8 rounds reach tie-aware recall
+    /// 0.40 on 4,000 `GloVe` codes; with 10, 0.94).
+    pub randoms: usize,
 }
 
 impl Default for ApproxKnn {
     fn default() -> Self {
         ApproxKnn {
             rounds: 8,
-            sample: 16,
+            sample: 10,
             delta: 0.002,
             seed: 0,
             list: 0,
-            trees: 8,
-            leaf: 1000,
+            trees: 16,
+            leaf: 250,
+            randoms: 10,
+        }
+    }
+}
+
+impl ApproxKnn {
+    /// The parameters a graph index builds with ([`crate::index::GraphIndex`]): the
+    /// defaults without the random links (the index's prune and reverse edges connect the
+    /// parts; measured on `GloVe` 100k and 400k, `benches/compare/graph.py`).
+    pub fn for_graph() -> Self {
+        ApproxKnn {
+            randoms: 0,
+            ..ApproxKnn::default()
         }
     }
 }
@@ -303,8 +322,23 @@ pub(crate) fn approx_knn(
     if n < 2 || k == 0 {
         return (lists, stats);
     }
-    // 1. Seeds.
+    // 1. Seeds: random codes first (so that the rounds can leave a part the trees got
+    // wrong), then the trees.
     let kernels = crate::hamming::Kernels::dispatched();
+    lists
+        .par_chunks_mut(k)
+        .zip(flags.par_chunks_mut(k))
+        .enumerate()
+        .for_each(|(v, (l, f))| {
+            let code = &codes[v * w..(v + 1) * w];
+            for j in 0..p.randoms as u64 {
+                let u = (hash_u64((v as u64) << 32 | j, p.seed) % n as u64) as usize;
+                if u != v {
+                    let d = kernels.distance_eq(code, &codes[u * w..(u + 1) * w]);
+                    insert(l, f, (u64::from(d) << 32) | u as u64);
+                }
+            }
+        });
     for t in 0..p.trees {
         // The codes in the order of a random tree's leaves, with the leaves' sizes.
         let mut idx: Vec<u32> = (0..n as u32).collect();
@@ -480,6 +514,28 @@ pub(crate) fn approx_knn(
         if changed <= target {
             break;
         }
+    }
+    // A code the trees and rounds left with fewer than k entries (alone in small leaves,
+    // listed by no one) gets its exact nearest by a scan.
+    let short: Vec<usize> = lists
+        .par_chunks_exact(k)
+        .enumerate()
+        .filter(|(_, l)| l[k - 1] == EMPTY)
+        .map(|(v, _)| v)
+        .collect();
+    for v in short {
+        let q = &codes[v * w..(v + 1) * w];
+        let found = crate::hamming::scan_knn(q, codes, w, k + 1).expect("whole codes");
+        let l = &mut lists[v * k..(v + 1) * k];
+        for (slot, nb) in found[0]
+            .iter()
+            .filter(|nb| nb.index != v)
+            .take(k)
+            .enumerate()
+        {
+            l[slot] = (u64::from(nb.dist) << 32) | nb.index as u64;
+        }
+        stats.distances += n as u64;
     }
     (lists, stats)
 }

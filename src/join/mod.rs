@@ -10,7 +10,7 @@
 //! `r = 3` on a million rows it is the pigeonhole design of 4 blocks of 16 bits.
 
 mod banded;
-mod descent;
+pub(crate) mod descent;
 mod graph;
 mod tables;
 

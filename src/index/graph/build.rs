@@ -259,6 +259,84 @@ pub(super) fn set_row(adj: &mut [u32], m: usize, q: u32, row: &[u32]) {
     r[..row.len()].copy_from_slice(row);
 }
 
+/// The graph of all of `codes` at once: each node's out-edges are the robust prune of its
+/// approximate `k_list` nearest ([`crate::join::descent`]: random partition trees refined by
+/// NN-Descent), then every node gets the reverse edges of its in-neighbours (a row over `m`
+/// pruned again). The result does not depend on the number of threads.
+pub(super) fn from_knn(codes: &[u64], w: usize, k_list: usize, seed: u64, p: &Params) -> Vec<u32> {
+    let n = codes.len() / w;
+    let mut adj = vec![NONE; n * p.m];
+    let k = k_list.min(n.saturating_sub(1));
+    if k == 0 {
+        return adj;
+    }
+    let params = crate::join::ApproxKnn {
+        seed,
+        ..crate::join::ApproxKnn::for_graph()
+    };
+    let (lists, _) = crate::join::descent::approx_knn(codes, w, k, &params);
+    adj.par_chunks_mut(p.m)
+        .zip(lists.par_chunks_exact(k))
+        .for_each_init(
+            || (Vec::new(), Vec::new()),
+            |(cands, out), (row, l)| {
+                cands.clear();
+                cands.extend(
+                    l.iter()
+                        .take_while(|&&e| e != u64::MAX)
+                        .map(|&e| ((e >> 32) as u32, e as u32)),
+                );
+                prune(codes, w, cands, p.alpha, p.m, out);
+                row[..out.len()].copy_from_slice(out);
+            },
+        );
+    drop(lists);
+    add_reverse(codes, &mut adj, w, None, p);
+    adj
+}
+
+/// Adds the reverse of the out-edges of `sources` (every node when `None`), grouped by
+/// target in a fixed order: appended while a row has room, else the row and the new
+/// sources pruned together.
+fn add_reverse(codes: &[u64], adj: &mut [u32], w: usize, sources: Option<&[u32]>, p: &Params) {
+    let m = p.m;
+    let mut rev: Vec<(u32, u32)> = match sources {
+        Some(batch) => batch
+            .iter()
+            .flat_map(|&v| {
+                let row = &adj[v as usize * m..(v as usize + 1) * m];
+                row.iter().take_while(|&&q| q != NONE).map(move |&q| (q, v))
+            })
+            .collect(),
+        None => adj
+            .par_chunks(m)
+            .enumerate()
+            .flat_map_iter(|(v, row)| {
+                row.iter()
+                    .take_while(|&&q| q != NONE)
+                    .map(move |&q| (q, v as u32))
+            })
+            .collect(),
+    };
+    rev.par_sort_unstable();
+    let groups: Vec<&[(u32, u32)]> = rev.chunk_by(|a, b| a.0 == b.0).collect();
+    let rows: Vec<(u32, Vec<u32>)> = {
+        let adj: &[u32] = adj;
+        groups
+            .par_iter()
+            .map_init(Vec::new, |cands, g| {
+                let q = g[0].0;
+                let sources: Vec<u32> = g.iter().map(|e| e.1).collect();
+                let row = &adj[q as usize * m..(q as usize + 1) * m];
+                (q, merge_in(codes, w, row, &sources, p, q, cands))
+            })
+            .collect()
+    };
+    for (q, row) in rows {
+        set_row(adj, m, q, &row);
+    }
+}
+
 /// Inserts `batch` (nodes whose codes are in `codes`, rows empty) into the graph `adj`:
 /// every node searches the graph as it is at the start (in parallel), then its out-edges and
 /// the reverse edges are applied in node order. The result does not depend on the number
@@ -293,29 +371,7 @@ pub(super) fn insert_batch(
     for (&node, out) in batch.iter().zip(&outs) {
         set_row(adj, p.m, node, out);
     }
-    // Reverse edges, grouped by target in a fixed order.
-    let mut rev: Vec<(u32, u32)> = batch
-        .iter()
-        .zip(&outs)
-        .flat_map(|(&node, out)| out.iter().map(move |&q| (q, node)))
-        .collect();
-    rev.sort_unstable();
-    let groups: Vec<&[(u32, u32)]> = rev.chunk_by(|a, b| a.0 == b.0).collect();
-    let rows: Vec<(u32, Vec<u32>)> = {
-        let adj: &[u32] = adj;
-        groups
-            .par_iter()
-            .map_init(Vec::new, |cands, g| {
-                let q = g[0].0;
-                let sources: Vec<u32> = g.iter().map(|e| e.1).collect();
-                let row = &adj[q as usize * p.m..(q as usize + 1) * p.m];
-                (q, merge_in(codes, w, row, &sources, p, q, cands))
-            })
-            .collect()
-    };
-    for (q, row) in rows {
-        set_row(adj, p.m, q, &row);
-    }
+    add_reverse(codes, adj, w, Some(batch), p);
 }
 
 /// Size of the batch after `inserted` nodes.

@@ -64,8 +64,8 @@ impl GraphBuilder {
         self
     }
 
-    /// Beam of the insertion searches (≥ 1; default 64): a larger one builds slower and
-    /// gives a better graph.
+    /// Beam of the searches that insert codes after the build (≥ 1; default 64): a larger
+    /// one inserts slower and links better. The build itself prunes approximate k-NN lists.
     pub fn ef_construction(mut self, ef: usize) -> Self {
         self.ef_construction = ef;
         self

@@ -82,8 +82,8 @@ impl Check {
             Mode::Scan => "scan: the graph costs more than the scan",
         };
         format!(
-            "{why} (check of {} codes: tie-aware recall@{K} {:.3}, {:.0} distances a query \
-             against a scan's {:.0} equivalent)",
+            "{why} (check of {} codes: tie-aware recall@{K} {:.3}, {:.0} distances a query, \
+             where the scan costs as much as {:.0})",
             self.sample, self.recall, self.distances, scan_cost
         )
     }
