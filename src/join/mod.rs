@@ -12,6 +12,7 @@
 mod banded;
 pub(crate) mod descent;
 mod graph;
+mod scheme;
 mod tables;
 
 pub(crate) use banded::{BIG_RUN, banded_join_map};
@@ -24,6 +25,7 @@ pub use graph::{
     KnnMethod, LeaderOrder, UnionFind, clusters, knn_graph, knn_graph_by, knn_graph_rows,
     knn_graph_with, leader_clusters,
 };
+pub use scheme::{PartitionPairs, Pass, Scheme, partition};
 pub use tables::{TableKeys, TableKeysBuilder, table_partition};
 
 use rayon::prelude::*;
