@@ -218,6 +218,16 @@ fn sections(kind: FileKind) -> &'static [(&'static str, Elem)] {
             ("keys", U64),
             ("order", U32),
         ],
+        FileKind::Graph => &[
+            ("codes", U64),
+            ("adj", U32),
+            ("node_ids", U32),
+            ("dup_nodes", U32),
+            ("dup_ids", U32),
+            ("table", U32),
+            ("entries", U32),
+            ("entry_codes", U64),
+        ],
         FileKind::Signatures => &[("codes", U64)],
     }
 }
@@ -295,6 +305,8 @@ fn crafted_files_with_valid_checksums_are_errors_not_panics() {
         (64, "mih:delta=20"),
         (100, "mih:m=2,delta=20"),
         (70, "permutation:q=3,beam=4"),
+        (64, "graph:m=4,ef=8,efc=8,fallback=false"),
+        (130, "graph:m=6"),
     ] {
         let m = sigs(bits, 120);
         let mut idx = spec.parse::<IndexSpec>().unwrap().build(&m).unwrap();
@@ -399,6 +411,8 @@ fn crafted_fields_are_named_in_the_error() {
         ("mih", "substrings", "1000000000", "param substrings"),
         ("linear", "len", "7", "param len"),
         ("permutation", "permutations", "5", "param permutations"),
+        ("graph", "m", "1", "param m"),
+        ("graph", "check.mode", "tree", "param check.mode"),
     ] {
         let idx = spec.parse::<IndexSpec>().unwrap().build(&m).unwrap();
         let path = tmp(&format!("named-{}.simlsh", idx.kind()));

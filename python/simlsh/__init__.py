@@ -32,6 +32,7 @@ from .estimate import (
     recall_at,
 )
 from .index import (
+    GraphIndex,
     Index,
     LinearScan,
     MultiIndex,
@@ -49,7 +50,7 @@ __all__ = [
     "FormatError", "__version__",
     "Signer", "HyperplaneSigner", "HashingTrick", "HashedGaussian", "PooledSigner", "signer", "hamming",
     "Tokenizer", "Idf",
-    "Index", "LinearScan", "PermutedTables", "MultiIndex", "PermutationIndex", "load_index",
+    "Index", "LinearScan", "PermutedTables", "MultiIndex", "PermutationIndex", "GraphIndex", "load_index",
     "update_index", "verify_index",
     "dedup", "DedupResult", "Scheme", "plan_join", "self_join", "clusters", "knn_graph", "banded_join", "verified_join", "rerank",
     "angle", "cosine", "estimate", "Estimate", "expected_hamming", "max_hamming_for_cosine",

@@ -7,7 +7,7 @@ semantics (the Rust library's ``HammingIndex``):
 - :meth:`Index.range_search` returns *every* stored code within distance ``radius``,
   **inclusive** (FAISS's binary range search is exclusive: ``radius=3`` here is FAISS's 4);
 - :meth:`Index.search` returns the ``k`` nearest, ties at the ``k``-th distance broken by the
-  smaller id (approximate for :class:`PermutationIndex`);
+  smaller id (approximate for :class:`PermutationIndex` and :class:`GraphIndex`);
 - results are sorted by ``(distance, id)``; inserts and removals keep every search exact.
 
 =====================  ==========================================================
@@ -17,6 +17,7 @@ LinearScan             exact, any radius or k, by hardware popcount; no build
 PermutedTables         Manku's permuted tables: exact radius <= ``radius`` fastest
 MultiIndex             multi-index hashing: exact radius and exact k-NN
 PermutationIndex       Charikar's permutation search: approximate k-NN, exact radius
+GraphIndex             a navigable graph: approximate k-NN, sublinear; exact radius
 =====================  ==========================================================
 
 Indexes save to the library's file format (:meth:`Index.save`; the command line's
@@ -53,7 +54,7 @@ from . import _simlsh
 from ._codes import as_codes, as_ids
 
 __all__ = [
-    "Index", "LinearScan", "PermutedTables", "MultiIndex", "PermutationIndex", "load_index",
+    "Index", "LinearScan", "PermutedTables", "MultiIndex", "PermutationIndex", "GraphIndex", "load_index",
     "update_index", "verify_index",
 ]
 
@@ -268,8 +269,76 @@ class PermutationIndex(Index):
         )
 
 
+class GraphIndex(Index):
+    """A graph index: approximate k-NN by a beam search over a navigable graph of the codes
+    (out-degree ``m``), sublinear where codes have close neighbours (signatures of
+    embeddings); radius search is exact (a scan). A stored copy of a query is always found
+    (distance 0). On codes whose neighbours are hardly closer than random ones the build's
+    check finds the graph no better than the scan and :meth:`search` scans instead
+    (``fallback``; see :attr:`check`). Parameters left ``None`` take the library's defaults
+    (``simlsh index kinds``).
+
+    m : out-degree (memory ``4 m`` bytes a code); ef_search : the search beam, FAISS's
+    ``efSearch`` (also settable later); ef_construction : the beam of inserts after the
+    build; seed : seed of the build; fallback : let k-NN scan when the check says so.
+
+    >>> import numpy as np, simlsh
+    >>> rng = np.random.default_rng(0)
+    >>> codes = simlsh.HyperplaneSigner(dim=16, bits=128, seed=1).sign(rng.standard_normal((500, 16)).astype(np.float32))
+    >>> idx = simlsh.GraphIndex(bits=128, m=16)
+    >>> idx.add(codes)
+    >>> D, I = idx.search(codes[:2], k=3)
+    >>> I[:, 0].tolist(), D[:, 0].tolist()
+    ([0, 1], [0, 0])
+    >>> idx.ef_search = 32
+    >>> idx.ef_search
+    32
+    """
+
+    __slots__ = ()
+
+    def __init__(
+        self,
+        *,
+        bits: int,
+        m: int | None = None,
+        ef_search: int | None = None,
+        ef_construction: int | None = None,
+        seed: int | None = None,
+        fallback: bool = True,
+    ):
+        parts = []
+        for key, v in (("m", m), ("ef", ef_search), ("efc", ef_construction), ("seed", seed)):
+            if v is not None:
+                if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
+                    raise ValueError(f"invalid parameter `{key}`: must be a non-negative integer, got {v!r}")
+                parts.append(f"{key}={int(v)}")
+        if not fallback:
+            parts.append("fallback=false")
+        super().__init__(bits=bits, spec="graph" + (":" + ",".join(parts) if parts else ""))
+
+    @property
+    def ef_search(self) -> int:
+        """The search beam: nodes a k-NN search keeps (it uses ``max(ef_search, k)``);
+        larger finds more true neighbours, slower. FAISS's ``efSearch``."""
+        return self._core.ef
+
+    @ef_search.setter
+    def ef_search(self, ef: int) -> None:
+        if isinstance(ef, bool) or not isinstance(ef, (int, np.integer)) or ef < 1:
+            raise ValueError(f"ef_search must be an integer >= 1, got {ef!r}")
+        self._core.set_ef(int(ef))
+
+    @property
+    def check(self) -> dict:
+        """The build's check of the graph against the scan: ``mode`` (``"graph"`` or
+        ``"scan"``, how :meth:`search` answers), ``reason``, the sampled tie-aware
+        ``recall``, mean ``distances`` a search computed, ``sample`` and ``nodes``."""
+        return self._core.graph_check()
+
+
 _CLASSES = {"linear": LinearScan, "manku": PermutedTables, "mih": MultiIndex,
-            "permutation": PermutationIndex}
+            "permutation": PermutationIndex, "graph": GraphIndex}
 
 
 def _wrap(core: Any, requested: str | None = None) -> Index:

@@ -130,15 +130,25 @@ def clusters(n: int, i, j) -> np.ndarray:
 
 
 def knn_graph(
-    codes, k: int, *, index=None, bits: int | None = None, featureless="zero", threads: int | None = None
+    codes,
+    k: int,
+    *,
+    index=None,
+    method: str = "exact",
+    seed: int = 0,
+    bits: int | None = None,
+    featureless="zero",
+    threads: int | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """The k-nearest-neighbour graph of the rows of ``codes``: ``(D, I)``, ``(N, k)`` arrays of
     each row's ``k`` nearest *other* rows sorted by ``(distance, id)`` (ties by the smaller
-    id; id -1 and distance ``2**31 - 1`` where fewer exist). Exact by comparing every pair of
-    rows once (``O(N^2)``, in one call), or answered by ``index`` (a :class:`simlsh.Index`
-    holding row ``i`` under id ``i``, e.g. ``MultiIndex`` for close neighbours). Rows without
-    features (``featureless``, as :func:`self_join`) have no neighbours and are no one's
-    (without an index)."""
+    id; id -1 and distance ``2**31 - 1`` where fewer exist). ``method="exact"`` compares every
+    pair of rows once (``O(N^2)``, in one call); ``method="approx"`` does not (random
+    partition trees refined by NN-Descent rounds, drawn from ``seed``: exact distances, lists
+    that may miss true neighbours, the same for any thread count); or the graph is answered by
+    ``index`` (a :class:`simlsh.Index` holding row ``i`` under id ``i``, e.g. ``MultiIndex``
+    for close neighbours). Rows without features (``featureless``, as :func:`self_join`) have
+    no neighbours and are no one's (without an index)."""
     if index is not None:
         bits = index.bits if bits is None else bits
     codes, bits = as_codes(codes, bits)
@@ -147,9 +157,11 @@ def knn_graph(
     core = index._core if index is not None else None
     active = _active(codes, featureless) if index is None else None
     if active is None:
-        return _simlsh.knn_graph(codes, bits, int(k), index=core, threads=threads)
+        return _simlsh.knn_graph(codes, bits, int(k), index=core, threads=threads, method=method, seed=int(seed))
     rows = np.flatnonzero(active)
-    d, i = _simlsh.knn_graph(np.ascontiguousarray(codes[rows]), bits, int(k), threads=threads)
+    d, i = _simlsh.knn_graph(
+        np.ascontiguousarray(codes[rows]), bits, int(k), threads=threads, method=method, seed=int(seed)
+    )
     D = np.full((codes.shape[0], int(k)), d.dtype.type(2**31 - 1), dtype=d.dtype)
     I = np.full((codes.shape[0], int(k)), -1, dtype=i.dtype)
     D[rows], I[rows] = d, np.where(i >= 0, rows[np.maximum(i, 0)], -1)

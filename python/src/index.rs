@@ -6,7 +6,7 @@ use std::sync::{Mutex, RwLock};
 
 use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::prelude::*;
-use pyo3::types::PyBytes;
+use pyo3::types::{PyBytes, PyDict};
 use simlsh::index::{HammingIndex, IndexSpec};
 use simlsh::io::{LoadOptions, LockGuard};
 use simlsh::signature::words_for;
@@ -25,7 +25,7 @@ const QUERY_CHUNK: usize = 16_384;
 /// query in microseconds and take the largest chunks.
 fn query_chunk(kind: &str, len: usize) -> usize {
     match kind {
-        "linear" | "permutation" => ((1usize << 28) / len.max(1)).clamp(256, QUERY_CHUNK),
+        "linear" | "permutation" | "graph" => ((1usize << 28) / len.max(1)).clamp(256, QUERY_CHUNK),
         _ => QUERY_CHUNK,
     }
 }
@@ -425,6 +425,42 @@ impl PyIndex {
     #[getter]
     fn exact_knn(&self) -> bool {
         self.read().exact_knn()
+    }
+
+    /// A graph index's search beam (`None` for other kinds).
+    #[getter]
+    fn ef(&self) -> Option<usize> {
+        self.read().as_graph().map(simlsh::index::GraphIndex::ef)
+    }
+
+    /// Sets a graph index's search beam (a `ValueError` for other kinds, or 0).
+    fn set_ef(&self, ef: usize) -> PyResult<()> {
+        let mut idx = self.write();
+        let kind = idx.kind();
+        match idx.as_graph_mut() {
+            Some(g) => g.set_ef(ef).py(),
+            None => Err(value_error(format!(
+                "ef is the search beam of a graph index, not of a {kind} index"
+            ))),
+        }
+    }
+
+    /// A graph index's check against the scan (`None` for other kinds): `mode` (`graph` or
+    /// `scan`: how k-NN is answered), `reason`, `recall`, `distances`, `sample`, `nodes`.
+    fn graph_check<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyDict>>> {
+        let idx = self.read();
+        let Some(g) = idx.as_graph() else {
+            return Ok(None);
+        };
+        let c = g.check();
+        let d = PyDict::new(py);
+        d.set_item("mode", g.mode().name())?;
+        d.set_item("reason", g.describe_mode())?;
+        d.set_item("recall", c.recall)?;
+        d.set_item("distances", c.distances)?;
+        d.set_item("sample", c.sample)?;
+        d.set_item("nodes", c.nodes)?;
+        Ok(Some(d))
     }
 }
 

@@ -24,6 +24,7 @@
 //!   index and in its file, so that queries are signed like the index
 //!   ([`HammingIndex::signer`], [`HammingIndex::signer_spec`]).
 
+pub mod graph;
 mod linear;
 pub mod manku;
 pub(crate) mod mih;
@@ -33,17 +34,19 @@ mod rows;
 pub mod signer;
 pub mod spec;
 
+pub use graph::{GraphBuilder, GraphIndex};
 pub use linear::LinearScan;
 pub use manku::{PermutedTables, PermutedTablesBuilder, Plan};
 pub use mih::{MultiIndex, MultiIndexBuilder, auto_substrings};
 pub use permutation::{
-    DEFAULT_BEAM, DEFAULT_PERMUTATIONS, DEFAULT_SEED, PermutationBuilder, PermutationIndex,
-    recall_at_k,
+    DEFAULT_BEAM, DEFAULT_PERMUTATIONS, DEFAULT_SEED, PermutationBuilder, PermutationIndex, Recall,
+    recall, recall_at_k,
 };
 pub use results::{KnnResults, NO_DISTANCE, NO_ID, RangeResults};
 pub use signer::SignerRecord;
 pub use spec::{
-    IndexSpec, KindInfo, MankuDesign, MankuSpec, MihSpec, ParamInfo, PermutationSpec, kinds,
+    GraphSpec, IndexSpec, KindInfo, MankuDesign, MankuSpec, MihSpec, ParamInfo, PermutationSpec,
+    kinds,
 };
 
 use rayon::prelude::*;
@@ -67,7 +70,7 @@ pub struct Hit {
 /// An index of `f`-bit signatures answering exact radius and k-NN queries (approximate k-NN
 /// for indexes that say so in [`exact_knn`](Self::exact_knn)).
 pub trait HammingIndex: Send + Sync {
-    /// Short name of the index type (`linear`, `manku`, `mih`, `permutation`).
+    /// Short name of the index type (`linear`, `manku`, `mih`, `permutation`, `graph`).
     fn kind(&self) -> &'static str;
 
     /// The kind and parameters of this index ([`IndexSpec`]): building the same signatures
@@ -179,6 +182,17 @@ pub trait HammingIndex: Send + Sync {
     /// True when [`knn_into`](Self::knn_into) is exact (false for permutation search).
     fn exact_knn(&self) -> bool {
         true
+    }
+
+    /// The index as a [`GraphIndex`], for its own knobs (the search beam, the check);
+    /// `None` for other kinds.
+    fn as_graph(&self) -> Option<&GraphIndex> {
+        None
+    }
+
+    /// [`as_graph`](Self::as_graph), mutable.
+    fn as_graph_mut(&mut self) -> Option<&mut GraphIndex> {
+        None
     }
 
     /// [`radius_into`](Self::radius_into), allocating the result.

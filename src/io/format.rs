@@ -9,7 +9,7 @@
 //!      0     8  magic "SIMLSH\r\n" (the CR LF catches text-mode mangling, as in PNG)
 //!      8     4  format version, u32 (this build writes and reads 1)
 //!     12     4  kind, u32: 1 signatures, 2 linear scan, 3 permuted tables (Manku),
-//!               4 multi-index hashing, 5 permutation search
+//!               4 multi-index hashing, 5 permutation search, 6 graph
 //!     16     4  length P of the parameter block, u32
 //!     20     4  number S of sections, u32
 //!     24     8  reserved, 0
@@ -88,6 +88,8 @@ pub enum FileKind {
     MultiIndex = 4,
     /// A permutation-search index.
     Permutation = 5,
+    /// A graph index.
+    Graph = 6,
 }
 
 impl FileKind {
@@ -98,6 +100,7 @@ impl FileKind {
             3 => FileKind::PermutedTables,
             4 => FileKind::MultiIndex,
             5 => FileKind::Permutation,
+            6 => FileKind::Graph,
             _ => return None,
         })
     }

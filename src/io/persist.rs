@@ -7,9 +7,10 @@ use std::sync::Arc;
 use super::atomic::OutputSet;
 use super::format::{FileKind, IndexFile, Writer};
 use crate::error::{Error, Result};
+use crate::index::graph::{Check, GraphParts};
 use crate::index::mih::MultiIndexParts;
 use crate::index::{
-    HammingIndex, IndexSpec, LinearScan, MultiIndex, PermutationIndex, PermutedTables,
+    GraphIndex, HammingIndex, IndexSpec, LinearScan, MultiIndex, PermutationIndex, PermutedTables,
     SignerRecord, check_bits,
 };
 use crate::signature::SignatureMatrix;
@@ -365,6 +366,75 @@ impl PermutationIndex {
     }
 }
 
+impl GraphIndex {
+    /// Saves the index: its arrays as they are (the graph, the exact-code table, the entry
+    /// points), and the last check.
+    pub fn save(&self, path: &Path) -> Result<()> {
+        let p = self.parts();
+        let mut w = Writer::new(FileKind::Graph);
+        w.param("bits", p.bits)?
+            .param("m", p.m)?
+            .param("ef", p.ef)?
+            .param("ef_construction", p.ef_construction)?
+            .param("seed", p.seed)?
+            .param("fallback", p.fallback)?
+            .param("len", self.len())?
+            .param("nodes", self.nodes())?;
+        w.param("check.mode", p.check.mode.name())?
+            .param("check.nodes", p.check.nodes)?
+            .param("check.sample", p.check.sample)?
+            .param("check.recall", p.check.recall)?
+            .param("check.distances", p.check.distances)?;
+        w.u64s("codes", &p.codes)?
+            .u32s("adj", &p.adj)?
+            .u32s("node_ids", &p.node_ids)?
+            .u32s("dup_nodes", &p.dup_nodes)?
+            .u32s("dup_ids", &p.dup_ids)?
+            .u32s("table", &p.table)?
+            .u32s("entries", &p.entries)?
+            .u64s("entry_codes", &p.entry_codes)?;
+        record_signer(&mut w, self.signer())?;
+        w.write(path)
+    }
+
+    /// Loads an index saved by [`save`](Self::save); its arrays are memory-mapped.
+    pub fn load(path: &Path) -> Result<Self> {
+        let f = IndexFile::open(path)?;
+        f.expect_kind(FileKind::Graph)?;
+        Self::from_file(&f)
+    }
+
+    fn from_file(f: &IndexFile) -> Result<Self> {
+        let check = Check {
+            mode: param(f, "check.mode")?,
+            nodes: param(f, "check.nodes")?,
+            sample: param(f, "check.sample")?,
+            recall: param(f, "check.recall")?,
+            distances: param(f, "check.distances")?,
+        };
+        let idx = GraphIndex::from_parts(GraphParts {
+            bits: width(f)?,
+            m: param(f, "m")?,
+            ef: param(f, "ef")?,
+            ef_construction: param(f, "ef_construction")?,
+            seed: param(f, "seed")?,
+            fallback: param(f, "fallback")?,
+            codes: f.u64s("codes")?,
+            adj: f.u32s("adj")?,
+            node_ids: f.u32s("node_ids")?,
+            dup_nodes: f.u32s("dup_nodes")?,
+            dup_ids: f.u32s("dup_ids")?,
+            table: f.u32s("table")?,
+            entries: f.u32s("entries")?,
+            entry_codes: f.u64s("entry_codes")?,
+            check,
+        })
+        .map_err(|e| into_field(f, e))?;
+        check_len(f, idx.len())?;
+        with_signer(f, idx)
+    }
+}
+
 /// Records the signer of an index's codes ([`SignerRecord::params`]), when known.
 fn record_signer<'a>(w: &mut Writer<'a>, signer: Option<&'a SignerRecord>) -> Result<()> {
     let Some(rec) = signer else { return Ok(()) };
@@ -539,6 +609,7 @@ fn load_from(f: &Arc<IndexFile>) -> Result<Box<dyn HammingIndex>> {
         FileKind::PermutedTables => Box::new(PermutedTables::from_file(f)?),
         FileKind::MultiIndex => Box::new(MultiIndex::from_file(f)?),
         FileKind::Permutation => Box::new(PermutationIndex::from_file(f)?),
+        FileKind::Graph => Box::new(GraphIndex::from_file(f)?),
         FileKind::Signatures => return Err(f.error("holds signatures, not an index")),
     })
 }

@@ -38,7 +38,9 @@ use crate::input::{Exact, prepare};
 const EXAMPLE: &str = "Examples:
   simlsh index build codes.npy codes.idx --kind manku:k=3
   simlsh index build glove.fvecs glove.idx --kind mih --signer super-bit --bits 128
+  simlsh index build glove.fvecs glove.idx --kind graph --signer super-bit --bits 256
   simlsh index query codes.idx queries.npy --radius 3 --out hits.tsv
+  simlsh index query glove.idx queries.fvecs --k 10 --ef 96
   simlsh index query glove.idx queries.fvecs --k 10 --rerank 100 --vectors glove.fvecs
   simlsh index add codes.idx more.npy --first-id 1000000
   simlsh index remove codes.idx --ids 4,8,15
@@ -85,6 +87,7 @@ const BUILD_EXAMPLE: &str = "Example:
   simlsh index build codes.npy codes.idx --kind manku:k=3
   simlsh index build codes.simlsh codes.idx --kind permutation:q=16,beam=32 --seed 7
   simlsh index build glove.fvecs glove.idx --kind mih --signer gaussian --bits 128 --seed 3
+  simlsh index build glove.fvecs glove.idx --kind graph:m=32 --signer super-bit --bits 256
   simlsh index build docs.jsonl docs.idx --kind manku --ngram 2 --save-idf docs.idf
 INPUT is stored codes (a .npy array of uint64, N x words, width --bits, default 64 x words; or
 a simlsh signature file), or vectors or documents, signed here with --signer, --bits and
@@ -165,13 +168,15 @@ const QUERY_EXAMPLE: &str = "Example:
   simlsh index query codes.idx queries.npy --k 10 --format jsonl
   simlsh index query glove.idx queries.fvecs --k 10
   simlsh index query glove.idx queries.fvecs --k 10 --rerank 100 --vectors glove.fvecs
+  simlsh index query graph.idx queries.fvecs --k 10 --ef 128 --rerank 40 --vectors glove.fvecs
 QUERIES is codes of the index's width (a .npy of uint64 words or a simlsh signature file), or
 vectors or documents (any input `simlsh sign` reads), signed with the signer the index records
 (its kind, width, seed and dimension; for documents its tokenizer options). Query i is row i;
 the cosine column is the estimate cos(pi h / f) of the Hamming distance h. With --rerank M
 and --vectors BASE (the vectors or documents the index was built from: id i is row i of BASE),
 the M nearest by Hamming distance are re-ranked by exact cosine and the k highest kept, as
-`query, hit, distance, exact_cosine`, highest first.";
+`query, hit, distance, exact_cosine`, highest first. A graph index searches with its
+recorded beam `ef` (`index info`), or --ef: larger finds more true neighbours, slower.";
 
 /// Radius or k-NN search of every query (in parallel), as TSV or JSON Lines.
 #[derive(Parser, Debug)]
@@ -188,6 +193,9 @@ struct QueryArgs {
     /// The k nearest stored codes.
     #[arg(long)]
     k: Option<usize>,
+    /// Graph index: the search beam (nodes a search keeps; the index's own by default).
+    #[arg(long, requires = "k")]
+    ef: Option<usize>,
     /// Re-rank: take the M nearest by Hamming distance and keep the k of highest exact cosine
     /// with the rows of --vectors (needs vectors or documents as QUERIES).
     #[arg(long, value_name = "M", requires_all = ["k", "vectors"])]
@@ -380,6 +388,18 @@ fn lock(path: &Path, ctx: &mut Ctx) -> Result<()> {
 /// corrupt file is refused instead of rewritten with a fresh checksum.
 fn open_for_update(path: &Path) -> Result<Box<dyn HammingIndex>> {
     open_index(path, &LoadOptions::default().verify(true))
+}
+
+/// Records how a graph index answers k-NN (`--stats`): by the graph or by the scan, and the
+/// figures of its check.
+fn record_graph(g: &simlsh::index::GraphIndex, ctx: &mut Ctx) {
+    let c = g.check();
+    ctx.record("knn_mode", g.mode().name());
+    ctx.record("knn_mode_reason", g.describe_mode());
+    ctx.record("check_recall", c.recall);
+    ctx.record("check_distances", c.distances);
+    ctx.record("graph_nodes", g.nodes());
+    ctx.record("graph_ef", g.ef());
 }
 
 /// Parses a signer kind (`KIND` or `KIND:key=value,...`).
@@ -613,6 +633,10 @@ fn build(mut a: BuildArgs, ctx: &mut Ctx) -> Result<()> {
     ctx.phase("save", |ctx| save_index(idx.as_ref(), &a.out, ctx))?;
     ctx.record("codes", idx.len());
     ctx.record("index_bytes", idx.bytes());
+    if let Some(g) = idx.as_graph() {
+        record_graph(g, ctx);
+        ctx.say(format!("k-NN: {}", g.describe_mode()));
+    }
     ctx.say(format!(
         "{} index of {} {}-bit codes, {} in memory, signer {}, written to {}",
         idx.kind(),
@@ -992,7 +1016,20 @@ fn query(a: QueryArgs, ctx: &mut Ctx) -> Result<()> {
     if let (Some(m), Some(k)) = (a.rerank, a.k) {
         ensure!(m >= k, "--rerank {m} must be at least --k {k}");
     }
-    let idx = ctx.phase("load", |_| open_index(&a.index, &a.load.options()))?;
+    let mut idx = ctx.phase("load", |_| open_index(&a.index, &a.load.options()))?;
+    if let Some(ef) = a.ef {
+        let kind = idx.kind();
+        match idx.as_graph_mut() {
+            Some(g) => g.set_ef(ef)?,
+            None => bail!(
+                "--ef sets the beam of a graph index; {} is a {kind} index",
+                a.index.display()
+            ),
+        }
+    }
+    if let Some(g) = idx.as_graph() {
+        record_graph(g, ctx);
+    }
     let rerank = a.rerank.is_some();
     let queries = ctx.phase("read", |ctx| {
         read_for_index(&a, &a.queries, idx.as_ref(), rerank, ctx)
@@ -1102,6 +1139,10 @@ fn info(a: InfoArgs) -> Result<()> {
     ));
     out.push_str(&format!("bytes\t{}\n", idx.bytes()));
     out.push_str(&format!("bytes_per_code\t{per_code:.2}\n"));
+    if let Some(g) = idx.as_graph() {
+        out.push_str(&format!("nodes\t{}\n", g.nodes()));
+        out.push_str(&format!("knn\t{}\n", g.describe_mode()));
+    }
     for (k, v) in file.params() {
         out.push_str(&format!("param.{k}\t{v}\n"));
     }

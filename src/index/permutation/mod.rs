@@ -18,7 +18,7 @@ mod search;
 
 pub use self::builder::PermutationBuilder;
 use self::keys::{KeyTable, bucket_sort, cmp_entry, prefix_key};
-pub use self::recall::recall_at_k;
+pub use self::recall::{Recall, recall, recall_at_k};
 use self::search::Scratch;
 
 /// Default number of permutations `q`.
