@@ -434,3 +434,38 @@ fn copy_on_load_answers_as_the_mapped_index() {
     assert!(info.contains("verified\tyes"), "{info}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Codes carried from a simlsh signature file into an index (`index build`, `index add`) are
+/// verified first: a signature file with a flipped bit is refused, and no index is written or
+/// changed with a fresh checksum over its codes.
+#[test]
+fn corrupt_signature_files_are_not_carried_into_an_index() {
+    let dir = tmp_dir("sigfile");
+    let sigs = dir.join("codes.simlsh");
+    simlsh::io::save_signatures(&sigs, &codes(7, 300), None).unwrap();
+    let idx = dir.join("codes.idx");
+    ok(&run(&[
+        &"index", &"build", &sigs, &idx, &"--kind", &"linear",
+    ]));
+    let before = std::fs::read(&idx).unwrap();
+    let good = std::fs::read(&sigs).unwrap();
+    let mut rng = Rng::new(12);
+    let mut refused = 0;
+    for _ in 0..20 {
+        let mut bad = good.clone();
+        // A bit of the codes: the file still opens, only its checksum can tell.
+        let at = good.len() - 32 - 1 - rng.below(300 * 8) as usize;
+        bad[at] ^= 1 << rng.below(8);
+        std::fs::write(&sigs, &bad).unwrap();
+        let new = dir.join("new.idx");
+        let out = run(&[&"index", &"build", &sigs, &new, &"--kind", &"linear"]);
+        fails_with(&out, "codes.simlsh");
+        assert!(!new.exists());
+        let out = run(&[&"index", &"add", &idx, &sigs, &"--first-id", &"1000"]);
+        fails_with(&out, "codes.simlsh");
+        assert_eq!(std::fs::read(&idx).unwrap(), before);
+        refused += 1;
+    }
+    assert_eq!(refused, 20);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -293,8 +293,8 @@ fn read_sigs(path: &Path, bits: Option<usize>, source: &str) -> Result<Signature
     }
 }
 
-/// The signer a simlsh signature file records (`None` for other files or none recorded).
-fn signature_record(path: &Path) -> Result<Option<SignerRecord>> {
+/// `path` opened as a simlsh file (`None` for other files: `.npy`, vectors, documents).
+fn simlsh_file(path: &Path) -> Result<Option<IndexFile>> {
     let mut magic = [0u8; 8];
     let is_file = std::fs::File::open(path)
         .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut magic))
@@ -303,7 +303,23 @@ fn signature_record(path: &Path) -> Result<Option<SignerRecord>> {
         return Ok(None);
     }
     let f = IndexFile::open(path).with_context(|| format!("reading {}", path.display()))?;
-    Ok(SignerRecord::from_params(f.params()))
+    Ok(Some(f))
+}
+
+/// The signer a simlsh signature file records (`None` for other files or none recorded).
+fn signature_record(path: &Path) -> Result<Option<SignerRecord>> {
+    Ok(simlsh_file(path)?.and_then(|f| SignerRecord::from_params(f.params())))
+}
+
+/// Verifies the checksum of a simlsh signature file whose codes go into an index file, so
+/// that corrupt codes are not written into an index with a fresh checksum (a `.npy` array
+/// has no checksum to verify).
+fn verify_carried(path: &Path) -> Result<()> {
+    if let Some(f) = simlsh_file(path)? {
+        f.verify()
+            .with_context(|| format!("verifying {}", path.display()))?;
+    }
+    Ok(())
 }
 
 /// The width of codes for index `idx`: its own; a `--bits` that disagrees is an error.
@@ -495,10 +511,7 @@ fn text_args(rec: &SignerRecord, a: &QueryArgs) -> Result<TextArgs> {
     let (mut idf, mut embedded_idf) = (None, None);
     if matches!(weighting, WeightingArg::Tfidf) {
         match (rec.recorded_path("idf"), &a.idf, get("idf")) {
-            (Some(p), Some(given), _) => {
-                let _ = p;
-                idf = Some(given.clone());
-            }
+            (Some(_), Some(given), _) => idf = Some(given.clone()),
             (Some(p), None, _) => bail!(
                 "{name} records its TF-IDF table as the path {p:?} (an index of an earlier \
                  release); an index never makes simlsh read another file: give the table with \
@@ -601,6 +614,7 @@ fn build(mut a: BuildArgs, ctx: &mut Ctx) -> Result<()> {
     let read = ctx.phase("read", |_| read_stored(&a.input, bits, "--bits"))?;
     let (sigs, record) = match read {
         Some(s) => {
+            verify_carried(&a.input.input)?;
             if let Some(k) = &a.signer {
                 match &s.record {
                     Some(r) => check_kind(k, r, &a.input.input)?,
@@ -686,7 +700,10 @@ fn add(a: AddArgs, ctx: &mut Ctx) -> Result<()> {
     lock(&a.index, ctx)?;
     let mut idx = ctx.phase("load", |_| open_for_update(&a.index))?;
     let bits = index_bits(idx.as_ref(), ctx)?;
-    let sigs = ctx.phase("read", |_| read_sigs(&a.sigs, bits, "the index"))?;
+    let sigs = ctx.phase("read", |_| {
+        verify_carried(&a.sigs)?;
+        read_sigs(&a.sigs, bits, "the index")
+    })?;
     // Codes of a signature file must come from the index's signer, when both record one.
     if let Some(ours) = idx.signer()
         && let Some(theirs) = signature_record(&a.sigs)?
