@@ -219,6 +219,7 @@ fn sections(kind: FileKind) -> &'static [(&'static str, Elem)] {
             ("order", U32),
         ],
         FileKind::Signatures => &[("codes", U64)],
+        FileKind::Store => &[],
     }
 }
 

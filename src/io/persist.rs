@@ -364,6 +364,7 @@ fn load_from(f: &IndexFile) -> Result<Box<dyn HammingIndex>> {
         FileKind::MultiIndex => Box::new(MultiIndex::from_file(f)?),
         FileKind::Permutation => Box::new(PermutationIndex::from_file(f)?),
         FileKind::Signatures => return Err(f.error("holds signatures, not an index")),
+        FileKind::Store => return Err(f.error("holds a part of a store, not an index")),
     })
 }
 
