@@ -250,8 +250,8 @@ fn corrupt(path: &Path, reason: String) -> Error {
 }
 
 /// Reads every log file of `dir` in order, calling `apply(lsn, op)` for each record above
-/// `after` (the snapshot's LSN); cuts a torn tail of the last file when `repair` (else
-/// reports it as an error).
+/// `after` (the snapshot's LSN); cuts a torn tail of the last file when `repair` (else only
+/// reports it, changing nothing).
 pub(crate) fn replay(
     dir: &Path,
     after: u64,
@@ -279,10 +279,9 @@ pub(crate) fn replay(
         if !header_ok {
             if last_file && b.len() < FILE_HEADER && b.iter().all(|&x| x == 0) {
                 // Created but its header never reached the disk: no record was acknowledged.
-                if !repair {
-                    return Err(corrupt(&path, "log file without a header".into()));
+                if repair {
+                    write_header(&path, first)?;
                 }
-                write_header(&path, first)?;
                 out.torn = Some(TornTail {
                     file: path.clone(),
                     offset: FILE_HEADER as u64,
@@ -332,27 +331,19 @@ pub(crate) fn replay(
                             ),
                         ));
                     }
-                    if !repair {
-                        return Err(corrupt(
-                            &path,
-                            format!(
-                                "torn tail: {} bytes after byte {at} are an incomplete write",
-                                b.len() - at
-                            ),
-                        ));
+                    if repair {
+                        OpenOptions::new()
+                            .write(true)
+                            .open(&path)
+                            .and_then(|f| {
+                                f.set_len(at as u64)?;
+                                f.sync_all()
+                            })
+                            .map_err(|source| Error::Io {
+                                path: path.clone(),
+                                source,
+                            })?;
                     }
-                    let f = OpenOptions::new()
-                        .write(true)
-                        .open(&path)
-                        .and_then(|f| {
-                            f.set_len(at as u64)?;
-                            f.sync_all()
-                        })
-                        .map_err(|source| Error::Io {
-                            path: path.clone(),
-                            source,
-                        });
-                    f?;
                     out.torn = Some(TornTail {
                         file: path.clone(),
                         offset: at as u64,
