@@ -547,3 +547,74 @@ proptest! {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
+
+/// A batch of check-and-inserts (searched in parallel at the start of the group), mixed
+/// with inserts and removals, gives exactly the outcomes of applying them one by one to a
+/// brute-force model.
+#[test]
+fn batched_check_and_insert_equals_the_one_by_one_rule() {
+    let dir = scratch("batched-checks");
+    let store = Store::builder()
+        .bits(64)
+        .delta_limit(300)
+        .create(&dir)
+        .unwrap();
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(21);
+    let centers: Vec<u64> = (0..60).map(|_| rng.random()).collect();
+    let mut model: BTreeMap<u64, u64> = BTreeMap::new();
+    for round in 0..6 {
+        let mut ops = Vec::new();
+        let mut want = Vec::new();
+        for _ in 0..700 {
+            let id = rng.random_range(0..2000u64);
+            let c = code(&mut rng, &centers);
+            let item = store.prepare(Item::Code(&[c])).unwrap();
+            match rng.random_range(0..20) {
+                0 => {
+                    want.push(Outcome::Removed {
+                        found: model.remove(&id).is_some(),
+                    });
+                    ops.push(Op::Remove { id });
+                }
+                1 => {
+                    want.push(Outcome::Inserted {
+                        replaced: model.insert(id, c).is_some(),
+                    });
+                    ops.push(Op::Insert { id, item });
+                }
+                _ => {
+                    let r = 2 + round % 2;
+                    let matches: Vec<Match> = brute(&model, c, r)
+                        .into_iter()
+                        .map(|(id, distance)| Match {
+                            id,
+                            distance,
+                            cosine: None,
+                        })
+                        .collect();
+                    let inserted = matches.is_empty();
+                    if inserted {
+                        model.insert(id, c);
+                    }
+                    want.push(Outcome::Checked(simlsh::store::CheckOutcome {
+                        inserted,
+                        matches,
+                    }));
+                    ops.push(Op::InsertIfNew {
+                        id,
+                        item,
+                        within: Within::Radius(r),
+                    });
+                }
+            }
+        }
+        let got = store.apply(ops).unwrap();
+        assert_eq!(got.len(), want.len());
+        for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+            assert_eq!(g, w, "round {round}, change {i}");
+        }
+    }
+    check_all(&store, &model, &centers);
+    drop(store);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -62,6 +62,20 @@ pub(crate) struct Probe<'a> {
     pub(crate) pay: PayRef<'a>,
 }
 
+/// Sorts matches of a radius search: by `(distance, id)`, or by decreasing cosine then id.
+pub(crate) fn sort_matches(out: &mut [Match], by_cosine: bool) {
+    if by_cosine {
+        out.sort_unstable_by(|a, b| {
+            b.cosine
+                .partial_cmp(&a.cosine)
+                .unwrap_or(std::cmp::Ordering::Equal)
+                .then(a.id.cmp(&b.id))
+        });
+    } else {
+        out.sort_unstable_by_key(|m| (m.distance, m.id));
+    }
+}
+
 /// A consistent state of the store.
 #[derive(Clone, Debug)]
 pub(crate) struct View {
@@ -221,16 +235,7 @@ impl View {
                         }
                     }
                 }
-                if t.is_some() {
-                    out.sort_unstable_by(|a, b| {
-                        b.cosine
-                            .partial_cmp(&a.cosine)
-                            .unwrap_or(std::cmp::Ordering::Equal)
-                            .then(a.id.cmp(&b.id))
-                    });
-                } else {
-                    out.sort_unstable_by_key(|m| (m.distance, m.id));
-                }
+                sort_matches(out, t.is_some());
             }
             Reach::Nearest(k) => {
                 if k == 0 {

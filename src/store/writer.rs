@@ -1,6 +1,6 @@
 //! The writer thread: applies changes in order, group commit, publication, rollback.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::{Receiver, Sender};
@@ -17,6 +17,49 @@ use crate::error::{Error, Result};
 
 /// Changes in one group at most (a group is one log write and one sync).
 const MAX_GROUP: usize = 65_536;
+
+/// Check-and-inserts in a group from which their searches run in parallel, against the
+/// state at the start of the group, before the writer applies them in order (each then
+/// checked against the group's own inserts only).
+const PARALLEL_CHECKS: usize = 64;
+
+/// A group's own changes, for checks searched at its start.
+#[derive(Default)]
+struct Fresh {
+    /// Ids removed or replaced during the group.
+    touched: HashSet<u64>,
+    ids: Vec<u64>,
+    codes: Vec<u64>,
+    pay: Vec<Payload>,
+    live: Vec<bool>,
+    index: HashMap<u64, usize>,
+}
+
+impl Fresh {
+    fn clear(&mut self) {
+        self.touched.clear();
+        self.ids.clear();
+        self.codes.clear();
+        self.pay.clear();
+        self.live.clear();
+        self.index.clear();
+    }
+
+    fn killed(&mut self, id: u64) {
+        self.touched.insert(id);
+        if let Some(j) = self.index.remove(&id) {
+            self.live[j] = false;
+        }
+    }
+
+    fn inserted(&mut self, id: u64, code: &[u64], payload: &Payload) {
+        self.index.insert(id, self.ids.len());
+        self.ids.push(id);
+        self.codes.extend_from_slice(code);
+        self.pay.push(payload.clone());
+        self.live.push(true);
+    }
+}
 
 /// A reply, called on the writer's thread.
 pub(crate) type Reply<T> = Box<dyn FnOnce(Result<T>) + Send>;
@@ -82,6 +125,8 @@ pub(crate) struct Writer {
     scratch: Vec<u8>,
     search: Vec<super::Match>,
     bg: Option<Sender<Bg>>,
+    /// The group's own changes, tracked while its checks were searched at its start.
+    fresh: Option<Fresh>,
 }
 
 impl Writer {
@@ -103,6 +148,7 @@ impl Writer {
             scratch: Vec::new(),
             search: Vec::new(),
             bg: None,
+            fresh: None,
         };
         let replay = wal::replay(&dir, after, words, content, true, |lsn, op| {
             match op {
@@ -162,16 +208,28 @@ impl Writer {
         let mut stop = false;
         let mut failure: Option<Error> = None;
         let mut writes = 0u64;
-        for job in group.drain(..) {
+        let mut pre = match self.presearch(group) {
+            Ok(p) => p,
+            Err(e) => {
+                failure = Some(e);
+                Vec::new()
+            }
+        };
+        let mut fresh = self.fresh.take().unwrap_or_default();
+        fresh.clear();
+        self.fresh = (!pre.is_empty()).then_some(fresh);
+        for (j, job) in group.drain(..).enumerate() {
             match job {
                 Job::Ops { ops, reply } => {
                     if failure.is_some() {
                         done.push((reply, Vec::new()));
                         continue;
                     }
+                    let mut found = pre.get_mut(j).map(std::mem::take).unwrap_or_default();
                     let mut outs = Vec::with_capacity(ops.len());
-                    for op in ops {
-                        match self.apply(op) {
+                    for (k, op) in ops.into_iter().enumerate() {
+                        let m = found.get_mut(k).and_then(Option::take);
+                        match self.apply(op, m) {
                             Ok((o, logged)) => {
                                 writes += u64::from(logged);
                                 outs.push(o);
@@ -244,6 +302,113 @@ impl Writer {
             .ok_or_else(|| Error::Unavailable("the log is not open".into()))
     }
 
+    /// The searches of a group's check-and-inserts against the state at its start, in
+    /// parallel, when there are enough of them: per job, per change (`None` for changes
+    /// that are not radius or cosine checks); empty when searched one by one instead.
+    #[allow(clippy::type_complexity)]
+    fn presearch(&self, group: &[Job]) -> Result<Vec<Vec<Option<Vec<super::Match>>>>> {
+        use rayon::prelude::*;
+        let checks: usize = group
+            .iter()
+            .map(|j| match j {
+                Job::Ops { ops, .. } => ops
+                    .iter()
+                    .filter(|o| {
+                        matches!(
+                            o,
+                            WOp::Check {
+                                reach: Reach::Radius { .. },
+                                ..
+                            }
+                        )
+                    })
+                    .count(),
+                _ => 0,
+            })
+            .sum();
+        if checks < PARALLEL_CHECKS {
+            return Ok(Vec::new());
+        }
+        let view = &self.cur;
+        group
+            .iter()
+            .map(|j| match j {
+                Job::Ops { ops, .. } => ops
+                    .par_iter()
+                    .map(|op| match op {
+                        WOp::Check {
+                            item,
+                            reach: reach @ Reach::Radius { .. },
+                            ..
+                        } => {
+                            let mut out = Vec::new();
+                            view.search(
+                                Probe {
+                                    code: &item.code,
+                                    pay: item.payload.as_ref(),
+                                },
+                                *reach,
+                                &mut out,
+                            )?;
+                            Ok(Some(out))
+                        }
+                        _ => Ok(None),
+                    })
+                    .collect(),
+                _ => Ok(Vec::new()),
+            })
+            .collect()
+    }
+
+    /// The matches of a check searched at the start of the group (`at_start`), brought up
+    /// to date: those removed or replaced since dropped, the group's own inserts added.
+    fn update_matches(
+        &self,
+        item: &Prepared,
+        reach: Reach,
+        at_start: Vec<super::Match>,
+        out: &mut Vec<super::Match>,
+    ) -> Result<()> {
+        let fresh = self.fresh.as_ref().expect("tracked");
+        out.clear();
+        out.extend(
+            at_start
+                .into_iter()
+                .filter(|m| !fresh.touched.contains(&m.id)),
+        );
+        let Reach::Radius { radius, cosine: t } = reach else {
+            return Err(Error::Unavailable(
+                "a k-NN check is searched in order".into(),
+            ));
+        };
+        let mut hits = Vec::new();
+        crate::hamming::scan_radius(
+            &item.code,
+            &fresh.codes,
+            self.cur.words,
+            radius,
+            |_, j, d| hits.push((j, d)),
+        )?;
+        for (j, d) in hits {
+            if !fresh.live[j] {
+                continue;
+            }
+            let c = super::rows::cosine(fresh.pay[j].as_ref(), item.payload.as_ref());
+            if let Some(t) = t
+                && c.is_none_or(|c| c < t)
+            {
+                continue;
+            }
+            out.push(super::Match {
+                id: fresh.ids[j],
+                distance: d,
+                cosine: c,
+            });
+        }
+        super::view::sort_matches(out, t.is_some());
+        Ok(())
+    }
+
     /// Makes the writer's state the readers'.
     fn publish(&mut self) {
         self.inner.view.store(Arc::new(self.cur.clone()));
@@ -275,6 +440,9 @@ impl Writer {
             Some(loc) => {
                 self.cur.kill(loc);
                 self.delta_ids.remove(&id);
+                if let Some(f) = &mut self.fresh {
+                    f.killed(id);
+                }
                 true
             }
             None => false,
@@ -286,6 +454,9 @@ impl Writer {
         let replaced = self.kill(id);
         let loc = self.cur.push(id, code, payload.as_ref());
         self.delta_ids.insert(id, loc);
+        if let Some(f) = &mut self.fresh {
+            f.inserted(id, code, payload);
+        }
         replaced
     }
 
@@ -299,8 +470,9 @@ impl Writer {
         wal::frame(self.cur.lsn, &self.scratch, &mut self.buf);
     }
 
-    /// Applies one change; the outcome and whether it was logged.
-    fn apply(&mut self, op: WOp) -> Result<(Outcome, bool)> {
+    /// Applies one change (a check with its matches at the start of the group, when
+    /// searched then); the outcome and whether it was logged.
+    fn apply(&mut self, op: WOp, at_start: Option<Vec<super::Match>>) -> Result<(Outcome, bool)> {
         let r = match op {
             WOp::Insert { id, item } => {
                 let replaced = self.insert(id, &item.code, &item.payload);
@@ -310,14 +482,19 @@ impl Writer {
             }
             WOp::Check { id, item, reach } => {
                 let mut found = std::mem::take(&mut self.search);
-                self.cur.search(
-                    Probe {
-                        code: &item.code,
-                        pay: item.payload.as_ref(),
-                    },
-                    reach,
-                    &mut found,
-                )?;
+                match at_start {
+                    Some(m) if self.fresh.is_some() => {
+                        self.update_matches(&item, reach, m, &mut found)?
+                    }
+                    _ => self.cur.search(
+                        Probe {
+                            code: &item.code,
+                            pay: item.payload.as_ref(),
+                        },
+                        reach,
+                        &mut found,
+                    )?,
+                }
                 let r = if found.is_empty() {
                     self.insert(id, &item.code, &item.payload);
                     wal::encode_insert(id, &item.code, &item.payload, &mut self.scratch);
