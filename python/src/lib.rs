@@ -10,6 +10,7 @@ mod join;
 mod partition;
 mod rerank;
 mod signer;
+mod store;
 mod text;
 mod threads;
 mod verify;
@@ -23,6 +24,7 @@ fn _simlsh(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<text::PyTokenizer>()?;
     m.add_class::<text::PyIdf>()?;
     m.add_class::<index::PyIndex>()?;
+    m.add_class::<store::PyStore>()?;
     m.add_class::<partition::PyKeyScheme>()?;
     m.add_function(wrap_pyfunction!(join::self_join, m)?)?;
     m.add_function(wrap_pyfunction!(join::clusters, m)?)?;

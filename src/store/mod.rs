@@ -771,7 +771,8 @@ pub struct Store {
     threads: Mutex<Option<Threads>>,
     recovery: Recovery,
     read_only: bool,
-    _lock: Option<LockGuard>,
+    /// The writer's lock, released when the writer stops.
+    lock: Mutex<Option<LockGuard>>,
 }
 
 impl std::fmt::Debug for Store {
@@ -849,7 +850,7 @@ impl Store {
                 threads: Mutex::new(None),
                 recovery: Recovery::default(),
                 read_only,
-                _lock: None,
+                lock: Mutex::new(None),
             });
         }
         let persisted = view.segs.iter().map(|s| s.seg.no).collect();
@@ -881,7 +882,7 @@ impl Store {
             })),
             recovery,
             read_only,
-            _lock: lock,
+            lock: Mutex::new(lock),
         })
     }
 
@@ -1315,6 +1316,16 @@ impl Store {
         self.shutdown()
     }
 
+    /// [`close`](Self::close) through a shared reference (for bindings that cannot give the
+    /// store up): later writes are refused as [`Error::Unavailable`]; queries go on answering
+    /// the last state.
+    ///
+    /// # Errors
+    /// The final checkpoint's.
+    pub fn stop(&self) -> Result<()> {
+        self.shutdown()
+    }
+
     fn shutdown(&self) -> Result<()> {
         let Some(t) = self.threads.lock().expect("not poisoned").take() else {
             return Ok(());
@@ -1332,6 +1343,7 @@ impl Store {
         let _ = t.jobs.send(Job::Stop);
         drop(t.jobs);
         let _ = t.writer.join();
+        self.lock.lock().expect("not poisoned").take();
         checkpoint
     }
 }
