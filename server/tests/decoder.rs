@@ -113,7 +113,7 @@ fn valid_requests_decode_and_errors_are_json() {
     assert_eq!(v["error"]["status"], 400);
     let many = format!(
         "{{\"queries\":[{}],\"radius\":1}}",
-        vec![r#"{"code":[1]}"#; 9].join(",")
+        [r#"{"code":[1]}"#; 9].join(",")
     );
     assert_eq!(
         api::decode_query(s, many.as_bytes(), &LIMITS)
