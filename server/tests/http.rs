@@ -538,3 +538,25 @@ fn text_is_signed_on_the_server() {
     assert!(v["results"][1]["matches"][0]["cosine"].as_f64().unwrap() > 0.999);
     assert_eq!(v["results"][2]["inserted"], true);
 }
+
+/// The OpenAPI description names every endpoint the server routes, with its method.
+#[test]
+fn the_openapi_file_describes_every_endpoint() {
+    let spec = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/openapi.yaml")).unwrap();
+    for (path, method) in [
+        ("/v1/query:", "post:"),
+        ("/v1/update:", "post:"),
+        ("/v1/check_insert:", "post:"),
+        ("/v1/items/{id}:", "get:"),
+        ("/v1/stats:", "get:"),
+        ("/metrics:", "get:"),
+        ("/health:", "get:"),
+        ("/ready:", "get:"),
+    ] {
+        let at = spec.find(&format!("  {path}\n")).unwrap_or_else(|| panic!("{path} missing"));
+        assert!(spec[at..].lines().nth(1).unwrap().trim() == method, "{path} {method}");
+    }
+    for status in ["400", "401", "403", "404", "405", "408", "413", "503", "507"] {
+        assert!(spec.contains(status), "status {status} undocumented");
+    }
+}
