@@ -542,7 +542,8 @@ fn text_is_signed_on_the_server() {
 /// The OpenAPI description names every endpoint the server routes, with its method.
 #[test]
 fn the_openapi_file_describes_every_endpoint() {
-    let spec = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/openapi.yaml")).unwrap();
+    let spec =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/openapi.yaml")).unwrap();
     for (path, method) in [
         ("/v1/query:", "post:"),
         ("/v1/update:", "post:"),
@@ -553,10 +554,17 @@ fn the_openapi_file_describes_every_endpoint() {
         ("/health:", "get:"),
         ("/ready:", "get:"),
     ] {
-        let at = spec.find(&format!("  {path}\n")).unwrap_or_else(|| panic!("{path} missing"));
-        assert!(spec[at..].lines().nth(1).unwrap().trim() == method, "{path} {method}");
+        let at = spec
+            .find(&format!("  {path}\n"))
+            .unwrap_or_else(|| panic!("{path} missing"));
+        assert!(
+            spec[at..].lines().nth(1).unwrap().trim() == method,
+            "{path} {method}"
+        );
     }
-    for status in ["400", "401", "403", "404", "405", "408", "413", "503", "507"] {
+    for status in [
+        "400", "401", "403", "404", "405", "408", "413", "503", "507",
+    ] {
         assert!(spec.contains(status), "status {status} undocumented");
     }
 }

@@ -617,7 +617,8 @@ impl OpenOptions {
     }
 
     /// Verify the checksums of the manifest's segments when opening (default `true`: reads
-    /// every segment once).
+    /// every segment once, detecting damage; [`verify`] also checks every index's
+    /// invariants).
     pub fn verify(mut self, on: bool) -> Self {
         self.verify = on;
         self
@@ -681,7 +682,7 @@ pub struct Verified {
 /// [`Error::Checksum`], [`Error::Format`] or [`Error::InvalidField`] naming the damaged file
 /// (a damaged log record followed by valid ones included); [`Error::Io`].
 pub fn verify(path: &Path) -> Result<Verified> {
-    let (config, state, segs) = load_checkpoint(path, true, true)?;
+    let (config, state, segs) = load_checkpoint(path, segment::Check::Full, true)?;
     let words = words_for(config.bits);
     let replay = wal::replay(path, state.lsn, words, config.content, false, |_, _| Ok(()))?;
     Ok(Verified {
@@ -822,7 +823,12 @@ impl Store {
                 })?,
             )
         };
-        let (config, state, segs) = load_checkpoint(path, opts.verify, read_only)?;
+        let check = if opts.verify {
+            segment::Check::Checksums
+        } else {
+            segment::Check::Shapes
+        };
+        let (config, state, segs) = load_checkpoint(path, check, read_only)?;
         let signer = build_signer(&config)?;
         let words = words_for(config.bits);
         let mut view = View::new(words, config.content);
@@ -1267,7 +1273,7 @@ impl Store {
                 "refresh is for read-only stores; a writer's store is always current".into(),
             ));
         }
-        let (_, state, segs) = load_checkpoint(&self.inner.dir, false, true)?;
+        let (_, state, segs) = load_checkpoint(&self.inner.dir, segment::Check::Shapes, true)?;
         let mut view = View::new(words_for(self.inner.config.bits), self.inner.config.content);
         view.lsn = state.lsn;
         view.live = segs.iter().map(|s| s.live() as u64).sum();
@@ -1362,7 +1368,7 @@ fn unexpected(o: Option<Outcome>) -> Error {
 /// replaces the files meanwhile.
 fn load_checkpoint(
     dir: &Path,
-    verify: bool,
+    check: segment::Check,
     read_only: bool,
 ) -> Result<(Config, manifest::State, Vec<SegRef>)> {
     let mut tries = 0;
@@ -1373,7 +1379,7 @@ fn load_checkpoint(
                 .segments
                 .iter()
                 .map(|(no, dead)| {
-                    let seg = Segment::load(dir, *no, config.bits, config.content, verify)?;
+                    let seg = Segment::load(dir, *no, config.bits, config.content, check)?;
                     if dead.max().is_some_and(|m| m as usize >= seg.len()) {
                         return Err(Error::Format {
                             path: manifest::path(dir),

@@ -23,6 +23,60 @@ const MAX_GROUP: usize = 65_536;
 /// checked against the group's own inserts only).
 const PARALLEL_CHECKS: usize = 64;
 
+/// Shortest block of the pigeonhole index of a group's own inserts: below it, they are
+/// scanned.
+const MIN_BLOCK_BITS: usize = 10;
+
+/// Bits `[start, start + len)` of a code (`len ≤ 64`), as a number.
+fn block_key(code: &[u64], start: usize, len: usize) -> u64 {
+    let (w, b) = (start / 64, start % 64);
+    let mut v = code[w] >> b;
+    if b + len > 64 && w + 1 < code.len() {
+        v |= code[w + 1] << (64 - b);
+    }
+    if len < 64 { v & ((1u64 << len) - 1) } else { v }
+}
+
+/// A pigeonhole index of a group's own inserts for one radius `r`: the code cut into `r + 1`
+/// blocks; a code within `r` of a query agrees with it exactly on at least one block.
+struct Blocks {
+    radius: u32,
+    /// Start and length (at most 64 bits) of each block's key.
+    cuts: Vec<(usize, usize)>,
+    maps: Vec<HashMap<u64, Vec<u32>>>,
+}
+
+impl Blocks {
+    /// The index for radius `r` of `bits`-bit codes, when its blocks are long enough.
+    fn new(bits: usize, r: u32) -> Option<Blocks> {
+        let n = r as usize + 1;
+        let len = bits / n;
+        (len >= MIN_BLOCK_BITS).then(|| Blocks {
+            radius: r,
+            cuts: (0..n).map(|i| (i * len, len.min(64))).collect(),
+            maps: (0..n).map(|_| HashMap::new()).collect(),
+        })
+    }
+
+    fn add(&mut self, code: &[u64], j: u32) {
+        for (&(s, l), m) in self.cuts.iter().zip(&mut self.maps) {
+            m.entry(block_key(code, s, l)).or_default().push(j);
+        }
+    }
+
+    /// The candidates of `code`, each once, in increasing order.
+    fn candidates(&self, code: &[u64], out: &mut Vec<u32>) {
+        out.clear();
+        for (&(s, l), m) in self.cuts.iter().zip(&self.maps) {
+            if let Some(v) = m.get(&block_key(code, s, l)) {
+                out.extend_from_slice(v);
+            }
+        }
+        out.sort_unstable();
+        out.dedup();
+    }
+}
+
 /// A group's own changes, for checks searched at its start.
 #[derive(Default)]
 struct Fresh {
@@ -33,6 +87,10 @@ struct Fresh {
     pay: Vec<Payload>,
     live: Vec<bool>,
     index: HashMap<u64, usize>,
+    /// Words per code.
+    words: usize,
+    /// The pigeonhole index of the inserts, for the radius of the group's checks.
+    blocks: Option<Blocks>,
 }
 
 impl Fresh {
@@ -43,6 +101,21 @@ impl Fresh {
         self.pay.clear();
         self.live.clear();
         self.index.clear();
+        self.blocks = None;
+    }
+
+    /// Indexes the inserts for radius `r` of `bits`-bit codes (once per group; none when
+    /// the blocks would be too short, or for a second radius).
+    fn index_for(&mut self, bits: usize, r: u32) {
+        if self.blocks.is_some() || self.ids.is_empty() {
+            return;
+        }
+        if let Some(mut b) = Blocks::new(bits, r) {
+            for (j, c) in self.codes.chunks_exact(self.words).enumerate() {
+                b.add(c, j as u32);
+            }
+            self.blocks = Some(b);
+        }
     }
 
     fn killed(&mut self, id: u64) {
@@ -53,6 +126,9 @@ impl Fresh {
     }
 
     fn inserted(&mut self, id: u64, code: &[u64], payload: &Payload) {
+        if let Some(b) = &mut self.blocks {
+            b.add(code, self.ids.len() as u32);
+        }
         self.index.insert(id, self.ids.len());
         self.ids.push(id);
         self.codes.extend_from_slice(code);
@@ -217,6 +293,7 @@ impl Writer {
         };
         let mut fresh = self.fresh.take().unwrap_or_default();
         fresh.clear();
+        fresh.words = self.cur.words;
         self.fresh = (!pre.is_empty()).then_some(fresh);
         for (j, job) in group.drain(..).enumerate() {
             match job {
@@ -363,32 +440,44 @@ impl Writer {
     /// The matches of a check searched at the start of the group (`at_start`), brought up
     /// to date: those removed or replaced since dropped, the group's own inserts added.
     fn update_matches(
-        &self,
+        &mut self,
         item: &Prepared,
         reach: Reach,
         at_start: Vec<super::Match>,
         out: &mut Vec<super::Match>,
     ) -> Result<()> {
-        let fresh = self.fresh.as_ref().expect("tracked");
+        let Reach::Radius { radius, cosine: t } = reach else {
+            return Err(Error::Unavailable(
+                "a k-NN check is searched in order".into(),
+            ));
+        };
+        let bits = self.inner.config.bits;
+        let w = self.cur.words;
+        let fresh = self.fresh.as_mut().expect("tracked");
+        fresh.index_for(bits, radius);
         out.clear();
         out.extend(
             at_start
                 .into_iter()
                 .filter(|m| !fresh.touched.contains(&m.id)),
         );
-        let Reach::Radius { radius, cosine: t } = reach else {
-            return Err(Error::Unavailable(
-                "a k-NN check is searched in order".into(),
-            ));
-        };
         let mut hits = Vec::new();
-        crate::hamming::scan_radius(
-            &item.code,
-            &fresh.codes,
-            self.cur.words,
-            radius,
-            |_, j, d| hits.push((j, d)),
-        )?;
+        match &fresh.blocks {
+            Some(b) if b.radius == radius => {
+                let mut cand = Vec::new();
+                b.candidates(&item.code, &mut cand);
+                for j in cand {
+                    let j = j as usize;
+                    let d = crate::hamming::distance(&item.code, &fresh.codes[j * w..(j + 1) * w])?;
+                    if d <= radius {
+                        hits.push((j, d));
+                    }
+                }
+            }
+            _ => crate::hamming::scan_radius(&item.code, &fresh.codes, w, radius, |_, j, d| {
+                hits.push((j, d))
+            })?,
+        }
         for (j, d) in hits {
             if !fresh.live[j] {
                 continue;
