@@ -47,6 +47,22 @@ fn code(rng: &mut Xoshiro256PlusPlus, centers: &[u64]) -> u64 {
 
 fn check_all(store: &Store, model: &BTreeMap<u64, u64>, queries: &[u64]) {
     assert_eq!(store.len(), model.len() as u64);
+    let prepared: Vec<_> = queries
+        .iter()
+        .map(|&q| store.prepare_query(Item::Code(&[q])).unwrap())
+        .collect();
+    for r in [0, 3, 5] {
+        // The batch search (segments' batch probes, one pass over the delta) answers as
+        // one query at a time, and as brute force.
+        let batch = store.query_batch(&prepared, Within::Radius(r)).unwrap();
+        for (&q, got) in queries.iter().zip(&batch) {
+            assert_eq!(
+                pairs(got),
+                brute(model, q, r),
+                "batch query {q:#x} radius {r}"
+            );
+        }
+    }
     for &q in queries {
         for r in [0, 3, 5] {
             let got = store.query(Item::Code(&[q]), Within::Radius(r)).unwrap();
@@ -477,6 +493,25 @@ fn vector_store_cosine_queries_equal_brute_force() {
         want.sort_by(|a, b| b.1.partial_cmp(&a.1).unwrap().then(a.0.cmp(&b.0)));
         let got: Vec<(u64, f64)> = got.iter().map(|m| (m.id, m.cosine.unwrap())).collect();
         assert_eq!(got, want, "query {q}");
+    }
+    // The batch search gives the same cosine answers.
+    let prepared: Vec<_> = (0..n)
+        .step_by(37)
+        .map(|q| {
+            store
+                .prepare(Item::Vector(&x[q * dim..(q + 1) * dim]))
+                .unwrap()
+        })
+        .collect();
+    let batch = store.query_batch(&prepared, Within::Cosine(tau)).unwrap();
+    for (k, q) in (0..n).step_by(37).enumerate() {
+        let one = store
+            .query(
+                Item::Vector(&x[q * dim..(q + 1) * dim]),
+                Within::Cosine(tau),
+            )
+            .unwrap();
+        assert_eq!(batch[k], one, "batch query {q}");
     }
     drop(store);
     std::fs::remove_dir_all(&dir).unwrap();

@@ -37,11 +37,11 @@ impl Rng {
     }
 }
 
-/// Waits until the background has merged what it will (no merge for two seconds).
+/// Waits until the background has merged what it will (no merge for half a second).
 fn settle(store: &Store) {
     let mut last = store.stats().merges;
     loop {
-        std::thread::sleep(Duration::from_secs(2));
+        std::thread::sleep(Duration::from_millis(500));
         let m = store.stats().merges;
         if m == last {
             return;

@@ -304,9 +304,7 @@ impl PyStore {
         let out = py
             .detach(|| {
                 let p = items.prepare(store, true)?;
-                p.par_iter()
-                    .map(|q| store.query_prepared(q, w))
-                    .collect::<simlsh::Result<Vec<_>>>()
+                store.query_batch(&p, w)
             })
             .py()?;
         Ok(out.iter().map(|m| matches(m)).collect())

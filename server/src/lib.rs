@@ -282,10 +282,7 @@ async fn route(
             0 => {
                 let b = body(st, req).await?;
                 let (qs, within) = api::decode_query(&st.store, &b, &st.limits)?;
-                let results = qs
-                    .iter()
-                    .map(|q| st.store.query_prepared(q, within))
-                    .collect::<Result<Vec<_>, _>>()?;
+                let results = st.store.query_batch(&qs, within)?;
                 json(200, api::encode_query(&results))
             }
             1 => {

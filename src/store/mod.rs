@@ -1102,6 +1102,30 @@ impl Store {
         Ok(out)
     }
 
+    /// [`query_prepared`](Self::query_prepared) for many queries at once, with the same
+    /// answers: the queries are probed together (in parallel, one pass over the in-memory
+    /// delta for all of them).
+    ///
+    /// # Errors
+    /// As [`query`](Self::query).
+    pub fn query_batch(&self, qs: &[Prepared], within: Within) -> Result<Vec<Vec<Match>>> {
+        let Some(first) = qs.first() else {
+            return Ok(Vec::new());
+        };
+        let reach = self.reach(within, &first.payload)?;
+        for q in qs {
+            self.reach(within, &q.payload)?;
+        }
+        let probes: Vec<Probe<'_>> = qs
+            .iter()
+            .map(|q| Probe {
+                code: &q.code,
+                pay: q.payload.as_ref(),
+            })
+            .collect();
+        self.inner.view.load().search_batch(&probes, reach)
+    }
+
     /// The live item stored under `id`.
     pub fn get(&self, id: u64) -> Option<Record> {
         self.inner.view.load().get(id)

@@ -283,6 +283,73 @@ impl View {
         Ok(())
     }
 
+    /// [`search`](Self::search) for many queries of one reach: a radius reach searches
+    /// each segment with its index's batch search (queries probed together, in parallel)
+    /// and scans each delta chunk once for all queries; the same answers.
+    pub(crate) fn search_batch(&self, qs: &[Probe<'_>], reach: Reach) -> Result<Vec<Vec<Match>>> {
+        let Reach::Radius { radius, cosine: t } = reach else {
+            return qs
+                .iter()
+                .map(|q| {
+                    let mut o = Vec::new();
+                    self.search(*q, reach, &mut o)?;
+                    Ok(o)
+                })
+                .collect();
+        };
+        let w = self.words;
+        let mut flat = Vec::with_capacity(qs.len() * w);
+        for q in qs {
+            flat.extend_from_slice(q.code);
+        }
+        let mut out: Vec<Vec<Match>> = vec![Vec::new(); qs.len()];
+        let keep = |out: &mut Vec<Match>, rows: &Rows, r: usize, d: u32, q: &Probe<'_>| {
+            let c = cosine(rows.payload(r), q.pay);
+            if let Some(t) = t
+                && c.is_none_or(|c| c < t)
+            {
+                return;
+            }
+            out.push(Match {
+                id: rows.ids[r],
+                distance: d,
+                cosine: c,
+            });
+        };
+        for sr in &self.segs {
+            let hits = sr.seg.index.radius_batch(&flat, radius)?;
+            for (qi, hs) in hits.iter().enumerate() {
+                for h in hs {
+                    if !sr.dead.contains(h.id) {
+                        keep(
+                            &mut out[qi],
+                            &sr.seg.rows,
+                            h.id as usize,
+                            h.distance,
+                            &qs[qi],
+                        );
+                    }
+                }
+            }
+        }
+        let mut found: Vec<(usize, usize, u32)> = Vec::new();
+        for ch in &self.chunks {
+            found.clear();
+            hamming::scan_radius(&flat, &ch.rows.codes, w, radius, |qi, i, d| {
+                found.push((qi, i, d))
+            })?;
+            for &(qi, i, d) in &found {
+                if !ch.dead[i] {
+                    keep(&mut out[qi], &ch.rows, i, d, &qs[qi]);
+                }
+            }
+        }
+        for o in &mut out {
+            sort_matches(o, t.is_some());
+        }
+        Ok(out)
+    }
+
     /// Bytes of heap memory and of mapped files held.
     pub(crate) fn bytes(&self) -> (usize, usize) {
         let (mut heap, mut mapped) = (0, 0);

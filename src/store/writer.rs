@@ -409,15 +409,40 @@ impl Writer {
         let view = &self.cur;
         group
             .iter()
-            .map(|j| match j {
-                Job::Ops { ops, .. } => ops
-                    .par_iter()
-                    .map(|op| match op {
+            .map(|j| {
+                let Job::Ops { ops, .. } = j else {
+                    return Ok(Vec::new());
+                };
+                // The radius checks of a job, searched together when they share one reach.
+                let checks: Vec<(usize, &Prepared, Reach)> = ops
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(k, op)| match op {
                         WOp::Check {
                             item,
                             reach: reach @ Reach::Radius { .. },
                             ..
-                        } => {
+                        } => Some((k, item, *reach)),
+                        _ => None,
+                    })
+                    .collect();
+                let mut found: Vec<Option<Vec<super::Match>>> = vec![None; ops.len()];
+                let one_reach = checks.windows(2).all(|p| p[0].2 == p[1].2);
+                if one_reach && let Some(&(_, _, reach)) = checks.first() {
+                    let probes: Vec<Probe<'_>> = checks
+                        .iter()
+                        .map(|(_, item, _)| Probe {
+                            code: &item.code,
+                            pay: item.payload.as_ref(),
+                        })
+                        .collect();
+                    for ((k, _, _), m) in checks.iter().zip(view.search_batch(&probes, reach)?) {
+                        found[*k] = Some(m);
+                    }
+                } else {
+                    let each: Vec<Option<Vec<super::Match>>> = checks
+                        .par_iter()
+                        .map(|(_, item, reach)| {
                             let mut out = Vec::new();
                             view.search(
                                 Probe {
@@ -428,11 +453,13 @@ impl Writer {
                                 &mut out,
                             )?;
                             Ok(Some(out))
-                        }
-                        _ => Ok(None),
-                    })
-                    .collect(),
-                _ => Ok(Vec::new()),
+                        })
+                        .collect::<Result<_>>()?;
+                    for ((k, _, _), m) in checks.iter().zip(each) {
+                        found[*k] = m;
+                    }
+                }
+                Ok(found)
             })
             .collect()
     }
