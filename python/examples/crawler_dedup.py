@@ -56,7 +56,7 @@ def main() -> None:
         target = simlsh.Client(args.url)
     else:
         path = pathlib.Path(args.store or tempfile.mkdtemp()) / "tweets.store"
-        tok = simlsh.Tokenizer(stop_words="english")
+        tok = simlsh.Tokenizer(mode="words", weighting="tf", stop_words="english")
         target = simlsh.Store.create(path, tokenizer=tok, bits=256, seed=0)
         print(f"embedded store: {path}")
 

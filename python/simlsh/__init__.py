@@ -39,7 +39,7 @@ from .index import (
     load_index,
     verify_index,
 )
-from .join import banded_join, clusters, knn_graph, rerank, self_join, verified_join
+from .join import Scheme, banded_join, clusters, knn_graph, plan_join, rerank, self_join, verified_join
 from .signers import HashedGaussian, HashingTrick, HyperplaneSigner, PooledSigner, Signer, hamming, signer
 from .text import Idf, Tokenizer
 from .store import CheckResult, Match, Store
@@ -52,7 +52,7 @@ __all__ = [
     "Store", "Client", "Match", "CheckResult",
     "Index", "LinearScan", "PermutedTables", "MultiIndex", "PermutationIndex", "load_index",
     "verify_index",
-    "self_join", "clusters", "knn_graph", "banded_join", "verified_join", "rerank",
+    "Scheme", "plan_join", "self_join", "clusters", "knn_graph", "banded_join", "verified_join", "rerank",
     "angle", "cosine", "estimate", "Estimate", "expected_hamming", "max_hamming_for_cosine",
     "recall_at", "expected_half_width", "plan_radius", "plan_bits",
 ]

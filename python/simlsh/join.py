@@ -17,7 +17,47 @@ import numpy as np
 from . import _simlsh
 from ._codes import as_codes, as_ids
 
-__all__ = ["self_join", "clusters", "knn_graph", "banded_join", "verified_join", "rerank"]
+__all__ = [
+    "Scheme", "plan_join", "self_join", "clusters", "knn_graph", "banded_join", "verified_join", "rerank",
+]
+
+#: Where a join's candidate pairs come from, the library's ``join::Scheme``: a Hamming radius
+#: (``Scheme.radius(r)``), a banding (``Scheme.bands(bits, bands, width, ...)``) or permuted tables
+#: (``Scheme.tables(bits, radius, ...)``), or its text form (``Scheme("bands:f=256,b=20,w=12")``),
+#: the same that the command line records in ``--stats`` (``scheme``). Picklable.
+Scheme = _simlsh.Scheme
+
+
+def plan_join(
+    threshold: float,
+    *,
+    rows: int,
+    bits: int | None = None,
+    features: float | None = None,
+    recall: float | None = None,
+    memory: int | None = None,
+) -> dict:
+    """The library's plan of a verified join at cosine ``threshold`` over ``rows`` rows, as
+    ``simlsh dedup --cosine`` makes it: at ``bits`` when the signatures exist, else the width
+    chosen for rows of ``features`` nonzeros on average (signing counted), among those whose
+    signatures fit in ``memory`` bytes when given; ``recall`` at the threshold (the library's
+    default when None). A dict: ``bits``, ``scheme`` (a :class:`Scheme`), ``choice``,
+    ``recall`` (the scheme's planned recall), ``cost_ns``.
+
+    >>> import simlsh
+    >>> p = simlsh.plan_join(0.8, rows=1_000_000, features=40)
+    >>> p["bits"], p["scheme"].kind
+    (2048, 'bands')
+    """
+    return _simlsh.plan_join(float(threshold), int(rows), bits, features, recall, memory)
+
+
+def _scheme(scheme) -> _simlsh.Scheme:
+    if isinstance(scheme, _simlsh.Scheme):
+        return scheme
+    if isinstance(scheme, str):
+        return _simlsh.Scheme(scheme)
+    raise TypeError(f"scheme must be a simlsh.Scheme or its text form, got {type(scheme).__name__}")
 
 
 def self_join(codes, radius: int, *, bits: int | None = None, threads: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -58,33 +98,35 @@ def knn_graph(codes, k: int, *, index=None, bits: int | None = None, threads: in
 
 def banded_join(
     codes,
+    scheme=None,
     *,
-    bands: int,
-    width: int,
+    bands: int | None = None,
+    width: int | None = None,
     max_distance: int | None = None,
     max_group: int | None = None,
+    prefix: tuple[int, int] | None = None,
     bits: int | None = None,
     return_stats: bool = False,
     threads: int | None = None,
-    prefix_words: int | None = None,
-    prefix_radius: int | None = None,
 ):
     """The banded self-join: every pair of rows whose signatures agree on all ``width`` bits
     of some band (band ``b`` is bits ``b*width .. (b+1)*width``), and are within
-    ``max_distance`` when given (and, with ``prefix_words``, whose first ``prefix_words``
-    64-bit words are within ``prefix_radius``: the planner's filter of wide signatures), each
-    once: ``(i, j, distance)`` sorted by ``(i, j)``, as
-    :func:`self_join`. Runs of more than ``max_group`` rows sharing a key are skipped (listed
-    in the statistics). For wide signatures and thresholds far from 1, where an exact radius
-    join would compare too much; plan ``bands`` and ``width`` for a recall at a cosine with
-    :func:`simlsh.plan_radius`-like reasoning, or let :func:`verified_join` choose.
+    ``max_distance`` when given (and, with ``prefix=(words, radius)``, whose first ``words``
+    64-bit words are within ``radius``: the planner's filter of wide signatures), each once:
+    ``(i, j, distance)`` sorted by ``(i, j)``, as :func:`self_join`. The banding is
+    ``scheme`` (a :class:`Scheme` of kind ``bands`` or its text form) or the one these
+    arguments describe. Runs of more than ``max_group`` rows sharing a key are skipped (listed
+    in the statistics). :func:`plan_join` plans a banding for a recall at a cosine.
     ``return_stats=True`` adds a dict: ``checked``, ``candidates``, ``capped``.
     """
     codes, bits = as_codes(codes, bits)
-    pairs, stats = _simlsh.banded_join(
-        codes, bits, int(bands), int(width), max_distance, max_group, threads=threads,
-        prefix_words=prefix_words, prefix_radius=prefix_radius,
-    )
+    if scheme is None:
+        if bands is None or width is None:
+            raise ValueError("give a scheme, or bands and width")
+        scheme = Scheme.bands(bits, int(bands), int(width), max_distance, max_group, prefix)
+    elif any(v is not None for v in (bands, width, max_distance, max_group, prefix)):
+        raise ValueError("give a scheme or its parameters (bands, width, ...), not both")
+    pairs, stats = _simlsh.banded_join(codes, bits, _scheme(scheme), threads=threads)
     return (*pairs, stats) if return_stats else pairs
 
 
@@ -93,11 +135,9 @@ def verified_join(
     X,
     threshold: float,
     *,
+    scheme=None,
     radius: int | None = None,
-    bands: int | None = None,
-    width: int | None = None,
-    max_distance: int | None = None,
-    recall: float = 0.99,
+    recall: float | None = None,
     bits: int | None = None,
     return_report: bool = False,
     threads: int | None = None,
@@ -107,13 +147,18 @@ def verified_join(
     indices) is at least ``threshold``, among the candidate pairs of their signatures
     ``codes``: ``(i, j, distance, cosine)`` sorted by ``(i, j)``.
 
-    Candidates come from the exact Hamming join at ``radius``, or from a banding (``bands``,
-    ``width``), or, with neither, from the library's planner for ``recall`` at the threshold
-    (the cheaper of the two). Rows of norm 0 are never paired. ``return_report=True`` adds a
-    dict: ``zero_rows``, ``candidates``, ``pairs``, ``capped``, ``source``.
+    Candidates come from ``scheme`` (a :class:`Scheme` or its text form; ``radius=r`` is
+    short for ``Scheme.radius(r)``), or, without one, from the library's planner for
+    ``recall`` at the threshold (the cheaper of the exact Hamming join and a banding, as
+    :func:`plan_join`). Rows of norm 0 are never paired. ``return_report=True`` adds a dict:
+    ``zero_rows``, ``candidates``, ``pairs``, ``capped``, ``scheme``.
     """
     codes, bits = as_codes(codes, bits)
-    kw = dict(radius=radius, bands=bands, width=width, max_distance=max_distance, recall=float(recall), threads=threads)
+    if radius is not None:
+        if scheme is not None:
+            raise ValueError("give a scheme or a radius, not both")
+        scheme = Scheme.radius(int(radius))
+    kw = dict(scheme=_scheme(scheme) if scheme is not None else None, recall=recall, threads=threads)
     if type(X).__module__.startswith("scipy.sparse"):
         if X.format != "csr" or X.dtype != np.float32:
             raise TypeError("sparse vectors must be a float32 CSR matrix (X.tocsr().astype(np.float32))")

@@ -116,7 +116,8 @@ class Store:
 
         ``content``: ``codes`` (radius and k queries), ``vectors`` (``dim`` floats per item,
         exact cosines) or ``text`` (documents tokenized by ``tokenizer``, a
-        :class:`~simlsh.Tokenizer`, default ``Tokenizer()``; exact cosines). ``bits``, the
+        :class:`~simlsh.Tokenizer` with its table if TF-IDF, default words with TF weights;
+        exact cosines). ``bits``, the
         segment ``index`` (an index spec such as ``manku:k=3``), the ``signer`` kind,
         ``seed``, the ``recall`` of cosine queries and ``delta_limit`` default to the
         library's choices.

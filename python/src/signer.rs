@@ -742,7 +742,8 @@ impl PySigner {
     ) -> PyResult<Bound<'py, PyArray2<u64>>> {
         let t = Threads::new(threads)?;
         let refs: Vec<&str> = docs.iter().map(String::as_str).collect();
-        self.texts(py, &refs, &tokenizer.inner, &t)
+        let tok = tokenizer.for_docs(py, &refs, &t)?;
+        self.texts(py, &refs, &tok, &t)
     }
 
     /// Signs an Arrow string column given by its buffers: `offsets` (`int32` or `int64`,
@@ -764,7 +765,7 @@ impl PySigner {
             let o = offsets.extract::<PyReadonlyArray1<'py, i64>>()?;
             arrow_strings(contiguous(&o, "offsets")?, data)?
         };
-        self.texts(py, &docs, &tokenizer.inner, &t)
+        self.texts(py, &docs, tokenizer.fitted()?, &t)
     }
 
     /// Bit-for-bit identity of two signers (same kind and parameters).
@@ -783,4 +784,22 @@ pub fn contiguous<'a, T: numpy::Element>(
             "{name} must be a contiguous array (use numpy.ascontiguousarray)"
         ))
     })
+}
+
+/// The kind of the signer used when none is chosen, for `input` (`dense`, `sparse` or
+/// `text`): the library's `SignerKind::default_for`, as the command line's default.
+#[pyfunction]
+pub fn default_signer(input: &str) -> PyResult<String> {
+    use simlsh::signers::{InputKind, SignerKind};
+    let kind = match input {
+        "dense" => InputKind::Dense,
+        "sparse" => InputKind::Sparse,
+        "text" => InputKind::Text,
+        _ => {
+            return Err(value_error(format!(
+                "unknown input `{input}` (dense, sparse, text)"
+            )));
+        }
+    };
+    Ok(SignerKind::default_for(kind).to_string())
 }

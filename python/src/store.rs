@@ -145,7 +145,14 @@ impl PyStore {
             }
         };
         if let Some(t) = tokenizer {
-            b = b.tokenizer(t.inner.clone());
+            let tok = t.inner.clone().ok_or_else(|| {
+                value_error(
+                    "invalid parameter `tokenizer`: its TF-IDF weights have no table yet; a \
+                     store records its text model when created: fit the tokenizer first \
+                     (Tokenizer.fit) or choose weighting='tf'",
+                )
+            })?;
+            b = b.tokenizer(tok);
         }
         if let Some(f) = bits {
             b = b.bits(f);

@@ -84,7 +84,7 @@ def tweets(n):
 
 def test_text_store_verifies_with_exact_cosines(tmp_path):
     docs = tweets(400)
-    tok = simlsh.Tokenizer(stop_words="english")
+    tok = simlsh.Tokenizer(mode="words", weighting="tf", stop_words="english")
     with simlsh.Store.create(tmp_path / "t", tokenizer=tok, bits=256, seed=3) as store:
         assert store.content == "text"
         r = store.check_insert(np.arange(len(docs)), texts=docs, cosine=0.8)

@@ -11,6 +11,7 @@
 
 mod banded;
 mod graph;
+mod scheme;
 mod tables;
 
 pub(crate) use banded::{BIG_RUN, banded_join_map};
@@ -21,6 +22,7 @@ pub use banded::{
 pub use graph::{
     LeaderOrder, UnionFind, clusters, knn_graph, knn_graph_rows, knn_graph_with, leader_clusters,
 };
+pub use scheme::{PartitionPairs, Pass, Scheme, partition};
 pub use tables::{TableKeys, TableKeysBuilder, table_partition};
 
 use rayon::prelude::*;

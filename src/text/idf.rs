@@ -279,6 +279,51 @@ impl Idf {
         c.finish()
     }
 
+    /// The table of a corpus from the tables of its parts, fitted with the same tokenizer
+    /// configuration: documents and frequencies added, so that fitting the parts apart and
+    /// merging equals fitting the whole (the distributed fit of a corpus split over machines).
+    ///
+    /// ```
+    /// use simlsh::text::{Idf, Tokenizer};
+    /// let tok = Tokenizer::builder().build()?;
+    /// let docs = ["a b", "b c", "c d", "a d"];
+    /// let whole = Idf::fit(&tok, docs.iter());
+    /// let parts = [Idf::fit(&tok, docs[..1].iter()), Idf::fit(&tok, docs[1..].iter())];
+    /// assert_eq!(Idf::merge(&parts)?.entries(), whole.entries());
+    /// # Ok::<(), simlsh::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] for no tables, or tables of different configurations.
+    pub fn merge(tables: &[Idf]) -> Result<Idf> {
+        let first = tables
+            .first()
+            .ok_or_else(|| Error::param("tables", "no IDF table to merge"))?;
+        if let Some(t) = tables.iter().find(|t| t.config != first.config) {
+            return Err(Error::param(
+                "tables",
+                format!(
+                    "tables fitted with different tokenizers: `{}` and `{}`",
+                    first.config, t.config
+                ),
+            ));
+        }
+        let docs = tables.iter().map(|t| t.docs).sum();
+        let mut all: Vec<(u64, u32)> = tables
+            .iter()
+            .flat_map(|t| t.table.iter().copied())
+            .collect();
+        all.sort_unstable_by_key(|e| e.0);
+        let mut merged: Vec<(u64, u32)> = Vec::with_capacity(all.len());
+        for (k, df) in all {
+            match merged.last_mut() {
+                Some(last) if last.0 == k => last.1 = last.1.saturating_add(df),
+                _ => merged.push((k, df)),
+            }
+        }
+        Ok(Idf::new(docs, merged, first.config.clone()))
+    }
+
     /// A table from its parts: `entries` sorted by strictly increasing key, each `df` in
     /// `1..=docs`; `config` is the tokenizer description ([`Tokenizer::config`]).
     pub fn from_parts(docs: u64, entries: Vec<(u64, u32)>, config: String) -> Result<Idf> {

@@ -84,11 +84,13 @@ mod idf;
 mod keywords;
 mod scan;
 mod segment;
+mod spec;
 mod stopwords;
 
 pub use config::{Mode, TokenizerBuilder, Weighting};
 pub use corpus::{FeatureRows, SignOptions, SignedCorpus};
 pub use idf::{DfCounter, IDF_FILE_VERSION, IDF_HASH_SEED, Idf, idf_key};
+pub use spec::{FEATURE_SAMPLE, TokenizerSpec, WeightingKind, feature_sample_step, mean_features};
 pub use stopwords::{ENGLISH, StopWords};
 
 use crate::error::Result;

@@ -55,6 +55,6 @@ mod vectors;
 
 pub(crate) use vectors::dot_sparse;
 
-pub use join::{Candidates, VerifiedJoin, VerifiedJoinBuilder, VerifiedPair, VerifyReport};
+pub use join::{VerifiedJoin, VerifiedJoinBuilder, VerifiedPair, VerifyReport};
 pub use rerank::{rerank, rerank_graph};
 pub use vectors::{CsrVectors, DenseVectors, SparseVectors, Vectors, dot};

@@ -9,7 +9,7 @@ use clap::Parser;
 
 use super::sign::InputArgs;
 use crate::common::{Ctx, SignerArgs, check_paths, print_line, to_stdout, write_file};
-use crate::input::prepare;
+use crate::input::prepare_with;
 use crate::join::{Clusters, JoinArgs};
 use crate::parquet::Shape;
 use crate::table::Rows;
@@ -50,11 +50,10 @@ pub fn run(mut a: Args, ctx: &mut Ctx) -> Result<()> {
     let _spool = a.input.spool_stdin()?;
     let outputs: Vec<&std::path::Path> = a.out.iter().map(PathBuf::as_path).collect();
     check_paths(ctx, &a.input, &outputs)?;
-    let want_vectors = a.join.prepare(ctx);
-    let p = prepare(
+    let p = prepare_with(
         &a.input,
         &a.signer,
-        want_vectors,
+        a.join.signing(),
         a.id_field.as_deref(),
         ctx,
     )?;

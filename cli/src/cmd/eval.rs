@@ -97,6 +97,7 @@ pub fn run(a: Args, ctx: &mut Ctx) -> Result<()> {
         crate::common::InputShape::Dense {
             dim: x.ncols() as u64,
         },
+        ctx.bits(),
         ctx,
     )?;
     let sigs = ctx.phase("sign", |ctx| super::sign::sign_dense(&x, &signer, ctx))?;
