@@ -9,7 +9,8 @@
 //! Modes: `check` (one code per POST /v1/check_insert), `check-batch` (`--batch` codes per
 //! check-and-insert), `insert-batch` (`--batch` codes per POST /v1/update), `query` and
 //! `query-batch` (POST /v1/query), `text` (`--batch` documents of `--docs FILE`, one per line,
-//! per check-and-insert with `--cosine`). Codes are random (`--bits` wide, a `--dup` share
+//! per check-and-insert with `--cosine`; with `--synth`, documents of 8 to 20 words drawn at
+//! random from their vocabulary instead, nearly all new). Codes are random (`--bits` wide, a `--dup` share
 //! of them within distance 2 of an earlier code of the same client).
 //! With `--acks FILE` every acknowledged insert's id is appended to FILE (flushed) and every
 //! sent one to FILE.sent, for the crash test. Ids are `seed << 48 | client << 40 | n`. Prints one JSON line: requests, items,
@@ -35,6 +36,7 @@ struct Opts {
     acks: Option<String>,
     token: Option<String>,
     max_requests: u64,
+    synth: bool,
 }
 
 fn opts() -> Opts {
@@ -53,6 +55,7 @@ fn opts() -> Opts {
         acks: None,
         token: std::env::var("SIMLSH_TOKEN").ok(),
         max_requests: u64::MAX,
+        synth: false,
     };
     let a: Vec<String> = std::env::args().skip(1).collect();
     let mut i = 0;
@@ -72,6 +75,11 @@ fn opts() -> Opts {
             "--docs" => o.docs = Some(v),
             "--acks" => o.acks = Some(v),
             "--max-requests" => o.max_requests = v.parse().expect("--max-requests N"),
+            "--synth" => {
+                o.synth = true;
+                i += 1;
+                continue;
+            }
             other => panic!("unknown option {other}"),
         }
         i += 2;
@@ -178,6 +186,16 @@ fn main() {
             .collect(),
         None => Vec::new(),
     });
+    // Words of the documents (letters and digits only), for --synth.
+    let vocab: Arc<Vec<String>> = Arc::new(match &o.docs {
+        Some(p) => std::fs::read_to_string(p)
+            .expect("reading --docs")
+            .split_whitespace()
+            .filter(|w| w.chars().all(char::is_alphanumeric))
+            .map(str::to_string)
+            .collect(),
+        None => Vec::new(),
+    });
     let acks = o.acks.as_ref().map(|p| {
         let f = |p: &str| {
             Arc::new(Mutex::new(
@@ -201,6 +219,7 @@ fn main() {
     let threads: Vec<_> = (0..o.clients)
         .map(|c| {
             let (o, docs, acks) = (Arc::clone(&o), Arc::clone(&docs), acks.clone());
+            let vocab = Arc::clone(&vocab);
             std::thread::spawn(move || {
                 let mut out = Out {
                     lat: Vec::new(),
@@ -259,7 +278,14 @@ fn main() {
                             } else {
                                 format!("\"id\":{id},")
                             };
-                            if o.mode == "text" {
+                            if o.mode == "text" && o.synth {
+                                // 8 to 20 words drawn from the documents' vocabulary.
+                                let k = 8 + rng.below(13);
+                                let words: Vec<&str> = (0..k)
+                                    .map(|_| vocab[rng.below(vocab.len() as u64) as usize].as_str())
+                                    .collect();
+                                format!("{{{idf}\"text\":\"{}\"}}", words.join(" "))
+                            } else if o.mode == "text" {
                                 doc = (doc + 1) % docs.len().max(1);
                                 format!("{{{idf}\"text\":{}}}", docs[doc])
                             } else {
