@@ -229,6 +229,7 @@ fn sections(kind: FileKind) -> &'static [(&'static str, Elem)] {
             ("entry_codes", U64),
         ],
         FileKind::Signatures => &[("codes", U64)],
+        FileKind::Store => &[],
     }
 }
 

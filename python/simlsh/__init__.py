@@ -45,11 +45,14 @@ from .index import (
 from .join import Scheme, banded_join, clusters, knn_graph, plan_join, rerank, self_join, verified_join
 from .signers import HashedGaussian, HashingTrick, HyperplaneSigner, PooledSigner, Signer, hamming, signer
 from .text import Idf, Tokenizer
+from .store import CheckResult, Match, Store
+from .client import Client
 
 __all__ = [
     "FormatError", "__version__",
     "Signer", "HyperplaneSigner", "HashingTrick", "HashedGaussian", "PooledSigner", "signer", "hamming",
     "Tokenizer", "Idf",
+    "Store", "Client", "Match", "CheckResult",
     "Index", "LinearScan", "PermutedTables", "MultiIndex", "PermutationIndex", "GraphIndex", "load_index",
     "update_index", "verify_index",
     "dedup", "DedupResult", "Scheme", "plan_join", "self_join", "clusters", "knn_graph", "banded_join", "verified_join", "rerank",

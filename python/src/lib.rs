@@ -11,6 +11,7 @@ mod partition;
 mod rerank;
 mod scheme;
 mod signer;
+mod store;
 mod text;
 mod threads;
 mod verify;
@@ -24,6 +25,7 @@ fn _simlsh(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<text::PyTokenizer>()?;
     m.add_class::<text::PyIdf>()?;
     m.add_class::<index::PyIndex>()?;
+    m.add_class::<store::PyStore>()?;
     m.add_class::<scheme::PyScheme>()?;
     m.add_class::<index::PyFileLock>()?;
     m.add_function(wrap_pyfunction!(join::self_join, m)?)?;

@@ -485,6 +485,9 @@ impl IndexSpec {
             FileKind::Signatures => {
                 return Err(Error::param("kind", "a signature file is not an index"));
             }
+            FileKind::Store => {
+                return Err(Error::param("kind", "a part of a store is not an index"));
+            }
         })
     }
 }

@@ -9,7 +9,8 @@
 //!      0     8  magic "SIMLSH\r\n" (the CR LF catches text-mode mangling, as in PNG)
 //!      8     4  format version, u32 (this build writes and reads 1)
 //!     12     4  kind, u32: 1 signatures, 2 linear scan, 3 permuted tables (Manku),
-//!               4 multi-index hashing, 5 permutation search, 6 graph
+//!               4 multi-index hashing, 5 permutation search, 6 graph, 8 a part of a store
+//!               (its manifest or a segment's rows, [`crate::store`])
 //!     16     4  length P of the parameter block, u32
 //!     20     4  number S of sections, u32
 //!     24     8  reserved, 0
@@ -90,6 +91,8 @@ pub enum FileKind {
     Permutation = 5,
     /// A graph index.
     Graph = 6,
+    /// A part of a [`Store`](crate::store::Store): its manifest or a segment's rows.
+    Store = 8,
 }
 
 impl FileKind {
@@ -101,6 +104,7 @@ impl FileKind {
             4 => FileKind::MultiIndex,
             5 => FileKind::Permutation,
             6 => FileKind::Graph,
+            8 => FileKind::Store,
             _ => return None,
         })
     }

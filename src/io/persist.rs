@@ -611,6 +611,7 @@ fn load_from(f: &Arc<IndexFile>) -> Result<Box<dyn HammingIndex>> {
         FileKind::Permutation => Box::new(PermutationIndex::from_file(f)?),
         FileKind::Graph => Box::new(GraphIndex::from_file(f)?),
         FileKind::Signatures => return Err(f.error("holds signatures, not an index")),
+        FileKind::Store => return Err(f.error("holds a part of a store, not an index")),
     })
 }
 
