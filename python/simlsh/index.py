@@ -46,12 +46,18 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from . import _simlsh
 from ._codes import as_codes, as_ids
+
+if TYPE_CHECKING:
+    from .signers import Signer
+    from .text import Tokenizer
+
+_HASHED_KINDS = ("hashing-trick", "hashed-gaussian", "pooled")
 
 __all__ = [
     "Index", "LinearScan", "PermutedTables", "MultiIndex", "PermutationIndex", "GraphIndex", "load_index",
@@ -154,6 +160,33 @@ class Index:
         :class:`simlsh.FormatError` and is never rewritten with a fresh checksum. To change an
         index file that other runs may change too, use :func:`update_index`."""
         self._core.save(os.fspath(path))
+
+    @property
+    def signer(self) -> "Signer | None":
+        """The signer recorded with the codes (an index built by ``simlsh index build`` from
+        vectors or documents), rebuilt from its parameters: it signs queries as the stored
+        codes were signed. ``None`` when the index records none (codes added from Python)."""
+        rec = self._core.signer_record
+        if rec is None:
+            return None
+        from .signers import signer
+
+        spec, bits, seed, dim = rec
+        kind = spec.partition(":")[0]
+        return signer(spec, bits=bits, seed=seed, dim=dim if kind not in _HASHED_KINDS else None)
+
+    @property
+    def tokenizer(self) -> "Tokenizer | None":
+        """The tokenizer recorded with codes of documents (its options, stop words and TF-IDF
+        table, embedded in the index file), fitted: ``index.signer.sign(texts,
+        tokenizer=index.tokenizer)`` signs query documents as ``simlsh index query`` does.
+        ``None`` for codes of vectors or of unknown origin."""
+        core = self._core.tokenizer
+        if core is None:
+            return None
+        from .text import Tokenizer
+
+        return Tokenizer._from_core(core)
 
     @property
     def verified(self) -> bool:

@@ -208,6 +208,17 @@ class Tokenizer:
         out._params = p
         return out
 
+    @classmethod
+    def _from_core(cls, core: _simlsh.Tokenizer) -> "Tokenizer":
+        """A tokenizer around a native one (e.g. an index's recorded tokenizer), its
+        parameters read from it."""
+        out = cls.__new__(cls)
+        out._core = core
+        p = dict(core.options)
+        p["idf"] = Idf(core.idf) if core.idf is not None else None
+        out._params = p
+        return out
+
     def with_params(self, **changes: Any) -> "Tokenizer":
         """A tokenizer with these parameters changed."""
         p = self.params

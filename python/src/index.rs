@@ -14,6 +14,7 @@ use simlsh::{Error, SignatureMatrix};
 
 use crate::errors::{IntoPy, to_py, value_error};
 use crate::signer::contiguous;
+use crate::text::PyTokenizer;
 use crate::threads::Threads;
 
 /// Most queries answered per chunk (between two checks for Ctrl-C).
@@ -425,6 +426,36 @@ impl PyIndex {
     #[getter]
     fn exact_knn(&self) -> bool {
         self.read().exact_knn()
+    }
+
+    /// The signer recorded with the codes, `None` when unknown: `(spec, bits, seed, dim)`,
+    /// `spec` in the library's text form (`super-bit:depth=32`). A `FormatError` when the
+    /// record cannot rebuild it (a matrix not drawn from a seed).
+    #[getter]
+    fn signer_record(&self) -> PyResult<Option<(String, usize, u64, Option<u64>)>> {
+        let idx = self.read();
+        let Some(rec) = idx.signer() else {
+            return Ok(None);
+        };
+        let spec = rec.spec().py()?;
+        Ok(Some((spec.to_string(), spec.bits, spec.seed, spec.dim)))
+    }
+
+    /// The tokenizer recorded with the codes of documents (its options, stop words and TF-IDF
+    /// table embedded in the index), `None` for codes of vectors or of unknown origin.
+    #[getter]
+    fn tokenizer(&self) -> PyResult<Option<PyTokenizer>> {
+        let idx = self.read();
+        let Some(rec) = idx.signer() else {
+            return Ok(None);
+        };
+        let (Some(spec), Some(tok)) = (rec.tokenizer_spec().py()?, rec.tokenizer().py()?) else {
+            return Ok(None);
+        };
+        Ok(Some(PyTokenizer {
+            spec,
+            inner: Some(tok),
+        }))
     }
 
     /// A graph index's search beam (`None` for other kinds).

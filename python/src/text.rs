@@ -128,6 +128,30 @@ impl PyTokenizer {
         self.spec.to_string()
     }
 
+    /// The options as constructor arguments: `mode`, `ngram`, `lowercase`,
+    /// `keep_punctuation`, `stop_words` ("english", "none" or the list), `hmm`, `weighting`,
+    /// `top_k` (the resolved values, defaults included).
+    #[getter]
+    fn options<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
+        let s = &self.spec;
+        let d = pyo3::types::PyDict::new(py);
+        d.set_item("mode", s.mode().name())?;
+        d.set_item("ngram", s.ngram)?;
+        d.set_item("lowercase", s.lowercase)?;
+        d.set_item("keep_punctuation", s.keep_punctuation)?;
+        if s.stop_words.is_empty() {
+            d.set_item("stop_words", "none")?;
+        } else if s.stop_words == StopWords::english() {
+            d.set_item("stop_words", "english")?;
+        } else {
+            d.set_item("stop_words", s.stop_words.words())?;
+        }
+        d.set_item("hmm", s.hmm)?;
+        d.set_item("weighting", s.weighting.name())?;
+        d.set_item("top_k", s.top_k)?;
+        Ok(d)
+    }
+
     /// True when the tokenizer knows its weights (a TF-IDF table fitted or given, or another
     /// weighting).
     #[getter]

@@ -314,3 +314,50 @@ def test_faiss_layouts_and_ids():
         x.remove([3])
         x.add(codes[10:12])
         assert sorted(x.search(codes[10:12], 1)[1][:, 0].tolist()) == [10, 11]
+
+
+@pytest.mark.parametrize("weighting", ["tfidf", "tf"])
+def test_an_index_file_gives_back_its_signer_and_tokenizer(cli, tmp_path, weighting):
+    """An index built by the command line from documents records its signer and tokenizer
+    (options, stop words, TF-IDF table embedded): Python reads them back and signs the same
+    documents into the stored codes (each found at distance 0), and query documents as
+    ``simlsh index query`` does."""
+    docs = tweets(300)
+    (tmp_path / "docs.txt").write_text("\n".join(docs) + "\n")
+    idx_path = tmp_path / "docs.idx"
+    run_cli(cli, "index", "build", tmp_path / "docs.txt", idx_path, "--kind", "linear",
+            "--bits", 128, "--seed", 9, "--weighting", weighting, "--stop-words", "english",
+            "--ngram", 2)
+    idx = simlsh.load_index(idx_path)
+    s, tok = idx.signer, idx.tokenizer
+    assert (s.bits, s.params["seed"]) == (128, 9)
+    assert tok.is_fitted and tok.params["ngram"] == 2 and tok.params["stop_words"] == "english"
+    assert tok.params["weighting"] == weighting and (tok.idf is not None) == (weighting == "tfidf")
+    codes = s.sign(docs, tokenizer=tok)
+    D, I = idx.search(codes, 1)
+    assert (D[:, 0] == 0).all()
+    # Query documents: the command line's answers.
+    queries = [d.upper() + " extra words" for d in docs[:40]]
+    (tmp_path / "q.txt").write_text("\n".join(queries) + "\n")
+    out = tmp_path / "hits.tsv"
+    run_cli(cli, "index", "query", idx_path, tmp_path / "q.txt", "--k", 3, "--out", out)
+    D, I = idx.search(s.sign(queries, tokenizer=tok), 3)
+    rows = [line.split("\t") for line in out.read_text().splitlines() if line and not line.startswith("query")]
+    got = {(int(q), int(i)): int(d) for q, i, d, *_ in rows}
+    want = {(q, int(I[q, r])): int(D[q, r]) for q in range(len(queries)) for r in range(3)}
+    assert got == want
+
+
+def test_an_index_of_vectors_gives_back_its_signer(cli, tmp_path):
+    X = read_fvecs(GLOVE)[:500]
+    np.save(tmp_path / "x.npy", X)
+    run_cli(cli, "index", "build", tmp_path / "x.npy", tmp_path / "x.idx", "--kind", "mih",
+            "--signer", "super-bit:depth=16", "--bits", 64, "--seed", 4)
+    idx = simlsh.load_index(tmp_path / "x.idx")
+    assert idx.tokenizer is None
+    s = idx.signer
+    assert (s.bits, s.dim, s.params["depth"]) == (64, X.shape[1], 16)
+    D, _ = idx.search(s.sign(X), 1)
+    assert (D[:, 0] == 0).all()
+    # Codes added from Python record no signer.
+    assert simlsh.LinearScan(bits=64).signer is None

@@ -35,7 +35,9 @@ use std::fmt;
 use crate::error::{Error, Result};
 use crate::signers::{SignerInfo, SignerSpec};
 use crate::storage::Buf;
-use crate::text::{Idf, StopWords};
+use std::sync::Arc;
+
+use crate::text::{Idf, StopWords, Tokenizer, TokenizerSpec, Weighting};
 
 /// Prefix of the signer's parameters.
 const SIGNER: &str = "signer.";
@@ -206,6 +208,144 @@ impl SignerRecord {
                  not read: a data file never makes simlsh read another file"
             ))),
         }
+    }
+
+    /// Records the tokenizer that made the documents' features: the options of `spec`
+    /// (`text.mode` resolved, `text.ngram`, `text.weighting`, `text.top_k`, and
+    /// `text.lowercase`, `text.punctuation`, `text.hmm` when they differ from their defaults)
+    /// and the tables `tokenizer` uses, embedded (its stop words, its TF-IDF table).
+    /// [`tokenizer`](Self::tokenizer) gives the tokenizer back.
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] if the record cannot hold them (not expected).
+    pub fn with_tokenizer(self, spec: &TokenizerSpec, tokenizer: &Tokenizer) -> Result<Self> {
+        let d = TokenizerSpec::default();
+        let mut r = self
+            .text_option("mode", spec.mode().name())?
+            .text_option("ngram", spec.ngram)?
+            .text_option("weighting", spec.weighting)?;
+        if let Some(k) = spec.top_k {
+            r = r.text_option("top_k", k)?;
+        }
+        if spec.lowercase != d.lowercase {
+            r = r.text_option("lowercase", spec.lowercase)?;
+        }
+        if spec.keep_punctuation {
+            r = r.text_option("punctuation", "keep")?;
+        }
+        if spec.hmm != d.hmm {
+            r = r.text_option("hmm", spec.hmm)?;
+        }
+        if !tokenizer.stop_words().is_empty() {
+            r = r.with_stop_words(tokenizer.stop_words())?;
+        }
+        if let Weighting::TfIdf(idf) = tokenizer.weighting() {
+            r = r.with_idf(idf)?;
+        }
+        Ok(r)
+    }
+
+    /// The recorded tokenizer options as a spec, the tables aside (its stop words are
+    /// empty: [`stop_words`](Self::stop_words) gives them): `None` for a record of vectors
+    /// (no text options). Options not recorded take their defaults (a record of an earlier
+    /// release without `text.weighting` was weighted by TF-IDF).
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] naming the `text.*` option whose value is not valid.
+    pub fn tokenizer_options(&self) -> Result<Option<TokenizerSpec>> {
+        let opts = self.text_options();
+        if opts.is_empty() {
+            return Ok(None);
+        }
+        fn value<T: std::str::FromStr>(
+            opts: &BTreeMap<&str, &str>,
+            key: &str,
+        ) -> Result<Option<T>> {
+            opts.get(key)
+                .map(|v| {
+                    v.parse().map_err(|_| {
+                        Error::param(
+                            "text option",
+                            format!("recorded text.{key}={v:?} is not valid"),
+                        )
+                    })
+                })
+                .transpose()
+        }
+        let mut spec = TokenizerSpec::default();
+        if let Some(m) = opts.get("mode") {
+            spec.mode = Some(m.parse().map_err(|_| {
+                Error::param(
+                    "text option",
+                    format!("recorded text.mode={m:?} is not valid"),
+                )
+            })?);
+        }
+        if let Some(n) = value::<usize>(&opts, "ngram")? {
+            spec.ngram = n;
+        }
+        if let Some(w) = opts.get("weighting") {
+            spec.weighting = w.parse()?;
+        }
+        spec.top_k = value(&opts, "top_k")?;
+        if let Some(b) = value(&opts, "lowercase")? {
+            spec.lowercase = b;
+        }
+        spec.keep_punctuation = match opts.get("punctuation") {
+            None | Some(&"drop") => false,
+            Some(&"keep") => true,
+            Some(v) => {
+                return Err(Error::param(
+                    "text option",
+                    format!("recorded text.punctuation={v:?} is not valid"),
+                ));
+            }
+        };
+        if let Some(b) = value(&opts, "hmm")? {
+            spec.hmm = b;
+        }
+        Ok(Some(spec))
+    }
+
+    /// The recorded tokenizer options with the recorded stop words: the spec of
+    /// [`tokenizer`](Self::tokenizer) (`None` for a record of vectors).
+    ///
+    /// # Errors
+    /// As [`tokenizer_options`](Self::tokenizer_options) and [`stop_words`](Self::stop_words).
+    pub fn tokenizer_spec(&self) -> Result<Option<TokenizerSpec>> {
+        let Some(mut spec) = self.tokenizer_options()? else {
+            return Ok(None);
+        };
+        if let Some(words) = self.stop_words()? {
+            spec.stop_words = words;
+        }
+        Ok(Some(spec))
+    }
+
+    /// The tokenizer recorded with the codes, built from the recorded options and the
+    /// embedded tables (stop words, TF-IDF table): it turns query documents into the features
+    /// the stored codes were signed from. `None` for a record of vectors.
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] for an invalid option, a table recorded as a path by an
+    /// earlier release (never read), or TF-IDF weights whose table was not kept.
+    pub fn tokenizer(&self) -> Result<Option<Tokenizer>> {
+        let Some(spec) = self.tokenizer_spec()? else {
+            return Ok(None);
+        };
+        let idf = if spec.needs_idf() {
+            let idf = self.idf()?.ok_or_else(|| {
+                Error::param(
+                    "text.idf",
+                    "the documents were weighted by a TF-IDF table that was not kept (a record \
+                     of an earlier release): rebuild the index, it then embeds the table",
+                )
+            })?;
+            Some(Arc::new(idf))
+        } else {
+            None
+        };
+        spec.build(idf).map(Some)
     }
 
     /// The value of text option `key` when it names a file (a record of an earlier release):
@@ -520,6 +660,92 @@ mod tests {
             assert!(e.to_string().contains("not read"), "{e}");
         }
         assert_eq!(rec.recorded_path("idf"), None);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A record made by `with_tokenizer` gives back, through an index file, a tokenizer that
+    /// makes the same features of every document (options off their defaults, custom stop
+    /// words and a TF-IDF table included); a record of vectors has none; a bad recorded
+    /// option is an error naming it.
+    #[test]
+    fn tokenizer_round_trips_through_an_index_file() {
+        use crate::index::IndexSpec;
+        use crate::signature::SignatureMatrix;
+        use crate::text::{Mode, StopWords, TokenizerSpec, WeightingKind};
+
+        let docs = [
+            "The Quick brown fox, jumps!",
+            "the quick BROWN dog ... jumps",
+            "lorem ipsum dolor sit amet",
+            "a zebra of the plains",
+        ];
+        let spec = "hashed-gaussian"
+            .parse::<SignerSpec>()
+            .unwrap()
+            .bits(64)
+            .seed(5);
+        let dir = std::env::temp_dir().join(format!("simlsh-signer-tok-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("t.idx");
+        let codes = SignatureMatrix::from_parts(64, vec![1u64, 2]).unwrap();
+        for (i, weighting) in [
+            WeightingKind::TfIdf,
+            WeightingKind::Tf,
+            WeightingKind::Binary,
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let tspec = TokenizerSpec {
+                mode: Some(Mode::Words),
+                ngram: 1 + i,
+                lowercase: i != 1,
+                keep_punctuation: i == 2,
+                stop_words: StopWords::from_words(["of", "zebra"]),
+                weighting,
+                top_k: (i == 0).then_some(3),
+                ..TokenizerSpec::default()
+            };
+            let tok = tspec.fit(&docs).unwrap();
+            let rec = SignerRecord::from_spec(&spec)
+                .with_tokenizer(&tspec, &tok)
+                .unwrap();
+            let mut idx = "linear"
+                .parse::<IndexSpec>()
+                .unwrap()
+                .build(&codes)
+                .unwrap();
+            idx.set_signer(Some(rec)).unwrap();
+            idx.save(&p).unwrap();
+            let back = crate::io::load_index(&p).unwrap();
+            let got = back.signer().unwrap();
+            let mut want = tspec.clone();
+            want.stop_words = StopWords::none();
+            assert_eq!(
+                got.tokenizer_options().unwrap().unwrap(),
+                want,
+                "{weighting}"
+            );
+            let t2 = got.tokenizer().unwrap().unwrap();
+            for d in docs {
+                assert_eq!(t2.features(d), tok.features(d), "{weighting}: {d}");
+            }
+        }
+        // Vectors: no tokenizer.
+        let vectors = SignerRecord::from_spec(&spec);
+        assert!(vectors.tokenizer_options().unwrap().is_none());
+        assert!(vectors.tokenizer().unwrap().is_none());
+        // A bad recorded value names its option; TF-IDF without its table is refused.
+        let bad = SignerRecord::from_spec(&spec)
+            .text_option("ngram", "x")
+            .unwrap();
+        let e = bad.tokenizer().map(drop).unwrap_err().to_string();
+        assert!(e.contains("text.ngram"), "{e}");
+        let unkept = SignerRecord::from_spec(&spec)
+            .text_option("weighting", "tfidf")
+            .unwrap();
+        let e = unkept.tokenizer().map(drop).unwrap_err().to_string();
+        assert!(e.contains("text.idf"), "{e}");
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

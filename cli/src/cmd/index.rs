@@ -26,7 +26,7 @@ use simlsh::io::{IndexFile, LoadOptions, load_index_with};
 use simlsh::signature::SignatureMatrix;
 use simlsh::signers::{SignerKind, SignerSpec};
 use simlsh::storage::Buf;
-use simlsh::text::{Mode, Tokenizer, Weighting};
+use simlsh::text::Tokenizer;
 use simlsh::verify::{CsrVectors, Vectors};
 
 use super::sign::{InputArgs, TextArgs, WeightingArg};
@@ -457,32 +457,12 @@ fn read_stored(input: &InputArgs, bits: Option<usize>, source: &str) -> Result<O
     }))
 }
 
-/// The name of a weighting, as `--weighting` takes it.
-fn weighting_name(w: WeightingArg) -> String {
-    w.to_possible_value()
-        .map(|v| v.get_name().to_string())
-        .unwrap_or_default()
-}
-
 /// The text options of documents signed here, as recorded with the index: tokenizer mode,
 /// n-gram, weighting, top-k, and the tables the tokenizer used, embedded (the stop words, the
 /// TF-IDF table fitted on the documents or given with --idf): never a path, since an index
 /// file must not make a query read another file.
 fn record_text(rec: SignerRecord, t: &TextArgs, tokenizer: &Tokenizer) -> Result<SignerRecord> {
-    let mut rec = rec
-        .text_option("mode", format!("{:?}", t.resolved_mode()).to_lowercase())?
-        .text_option("ngram", t.ngram)?
-        .text_option("weighting", weighting_name(t.weighting))?;
-    if let Some(k) = t.top_k {
-        rec = rec.text_option("top_k", k)?;
-    }
-    if !tokenizer.stop_words().is_empty() {
-        rec = rec.with_stop_words(tokenizer.stop_words())?;
-    }
-    if let Weighting::TfIdf(idf) = tokenizer.weighting() {
-        rec = rec.with_idf(idf)?;
-    }
-    Ok(rec)
+    Ok(rec.with_tokenizer(&t.spec()?, tokenizer)?)
 }
 
 /// The tokenizer options recorded with the index of `a` (see [`record_text`]), reading
@@ -490,24 +470,20 @@ fn record_text(rec: SignerRecord, t: &TextArgs, tokenizer: &Tokenizer) -> Result
 /// TF-IDF table or stop words is refused unless the file is given on the command line
 /// (`--idf`, `--stop-words`): a recorded path is never followed.
 fn text_args(rec: &SignerRecord, a: &QueryArgs) -> Result<TextArgs> {
-    let opts = rec.text_options();
     let name = a.index.display();
+    let spec = rec
+        .tokenizer_options()
+        .with_context(|| format!("reading the tokenizer options {name} records"))?;
+    let opts = rec.text_options();
     ensure!(
-        !opts.is_empty(),
+        spec.is_some(),
         "{name} records no tokenizer options (its codes were not signed from documents by \
          `simlsh index build`): sign the documents with the index's options and query with \
          the codes"
     );
+    let spec = spec.expect("checked");
     let get = |k: &str| opts.get(k).copied();
-    let bad =
-        |k: &str, v: &str| anyhow::anyhow!("{name}: recorded text option {k}={v:?} is not valid");
-    let weighting = match get("weighting").unwrap_or("tfidf") {
-        "binary" => WeightingArg::Binary,
-        "tf" => WeightingArg::Tf,
-        "tfidf" => WeightingArg::Tfidf,
-        "jieba" => WeightingArg::Jieba,
-        v => return Err(bad("weighting", v)),
-    };
+    let weighting = WeightingArg::from(spec.weighting);
     let (mut idf, mut embedded_idf) = (None, None);
     if matches!(weighting, WeightingArg::Tfidf) {
         match (rec.recorded_path("idf"), &a.idf, get("idf")) {
@@ -560,18 +536,10 @@ fn text_args(rec: &SignerRecord, a: &QueryArgs) -> Result<TextArgs> {
     }
     Ok(TextArgs {
         field: a.field.clone(),
-        mode: match get("mode") {
-            Some(m) => Some(m.parse::<Mode>().map_err(|_| bad("mode", m))?),
-            None => None,
-        },
-        ngram: match get("ngram") {
-            Some(n) => n.parse().map_err(|_| bad("ngram", n))?,
-            None => 1,
-        },
+        mode: spec.mode,
+        ngram: spec.ngram,
         weighting,
-        top_k: get("top_k")
-            .map(|k| k.parse().map_err(|_| bad("top_k", k)))
-            .transpose()?,
+        top_k: spec.top_k,
         stop_words,
         idf,
         save_idf: None,

@@ -285,17 +285,6 @@ impl TextArgs {
             ..TokenizerSpec::default()
         })
     }
-
-    /// The tokenizer mode: `--mode`, else the library's default for the weighting
-    /// ([`TokenizerSpec::mode`]).
-    pub fn resolved_mode(&self) -> Mode {
-        TokenizerSpec {
-            mode: self.mode,
-            weighting: self.weighting.into(),
-            ..TokenizerSpec::default()
-        }
-        .mode()
-    }
 }
 
 impl From<WeightingKind> for WeightingArg {
