@@ -17,6 +17,9 @@ use crate::signer::contiguous;
 use crate::text::PyTokenizer;
 use crate::threads::Threads;
 
+/// A recorded signer: its spec's text form, width, seed and dimension.
+type SignerParts = (String, usize, u64, Option<u64>);
+
 /// Most queries answered per chunk (between two checks for Ctrl-C).
 const QUERY_CHUNK: usize = 16_384;
 
@@ -432,7 +435,7 @@ impl PyIndex {
     /// `spec` in the library's text form (`super-bit:depth=32`). A `FormatError` when the
     /// record cannot rebuild it (a matrix not drawn from a seed).
     #[getter]
-    fn signer_record(&self) -> PyResult<Option<(String, usize, u64, Option<u64>)>> {
+    fn signer_record(&self) -> PyResult<Option<SignerParts>> {
         let idx = self.read();
         let Some(rec) = idx.signer() else {
             return Ok(None);
