@@ -281,7 +281,13 @@ fn one_writer_many_read_only_readers() {
     store.checkpoint().unwrap();
     readers[0].refresh().unwrap();
     assert_eq!(readers[0].len(), 2);
+    // Checkpoints replace the manifest; a second writer is still refused (the lock is on a
+    // file never replaced), and taken once the first is gone.
+    let err = Store::open(&dir).unwrap_err();
+    assert!(matches!(err, simlsh::Error::Unavailable(_)), "{err}");
     drop(store);
+    drop(readers);
+    assert_eq!(Store::open(&dir).unwrap().len(), 2);
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

@@ -511,6 +511,25 @@ impl StoreBuilder {
 }
 
 /// Writes a new store: its first segment (if any), the manifest, the first log file.
+/// Name of the store's lock file: empty, never replaced (the manifest is, by each
+/// checkpoint, and a lock on a replaced file would exclude no one). The writer holds its
+/// exclusive lock ([`crate::io::lock_exclusive`]) while the store is open for writing.
+const LOCK: &str = "LOCK";
+
+/// The lock file of the store in `dir`, created if missing (a store copied without it).
+fn lock_file(dir: &Path) -> Result<PathBuf> {
+    let p = dir.join(LOCK);
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&p)
+        .map_err(|source| Error::Io {
+            path: p.clone(),
+            source,
+        })?;
+    Ok(p)
+}
+
 fn init(path: &Path, config: &Config, rows: Option<rows::Rows>) -> Result<()> {
     let io = |source| Error::Io {
         path: path.to_path_buf(),
@@ -523,7 +542,7 @@ fn init(path: &Path, config: &Config, rows: Option<rows::Rows>) -> Result<()> {
             "a new store needs an empty directory",
         )));
     }
-    let _lock = crate::io::lock_exclusive(&manifest::path(path))?;
+    let _lock = crate::io::lock_exclusive(&lock_file(path)?)?;
     let mut state = manifest::State {
         lsn: 0,
         next_segment: 1,
@@ -815,7 +834,7 @@ impl Store {
             None
         } else {
             Some(
-                crate::io::try_lock_exclusive(&manifest::path(path))?.ok_or_else(|| {
+                crate::io::try_lock_exclusive(&lock_file(path)?)?.ok_or_else(|| {
                     Error::Unavailable(format!(
                         "{}: the store is open for writing in another process",
                         path.display()
