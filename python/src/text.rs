@@ -146,7 +146,7 @@ impl PyTokenizer {
 
     /// This tokenizer with TF-IDF weights fitted on `docs` (unchanged for other weightings).
     #[pyo3(signature = (docs, threads = None))]
-    fn fit(&self, py: Python<'_>, docs: Vec<String>, threads: Option<usize>) -> PyResult<Self> {
+    fn fit(&self, py: Python<'_>, docs: Vec<String>, threads: Option<isize>) -> PyResult<Self> {
         let t = Threads::new(threads)?;
         let tok = t.run(py, || self.spec.fit(&docs)).py()?;
         Ok(PyTokenizer {
@@ -178,7 +178,7 @@ impl PyTokenizer {
         &self,
         py: Python<'py>,
         docs: Vec<String>,
-        threads: Option<usize>,
+        threads: Option<isize>,
     ) -> PyResult<(
         Bound<'py, PyArray1<i64>>,
         Bound<'py, PyArray1<i64>>,
@@ -231,7 +231,7 @@ impl PyIdf {
         py: Python<'_>,
         tokenizer: &PyTokenizer,
         docs: Vec<String>,
-        threads: Option<usize>,
+        threads: Option<isize>,
     ) -> PyResult<Self> {
         let t = Threads::new(threads)?;
         let tok = tokenizer.spec.counting().py()?;
@@ -250,7 +250,7 @@ impl PyIdf {
         tokenizer: &PyTokenizer,
         offsets: &Bound<'py, PyAny>,
         data: PyReadonlyArray1<'py, u8>,
-        threads: Option<usize>,
+        threads: Option<isize>,
     ) -> PyResult<Self> {
         let t = Threads::new(threads)?;
         let docs = crate::partition::strings(offsets, contiguous(&data, "data")?)?;
