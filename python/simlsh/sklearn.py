@@ -153,10 +153,8 @@ class SimHashTransformer(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
         check_is_fitted(self, "signer_")
         text = _input_kind(X) == "text"
         if text == hasattr(self, "n_features_in_"):
-            raise ValueError(
-                f"{type(self).__name__} was fitted on "
-                + (f"a matrix of {self.n_features_in_} columns, not documents" if text else "documents, not a matrix")
-            )
+            fitted = f"a matrix of {self.n_features_in_} columns, not documents" if text else "documents, not a matrix"
+            raise ValueError(f"{type(self).__name__} was fitted on {fitted}")
         if not text:
             X = validate_data(
                 self, X, accept_sparse="csr", dtype=(np.float32, np.float64), reset=False, ensure_min_samples=0
@@ -245,6 +243,6 @@ def _input_kind(X) -> str:
         return "text"
     if isinstance(X, np.ndarray) or mod.startswith("pandas"):
         dtype = getattr(X, "dtype", None)  # a DataFrame has dtypes, a Series a dtype
-        if getattr(X, "ndim", 0) == 1 and dtype is not None and (dtype == object or dtype.kind in "USO" or str(dtype).startswith("str")):
+        if X.ndim == 1 and dtype is not None and dtype.kind in "USO":  # pandas' strings are "O"
             return "text"
     return "matrix"

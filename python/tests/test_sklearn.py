@@ -120,7 +120,12 @@ def test_dataframe_input_gives_the_arrays_codes_and_feature_names():
     # A Series of documents is text.
     docs = pd.Series(["the quick brown fox", "the lazy dog", "a quick brown dog"])
     t = SimHashTransformer(bits=64).fit(docs)
-    np.testing.assert_array_equal(t.transform(docs), simlsh.HashedGaussian(bits=64, seed=0).sign(docs.tolist()))
+    codes = simlsh.HashedGaussian(bits=64, seed=0).sign(docs.tolist())
+    np.testing.assert_array_equal(t.transform(docs), codes)
+    import pyarrow as pa
+
+    for same in (docs.astype("string"), docs.to_numpy(dtype=str), pa.array(docs.tolist())):
+        np.testing.assert_array_equal(SimHashTransformer(bits=64).fit_transform(same), codes)
 
 
 def test_feature_names_out_and_set_output_pandas():
