@@ -119,7 +119,7 @@ class Signer:
         Integer or other dtypes raise ``TypeError`` (convert with ``X.astype(np.float32)``);
         NaN, infinities, wrong widths, ragged rows and bad sparse structure raise
         ``ValueError`` naming the row and column. Runs without the GIL on ``threads``
-        threads (default all cores), in chunks between which Ctrl-C is honoured; the result
+        threads (default all cores, as ``-1``), in chunks between which Ctrl-C is honoured; the result
         does not depend on the thread count.
         """
         return _sign(self._core, X, tokenizer, weights, threads)
