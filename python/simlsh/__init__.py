@@ -4,8 +4,9 @@ Signatures of dense (NumPy), sparse (SciPy), text and Arrow data; exact Hamming 
 FAISS-shaped results; the all-pairs self-join, clusters and the k-NN graph; calibrated
 estimates and planners; a scikit-learn transformer (:mod:`simlsh.sklearn`) and Arrow batch
 functions (:mod:`simlsh.arrow`). Heavy calls release the GIL and run on all cores (or
-``threads=``), Ctrl-C interrupts them, and the results are bit-identical to the command line
-and the Rust library for the same seed and parameters.
+``threads=n``; ``-1`` is all cores and ``-2`` all but one, as scikit-learn's ``n_jobs``), Ctrl-C
+interrupts them, and the results are bit-identical to the command line and the Rust library
+for the same seed and parameters.
 
 >>> import numpy as np, simlsh
 >>> X = np.random.default_rng(0).standard_normal((1000, 64)).astype(np.float32)

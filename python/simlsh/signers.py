@@ -112,12 +112,14 @@ class Signer:
         - a list of token lists (each a weighted bag of string features; ``weights`` a list of
           float lists of the same shapes, default weight 1);
         - a ``pyarrow`` array or chunked array: strings (documents), ``list<float>`` or
-          ``fixed_size_list<float>`` (dense rows), ``list<string>`` (tokens).
+          ``fixed_size_list<float>`` (dense rows), ``list<string>`` (tokens);
+        - a pandas DataFrame (its values, as ``DataFrame.to_numpy()``: float columns) or Series
+          (of documents).
 
         Integer or other dtypes raise ``TypeError`` (convert with ``X.astype(np.float32)``);
         NaN, infinities, wrong widths, ragged rows and bad sparse structure raise
         ``ValueError`` naming the row and column. Runs without the GIL on ``threads``
-        threads (default all cores), in chunks between which Ctrl-C is honoured; the result
+        threads (default all cores, as ``-1``), in chunks between which Ctrl-C is honoured; the result
         does not depend on the thread count.
         """
         return _sign(self._core, X, tokenizer, weights, threads)
@@ -308,12 +310,13 @@ def _sign(core: _simlsh.Signer, X, tokenizer, weights, threads) -> np.ndarray:
     if _is_sparse(X):
         return _sign_sparse(core, X, threads)
     mod = type(X).__module__
+    # pandas before Arrow: a DataFrame exports an Arrow stream too, of one struct column.
+    if mod.startswith("pandas"):
+        return _sign(core, X.to_numpy(), tokenizer, weights, threads)
     if mod.startswith("pyarrow") or hasattr(X, "__arrow_c_array__") or hasattr(X, "__arrow_c_stream__"):
         from .arrow import sign_arrow
 
         return sign_arrow(core, X, tokenizer=tokenizer, threads=threads)
-    if mod.startswith("pandas"):
-        return _sign(core, X.to_numpy(), tokenizer, weights, threads)
     if isinstance(X, str):
         raise TypeError("expected a sequence of documents, got a single str (wrap it in a list)")
     if isinstance(X, (list, tuple)):

@@ -147,7 +147,7 @@ impl PyIndex {
         spec: &str,
         codes: PyReadonlyArray2<'_, u64>,
         bits: usize,
-        threads: Option<usize>,
+        threads: Option<isize>,
     ) -> PyResult<Self> {
         let spec: IndexSpec = spec.parse().py()?;
         let t = Threads::new(threads)?;
@@ -239,7 +239,7 @@ impl PyIndex {
         py: Python<'_>,
         codes: PyReadonlyArray2<'_, u64>,
         ids: Option<PyReadonlyArray1<'_, i64>>,
-        threads: Option<usize>,
+        threads: Option<isize>,
     ) -> PyResult<()> {
         let t = Threads::new(threads)?;
         let bits = self.read().bits();
@@ -320,7 +320,7 @@ impl PyIndex {
         py: Python<'py>,
         queries: PyReadonlyArray2<'py, u64>,
         k: usize,
-        threads: Option<usize>,
+        threads: Option<isize>,
     ) -> PyResult<Knn<'py>> {
         let t = Threads::new(threads)?;
         let (bits, chunk) = self.with(|i| (i.bits(), query_chunk(i.kind(), i.len())));
@@ -360,7 +360,7 @@ impl PyIndex {
         py: Python<'py>,
         queries: PyReadonlyArray2<'py, u64>,
         radius: u32,
-        threads: Option<usize>,
+        threads: Option<isize>,
     ) -> PyResult<(
         Bound<'py, PyArray1<i64>>,
         Bound<'py, PyArray1<i32>>,

@@ -28,7 +28,7 @@ pub fn self_join<'py>(
     codes: PyReadonlyArray2<'py, u64>,
     bits: usize,
     radius: u32,
-    threads: Option<usize>,
+    threads: Option<isize>,
 ) -> PyResult<PairArrays<'py>> {
     let t = Threads::new(threads)?;
     let m = self::codes(&codes, bits)?;
@@ -88,7 +88,7 @@ pub fn knn_graph<'py>(
     bits: usize,
     k: usize,
     index: Option<&PyIndex>,
-    threads: Option<usize>,
+    threads: Option<isize>,
     method: &str,
     seed: u64,
 ) -> PyResult<Knn<'py>> {

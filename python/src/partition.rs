@@ -58,7 +58,7 @@ pub fn sign_text_counts<'py>(
     offsets: &Bound<'py, PyAny>,
     data: PyReadonlyArray1<'py, u8>,
     tokenizer: &PyTokenizer,
-    threads: Option<usize>,
+    threads: Option<isize>,
 ) -> PyResult<CodesCounts<'py>> {
     let t = Threads::new(threads)?;
     let data = contiguous(&data, "data")?;
@@ -99,7 +99,7 @@ pub fn cosines_text<'py>(
     a_data: PyReadonlyArray1<'py, u8>,
     b_offsets: &Bound<'py, PyAny>,
     b_data: PyReadonlyArray1<'py, u8>,
-    threads: Option<usize>,
+    threads: Option<isize>,
 ) -> PyResult<Bound<'py, PyArray1<f64>>> {
     use rayon::prelude::*;
     let t = Threads::new(threads)?;

@@ -111,7 +111,7 @@ pub fn rerank_dense<'py>(
     base: PyReadonlyArray2<'py, f32>,
     ids: PyReadonlyArray2<'py, i64>,
     k: usize,
-    threads: Option<usize>,
+    threads: Option<isize>,
 ) -> PyResult<Reranked<'py>> {
     let t = Threads::new(threads)?;
     let (qv, bv, iv) = (queries.as_array(), base.as_array(), ids.as_array());
@@ -216,7 +216,7 @@ pub fn rerank_csr<'py>(
     b_data: PyReadonlyArray1<'py, f32>,
     ids: PyReadonlyArray2<'py, i64>,
     k: usize,
-    threads: Option<usize>,
+    threads: Option<isize>,
 ) -> PyResult<Reranked<'py>> {
     let t = Threads::new(threads)?;
     let qm = Csr {

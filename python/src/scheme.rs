@@ -172,7 +172,7 @@ impl PyScheme {
         &self,
         py: Python<'py>,
         codes: PyReadonlyArray2<'py, u64>,
-        threads: Option<usize>,
+        threads: Option<isize>,
     ) -> PyResult<Bound<'py, PyArray2<u64>>> {
         let t = Threads::new(threads)?;
         let bits = self.bits_or_err()?;

@@ -609,7 +609,7 @@ impl PySigner {
         &self,
         py: Python<'py>,
         x: PyReadonlyArray2<'py, f32>,
-        threads: Option<usize>,
+        threads: Option<isize>,
     ) -> PyResult<Bound<'py, PyArray2<u64>>> {
         let t = Threads::new(threads)?;
         self.dense_f32(py, x.as_array(), &t)
@@ -621,7 +621,7 @@ impl PySigner {
         &self,
         py: Python<'py>,
         x: PyReadonlyArray2<'py, f64>,
-        threads: Option<usize>,
+        threads: Option<isize>,
     ) -> PyResult<Bound<'py, PyArray2<u64>>> {
         let t = Threads::new(threads)?;
         self.dense_f64(py, x.as_array(), &t)
@@ -637,7 +637,7 @@ impl PySigner {
         indices: &Bound<'py, PyAny>,
         data: &Bound<'py, PyAny>,
         cols: usize,
-        threads: Option<usize>,
+        threads: Option<isize>,
     ) -> PyResult<Bound<'py, PyArray2<u64>>> {
         let t = Threads::new(threads)?;
         macro_rules! go {
@@ -671,7 +671,7 @@ impl PySigner {
         py: Python<'py>,
         docs: Vec<Vec<String>>,
         weights: Option<Vec<Vec<f32>>>,
-        threads: Option<usize>,
+        threads: Option<isize>,
     ) -> PyResult<Bound<'py, PyArray2<u64>>> {
         let t = Threads::new(threads)?;
         if let Some(w) = &weights {
@@ -725,7 +725,7 @@ impl PySigner {
         py: Python<'py>,
         docs: Vec<String>,
         tokenizer: &PyTokenizer,
-        threads: Option<usize>,
+        threads: Option<isize>,
     ) -> PyResult<Bound<'py, PyArray2<u64>>> {
         let t = Threads::new(threads)?;
         let refs: Vec<&str> = docs.iter().map(String::as_str).collect();
@@ -742,7 +742,7 @@ impl PySigner {
         offsets: &Bound<'py, PyAny>,
         data: PyReadonlyArray1<'py, u8>,
         tokenizer: &PyTokenizer,
-        threads: Option<usize>,
+        threads: Option<isize>,
     ) -> PyResult<Bound<'py, PyArray2<u64>>> {
         let t = Threads::new(threads)?;
         let data = contiguous(&data, "data")?;

@@ -170,7 +170,7 @@ impl PyTokenizer {
 
     /// This tokenizer with TF-IDF weights fitted on `docs` (unchanged for other weightings).
     #[pyo3(signature = (docs, threads = None))]
-    fn fit(&self, py: Python<'_>, docs: Vec<String>, threads: Option<usize>) -> PyResult<Self> {
+    fn fit(&self, py: Python<'_>, docs: Vec<String>, threads: Option<isize>) -> PyResult<Self> {
         let t = Threads::new(threads)?;
         let tok = t.run(py, || self.spec.fit(&docs)).py()?;
         Ok(PyTokenizer {
@@ -202,7 +202,7 @@ impl PyTokenizer {
         &self,
         py: Python<'py>,
         docs: Vec<String>,
-        threads: Option<usize>,
+        threads: Option<isize>,
     ) -> PyResult<(
         Bound<'py, PyArray1<i64>>,
         Bound<'py, PyArray1<i64>>,
@@ -255,7 +255,7 @@ impl PyIdf {
         py: Python<'_>,
         tokenizer: &PyTokenizer,
         docs: Vec<String>,
-        threads: Option<usize>,
+        threads: Option<isize>,
     ) -> PyResult<Self> {
         let t = Threads::new(threads)?;
         let tok = tokenizer.spec.counting().py()?;
@@ -274,7 +274,7 @@ impl PyIdf {
         tokenizer: &PyTokenizer,
         offsets: &Bound<'py, PyAny>,
         data: PyReadonlyArray1<'py, u8>,
-        threads: Option<usize>,
+        threads: Option<isize>,
     ) -> PyResult<Self> {
         let t = Threads::new(threads)?;
         let docs = crate::partition::strings(offsets, contiguous(&data, "data")?)?;

@@ -12,14 +12,22 @@ use crate::errors::value_error;
 /// Pools built so far, by thread count (a pool is built once per count and kept).
 static POOLS: Mutex<Vec<(usize, Arc<ThreadPool>)>> = Mutex::new(Vec::new());
 
-/// The pool of `threads` threads (`None`: rayon's global pool, all cores).
-fn pool(threads: Option<usize>) -> PyResult<Option<Arc<ThreadPool>>> {
-    let Some(n) = threads else { return Ok(None) };
-    if n == 0 {
-        return Err(value_error(
-            "threads must be at least 1 (or None for all cores)",
-        ));
-    }
+/// The pool for a `threads=` argument, read as scikit-learn reads `n_jobs`: `None` or `-1`
+/// is rayon's global pool (all cores), `n ≥ 1` a pool of `n` threads, `n ≤ -2` all cores but
+/// `-1 - n` (at least one thread); `0` is an error.
+fn pool(threads: Option<isize>) -> PyResult<Option<Arc<ThreadPool>>> {
+    let n = match threads {
+        None | Some(-1) => return Ok(None),
+        Some(0) => {
+            return Err(value_error(
+                "threads must be at least 1, or -1 (or None) for all cores, got 0",
+            ));
+        }
+        Some(n) if n > 0 => n.unsigned_abs(),
+        Some(n) => (rayon::current_num_threads() + 1)
+            .saturating_sub(n.unsigned_abs())
+            .max(1),
+    };
     let mut pools = POOLS.lock().unwrap_or_else(|p| p.into_inner());
     if let Some((_, p)) = pools.iter().find(|(k, _)| *k == n) {
         return Ok(Some(p.clone()));
@@ -40,7 +48,7 @@ pub struct Threads(Option<Arc<ThreadPool>>);
 
 impl Threads {
     /// The pool for a `threads=` argument.
-    pub fn new(threads: Option<usize>) -> PyResult<Self> {
+    pub fn new(threads: Option<isize>) -> PyResult<Self> {
         Ok(Threads(pool(threads)?))
     }
 

@@ -42,7 +42,7 @@ pub fn banded_join<'py>(
     codes: PyReadonlyArray2<'py, u64>,
     bits: usize,
     scheme: &PyScheme,
-    threads: Option<usize>,
+    threads: Option<isize>,
 ) -> PyResult<(PairArrays<'py>, Bound<'py, PyDict>)> {
     let t = Threads::new(threads)?;
     let m = self::codes(&codes, bits)?;
@@ -156,7 +156,7 @@ pub fn verified_join_dense<'py>(
     threshold: f64,
     scheme: Option<PyRef<'py, PyScheme>>,
     recall: Option<f64>,
-    threads: Option<usize>,
+    threads: Option<isize>,
 ) -> PyResult<(Verified<'py>, Bound<'py, PyDict>)> {
     let t = Threads::new(threads)?;
     let m = self::codes(&codes, bits)?;
@@ -182,7 +182,7 @@ pub fn verified_join_csr<'py>(
     threshold: f64,
     scheme: Option<PyRef<'py, PyScheme>>,
     recall: Option<f64>,
-    threads: Option<usize>,
+    threads: Option<isize>,
 ) -> PyResult<(Verified<'py>, Bound<'py, PyDict>)> {
     let t = Threads::new(threads)?;
     let m = self::codes(&codes, bits)?;
