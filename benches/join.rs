@@ -25,9 +25,9 @@ use cpu_time::CpuTime;
 mod pool;
 use pool::pool;
 use simlsh::estimate::{BandingPlanner, JoinPlanner, binomial_quantile, filtered_band_recall};
-use simlsh::join::{Banding, banded_join_each, self_join_each};
+use simlsh::join::{Banding, Scheme, banded_join_each, self_join_each};
 use simlsh::rng::Rng;
-use simlsh::verify::{Candidates, SparseVectors, Vectors, VerifiedJoin};
+use simlsh::verify::{SparseVectors, Vectors, VerifiedJoin};
 use simlsh::{HashingTrick, SignatureMatrix, Signer};
 
 const THRESHOLD: f64 = 0.8;
@@ -141,7 +141,7 @@ fn banding(bits: usize, n: usize) -> Banding {
 /// cosine ≥ τ, and at each planted cosine the share found is within the binomial bound of the
 /// plan's recall there (failing with probability below 1e-6 per level).
 fn check_verified(s: &Setup, join: &VerifiedJoin, sigs: &SignatureMatrix) {
-    let Candidates::Banded(b) = join.candidates() else {
+    let Scheme::Bands(b) = join.candidates() else {
         unreachable!("a banded join")
     };
     let (pairs, report) = pool().install(|| join.pairs(sigs, &s.vectors).unwrap());
@@ -200,7 +200,7 @@ fn joins<M: Measurement>(c: &mut Criterion<M>, prefix: &str) {
     }
     let join = VerifiedJoin::builder()
         .threshold(THRESHOLD)
-        .candidates(Candidates::Banded(banding(1024, n)))
+        .candidates(Scheme::Bands(banding(1024, n)))
         .build()
         .unwrap();
     check_verified(s, &join, &s.sigs1024);

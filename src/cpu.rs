@@ -130,30 +130,38 @@ pub fn cores() -> usize {
 }
 
 /// The number of worker threads for a requested count, the one rule of the command line's
-/// `--threads` and the Python package's `threads=`: `None` or `-1` for every core
-/// ([`cores`]), a count above the cores clamped to them (more threads than cores only add
-/// switching and memory, never speed: the results do not depend on the count).
+/// `--threads` and the Python package's `threads=`, read as scikit-learn reads `n_jobs`:
+/// `None` or `-1` for every core ([`cores`]), `-2` for all but one, `-k` for all but
+/// `k - 1` (at least one thread), a count above the cores clamped to them (more threads than
+/// cores only add switching and memory, never speed: the results do not depend on the
+/// count).
 ///
 /// ```
 /// use simlsh::cpu::{cores, threads};
 /// assert_eq!(threads(None)?, cores());
 /// assert_eq!(threads(Some(-1))?, cores());
+/// assert_eq!(threads(Some(-2))?, (cores() - 1).max(1));
+/// assert_eq!(threads(Some(i64::MIN))?, 1);
 /// assert_eq!(threads(Some(1))?, 1);
 /// assert_eq!(threads(Some(100_000))?, cores());
-/// assert!(threads(Some(0)).is_err() && threads(Some(-2)).is_err());
+/// assert!(threads(Some(0)).is_err());
 /// # Ok::<(), simlsh::Error>(())
 /// ```
 ///
 /// # Errors
-/// [`Error::InvalidParameter`](crate::Error::InvalidParameter) for `0` or a count below `-1`.
+/// [`Error::InvalidParameter`](crate::Error::InvalidParameter) for `0`.
 pub fn threads(requested: Option<i64>) -> crate::Result<usize> {
     match requested {
         None | Some(-1) => Ok(cores()),
-        Some(n) if n >= 1 => Ok(usize::try_from(n).unwrap_or(usize::MAX).min(cores())),
-        Some(n) => Err(crate::Error::param(
+        Some(0) => Err(crate::Error::param(
             "threads",
-            format!("{n}: expected at least 1, or -1 for every core"),
+            "0: expected at least 1, or -1 for every core (-2 for all but one)",
         )),
+        Some(n) if n >= 1 => Ok(usize::try_from(n).unwrap_or(usize::MAX).min(cores())),
+        Some(n) => {
+            let spare = usize::try_from(n.unsigned_abs() - 1).unwrap_or(usize::MAX);
+            Ok(cores().saturating_sub(spare).max(1))
+        }
     }
 }
 

@@ -182,6 +182,13 @@ pub enum Error {
         /// Checksum of the contents.
         computed: u64,
     },
+    /// A store cannot take the request now (its write queue is full): retry later.
+    #[error("busy: {0}")]
+    Busy(String),
+    /// A store cannot take the request at all (closed, opened read-only, or held by another
+    /// writer).
+    #[error("unavailable: {0}")]
+    Unavailable(String),
 }
 
 /// Short for `std::result::Result<T, simlsh::Error>`.

@@ -19,6 +19,7 @@
 //! | exact answers | [`verify`] | [`verify::VerifiedJoin`] (signature candidates, exact cosine decides), [`verify::rerank`], the [`verify::Vectors`] trait |
 //! | text | [`text`] | [`text::Tokenizer`] (words, n-grams, jieba, stop words, TF-IDF, top-K), [`text::Idf`], [`text::StopWords`] |
 //! | files | [`io`] | readers of every input format ([`io::read_vectors`], [`io::documents()`]), signatures as `.npy`, the versioned index format ([`io::save_signatures`], [`io::load_index`]), atomic writes, advisory locks |
+//! | online dedup | [`store`] | [`store::Store`]: a durable store of codes, vectors or documents under `u64` ids (write-ahead log, group commit, segments, compaction) with radius, cosine and k-NN queries and an atomic check-and-insert |
 //! | memory maps | [`storage`] | [`storage::Buf`]: an array owned or borrowed from a mapped file |
 //! | memory limits | [`memory`] | [`memory::available`]: what the process may still allocate (system, control group, `ulimit`); builders check against it |
 //! | errors | [`error`] | [`Error`] (typed, naming the file, row or value), [`Result`] |
@@ -164,6 +165,7 @@ pub mod signature;
 #[allow(clippy::collapsible_if)]
 pub mod signers;
 pub mod storage;
+pub mod store;
 pub mod text;
 pub(crate) mod util;
 pub mod verify;

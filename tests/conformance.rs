@@ -59,6 +59,10 @@ fn kinds() -> Vec<Kind> {
         // A narrow beam: windows shorter than k, clipped at the list ends, and automatic
         // merges of the delta after a few inserts or removals.
         spec("permutation:q=3,beam=2,seed=9"),
+        // The graph index as built (small sets fall back to the scan after its check), and
+        // forced to search a graph of low degree with narrow beams.
+        spec("graph"),
+        spec("graph:m=4,ef=6,efc=8,seed=3,fallback=false"),
     ]
 }
 

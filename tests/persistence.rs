@@ -218,7 +218,18 @@ fn sections(kind: FileKind) -> &'static [(&'static str, Elem)] {
             ("keys", U64),
             ("order", U32),
         ],
+        FileKind::Graph => &[
+            ("codes", U64),
+            ("adj", U32),
+            ("node_ids", U32),
+            ("dup_nodes", U32),
+            ("dup_ids", U32),
+            ("table", U32),
+            ("entries", U32),
+            ("entry_codes", U64),
+        ],
         FileKind::Signatures => &[("codes", U64)],
+        FileKind::Store => &[],
     }
 }
 
@@ -295,6 +306,8 @@ fn crafted_files_with_valid_checksums_are_errors_not_panics() {
         (64, "mih:delta=20"),
         (100, "mih:m=2,delta=20"),
         (70, "permutation:q=3,beam=4"),
+        (64, "graph:m=4,ef=8,efc=8,fallback=false"),
+        (130, "graph:m=6"),
     ] {
         let m = sigs(bits, 120);
         let mut idx = spec.parse::<IndexSpec>().unwrap().build(&m).unwrap();
@@ -399,6 +412,8 @@ fn crafted_fields_are_named_in_the_error() {
         ("mih", "substrings", "1000000000", "param substrings"),
         ("linear", "len", "7", "param len"),
         ("permutation", "permutations", "5", "param permutations"),
+        ("graph", "m", "1", "param m"),
+        ("graph", "check.mode", "tree", "param check.mode"),
     ] {
         let idx = spec.parse::<IndexSpec>().unwrap().build(&m).unwrap();
         let path = tmp(&format!("named-{}.simlsh", idx.kind()));
@@ -510,4 +525,111 @@ fn empty_mih_file_with_huge_substrings_is_an_error() {
             Ok(_) => panic!("loaded"),
         }
     }
+}
+
+/// Every rewrite of a loaded index verifies what it carries over: a file with one flipped
+/// bit (anywhere) loads in `O(1)` but is never saved again with a fresh checksum, whether
+/// saved as loaded, after an insert or a removal, to its own path or another, or staged in
+/// an output set; the damaged file is left byte for byte, and nothing else is written. A sound
+/// file saves as before, and is verified once.
+#[test]
+fn a_corrupt_index_is_never_rewritten_as_sound() {
+    use simlsh::io::{LoadOptions, OutputSet, load_index_with};
+    let m = sigs(64, 300);
+    let extra = sigs(64, 310);
+    let mut rng = Rng::new(17);
+    for kind in ["linear", "manku:k=2", "mih", "permutation:q=4"] {
+        let p = tmp(&format!("launder-{}.simlsh", kind.replace([':', '='], "-")));
+        let other = p.with_extension("copy");
+        let idx = kind.parse::<IndexSpec>().unwrap().build(&m).unwrap();
+        idx.save(&p).unwrap();
+        let good = std::fs::read(&p).unwrap();
+        // Sound: loaded unverified, saved after verification, once.
+        let mut back = load_index(&p).unwrap();
+        assert!(!back.is_verified(), "{kind}");
+        back.insert(1000, extra.row(305)).unwrap();
+        back.save(&other).unwrap();
+        assert!(back.is_verified(), "{kind}");
+        verify_index(&other).unwrap();
+        let mut rewrites = 0;
+        for trial in 0..40 {
+            let mut bad = good.clone();
+            let at = rng.below(bad.len() as u64) as usize;
+            bad[at] ^= 1 << rng.below(8);
+            std::fs::write(&p, &bad).unwrap();
+            let _ = std::fs::remove_file(&other);
+            assert!(
+                load_index_with(&p, &LoadOptions::default().verify(true)).is_err(),
+                "{kind}, byte {at}"
+            );
+            let Ok(mut idx) = load_index(&p) else {
+                continue;
+            };
+            assert!(!idx.is_verified());
+            match trial % 4 {
+                0 => {}
+                1 => {
+                    let _ = idx.insert(2000 + trial, extra.row(trial as usize));
+                }
+                2 => {
+                    let _ = idx.remove(trial);
+                }
+                _ => {
+                    let _ = idx.insert_batch(&[3000, 3001], &extra.as_slice()[..2]);
+                }
+            }
+            rewrites += 1;
+            let e = idx.save(&p).unwrap_err();
+            assert!(
+                matches!(e, Error::Checksum { .. } | Error::InvalidField { .. }),
+                "{kind}, byte {at}: {e}"
+            );
+            assert!(e.to_string().contains("launder-"), "names the file: {e}");
+            assert!(idx.save(&other).is_err(), "{kind}, byte {at}");
+            let mut set = OutputSet::new();
+            assert!(idx.stage(&mut set, &other).is_err(), "{kind}, byte {at}");
+            assert!(set.is_empty());
+            assert!(idx.verify_source().is_err() && !idx.is_verified());
+            assert_eq!(
+                std::fs::read(&p).unwrap(),
+                bad,
+                "{kind}: the damaged file changed"
+            );
+            assert!(!other.exists(), "{kind}: a copy was written");
+        }
+        assert!(
+            rewrites >= 20,
+            "{kind}: only {rewrites} damaged files loaded"
+        );
+    }
+}
+
+/// A copied load does not depend on its file: truncating the file in place afterwards (as
+/// `cp` or `truncate` do, which would kill a process whose map reads past the new end with
+/// SIGBUS) changes nothing for it.
+#[test]
+fn a_copied_index_survives_its_file_truncated_in_place() {
+    use simlsh::io::{LoadOptions, load_index_with};
+    let m = sigs(128, 2000);
+    let p = tmp("copied.simlsh");
+    let idx = "mih".parse::<IndexSpec>().unwrap().build(&m).unwrap();
+    idx.save(&p).unwrap();
+    let copied = load_index_with(&p, &LoadOptions::default().copy(true)).unwrap();
+    assert!(!copied.is_verified());
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&p)
+        .unwrap()
+        .set_len(0)
+        .unwrap();
+    for q in (0..2000).step_by(97) {
+        assert_eq!(
+            copied.knn(m.row(q), 5).unwrap(),
+            idx.knn(m.row(q), 5).unwrap()
+        );
+    }
+    // Verified while copied: the checksum of the copy.
+    idx.save(&p).unwrap();
+    let v = load_index_with(&p, &LoadOptions::default().copy(true).verify(true)).unwrap();
+    assert!(v.is_verified());
 }

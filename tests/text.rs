@@ -70,7 +70,8 @@ fn stop_word_files_are_read_with_comments_and_bad_lines_named() {
     match StopWords::from_file(&p).unwrap_err() {
         Error::Parse { line, reason, .. } => {
             assert_eq!(line, 2);
-            assert!(reason.contains("two words"));
+            // Named by its line, not quoted (a stop-word file may be any file).
+            assert!(reason.contains("several words") && !reason.contains("two words"));
         }
         e => panic!("{e:?}"),
     }
@@ -337,6 +338,31 @@ fn idf_files_round_trip_and_errors_name_the_line() {
     assert_eq!((line, r.contains("unexpected end of file")), (n, true));
     let (line, r) = at(corrupt("long.idf", &|l| l.push(l[n - 1].clone())));
     assert_eq!((line, r.contains("more entries")), (n + 1, true));
+    // Errors name the line, never quote it (the file may be anything: `/etc/shadow`).
+    let (line, r) = at(corrupt("secret.idf", &|l| {
+        l[6] = "root:$6$salt$hash:19000:0:99999:7:::".into()
+    }));
+    assert_eq!(line, 7);
+    assert!(!r.contains("root") && !r.contains("$6$"), "{r}");
+    // A line without end (one long line, `/dev/zero`) is an error after 64 KiB, not a buffer
+    // that grows until memory runs out; the same for stop words.
+    let p = tmp("one-line.idf");
+    std::fs::write(&p, vec![b'a'; 200_000]).unwrap();
+    let (line, r) = at(Idf::load(&p).unwrap_err());
+    assert_eq!((line, r.contains("longer than")), (1, true));
+    assert!(matches!(
+        StopWords::from_file(&p),
+        Err(Error::Parse { line: 1, .. })
+    ));
+    #[cfg(unix)]
+    {
+        let zero = Path::new("/dev/zero");
+        assert_eq!(at(Idf::load(zero).unwrap_err()).0, 1);
+        assert!(matches!(
+            StopWords::from_file(zero),
+            Err(Error::Parse { line: 1, .. })
+        ));
+    }
 }
 
 #[test]

@@ -7,11 +7,13 @@ use std::collections::BTreeSet;
 use ndarray::Array2;
 use simlsh::estimate::{BandingPlanner, binomial_quantile, filtered_band_recall, recall_at};
 use simlsh::index::{HammingIndex, LinearScan};
-use simlsh::join::{Banding, LeaderOrder, Pair, UnionFind, clusters, knn_graph, leader_clusters};
+use simlsh::join::{
+    Banding, LeaderOrder, Pair, Scheme, UnionFind, clusters, knn_graph, leader_clusters,
+};
 use simlsh::rng::Rng;
 use simlsh::verify::{
-    Candidates, CsrVectors, DenseVectors, SparseVectors, Vectors, VerifiedJoin, VerifiedPair,
-    rerank, rerank_graph,
+    CsrVectors, DenseVectors, SparseVectors, Vectors, VerifiedJoin, VerifiedPair, rerank,
+    rerank_graph,
 };
 use simlsh::{HashingTrick, HyperplaneSigner, SignatureMatrix, Signer};
 
@@ -106,10 +108,7 @@ fn verified_join_with_every_pair_as_candidate_equals_brute_force() {
             .width(1)
             .build()
             .unwrap();
-        for candidates in [
-            Candidates::Hamming { radius: 64 },
-            Candidates::Banded(bits1),
-        ] {
+        for candidates in [Scheme::Radius { radius: 64 }, Scheme::Bands(bits1)] {
             let join = VerifiedJoin::builder()
                 .threshold(t)
                 .candidates(candidates)
@@ -149,9 +148,9 @@ fn planned_joins_find_planted_pairs_at_their_planned_recall() {
         .radius;
     type Recall = Box<dyn Fn(f64) -> f64>;
     let b2 = banding.clone();
-    let cases: Vec<(Candidates, Recall)> = vec![
+    let cases: Vec<(Scheme, Recall)> = vec![
         (
-            Candidates::Banded(banding),
+            Scheme::Bands(banding),
             Box::new(move |c| {
                 filtered_band_recall(
                     bits,
@@ -164,7 +163,7 @@ fn planned_joins_find_planted_pairs_at_their_planned_recall() {
             }),
         ),
         (
-            Candidates::Hamming { radius: r as u32 },
+            Scheme::Radius { radius: r as u32 },
             Box::new(move |c| recall_at(bits as u64, r, c).unwrap()),
         ),
     ];
@@ -238,8 +237,8 @@ fn zero_rows_are_reported_and_never_paired() {
     // All-zero signatures agree everywhere: at radius 64 and with bands they would pair.
     assert_eq!(sigs.distance(1, 4), 0);
     for candidates in [
-        Candidates::Hamming { radius: 64 },
-        Candidates::Banded(
+        Scheme::Radius { radius: 64 },
+        Scheme::Bands(
             Banding::builder()
                 .bits(64)
                 .bands(8)
@@ -427,7 +426,7 @@ fn csr_vectors_verify_like_owned_ones() {
     let sigs = sign_dense(&x, 64);
     let join = VerifiedJoin::builder()
         .threshold(0.75)
-        .candidates(Candidates::Hamming { radius: 64 })
+        .candidates(Scheme::Radius { radius: 64 })
         .build()
         .unwrap();
     let (a, ra) = join.pairs(&sigs, &borrowed).unwrap();
@@ -446,7 +445,7 @@ fn csr_vectors_verify_like_owned_ones() {
     assert!(
         VerifiedJoin::builder()
             .threshold(1.5)
-            .candidates(Candidates::Hamming { radius: 1 })
+            .candidates(Scheme::Radius { radius: 1 })
             .build()
             .is_err()
     );

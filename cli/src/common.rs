@@ -10,6 +10,7 @@ use anyhow::{Context, Result, bail};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::{Value, json};
+use simlsh::io::{LockGuard, OutputSet};
 use simlsh::signers::SignerKind;
 use simlsh::signers::{AnySigner, SignerSpec};
 
@@ -49,39 +50,22 @@ fn parse_bits(s: &str) -> std::result::Result<usize, String> {
 /// Signature width used when signing without `--bits`.
 pub const DEFAULT_BITS: usize = 64;
 
-/// Signature width used by `dedup` and `cluster` with `--cosine` when signing without
-/// `--bits`: at 64 bits a cosine threshold such as 0.8 is a Hamming radius of 13, and the LSH
-/// bands that reach the planned recall are 4 bits wide, so narrow that on a large input most
-/// band keys are shared by more rows than a group may hold; 256 bits give bands of 7–12 bits.
-pub const DEFAULT_COSINE_BITS: usize = 256;
-
-/// The widths a verified cosine join may sign at when `--bits` is not given.
-pub const PLANNED_WIDTHS: [usize; 5] = [256, 512, 1024, 2048, 4096];
-
-/// A verified cosine join to plan the signature width for: threshold and recall target.
-#[derive(Clone, Copy, Debug)]
-pub struct WidthPlan {
-    pub threshold: f64,
-    pub recall: f64,
-}
-
 /// The run's context: options, phase timings and counts for `--stats`.
 pub struct Ctx {
     pub seed: u64,
     /// `--bits` as given (`None`: not given).
     pub bits_given: Option<usize>,
-    /// The width to sign with when `--bits` is not given ([`DEFAULT_BITS`], or
-    /// [`DEFAULT_COSINE_BITS`] for a cosine join).
-    pub default_bits: usize,
-    /// A verified cosine join whose signature width is planned from the input's size when
-    /// `--bits` is not given ([`Ctx::plan_width`]).
-    pub width_plan: Option<WidthPlan>,
     pub quiet: bool,
     pub stats: Option<PathBuf>,
     start: Instant,
     /// Per phase: its name, wall-clock seconds and CPU seconds of the process's threads.
     phases: Vec<(String, f64, Option<f64>)>,
     values: BTreeMap<String, Value>,
+    /// The run's output files, staged: they replace their files together with `--stats` at
+    /// the end of a successful run ([`Ctx::finish`]), or not at all.
+    outputs: OutputSet,
+    /// Locks held until the outputs are in place (read-modify-write of an index).
+    locks: Vec<LockGuard>,
 }
 
 impl Ctx {
@@ -96,60 +80,51 @@ impl Ctx {
         Ok(Ctx {
             seed: g.seed,
             bits_given: g.bits,
-            default_bits: DEFAULT_BITS,
-            width_plan: None,
             quiet: g.quiet,
             stats: g.stats.clone(),
             start: Instant::now(),
             phases: Vec::new(),
             values: BTreeMap::new(),
+            outputs: OutputSet::new(),
+            locks: Vec::new(),
         })
     }
 
-    /// The width to sign with: `--bits`, or the default width of the run.
-    pub fn bits(&self) -> usize {
-        self.bits_given.unwrap_or(self.default_bits)
+    /// Stages an output file written by `f`: it replaces `path` at the end of a successful
+    /// run, together with the other outputs and `--stats` ([`Ctx::finish`]), and never if the
+    /// run fails (an interrupted run leaves no partial output and never clobbers a file).
+    pub fn write_file(
+        &mut self,
+        path: &Path,
+        f: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+    ) -> Result<()> {
+        self.outputs
+            .write(path, f)
+            .with_context(|| format!("writing {}", path.display()))
     }
 
-    /// Before signing `n` rows of `features()` nonzeros on average (called only when
-    /// planning): when `--bits` is not given
-    /// and a verified cosine join is to be planned, signs at the width the join planner finds
-    /// cheapest, join and signing counted, among [`PLANNED_WIDTHS`] whose signatures take at
-    /// most a third of the available memory. Banding more rows needs longer bands, so the
-    /// width grows with `n` (for documents of 40 words at cosine 0.8: 256 bits up to 30,000,
-    /// 512 at 100,000, 1,024 at 10^6, 4,096 at 10^7).
-    pub fn plan_width(&mut self, n: usize, features: impl FnOnce() -> f64) {
-        let Some(w) = self.width_plan else { return };
-        if self.bits_given.is_some() || n < 2 {
-            return;
-        }
-        let features = features();
-        let budget = memory_available() / 3;
-        let widths: Vec<usize> = PLANNED_WIDTHS
-            .iter()
-            .copied()
-            .filter(|&f| {
-                f == PLANNED_WIDTHS[0] || (n as u64).saturating_mul(f as u64 / 8) <= budget
-            })
-            .collect();
-        let plan = simlsh::estimate::JoinPlanner::new(w.threshold)
-            .recall(w.recall)
-            .rows(n as u64)
-            .widths(&widths)
-            .sign_cost(simlsh::estimate::SIGN_NS_PER_FEATURE_BIT * features.max(1.0))
-            .plan();
-        // An invalid threshold or target is reported by the join itself.
-        if let Ok(plan) = plan {
-            self.default_bits = plan.bits;
-            self.record("bits_planned", plan.bits);
-            if plan.bits != DEFAULT_COSINE_BITS {
-                self.say(format!(
-                    "signing at {} bits, the width planned for {n} rows at cosine {} (--bits to \
-                     choose)",
-                    plan.bits, w.threshold
-                ));
-            }
-        }
+    /// Stages outputs through the library's writers (an index, a signature file).
+    pub fn stage(
+        &mut self,
+        path: &Path,
+        f: impl FnOnce(&mut OutputSet) -> simlsh::Result<()>,
+    ) -> Result<()> {
+        f(&mut self.outputs).with_context(|| format!("writing {}", path.display()))
+    }
+
+    /// Adds the outputs staged in `set` to the run's.
+    pub fn append_outputs(&mut self, set: OutputSet) -> Result<()> {
+        Ok(self.outputs.append(set)?)
+    }
+
+    /// Holds `guard` until the run's outputs are in place.
+    pub fn hold(&mut self, guard: LockGuard) {
+        self.locks.push(guard);
+    }
+
+    /// The width to sign with outside a join: `--bits`, or [`DEFAULT_BITS`].
+    pub fn bits(&self) -> usize {
+        self.bits_given.unwrap_or(DEFAULT_BITS)
     }
 
     /// Runs `f` as a named phase, timed for `--stats`.
@@ -238,8 +213,9 @@ impl Ctx {
         }
     }
 
-    /// Writes the statistics file (if asked), after the command's result.
-    pub fn finish(self, result: Result<()>) -> Result<()> {
+    /// Writes the statistics file (if asked), after the command's result, and puts every
+    /// staged output in place: all of them, or none if one fails.
+    pub fn finish(mut self, result: Result<()>) -> Result<()> {
         result?;
         if let Some(path) = &self.stats {
             let phases: serde_json::Map<String, Value> = self
@@ -260,11 +236,14 @@ impl Ctx {
                 "peak_rss_bytes": peak_rss(),
                 "threads": rayon::current_num_threads(),
             });
-            write_file(path, |w| {
+            let path = path.clone();
+            self.write_file(&path, |w| {
                 serde_json::to_writer_pretty(&mut *w, &doc)?;
                 writeln!(w)
             })?;
         }
+        std::mem::take(&mut self.outputs).commit()?;
+        self.locks.clear();
         Ok(())
     }
 }
@@ -338,15 +317,6 @@ pub fn peak_rss() -> Option<u64> {
     let line = s.lines().find(|l| l.starts_with("VmHWM:"))?;
     let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kb * 1024)
-}
-
-/// Writes an output file atomically (temporary file, fsync, rename): an interrupted run leaves
-/// no partial output and never clobbers the previous file.
-pub fn write_file(
-    path: &std::path::Path,
-    f: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
-) -> Result<()> {
-    simlsh::io::write_atomic(path, f).with_context(|| format!("writing {}", path.display()))
 }
 
 /// Signature codes stored in `path`, or `None` when it holds something else (vectors or
@@ -452,17 +422,6 @@ fn parse_signer(s: &str) -> std::result::Result<SignerKind, String> {
     s.parse().map_err(|e: simlsh::Error| e.to_string())
 }
 
-/// The signer used without `--signer` on sparse vectors and text: Gaussian columns hashed
-/// per feature, which keep the `1 − θ/π` law when a few features dominate (the `±1` columns
-/// of the hashing trick do not), at about 1.4× its cost per nonzero.
-pub const DEFAULT_SIGNER_SPARSE: SignerKind = SignerKind::HashedGaussian;
-
-/// The signer used without `--signer` on dense vectors: also the hashed Gaussian signer. Dense
-/// embeddings have heavy coordinates too: on the bundled GloVe vectors (10,000 × 50, f = 256,
-/// four seeds) its recall@10 is 0.575–0.586 against 0.546–0.568 for the hashing trick, its
-/// mean cosine error 0.072–0.075 against 0.075–0.077.
-pub const DEFAULT_SIGNER_DENSE: SignerKind = SignerKind::HashedGaussian;
-
 /// What is signed, as far as the choice of signer goes.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum InputShape {
@@ -480,6 +439,16 @@ impl InputShape {
         match self {
             InputShape::Dense { dim } | InputShape::Sparse { dim, .. } => Some(dim),
             InputShape::Text => None,
+        }
+    }
+
+    /// The library's input kind, for the default signer.
+    fn kind(self) -> simlsh::signers::InputKind {
+        use simlsh::signers::InputKind;
+        match self {
+            InputShape::Dense { .. } => InputKind::Dense,
+            InputShape::Sparse { .. } => InputKind::Sparse,
+            InputShape::Text => InputKind::Text,
         }
     }
 
@@ -509,8 +478,7 @@ impl SignerArgs {
     /// them at the default density `1/√D`).
     pub fn kind(&self, input: InputShape) -> SignerKind {
         match (&self.signer, input) {
-            (None, InputShape::Dense { .. }) => DEFAULT_SIGNER_DENSE,
-            (None, _) => DEFAULT_SIGNER_SPARSE,
+            (None, input) => SignerKind::default_for(input.kind()),
             (
                 Some(SignerKind::VerySparse {
                     density: None,
@@ -529,13 +497,13 @@ impl SignerArgs {
     /// and why: the default for the input's shape, the very sparse density taken from the
     /// input's row length, or a warning when a given density leaves many of a sparse row's
     /// projections at 0.
-    pub fn build_for(&self, input: InputShape, ctx: &mut Ctx) -> Result<AnySigner> {
+    pub fn build_for(&self, input: InputShape, bits: usize, ctx: &mut Ctx) -> Result<AnySigner> {
         // `signer_origin` in `--stats`: "default for text", "--signer".
         let kind = self.kind(input);
         let signer = SignerArgs {
             signer: Some(kind.clone()),
         }
-        .build(input.dim(), ctx.bits(), ctx.seed)?;
+        .build(input.dim(), bits, ctx.seed)?;
         let origin = self.origin(input);
         ctx.record("signer", kind.to_string());
         ctx.record("signer_origin", origin);
@@ -587,7 +555,10 @@ impl SignerArgs {
 
     /// Builds the signer for input dimension `dim` (needed by the matrix signers).
     fn build(&self, dim: Option<u64>, bits: usize, seed: u64) -> Result<AnySigner> {
-        let kind = self.signer.clone().unwrap_or(DEFAULT_SIGNER_SPARSE);
+        let kind = self
+            .signer
+            .clone()
+            .unwrap_or(SignerKind::default_for(simlsh::signers::InputKind::Sparse));
         SignerSpec::new(kind.clone())
             .bits(bits)
             .seed(seed)

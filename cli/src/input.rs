@@ -4,6 +4,7 @@
 
 use anyhow::{Context, Result};
 use simlsh::SignatureMatrix;
+use simlsh::estimate::{JoinPlan, JoinPlanner};
 use simlsh::io::Csr;
 use simlsh::io::documents::{TextOptions, read_documents_with_ids};
 use simlsh::io::input::{VectorOptions, Vectors as InputVectors, read_vectors};
@@ -11,7 +12,7 @@ use simlsh::text::SignOptions;
 use simlsh::verify::{DenseVectors, SparseVectors};
 
 use crate::cmd::sign::{self, InputArgs};
-use crate::common::{Ctx, InputShape, SignerArgs, read_codes};
+use crate::common::{Ctx, DEFAULT_BITS, InputShape, SignerArgs, memory_available, read_codes};
 use crate::parquet::Table;
 
 /// The input vectors, for exact cosines.
@@ -70,6 +71,83 @@ impl std::fmt::Display for Name<'_> {
     }
 }
 
+/// A verified cosine join to plan before signing: its threshold and recall target.
+#[derive(Clone, Copy, Debug)]
+pub struct VerifiedRequest {
+    pub threshold: f64,
+    pub recall: f64,
+}
+
+/// How an input is signed: the width without `--bits`, the verified join whose plan chooses
+/// the width instead, and whether the vectors are kept (for exact cosines).
+#[derive(Clone, Copy, Debug)]
+pub struct Signing {
+    /// The width when `--bits` is not given and no join is planned.
+    pub default_bits: usize,
+    /// A verified join: planned once, from the input's size, before signing.
+    pub join: Option<VerifiedRequest>,
+    /// Keep the input's vectors.
+    pub vectors: bool,
+}
+
+impl Default for Signing {
+    /// Signing alone: 64 bits, no vectors kept.
+    fn default() -> Self {
+        Signing {
+            default_bits: DEFAULT_BITS,
+            join: None,
+            vectors: false,
+        }
+    }
+}
+
+impl Signing {
+    /// Signing at the default width, the vectors kept when asked.
+    pub fn vectors(vectors: bool) -> Self {
+        Signing {
+            vectors,
+            ..Signing::default()
+        }
+    }
+
+    /// The width to sign `n` rows of `features()` nonzeros on average at, and the join's plan
+    /// when one is requested: with `--bits`, the plan at that width; without, the width the
+    /// planner finds cheapest (join and signing counted) among those whose signatures take
+    /// at most a third of the available memory.
+    fn width(
+        &self,
+        n: usize,
+        features: impl FnOnce() -> f64,
+        ctx: &mut Ctx,
+    ) -> Result<(usize, Option<JoinPlan>)> {
+        let Some(j) = self.join else {
+            return Ok((ctx.bits_given.unwrap_or(self.default_bits), None));
+        };
+        let planner = JoinPlanner::new(j.threshold)
+            .recall(j.recall)
+            .rows(n.max(2) as u64);
+        let plan = match ctx.bits_given {
+            Some(f) => planner.bits(f).plan()?,
+            None => {
+                let plan = planner
+                    .features(features())
+                    .memory(memory_available() / 3)
+                    .plan()?;
+                ctx.record("bits_planned", plan.bits);
+                if plan.bits != self.default_bits {
+                    ctx.say(format!(
+                        "signing at {} bits, the width planned for {n} rows at cosine {} \
+                         (--bits to choose)",
+                        plan.bits, j.threshold
+                    ));
+                }
+                plan
+            }
+        };
+        Ok((plan.bits, Some(plan)))
+    }
+}
+
 /// A prepared input.
 pub struct Prepared {
     /// One signature per row.
@@ -90,6 +168,10 @@ pub struct Prepared {
     pub info: Option<simlsh::signers::SignerInfo>,
     /// Where the signer came from (`--signer`, `default for text`, …), when signed here.
     pub origin: Option<String>,
+    /// The verified join's plan, made before signing (the signatures' width is its width).
+    pub plan: Option<JoinPlan>,
+    /// The tokenizer of documents signed here (with its stop words and IDF table).
+    pub tokenizer: Option<simlsh::text::Tokenizer>,
 }
 
 impl Prepared {
@@ -108,9 +190,10 @@ impl Prepared {
     }
 }
 
-/// Reads the input: stored codes as they are, or vectors or documents signed; with
-/// `vectors`, also keeps the vectors (text: the weighted features) for exact cosines.
-/// `id_field` names text rows by a JSON field or CSV column instead of record numbers.
+/// Reads the input: stored codes as they are, or vectors or documents signed at the default
+/// width (or `--bits`); with `vectors`, also keeps the vectors (text: the weighted features)
+/// for exact cosines. `id_field` names text rows by a JSON field or CSV column instead of
+/// record numbers.
 pub fn prepare(
     a: &InputArgs,
     s: &SignerArgs,
@@ -118,8 +201,19 @@ pub fn prepare(
     id_field: Option<&str>,
     ctx: &mut Ctx,
 ) -> Result<Prepared> {
+    prepare_with(a, s, Signing::vectors(vectors), id_field, ctx)
+}
+
+/// [`prepare`], signed as `signing` says (a verified join planned before signing).
+pub fn prepare_with(
+    a: &InputArgs,
+    s: &SignerArgs,
+    signing: Signing,
+    id_field: Option<&str>,
+    ctx: &mut Ctx,
+) -> Result<Prepared> {
     if a.format.is_none() && crate::parquet::is_parquet(&a.input) {
-        return prepare_parquet(a, s, vectors, id_field, ctx);
+        return prepare_parquet(a, s, signing, id_field, ctx);
     }
     if a.format.is_none()
         && let Some(c) = read_codes(&a.input, ctx.bits_given, "--bits")?
@@ -153,7 +247,7 @@ pub fn prepare(
             None => Names::Records(docs.iter().map(|d| d.record).collect()),
         };
         let texts = docs.into_iter().map(|d| d.text).collect();
-        return prepare_texts(a, s, texts, names, vectors, ctx);
+        return prepare_texts(a, s, texts, names, signing, ctx);
     }
     anyhow::ensure!(
         id_field.is_none(),
@@ -166,7 +260,7 @@ pub fn prepare(
     let v = ctx.phase("read", |_| Ok(read_vectors(&a.input, format, &opts)?))?;
     sign::report_bad(ctx, &v.bad);
     let n = v.vectors.rows();
-    prepare_vectors(a, s, v.vectors, Names::rows(n), vectors, ctx)
+    prepare_vectors(a, s, v.vectors, Names::rows(n), signing, ctx)
 }
 
 /// Stored codes: nothing to sign, no vectors.
@@ -181,6 +275,8 @@ fn codes(sigs: SignatureMatrix, signer: String, ctx: &mut Ctx) -> Prepared {
         signer,
         info: None,
         origin: None,
+        plan: None,
+        tokenizer: None,
     }
 }
 
@@ -188,7 +284,7 @@ fn codes(sigs: SignatureMatrix, signer: String, ctx: &mut Ctx) -> Prepared {
 fn prepare_parquet(
     a: &InputArgs,
     s: &SignerArgs,
-    vectors: bool,
+    signing: Signing,
     id_field: Option<&str>,
     ctx: &mut Ctx,
 ) -> Result<Prepared> {
@@ -202,6 +298,17 @@ fn prepare_parquet(
         Table::Sparse(m) => m.rows(),
         Table::Codes(c) => c.len(),
     };
+    if let (Some(ids), Some(field)) = (&input.ids, id_field)
+        && let Some((row, id, why)) = ids
+            .iter()
+            .enumerate()
+            .find_map(|(row, id)| simlsh::io::check_id(id).err().map(|why| (row, id, why)))
+    {
+        anyhow::bail!(
+            "{}: row {row}: id {id:?} in `{field}` {why}",
+            a.input.display()
+        );
+    }
     let names = match (input.ids, id_field) {
         (Some(ids), Some(field)) => Names::Ids {
             field: field.to_string(),
@@ -210,9 +317,9 @@ fn prepare_parquet(
         _ => Names::rows(n),
     };
     match input.table {
-        Table::Texts(texts) => prepare_texts(a, s, texts, names, vectors, ctx),
-        Table::Dense(x) => prepare_vectors(a, s, InputVectors::Dense(x), names, vectors, ctx),
-        Table::Sparse(m) => prepare_vectors(a, s, InputVectors::Sparse(m), names, vectors, ctx),
+        Table::Texts(texts) => prepare_texts(a, s, texts, names, signing, ctx),
+        Table::Dense(x) => prepare_vectors(a, s, InputVectors::Dense(x), names, signing, ctx),
+        Table::Sparse(m) => prepare_vectors(a, s, InputVectors::Sparse(m), names, signing, ctx),
         Table::Codes(sigs) => {
             let mut p = codes(sigs, "none (codes given)".into(), ctx);
             p.names = names;
@@ -227,7 +334,7 @@ fn prepare_vectors(
     s: &SignerArgs,
     v: InputVectors,
     names: Names,
-    vectors: bool,
+    signing: Signing,
     ctx: &mut Ctx,
 ) -> Result<Prepared> {
     let dim = v.cols() as u64;
@@ -242,15 +349,15 @@ fn prepare_vectors(
         InputShape::Sparse { mean_nnz, .. } => mean_nnz,
         _ => dim as f64,
     };
-    ctx.plan_width(v.rows(), || features);
-    let signer = ctx.phase("signer", |ctx| s.build_for(shape, ctx))?;
+    let (bits, plan) = signing.width(v.rows(), || features, ctx)?;
+    let signer = ctx.phase("signer", |ctx| s.build_for(shape, bits, ctx))?;
     let sigs = ctx
         .phase("sign", |ctx| sign::sign_vectors(&v, &signer, ctx))
         .with_context(|| format!("signing {}", a.input.display()))?;
     ctx.record("rows", sigs.len());
     ctx.record("dim", v.cols());
     let empty = zero_rows(&v);
-    let exact = if vectors {
+    let exact = if signing.vectors {
         Some(ctx.phase("vectors", |_| {
             Ok(match v {
                 InputVectors::Dense(x) => Exact::Dense(DenseVectors::new(x.view())?),
@@ -270,6 +377,8 @@ fn prepare_vectors(
         signer: info.kind.to_string(),
         info: Some(info),
         origin: Some(s.origin(shape)),
+        plan,
+        tokenizer: None,
     })
 }
 
@@ -292,17 +401,6 @@ fn zero_rows(v: &InputVectors) -> Vec<u32> {
     }
 }
 
-/// The mean number of features of the documents, from up to 1,000 of them evenly spaced.
-fn mean_features(tokenizer: &simlsh::text::Tokenizer, texts: &[&str]) -> f64 {
-    let step = texts.len().div_ceil(1000).max(1);
-    let sample: Vec<usize> = texts
-        .iter()
-        .step_by(step)
-        .map(|t| tokenizer.features(t).len())
-        .collect();
-    sample.iter().sum::<usize>() as f64 / sample.len().max(1) as f64
-}
-
 /// Documents: tokenised (a TF-IDF table fitted or loaded), signed in one pass, the weighted
 /// features kept for exact cosines when asked.
 fn prepare_texts(
@@ -310,18 +408,22 @@ fn prepare_texts(
     s: &SignerArgs,
     texts: Vec<String>,
     names: Names,
-    vectors: bool,
+    signing: Signing,
     ctx: &mut Ctx,
 ) -> Result<Prepared> {
     let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
     let tokenizer = sign::tokenizer(&a.text, &refs, ctx)?;
-    ctx.plan_width(refs.len(), || mean_features(&tokenizer, &refs));
-    let signer = s.build_for(InputShape::Text, ctx)?;
+    let (bits, plan) = signing.width(
+        refs.len(),
+        || simlsh::text::mean_features(&tokenizer, &refs),
+        ctx,
+    )?;
+    let signer = s.build_for(InputShape::Text, bits, ctx)?;
     let corpus = sign::sign_corpus(
         &tokenizer,
         &signer,
         &refs,
-        SignOptions::default().rows(vectors),
+        SignOptions::default().rows(signing.vectors),
         ctx,
     )?;
     ctx.record("rows", corpus.len());
@@ -343,5 +445,7 @@ fn prepare_texts(
         signer: info.kind.to_string(),
         info: Some(info),
         origin: Some(s.origin(InputShape::Text)),
+        plan,
+        tokenizer: Some(tokenizer),
     })
 }

@@ -3,14 +3,14 @@
 //! connected components (union-find fed as pairs are found, no pair list held) or
 //! non-chaining leader clusters.
 
-use anyhow::{Result, bail};
+use anyhow::{Context, Result, bail};
 use clap::{Args as ClapArgs, ValueEnum};
 use simlsh::estimate;
 use simlsh::join::{LeaderOrder, UnionFind, leader_clusters, self_join_active};
-use simlsh::verify::{Candidates, CsrVectors, VerifiedJoin, VerifiedPair, VerifyReport};
+use simlsh::verify::{CsrVectors, VerifiedJoin, VerifiedPair, VerifyReport};
 
 use crate::common::Ctx;
-use crate::input::{Exact, Prepared};
+use crate::input::{Exact, Prepared, Signing, VerifiedRequest};
 
 /// How pairs are found.
 #[derive(ClapArgs, Debug, Clone)]
@@ -79,20 +79,25 @@ pub struct Outcome {
 }
 
 impl JoinArgs {
-    /// Sets the run's default width for this join (256 bits for a cosine threshold; for a
-    /// verified one, planned from the input's size before signing) and says whether the
-    /// input's vectors are wanted (a cosine join that verifies).
-    pub fn prepare(&self, ctx: &mut Ctx) -> bool {
-        if let Some(threshold) = self.cosine {
-            ctx.default_bits = crate::common::DEFAULT_COSINE_BITS;
-            if !self.no_verify {
-                ctx.width_plan = Some(crate::common::WidthPlan {
+    /// How the input is signed for this join: at 256 bits for a cosine threshold
+    /// ([`simlsh::estimate::COSINE_BITS`]), and for a verified one (the input's vectors kept)
+    /// at the width of the join's plan, made once from the input's size before signing.
+    pub fn signing(&self) -> Signing {
+        match self.cosine {
+            Some(threshold) if !self.no_verify => Signing {
+                default_bits: simlsh::estimate::COSINE_BITS,
+                join: Some(VerifiedRequest {
                     threshold,
                     recall: self.recall,
-                });
-            }
+                }),
+                vectors: true,
+            },
+            Some(_) => Signing {
+                default_bits: simlsh::estimate::COSINE_BITS,
+                ..Signing::default()
+            },
+            None => Signing::default(),
         }
-        self.cosine.is_some() && !self.no_verify
     }
 
     /// The join for `p`; `default_radius` when neither --radius nor --cosine is given (an
@@ -125,7 +130,11 @@ impl JoinArgs {
             true
         };
         if verify {
-            let join = VerifiedJoin::planned(t, self.recall, bits, p.len())?;
+            let plan = p
+                .plan
+                .as_ref()
+                .context("a verified join is planned when its input is signed")?;
+            let join = VerifiedJoin::from_plan(t, plan)?;
             Ok(Mode::Verified { join })
         } else {
             let radius = estimate::max_hamming_for_cosine(t, bits as u64)? as u32;
@@ -182,10 +191,8 @@ pub fn run(
                     Exact::Csr(m) => join.run(&p.sigs, &CsrVectors::new(m.view())?, &mut on_pair),
                 })?)
             })?;
-            let how = match join.candidates() {
-                Candidates::Hamming { radius } => format!("radius {radius}"),
-                Candidates::Banded(b) => format!("{} bands of {} bits", b.bands(), b.width()),
-            };
+            let how = join.candidates().describe();
+            ctx.record("scheme", join.candidates().to_string());
             if !report.capped.is_empty() {
                 ctx.say(format!(
                     "{} groups of rows sharing a band key were too large to compare (largest {} rows): their pairs may be missed",
@@ -219,13 +226,9 @@ pub fn run(
 
 /// The planned recall at the threshold, for the summary.
 fn self_recall(join: &VerifiedJoin, bits: u64) -> String {
-    let r = match join.candidates() {
-        Candidates::Hamming { radius } => {
-            estimate::recall_at(bits, u64::from(*radius), join.threshold()).ok()
-        }
-        Candidates::Banded(b) => estimate::banding_recall(b, join.threshold()).ok(),
-    };
-    r.map_or_else(|| "unknown".into(), |r| format!("{r:.4}"))
+    join.candidates()
+        .recall(join.threshold(), bits as usize)
+        .map_or_else(|_| "unknown".into(), |r| format!("{r:.4}"))
 }
 
 /// Clusters as pairs arrive: union-find for components (nothing else held), the edges for

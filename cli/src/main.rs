@@ -32,6 +32,8 @@ enum Command {
     Knn(cmd::knn::Args),
     Cluster(cmd::cluster::Args),
     Eval(cmd::eval::Args),
+    Store(cmd::store::Args),
+    Serve(cmd::serve::Args),
 }
 
 const EXIT_STATUS: &str =
@@ -70,6 +72,8 @@ fn run() -> i32 {
             Command::Knn(a) => cmd::knn::run(a, &mut ctx),
             Command::Cluster(a) => cmd::cluster::run(a, &mut ctx),
             Command::Eval(a) => cmd::eval::run(a, &mut ctx),
+            Command::Store(a) => cmd::store::run(a, &mut ctx),
+            Command::Serve(a) => cmd::serve::run(a, &ctx),
         };
         ctx.finish(r)
     });

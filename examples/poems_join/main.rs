@@ -25,8 +25,8 @@ use std::time::Instant;
 use anyhow::{Result, bail};
 use simlsh::HashingTrick;
 use simlsh::estimate::{BandingPlanner, JoinPlanner};
-use simlsh::join::{UnionFind, sample_candidates};
-use simlsh::verify::{Candidates, SparseVectors, Vectors, VerifiedJoin};
+use simlsh::join::{Scheme, UnionFind, sample_candidates};
+use simlsh::verify::{SparseVectors, Vectors, VerifiedJoin};
 
 struct Args {
     threshold: f64,
@@ -150,8 +150,8 @@ fn main() -> Result<()> {
         .bits(bits)
         .plan()?;
     let candidates = match (&plan.banded, a.hamming) {
-        (Some(b), false) => Candidates::Banded(b.banding()?),
-        _ => Candidates::Hamming {
+        (Some(b), false) => Scheme::Bands(b.banding()?),
+        _ => Scheme::Radius {
             radius: plan.hamming.radius as u32,
         },
     };
@@ -166,7 +166,7 @@ fn main() -> Result<()> {
             b.bands, b.width, b.max_distance, b.recall, b.candidates, b.cost_ns * 1e-9
         ))
     );
-    if let Candidates::Banded(b) = &candidates {
+    if let Scheme::Bands(b) = &candidates {
         let s = sample_candidates(&sigs, b, 20_000.min(n), 7)?;
         println!(
             "sample of {} rows: {} candidates, {:.3e} expected in all",

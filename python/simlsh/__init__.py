@@ -4,8 +4,9 @@ Signatures of dense (NumPy), sparse (SciPy), text and Arrow data; exact Hamming 
 FAISS-shaped results; the all-pairs self-join, clusters and the k-NN graph; calibrated
 estimates and planners; a scikit-learn transformer (:mod:`simlsh.sklearn`) and Arrow batch
 functions (:mod:`simlsh.arrow`). Heavy calls release the GIL and run on all cores (or
-``threads=``), Ctrl-C interrupts them, and the results are bit-identical to the command line
-and the Rust library for the same seed and parameters.
+``threads=n``; ``-1`` is all cores and ``-2`` all but one, as scikit-learn's ``n_jobs``), Ctrl-C
+interrupts them, and the results are bit-identical to the command line and the Rust library
+for the same seed and parameters.
 
 >>> import numpy as np, simlsh
 >>> X = np.random.default_rng(0).standard_normal((1000, 64)).astype(np.float32)
@@ -18,6 +19,7 @@ and the Rust library for the same seed and parameters.
 """
 
 from ._simlsh import FormatError, __version__
+from .dedup import DedupResult, dedup
 from .estimate import (
     Estimate,
     angle,
@@ -31,25 +33,30 @@ from .estimate import (
     recall_at,
 )
 from .index import (
+    GraphIndex,
     Index,
     LinearScan,
     MultiIndex,
     PermutationIndex,
     PermutedTables,
     load_index,
+    update_index,
     verify_index,
 )
-from .join import banded_join, clusters, knn_graph, rerank, self_join, verified_join
+from .join import Scheme, banded_join, clusters, knn_graph, plan_join, rerank, self_join, verified_join
 from .signers import HashedGaussian, HashingTrick, HyperplaneSigner, PooledSigner, Signer, hamming, signer
 from .text import Idf, Tokenizer
+from .store import CheckResult, Match, Store
+from .client import Client
 
 __all__ = [
     "FormatError", "__version__",
     "Signer", "HyperplaneSigner", "HashingTrick", "HashedGaussian", "PooledSigner", "signer", "hamming",
     "Tokenizer", "Idf",
-    "Index", "LinearScan", "PermutedTables", "MultiIndex", "PermutationIndex", "load_index",
-    "verify_index",
-    "self_join", "clusters", "knn_graph", "banded_join", "verified_join", "rerank",
+    "Store", "Client", "Match", "CheckResult",
+    "Index", "LinearScan", "PermutedTables", "MultiIndex", "PermutationIndex", "GraphIndex", "load_index",
+    "update_index", "verify_index",
+    "dedup", "DedupResult", "Scheme", "plan_join", "self_join", "clusters", "knn_graph", "banded_join", "verified_join", "rerank",
     "angle", "cosine", "estimate", "Estimate", "expected_hamming", "max_hamming_for_cosine",
     "recall_at", "expected_half_width", "plan_radius", "plan_bits",
 ]

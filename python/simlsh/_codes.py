@@ -23,10 +23,14 @@ def as_codes(codes, bits: int | None = None, name: str = "codes") -> tuple[np.nd
     """Returns ``(array, bits)``: ``codes`` as a C-contiguous ``(N, words)`` ``uint64`` array.
 
     Accepted without a copy: ``uint64`` arrays (and ``int64`` ones, the same bit pattern, as
-    Spark and Arrow store fingerprints), 2-D ``(N, words)`` or, for codes of at most 64 bits,
-    1-D ``(N,)``. ``bits`` defaults to ``64 * words``. Anything else raises ``TypeError``
-    (dtype) or ``ValueError`` (shape, layout), never copies a large array behind the caller's
-    back.
+    Spark and Arrow store fingerprints), 2-D ``(N, words)`` or 1-D: one code of ``words``
+    words when ``bits`` says codes are that wide (``codes[i]`` of a wider array, a single
+    query), else, for codes of at most 64 bits, ``(N,)``. ``uint8`` arrays ``(N, bytes)`` in
+    FAISS's layout (bit ``j`` of a code is bit ``j % 8`` of byte ``j // 8``, as
+    ``np.packbits(..., bitorder="little")``) are read as the same words: in place when
+    ``bytes`` is a multiple of 8, else padded (a copy); ``bits`` defaults to ``8 * bytes``.
+    ``bits`` defaults to ``64 * words``. Anything else raises ``TypeError`` (dtype) or
+    ``ValueError`` (shape, layout), never copies a large array behind the caller's back.
     """
     if not isinstance(codes, np.ndarray):
         if hasattr(codes, "__arrow_c_array__") or type(codes).__module__.startswith("pyarrow"):
@@ -39,12 +43,17 @@ def as_codes(codes, bits: int | None = None, name: str = "codes") -> tuple[np.nd
                 codes = codes.astype(np.uint64)
     if codes.dtype == np.int64:
         codes = codes.view(np.uint64)
+    if codes.dtype == np.uint8:
+        codes, from_bytes = _from_bytes(codes, name)
+        bits = bits if bits is not None else from_bytes
     if codes.dtype != np.uint64:
         raise TypeError(
-            f"{name} must be uint64 (or int64) signature words, got dtype {codes.dtype}"
+            f"{name} must be uint64 (or int64) signature words, or uint8 bytes as FAISS stores "
+            f"codes, got dtype {codes.dtype}"
         )
     if codes.ndim == 1:
-        codes = codes.reshape(-1, 1)
+        w = (bits + 63) // 64 if bits is not None else 1
+        codes = codes.reshape(1, -1) if w > 1 and codes.shape[0] == w else codes.reshape(-1, 1)
     if codes.ndim != 2:
         raise ValueError(f"{name} must be 2-D (N, words), got shape {codes.shape}")
     words = codes.shape[1]
@@ -61,6 +70,25 @@ def as_codes(codes, bits: int | None = None, name: str = "codes") -> tuple[np.nd
             f"{name} must be C-contiguous (use numpy.ascontiguousarray({name}), a copy)"
         )
     return codes, bits
+
+
+def _from_bytes(codes: np.ndarray, name: str) -> tuple[np.ndarray, int]:
+    """``uint8`` codes ``(N, bytes)`` (or one code ``(bytes,)``) as ``uint64`` words, and
+    their width ``8 * bytes``."""
+    if codes.ndim == 1:
+        codes = codes.reshape(1, -1)
+    if codes.ndim != 2:
+        raise ValueError(f"{name} as bytes must be 2-D (N, bytes), got shape {codes.shape}")
+    n, nbytes = codes.shape
+    if nbytes == 0:
+        raise ValueError(f"{name} has no bytes per row")
+    if nbytes % 8:
+        padded = np.zeros((n, (nbytes + 7) // 8 * 8), dtype=np.uint8)
+        padded[:, :nbytes] = codes
+        codes = padded
+    elif not codes.flags.c_contiguous:
+        raise ValueError(f"{name} must be C-contiguous (use numpy.ascontiguousarray({name}), a copy)")
+    return codes.view("<u8"), 8 * nbytes
 
 
 def as_ids(ids, n: int | None = None, name: str = "ids") -> np.ndarray:

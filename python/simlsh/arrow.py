@@ -20,7 +20,7 @@ readers have no unsigned 64-bit type) for codes of at most 64 bits, and as ``lis
 (['id', 'fp'], DataType(int64))
 >>> pairs = arrow.self_join(sigs, radius=3)
 >>> pairs.to_pylist()
-[{'a': 10, 'b': 11, 'dist': 0}]
+[{'a': 10, 'b': 11, 'distance': 0}]
 """
 
 from __future__ import annotations
@@ -32,11 +32,11 @@ import pyarrow as pa
 
 from . import _simlsh
 from ._codes import as_codes, shift_rows
-from .text import Tokenizer
+from .text import Idf, Tokenizer, _merge_idf
 
 __all__ = [
     "sign_arrow", "signatures", "codes_from_arrow", "codes_to_arrow", "self_join", "clusters",
-    "band_keys", "band_pairs",
+    "scheme_keys", "scheme_pairs",
 ]
 
 
@@ -113,11 +113,16 @@ def sign_arrow(signer, array, *, tokenizer: Tokenizer | None = None, threads: in
     ``tokenizer``, default ``Tokenizer()``; ``string_view`` is cast), ``fixed_size_list`` or
     ``list``/``large_list`` of ``float32``/``float64`` (dense vectors, equal lengths),
     ``list<string>`` (token lists). Returns ``(N, words)`` ``uint64``; same bits as
-    :meth:`simlsh.Signer.sign` on the same data. Nulls raise ``ValueError`` naming the row."""
+    :meth:`simlsh.Signer.sign` on the same data. Nulls raise ``ValueError`` naming the row.
+
+    An unfitted TF-IDF tokenizer (the default) is fitted on this column's documents, as
+    :meth:`simlsh.Signer.sign` does: in a per-batch call of an engine, fit it on the whole
+    corpus first (:meth:`simlsh.Tokenizer.fit`, :func:`simlsh.spark.fit_tokenizer`), or each
+    batch gets weights of its own."""
     core = _core(signer)
     arr = _as_arrow(array)
     words = (core.bits + 63) // 64
-    tok = tokenizer if tokenizer is not None else Tokenizer()
+    tok = _fitted(tokenizer if tokenizer is not None else Tokenizer(), arr)
     out = np.empty((len(arr), words), dtype=np.uint64)
     for lo, chunk in _chunks(arr):
         if len(chunk) == 0:
@@ -153,6 +158,26 @@ def sign_arrow(signer, array, *, tokenizer: Tokenizer | None = None, threads: in
             raise shift_rows(e, lo) from None
         out[lo : lo + len(chunk)] = sigs
     return out
+
+
+def _fitted(tok: Tokenizer, arr) -> Tokenizer:
+    """``tok``, its TF-IDF table fitted on the documents of ``arr`` when it has none."""
+    if tok.is_fitted:
+        return tok
+    tables = []
+    for lo, chunk in _chunks(arr):
+        if pa.types.is_string_view(chunk.type):
+            chunk = chunk.cast(pa.large_string())
+        if not (pa.types.is_string(chunk.type) or pa.types.is_large_string(chunk.type)):
+            return tok  # not documents: the tokenizer plays no part
+        try:
+            offsets, data = _string_buffers(chunk)
+        except ValueError as e:
+            raise shift_rows(e, lo) from None
+        tables.append(Idf(_simlsh.Idf.fit_arrow(tok._core, offsets, data)))
+    if not tables:
+        return tok.fit([])
+    return tok.with_params(idf=_merge_idf(tables))
 
 
 def codes_to_arrow(codes: np.ndarray) -> pa.Array:
@@ -245,7 +270,7 @@ def self_join(
     threads: int | None = None,
 ) -> pa.RecordBatch:
     """Every pair of rows of a batch of signatures within Hamming distance ``radius``
-    (inclusive), by the batch's ids: ``{a: int64, b: int64, dist: int32}``, ``a < b``, each
+    (inclusive), by the batch's ids: ``{a: int64, b: int64, distance: int32}``, ``a < b``, each
     pair once. Without an ``id_column`` column the row numbers are the ids."""
     codes = codes_from_arrow(_column(batch, fp_column), bits)
     i, j, d = _simlsh.self_join(codes, bits if bits is not None else 64 * codes.shape[1], int(radius), threads=threads)
@@ -258,7 +283,7 @@ def self_join(
     else:
         a, b = i, j
     return pa.RecordBatch.from_arrays(
-        [pa.array(a, pa.int64()), pa.array(b, pa.int64()), pa.array(d, pa.int32())], names=["a", "b", "dist"]
+        [pa.array(a, pa.int64()), pa.array(b, pa.int64()), pa.array(d, pa.int32())], names=["a", "b", "distance"]
     )
 
 
@@ -278,66 +303,68 @@ def clusters(edges: pa.RecordBatch | pa.Table, ids=None) -> pa.RecordBatch:
     )
 
 
-def band_keys(
+def scheme_keys(
     batch: pa.RecordBatch | pa.Table,
+    scheme: _simlsh.Scheme,
     *,
-    bands: int,
-    width: int,
-    bits: int | None = None,
     id_column: str = "id",
     fp_column: str = "fp",
     threads: int | None = None,
 ) -> pa.RecordBatch:
-    """The first step of a distributed banded join: for each row of a batch of signatures
-    ``{id, fp}`` and each band, ``{band: int32, key: int64, id: int64, fp}`` (``rows x bands``
-    rows; the key is the band's ``width`` bits, as ``int64``). Repartition the result by
-    ``(band, key)`` and call :func:`band_pairs` once per partition."""
-    fp = _column(batch, fp_column)
-    codes = codes_from_arrow(fp, bits)
-    bits = bits if bits is not None else 64 * codes.shape[1]
-    band, key = _simlsh.band_keys(codes, bits, int(bands), int(width), threads=threads)
-    rows = np.repeat(np.arange(len(codes)), bands)
+    """The first step of a distributed join: for each row of a batch of signatures ``{id,
+    fp}`` and each group (band or table) of ``scheme`` (a :class:`simlsh.Scheme` with keys:
+    bands or tables; :meth:`~simlsh.Scheme.keyed` turns a radius into tables), ``{g: int32,
+    key: int64, id: int64, fp}`` (``rows x groups`` rows; the key's ``uint64`` bit pattern as
+    ``int64``). Repartition the result by ``(g, key)`` and call :func:`scheme_pairs` once per
+    partition."""
+    codes = codes_from_arrow(_column(batch, fp_column), scheme.bits)
+    keys = scheme.keys(codes, threads=threads)
+    n, groups = keys.shape
+    rows = np.repeat(np.arange(n), groups)
+    g = np.tile(np.arange(groups, dtype=np.int32), n)
     ids = _column(batch, id_column)
     ids = (ids.combine_chunks() if isinstance(ids, pa.ChunkedArray) else ids).cast(pa.int64())
     return pa.RecordBatch.from_arrays(
-        [pa.array(band, pa.int32()), pa.array(key.view(np.int64), pa.int64()), ids.take(pa.array(rows)),
-         codes_to_arrow(codes[rows])],
-        names=["band", "key", "id", "fp"],
+        [pa.array(g, pa.int32()), pa.array(keys.reshape(-1).view(np.int64), pa.int64()),
+         ids.take(pa.array(rows)), codes_to_arrow(codes[rows])],
+        names=["g", "key", "id", "fp"],
     )
 
 
-def band_pairs(
+def scheme_pairs(
     batch: pa.RecordBatch | pa.Table,
+    scheme: _simlsh.Scheme,
     *,
-    bands: int,
-    width: int,
-    bits: int | None = None,
-    max_distance: int | None = None,
-    max_group: int | None = None,
-) -> pa.RecordBatch:
-    """The second step of a distributed banded join, once per partition of :func:`band_keys`
-    rows (any bands and keys, any order): the candidate pairs ``{a, b, dist}`` (``a < b`` by
-    id) of rows agreeing on a band's key, each reported only by the first band its signatures
-    agree on, so that the union over partitions holds every pair of
-    :func:`simlsh.banded_join` exactly once, with no ``distinct`` needed."""
-    band = _column(batch, "band")
-    band = (band.combine_chunks() if isinstance(band, pa.ChunkedArray) else band).to_numpy(zero_copy_only=False)
-    ids = _column(batch, "id")
-    ids = (ids.combine_chunks() if isinstance(ids, pa.ChunkedArray) else ids).to_numpy(zero_copy_only=False)
-    codes = codes_from_arrow(_column(batch, "fp"), bits)
-    bits = bits if bits is not None else 64 * codes.shape[1]
-    out_a, out_b, out_d = [], [], []
-    for b in np.unique(band):
-        rows = np.flatnonzero(band == b)
-        a, bb, d, _capped = _simlsh.band_partition(
-            ids[rows].view(np.uint64), np.ascontiguousarray(codes[rows]), bits, int(bands), int(width), int(b),
-            max_distance, max_group,
-        )
-        out_a.append(a.view(np.int64))
-        out_b.append(bb.view(np.int64))
-        out_d.append(d)
-    cat = lambda xs, t: np.concatenate(xs) if xs else np.zeros(0, t)  # noqa: E731
-    return pa.RecordBatch.from_arrays(
-        [pa.array(cat(out_a, np.int64)), pa.array(cat(out_b, np.int64)), pa.array(cat(out_d, np.int32))],
-        names=["a", "b", "dist"],
+    capped: pa.RecordBatch | pa.Table | None = None,
+    missed: bool = False,
+) -> tuple[pa.RecordBatch, pa.RecordBatch]:
+    """The second step of a distributed join, once per partition of :func:`scheme_keys` rows
+    (whole ``(g, key)`` runs; any groups and order): the candidate pairs ``{a, b, distance}``
+    (``a < b`` by id), each reported only by the first group its signatures agree on, so that
+    the union over partitions holds every pair of the single-machine join exactly once, with
+    no ``distinct`` needed; and the runs skipped for their size, ``{g, key, rows}``.
+
+    When some run was capped anywhere, a second pass over the same partitions with
+    ``capped`` (the first pass's capped runs, all partitions together) and ``missed=True``
+    reports the pairs those runs hid, by their first agreeing group that was not capped."""
+    def col(name):
+        c = _column(batch, name)
+        return (c.combine_chunks() if isinstance(c, pa.ChunkedArray) else c).to_numpy(zero_copy_only=False)
+
+    g = np.ascontiguousarray(col("g"), dtype=np.int32)
+    ids = np.ascontiguousarray(col("id")).view(np.uint64)
+    codes = np.ascontiguousarray(codes_from_arrow(_column(batch, "fp"), scheme.bits))
+    cg = ck = None
+    if capped is not None and capped.num_rows:
+        cg = np.ascontiguousarray(_column(capped, "g").to_numpy(zero_copy_only=False), dtype=np.int32)
+        ck = np.ascontiguousarray(_column(capped, "key").to_numpy(zero_copy_only=False)).view(np.uint64)
+    a, b, d, kg, kk, kr = scheme.partition(g, ids, codes, capped_group=cg, capped_key=ck, missed=missed)
+    pairs = pa.RecordBatch.from_arrays(
+        [pa.array(a.view(np.int64)), pa.array(b.view(np.int64)), pa.array(d, pa.int32())],
+        names=["a", "b", "distance"],
     )
+    caps = pa.RecordBatch.from_arrays(
+        [pa.array(kg, pa.int32()), pa.array(kk.view(np.int64)), pa.array(kr, pa.int64())],
+        names=["g", "key", "rows"],
+    )
+    return pairs, caps

@@ -7,7 +7,7 @@ semantics (the Rust library's ``HammingIndex``):
 - :meth:`Index.range_search` returns *every* stored code within distance ``radius``,
   **inclusive** (FAISS's binary range search is exclusive: ``radius=3`` here is FAISS's 4);
 - :meth:`Index.search` returns the ``k`` nearest, ties at the ``k``-th distance broken by the
-  smaller id (approximate for :class:`PermutationIndex`);
+  smaller id (approximate for :class:`PermutationIndex` and :class:`GraphIndex`);
 - results are sorted by ``(distance, id)``; inserts and removals keep every search exact.
 
 =====================  ==========================================================
@@ -17,11 +17,17 @@ LinearScan             exact, any radius or k, by hardware popcount; no build
 PermutedTables         Manku's permuted tables: exact radius <= ``radius`` fastest
 MultiIndex             multi-index hashing: exact radius and exact k-NN
 PermutationIndex       Charikar's permutation search: approximate k-NN, exact radius
+GraphIndex             a navigable graph: approximate k-NN, sublinear; exact radius
 =====================  ==========================================================
 
 Indexes save to the library's file format (:meth:`Index.save`; the command line's
 ``simlsh index`` reads and writes the same files) and load memory-mapped
-(:func:`load_index`); they pickle (the file's bytes).
+(:func:`load_index`); they pickle (the file's bytes). :func:`update_index` changes an index
+file in place as ``simlsh index add`` does: under the file's lock, verified, saved atomically.
+
+An index is safe to share between threads: searches run in parallel, and each :meth:`Index.add`
+and :meth:`Index.remove` is all or nothing and runs alone (a search or a :meth:`Index.save`
+sees the index before or after it, never half of it).
 
 >>> import numpy as np, simlsh
 >>> codes = np.array([[0b1011], [0b1000], [2**64 - 1]], dtype=np.uint64)
@@ -37,17 +43,25 @@ Indexes save to the library's file format (:meth:`Index.save`; the command line'
 
 from __future__ import annotations
 
+import contextlib
 import os
-from typing import Any
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from . import _simlsh
 from ._codes import as_codes, as_ids
 
+if TYPE_CHECKING:
+    from .signers import Signer
+    from .text import Tokenizer
+
+_HASHED_KINDS = ("hashing-trick", "hashed-gaussian", "pooled")
+
 __all__ = [
-    "Index", "LinearScan", "PermutedTables", "MultiIndex", "PermutationIndex", "load_index",
-    "verify_index",
+    "Index", "LinearScan", "PermutedTables", "MultiIndex", "PermutationIndex", "GraphIndex", "load_index",
+    "update_index", "verify_index",
 ]
 
 
@@ -104,21 +118,17 @@ class Index:
         return len(self._core)
 
     def add(self, codes, ids=None, *, threads: int | None = None) -> None:
-        """Stores ``codes`` (``(N, words)`` ``uint64``) under ``ids`` (integers in ``0..2^32``,
-        one per row; default ``len(self), len(self) + 1, ...`` as FAISS numbers them). An id
-        already stored, a code wider than ``bits`` or with bits set beyond ``bits`` raises
-        ``ValueError`` naming the row. Adding to an empty index without ids builds it in one
-        pass (the fastest way to make a large index)."""
+        """Stores ``codes`` (``(N, words)`` ``uint64``, or FAISS's ``uint8`` bytes) under ``ids``
+        (integers in ``0..2^32``, one per row; default: the ids following the largest ever
+        stored, ``0, 1, ...`` for a new index, so that a default id never collides with a
+        stored one, even after removals). An id already stored, a code wider than ``bits`` or with bits set
+        beyond ``bits`` raises ``ValueError`` naming the row. All or nothing: a failing add
+        stores none of its codes; concurrent adds run one after the other, and a concurrent
+        search or :meth:`save` sees the index before or after the add. Adding to an empty
+        index without ids builds it in one pass (the fastest way to make a large index)."""
         codes, _ = as_codes(codes, self.bits)
-        n = codes.shape[0]
-        if ids is None:
-            if len(self._core) == 0 and n > 0:
-                self._core = _simlsh.Index.build(self._requested, codes, self.bits, threads=threads)
-                return
-            start = len(self._core)
-            ids = np.arange(start, start + n, dtype=np.int64)
-        else:
-            ids = as_ids(ids, n)
+        if ids is not None:
+            ids = as_ids(ids, codes.shape[0])
         self._core.add(codes, ids, threads=threads)
 
     def remove(self, ids) -> int:
@@ -145,14 +155,50 @@ class Index:
 
     def save(self, path: str | os.PathLike) -> None:
         """Saves the index in the library's file format (read by :func:`load_index` and the
-        command line's ``simlsh index query``), atomically."""
+        command line's ``simlsh index query``), atomically. An index loaded from a file first
+        verifies that file whole (checksum and contents, once): a corrupt file raises
+        :class:`simlsh.FormatError` and is never rewritten with a fresh checksum. To change an
+        index file that other runs may change too, use :func:`update_index`."""
         self._core.save(os.fspath(path))
 
+    @property
+    def signer(self) -> "Signer | None":
+        """The signer recorded with the codes (an index built by ``simlsh index build`` from
+        vectors or documents), rebuilt from its parameters: it signs queries as the stored
+        codes were signed. ``None`` when the index records none (codes added from Python)."""
+        rec = self._core.signer_record
+        if rec is None:
+            return None
+        from .signers import signer
+
+        spec, bits, seed, dim = rec
+        kind = spec.partition(":")[0]
+        return signer(spec, bits=bits, seed=seed, dim=dim if kind not in _HASHED_KINDS else None)
+
+    @property
+    def tokenizer(self) -> "Tokenizer | None":
+        """The tokenizer recorded with codes of documents (its options, stop words and TF-IDF
+        table, embedded in the index file), fitted: ``index.signer.sign(texts,
+        tokenizer=index.tokenizer)`` signs query documents as ``simlsh index query`` does.
+        ``None`` for codes of vectors or of unknown origin."""
+        core = self._core.tokenizer
+        if core is None:
+            return None
+        from .text import Tokenizer
+
+        return Tokenizer._from_core(core)
+
+    @property
+    def verified(self) -> bool:
+        """False for an index loaded from a file whose checksum and contents have not been
+        verified yet (:func:`load_index` opens in ``O(1)``; :meth:`save` verifies first)."""
+        return self._core.verified
+
     @classmethod
-    def load(cls, path: str | os.PathLike, *, verify: bool = False) -> "Index":
+    def load(cls, path: str | os.PathLike, *, verify: bool = False, copy: bool = False) -> "Index":
         """Loads an index file of any kind (memory-mapped: no copy, pages shared between
         processes). Equivalent to :func:`load_index`."""
-        return load_index(path, verify=verify)
+        return load_index(path, verify=verify, copy=copy)
 
     def __reduce__(self):
         return (_index_from_bytes, (self._core.to_bytes(), self._requested))
@@ -256,8 +302,76 @@ class PermutationIndex(Index):
         )
 
 
+class GraphIndex(Index):
+    """A graph index: approximate k-NN by a beam search over a navigable graph of the codes
+    (out-degree ``m``), sublinear where codes have close neighbours (signatures of
+    embeddings); radius search is exact (a scan). A stored copy of a query is always found
+    (distance 0). On codes whose neighbours are hardly closer than random ones the build's
+    check finds the graph no better than the scan and :meth:`search` scans instead
+    (``fallback``; see :attr:`check`). Parameters left ``None`` take the library's defaults
+    (``simlsh index kinds``).
+
+    m : out-degree (memory ``4 m`` bytes a code); ef_search : the search beam, FAISS's
+    ``efSearch`` (also settable later); ef_construction : the beam of inserts after the
+    build; seed : seed of the build; fallback : let k-NN scan when the check says so.
+
+    >>> import numpy as np, simlsh
+    >>> rng = np.random.default_rng(0)
+    >>> codes = simlsh.HyperplaneSigner(dim=16, bits=128, seed=1).sign(rng.standard_normal((500, 16)).astype(np.float32))
+    >>> idx = simlsh.GraphIndex(bits=128, m=16)
+    >>> idx.add(codes)
+    >>> D, I = idx.search(codes[:2], k=3)
+    >>> I[:, 0].tolist(), D[:, 0].tolist()
+    ([0, 1], [0, 0])
+    >>> idx.ef_search = 32
+    >>> idx.ef_search
+    32
+    """
+
+    __slots__ = ()
+
+    def __init__(
+        self,
+        *,
+        bits: int,
+        m: int | None = None,
+        ef_search: int | None = None,
+        ef_construction: int | None = None,
+        seed: int | None = None,
+        fallback: bool = True,
+    ):
+        parts = []
+        for key, v in (("m", m), ("ef", ef_search), ("efc", ef_construction), ("seed", seed)):
+            if v is not None:
+                if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
+                    raise ValueError(f"invalid parameter `{key}`: must be a non-negative integer, got {v!r}")
+                parts.append(f"{key}={int(v)}")
+        if not fallback:
+            parts.append("fallback=false")
+        super().__init__(bits=bits, spec="graph" + (":" + ",".join(parts) if parts else ""))
+
+    @property
+    def ef_search(self) -> int:
+        """The search beam: nodes a k-NN search keeps (it uses ``max(ef_search, k)``);
+        larger finds more true neighbours, slower. FAISS's ``efSearch``."""
+        return self._core.ef
+
+    @ef_search.setter
+    def ef_search(self, ef: int) -> None:
+        if isinstance(ef, bool) or not isinstance(ef, (int, np.integer)) or ef < 1:
+            raise ValueError(f"ef_search must be an integer >= 1, got {ef!r}")
+        self._core.set_ef(int(ef))
+
+    @property
+    def check(self) -> dict:
+        """The build's check of the graph against the scan: ``mode`` (``"graph"`` or
+        ``"scan"``, how :meth:`search` answers), ``reason``, the sampled tie-aware
+        ``recall``, mean ``distances`` a search computed, ``sample`` and ``nodes``."""
+        return self._core.graph_check()
+
+
 _CLASSES = {"linear": LinearScan, "manku": PermutedTables, "mih": MultiIndex,
-            "permutation": PermutationIndex}
+            "permutation": PermutationIndex, "graph": GraphIndex}
 
 
 def _wrap(core: Any, requested: str | None = None) -> Index:
@@ -271,16 +385,51 @@ def _index_from_bytes(data: bytes, requested: str | None = None) -> Index:
     return _wrap(_simlsh.Index.from_bytes(data), requested)
 
 
-def load_index(path: str | os.PathLike, *, verify: bool = False) -> Index:
+def load_index(path: str | os.PathLike, *, verify: bool = False, copy: bool = False) -> Index:
     """Loads an index file of any kind, as written by :meth:`Index.save` or the command line
     (``simlsh index build``), memory-mapped: opening checks the header, parameters and section
     lengths without reading the data; ``verify=True`` first checks the whole file (checksum
-    and the index's invariants, ``O(file size)``, as ``simlsh index verify``). A missing file
+    and the index's invariants, ``O(file size)``, as ``simlsh index verify``). An index loaded
+    unverified is verified before it is first saved (:meth:`Index.save`). A missing file
     raises ``FileNotFoundError``; a foreign, truncated or corrupt one
-    :class:`simlsh.FormatError` (an ``OSError``)."""
-    if verify:
-        verify_index(path)
-    return _wrap(_simlsh.Index.load(os.fspath(path)))
+    :class:`simlsh.FormatError` (an ``OSError``).
+
+    ``copy=True`` reads the file into memory instead of mapping it (``O(file size)``). A mapped
+    file that another program truncates or rewrites in place (``cp new old``,
+    ``truncate``, a shell's ``>``; simlsh itself always replaces files by renaming) kills the
+    process with ``SIGBUS`` at the next access to a page past the new end, which Python cannot
+    catch; a copy is not affected."""
+    return _wrap(_simlsh.Index.load(os.fspath(path), verify=verify, copy=copy))
+
+
+@contextlib.contextmanager
+def update_index(path: str | os.PathLike, *, copy: bool = False) -> Iterator[Index]:
+    """Changes an index file in place, as ``simlsh index add`` and ``simlsh index remove``
+    do: takes the file's advisory lock (the command line's; waiting for other holders), loads
+    the index verified whole (checksum and contents: a corrupt file raises
+    :class:`simlsh.FormatError` and is left as it is), gives it to the ``with`` block, then
+    saves it atomically over the file and releases the lock. An exception in the block leaves
+    the file unchanged. Read-modify-writes of one file by this function and the command line
+    thus follow one another, and none is lost (a :func:`load_index` ... :meth:`Index.save`
+    without the lock loses the changes another run makes in between).
+
+    >>> import tempfile, pathlib
+    >>> import numpy as np, simlsh
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "codes.idx"
+    >>> simlsh.LinearScan(bits=64).save(path)
+    >>> with simlsh.update_index(path) as idx:
+    ...     idx.add(np.array([[1], [2]], dtype=np.uint64))
+    >>> len(simlsh.load_index(path))
+    2
+    """
+    path = os.fspath(path)
+    lock = _simlsh.FileLock(path)
+    try:
+        idx = _wrap(_simlsh.Index.load(path, verify=True, copy=copy))
+        yield idx
+        idx.save(path)
+    finally:
+        lock.release()
 
 
 def verify_index(path: str | os.PathLike) -> None:

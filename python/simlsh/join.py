@@ -17,20 +17,108 @@ import numpy as np
 from . import _simlsh
 from ._codes import as_codes, as_ids
 
-__all__ = ["self_join", "clusters", "knn_graph", "banded_join", "verified_join", "rerank"]
+__all__ = [
+    "Scheme", "plan_join", "self_join", "clusters", "knn_graph", "banded_join", "verified_join", "rerank",
+]
+
+#: Where a join's candidate pairs come from, the library's ``join::Scheme``: a Hamming radius
+#: (``Scheme.radius(r)``), a banding (``Scheme.bands(bits, bands, width, ...)``) or permuted tables
+#: (``Scheme.tables(bits, radius, ...)``), or its text form (``Scheme("bands:f=256,b=20,w=12")``),
+#: the same that the command line records in ``--stats`` (``scheme``). Picklable.
+Scheme = _simlsh.Scheme
 
 
-def self_join(codes, radius: int, *, bits: int | None = None, threads: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def plan_join(
+    threshold: float,
+    *,
+    rows: int,
+    bits: int | None = None,
+    features: float | None = None,
+    recall: float | None = None,
+    memory: int | None = None,
+) -> dict:
+    """The library's plan of a verified join at cosine ``threshold`` over ``rows`` rows, as
+    ``simlsh dedup --cosine`` makes it: at ``bits`` when the signatures exist, else the width
+    chosen for rows of ``features`` nonzeros on average (signing counted), among those whose
+    signatures fit in ``memory`` bytes when given; ``recall`` at the threshold (the library's
+    default when None). A dict: ``bits``, ``scheme`` (a :class:`Scheme`), ``choice``,
+    ``recall`` (the scheme's planned recall), ``cost_ns``.
+
+    >>> import simlsh
+    >>> p = simlsh.plan_join(0.8, rows=1_000_000, features=40)
+    >>> p["bits"], p["scheme"].kind
+    (2048, 'bands')
+    """
+    return _simlsh.plan_join(float(threshold), int(rows), bits, features, recall, memory)
+
+
+def _active(codes: np.ndarray, featureless) -> np.ndarray | None:
+    """The rows that take part in a join (``None``: all of them). ``featureless`` is ``"zero"``
+    (rows whose signature is all zeros: a simlsh signer gives that signature to every row
+    without features, an empty document or a zero vector, and to a row with features with
+    probability ``2**-bits`` for Gaussian hyperplanes), ``False`` (every row takes part, as
+    for codes that are not signatures of vectors), or a boolean mask or the row numbers of the
+    rows without features (``DedupResult.empty``, say)."""
+    n = codes.shape[0]
+    if featureless is False or featureless is None:
+        return None
+    if isinstance(featureless, str):
+        if featureless != "zero":
+            raise ValueError(f"featureless must be 'zero', False, a mask or row numbers, got {featureless!r}")
+        active = np.any(codes != 0, axis=1)
+    else:
+        f = np.asarray(featureless)
+        if f.dtype == bool:
+            if f.shape != (n,):
+                raise ValueError(f"featureless mask has {f.shape} entries for {n} rows")
+            active = ~f
+        else:
+            active = np.ones(n, bool)
+            if f.size:
+                if f.dtype.kind not in "iu" or f.min() < 0 or f.max() >= n:
+                    raise ValueError(f"featureless rows must be row numbers in 0..{n}")
+                active[f] = False
+    return None if active.all() else active
+
+
+def _on_active(codes, featureless, join):
+    """``join`` of the rows that take part, its row numbers mapped back to ``codes``'."""
+    active = _active(codes, featureless)
+    if active is None:
+        return join(codes)
+    rows = np.flatnonzero(active)
+    i, j, *rest = join(np.ascontiguousarray(codes[rows]))
+    return (rows[i], rows[j], *rest)
+
+
+def _scheme(scheme) -> _simlsh.Scheme:
+    if isinstance(scheme, _simlsh.Scheme):
+        return scheme
+    if isinstance(scheme, str):
+        return _simlsh.Scheme(scheme)
+    raise TypeError(f"scheme must be a simlsh.Scheme or its text form, got {type(scheme).__name__}")
+
+
+def self_join(
+    codes, radius: int, *, bits: int | None = None, featureless="zero", threads: int | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Every unordered pair of rows of ``codes`` within Hamming distance ``radius``
     (inclusive), each exactly once: ``(i, j, distance)`` arrays (``int64``, ``int64``,
     ``int32``) with ``i < j``, sorted by ``(i, j)``. Exact for any radius (Manku's permuted
     tables built for the join; all pairs compared when the radius is near ``bits / 2``).
     ``bits`` defaults to ``64 * words``; it only matters for checking that no bit beyond it
-    is set."""
+    is set. Rows without features are never paired, as the command line keeps them apart:
+    by default those whose signature is all zeros (see ``featureless`` below; ``False`` pairs
+    every row).
+
+    ``featureless``: ``"zero"`` (rows whose signature is all zeros: a simlsh signer gives that
+    signature to every row without features, an empty document or a zero vector, and to a
+    row with features with probability ``2**-bits``), ``False``, or a mask or the row numbers
+    of the rows without features."""
     codes, bits = as_codes(codes, bits)
     if isinstance(radius, bool) or not isinstance(radius, (int, np.integer)) or not 0 <= radius < 2**32:
         raise ValueError(f"radius must be an integer in 0..2^32, got {radius!r}")
-    return _simlsh.self_join(codes, bits, int(radius), threads=threads)
+    return _on_active(codes, featureless, lambda c: _simlsh.self_join(c, bits, int(radius), threads=threads))
 
 
 def clusters(n: int, i, j) -> np.ndarray:
@@ -41,51 +129,85 @@ def clusters(n: int, i, j) -> np.ndarray:
     return _simlsh.clusters(int(n), i, j)
 
 
-def knn_graph(codes, k: int, *, index=None, bits: int | None = None, threads: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+def knn_graph(
+    codes,
+    k: int,
+    *,
+    index=None,
+    method: str = "exact",
+    seed: int = 0,
+    bits: int | None = None,
+    featureless="zero",
+    threads: int | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
     """The k-nearest-neighbour graph of the rows of ``codes``: ``(D, I)``, ``(N, k)`` arrays of
     each row's ``k`` nearest *other* rows sorted by ``(distance, id)`` (ties by the smaller
-    id; id -1 and distance ``2**31 - 1`` where fewer exist). Exact by comparing every pair of
-    rows once (``O(N^2)``, in one call), or answered by ``index`` (a :class:`simlsh.Index`
-    holding row ``i`` under id ``i``, e.g. ``MultiIndex`` for close neighbours)."""
+    id; id -1 and distance ``2**31 - 1`` where fewer exist). ``method="exact"`` compares every
+    pair of rows once (``O(N^2)``, in one call); ``method="approx"`` does not (random
+    partition trees refined by NN-Descent rounds, drawn from ``seed``: exact distances, lists
+    that may miss true neighbours, the same for any thread count); or the graph is answered by
+    ``index`` (a :class:`simlsh.Index` holding row ``i`` under id ``i``, e.g. ``MultiIndex``
+    for close neighbours). Rows without features (``featureless``, as :func:`self_join`) have
+    no neighbours and are no one's (without an index)."""
     if index is not None:
         bits = index.bits if bits is None else bits
     codes, bits = as_codes(codes, bits)
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 0:
         raise ValueError(f"k must be a non-negative integer, got {k!r}")
     core = index._core if index is not None else None
-    return _simlsh.knn_graph(codes, bits, int(k), index=core, threads=threads)
+    active = _active(codes, featureless) if index is None else None
+    if active is None:
+        return _simlsh.knn_graph(codes, bits, int(k), index=core, threads=threads, method=method, seed=int(seed))
+    rows = np.flatnonzero(active)
+    d, i = _simlsh.knn_graph(
+        np.ascontiguousarray(codes[rows]), bits, int(k), threads=threads, method=method, seed=int(seed)
+    )
+    D = np.full((codes.shape[0], int(k)), d.dtype.type(2**31 - 1), dtype=d.dtype)
+    I = np.full((codes.shape[0], int(k)), -1, dtype=i.dtype)
+    D[rows], I[rows] = d, np.where(i >= 0, rows[np.maximum(i, 0)], -1)
+    return D, I
 
 
 def banded_join(
     codes,
+    scheme=None,
     *,
-    bands: int,
-    width: int,
+    bands: int | None = None,
+    width: int | None = None,
     max_distance: int | None = None,
     max_group: int | None = None,
+    prefix: tuple[int, int] | None = None,
     bits: int | None = None,
     return_stats: bool = False,
+    featureless="zero",
     threads: int | None = None,
-    prefix_words: int | None = None,
-    prefix_radius: int | None = None,
 ):
     """The banded self-join: every pair of rows whose signatures agree on all ``width`` bits
     of some band (band ``b`` is bits ``b*width .. (b+1)*width``), and are within
-    ``max_distance`` when given (and, with ``prefix_words``, whose first ``prefix_words``
-    64-bit words are within ``prefix_radius``: the planner's filter of wide signatures), each
-    once: ``(i, j, distance)`` sorted by ``(i, j)``, as
-    :func:`self_join`. Runs of more than ``max_group`` rows sharing a key are skipped (listed
-    in the statistics). For wide signatures and thresholds far from 1, where an exact radius
-    join would compare too much; plan ``bands`` and ``width`` for a recall at a cosine with
-    :func:`simlsh.plan_radius`-like reasoning, or let :func:`verified_join` choose.
-    ``return_stats=True`` adds a dict: ``checked``, ``candidates``, ``capped``.
+    ``max_distance`` when given (and, with ``prefix=(words, radius)``, whose first ``words``
+    64-bit words are within ``radius``: the planner's filter of wide signatures), each once:
+    ``(i, j, distance)`` sorted by ``(i, j)``, as :func:`self_join`. The banding is
+    ``scheme`` (a :class:`Scheme` of kind ``bands`` or its text form) or the one these
+    arguments describe. Runs of more than ``max_group`` rows sharing a key are skipped (listed
+    in the statistics). :func:`plan_join` plans a banding for a recall at a cosine.
+    ``return_stats=True`` adds a dict: ``checked``, ``candidates``, ``capped``. Rows without
+    features are never paired (``featureless``, as :func:`self_join`).
     """
     codes, bits = as_codes(codes, bits)
-    pairs, stats = _simlsh.banded_join(
-        codes, bits, int(bands), int(width), max_distance, max_group, threads=threads,
-        prefix_words=prefix_words, prefix_radius=prefix_radius,
-    )
-    return (*pairs, stats) if return_stats else pairs
+    if scheme is None:
+        if bands is None or width is None:
+            raise ValueError("give a scheme, or bands and width")
+        scheme = Scheme.bands(bits, int(bands), int(width), max_distance, max_group, prefix)
+    elif any(v is not None for v in (bands, width, max_distance, max_group, prefix)):
+        raise ValueError("give a scheme or its parameters (bands, width, ...), not both")
+    scheme = _scheme(scheme)
+
+    def join(c):
+        (i, j, d), stats = _simlsh.banded_join(c, bits, scheme, threads=threads)
+        return i, j, d, stats
+
+    i, j, d, stats = _on_active(codes, featureless, join)
+    return (i, j, d, stats) if return_stats else (i, j, d)
 
 
 def verified_join(
@@ -93,11 +215,9 @@ def verified_join(
     X,
     threshold: float,
     *,
+    scheme=None,
     radius: int | None = None,
-    bands: int | None = None,
-    width: int | None = None,
-    max_distance: int | None = None,
-    recall: float = 0.99,
+    recall: float | None = None,
     bits: int | None = None,
     return_report: bool = False,
     threads: int | None = None,
@@ -107,13 +227,18 @@ def verified_join(
     indices) is at least ``threshold``, among the candidate pairs of their signatures
     ``codes``: ``(i, j, distance, cosine)`` sorted by ``(i, j)``.
 
-    Candidates come from the exact Hamming join at ``radius``, or from a banding (``bands``,
-    ``width``), or, with neither, from the library's planner for ``recall`` at the threshold
-    (the cheaper of the two). Rows of norm 0 are never paired. ``return_report=True`` adds a
-    dict: ``zero_rows``, ``candidates``, ``pairs``, ``capped``, ``source``.
+    Candidates come from ``scheme`` (a :class:`Scheme` or its text form; ``radius=r`` is
+    short for ``Scheme.radius(r)``), or, without one, from the library's planner for
+    ``recall`` at the threshold (the cheaper of the exact Hamming join and a banding, as
+    :func:`plan_join`). Rows of norm 0 are never paired. ``return_report=True`` adds a dict:
+    ``zero_rows``, ``candidates``, ``pairs``, ``capped``, ``scheme``.
     """
     codes, bits = as_codes(codes, bits)
-    kw = dict(radius=radius, bands=bands, width=width, max_distance=max_distance, recall=float(recall), threads=threads)
+    if radius is not None:
+        if scheme is not None:
+            raise ValueError("give a scheme or a radius, not both")
+        scheme = Scheme.radius(int(radius))
+    kw = dict(scheme=_scheme(scheme) if scheme is not None else None, recall=recall, threads=threads)
     if type(X).__module__.startswith("scipy.sparse"):
         if X.format != "csr" or X.dtype != np.float32:
             raise TypeError("sparse vectors must be a float32 CSR matrix (X.tocsr().astype(np.float32))")

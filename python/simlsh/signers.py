@@ -37,10 +37,11 @@ from .text import Tokenizer, _texts
 
 __all__ = ["Signer", "HyperplaneSigner", "HashingTrick", "HashedGaussian", "PooledSigner", "signer", "hamming", "KINDS"]
 
-#: Signer kinds by name, as the command line's ``--signer`` and ``Signer.info()["kind"]``.
-KINDS = ("gaussian", "super-bit", "rademacher", "very-sparse", "hashing-trick", "hashed-gaussian", "pooled")
+#: Signer kinds by name, as the command line's ``--signer`` and ``Signer.info()["kind"]``: the
+#: library's table (``signers::kinds()``).
+KINDS = tuple(k["name"] for k in _simlsh.signer_kinds())
 #: The kinds that hash their features (no matrix, any dimension, ids or tokens).
-HASHED = ("hashing-trick", "hashed-gaussian", "pooled")
+HASHED = tuple(k["name"] for k in _simlsh.signer_kinds() if not k["needs_dim"])
 
 
 class Signer:
@@ -111,7 +112,9 @@ class Signer:
         - a list of token lists (each a weighted bag of string features; ``weights`` a list of
           float lists of the same shapes, default weight 1);
         - a ``pyarrow`` array or chunked array: strings (documents), ``list<float>`` or
-          ``fixed_size_list<float>`` (dense rows), ``list<string>`` (tokens).
+          ``fixed_size_list<float>`` (dense rows), ``list<string>`` (tokens);
+        - a pandas DataFrame (its values, as ``DataFrame.to_numpy()``: float columns) or Series
+          (of documents).
 
         Integer or other dtypes raise ``TypeError`` (convert with ``X.astype(np.float32)``);
         NaN, infinities, values beyond ``2**64`` in magnitude (whose projections could
@@ -119,7 +122,7 @@ class Signer:
         ``float64`` values ``float32`` cannot hold (beyond its range, or nonzero values it
         rounds to 0), wrong widths, ragged rows and bad sparse structure raise ``ValueError``
         naming the row and column. Runs without the GIL on ``threads`` threads (default, or
-        ``-1``: all cores; more than the cores are clamped to them), in chunks between which
+        ``-1``: all cores; ``-2`` all but one; more than the cores are clamped to them), in chunks between which
         Ctrl-C is honoured; the result does not depend on the thread count.
         """
         return _sign(self._core, X, tokenizer, weights, threads)
@@ -310,12 +313,13 @@ def _sign(core: _simlsh.Signer, X, tokenizer, weights, threads) -> np.ndarray:
     if _is_sparse(X):
         return _sign_sparse(core, X, threads)
     mod = type(X).__module__
+    # pandas before Arrow: a DataFrame exports an Arrow stream too, of one struct column.
+    if mod.startswith("pandas"):
+        return _sign(core, X.to_numpy(), tokenizer, weights, threads)
     if mod.startswith("pyarrow") or hasattr(X, "__arrow_c_array__") or hasattr(X, "__arrow_c_stream__"):
         from .arrow import sign_arrow
 
         return sign_arrow(core, X, tokenizer=tokenizer, threads=threads)
-    if mod.startswith("pandas"):
-        return _sign(core, X.to_numpy(), tokenizer, weights, threads)
     if isinstance(X, str):
         raise TypeError("expected a sequence of documents, got a single str (wrap it in a list)")
     if isinstance(X, (list, tuple)):

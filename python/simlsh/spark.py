@@ -1,13 +1,17 @@
-"""Near-duplicate detection on Apache Spark: DataFrame in, DataFrame out.
+"""Near-duplicate detection on Apache Spark: DataFrame in, DataFrame out, with the command
+line's answers.
 
 Install with the ``spark`` extra (``pip install "simlsh[spark]"``: PySpark 4, pyarrow; Java
 17 on every machine). The package must be importable by the executors' Python
-(``PYSPARK_PYTHON``); nothing else is shipped: signers and tokenizers travel as their
-parameters and are rebuilt on each executor (a Gaussian matrix is regenerated from its seed,
-never broadcast).
+(``PYSPARK_PYTHON``); nothing else is shipped: signers, tokenizers and schemes travel as their
+parameters (a TF-IDF table as its arrays) and are rebuilt on each executor (a Gaussian matrix
+is regenerated from its seed, never broadcast).
 
-Three steps, each a DataFrame function:
+The steps, each a DataFrame function:
 
+- :func:`fit_tokenizer` fits the TF-IDF table of a text column (per-partition counts merged in
+  a tree), and :func:`plan` makes the plan of ``simlsh dedup --cosine``: the signer at the
+  width planned for the rows, and the candidate scheme (:class:`simlsh.Scheme`).
 - :func:`signatures` signs a text column (``string``), a sparse one (a Spark ML ``Vector``
   column, a ``struct<indices, values>``, or two list columns ``(indices, values)``) or a dense
   one (``array<float>``/``array<double>``, or a dense Spark ML vector) with ``mapInArrow``,
@@ -18,20 +22,20 @@ Three steps, each a DataFrame function:
 - :func:`near_duplicates` pairs the rows of a DataFrame whose cosine is at least a threshold:
   exact duplicates collapsed first (one shuffle on a 128-bit content hash), then for each
   remaining row one ``(group, key)`` row per band (a banding of wide signatures) or per
-  permuted table (Manku et al.'s tables for a Hamming radius), **one shuffle on the key**, and
-  a native sort-and-scan of each partition (one call per partition, never per row or group)
-  that reports each pair once, by the first group its signatures agree on, so that no
-  ``distinct()`` is needed; candidates are then verified by their exact cosine (two joins back
-  to the input) unless ``verify=False``. Runs of more than ``max_group`` rows under one key
-  (hot keys) are skipped and their pairs looked for in the other groups (a second scan of the
-  keys, only when some run was capped).
+  permuted table (Manku et al.'s tables for a Hamming radius) by
+  :func:`simlsh.arrow.scheme_keys`, **one shuffle on the key**, and a native sort-and-scan of
+  each partition (:func:`simlsh.arrow.scheme_pairs`, the library's ``join::partition``: one call
+  per partition, never per row or group) that reports each pair once, by the first group its
+  signatures agree on, so that no ``distinct()`` is needed; candidates are then verified by
+  their exact cosine (two joins back to the input) unless ``verify=False``. Runs of more rows
+  than the scheme's cap under one key (hot keys) are skipped and their pairs looked for in the
+  other groups (a second scan of the keys, only when some run was capped).
 - :func:`clusters` labels connected components of the pairs: Rust union-find on the driver
   when the edges fit (``max_driver_edges``, 16 bytes an edge on the driver: the default 50
   million edges is 800 MB), else large-star/small-star iterations in the DataFrame API.
 
-The answers equal the in-process library's for the same parameters, whatever the number of
-partitions or executors: :func:`simlsh.banded_join` or :func:`simlsh.self_join` for the
-candidates, the verified join's cosines for the pairs.
+The answers equal the command line's and the in-process library's for the same parameters,
+whatever the number of partitions or executors.
 """
 
 from __future__ import annotations
@@ -43,11 +47,14 @@ import numpy as np
 import pyarrow as pa
 
 from . import _simlsh
-from .arrow import _dense_values, _first_null, _string_buffers, codes_from_arrow, codes_to_arrow
-from .signers import HashedGaussian, Signer
-from .text import Tokenizer
+from .arrow import (
+    _dense_values, _first_null, _string_buffers, codes_from_arrow, codes_to_arrow, scheme_keys, scheme_pairs,
+)
+from .join import Scheme, _scheme, plan_join
+from .signers import Signer, signer as make_signer
+from .text import Idf, Tokenizer, _merge_idf
 
-__all__ = ["signatures", "near_duplicates", "clusters", "key_scheme", "MAX_DRIVER_EDGES"]
+__all__ = ["signatures", "near_duplicates", "clusters", "fit_tokenizer", "plan", "MAX_DRIVER_EDGES"]
 
 #: Default edge count up to which :func:`clusters` collects the edges to the driver (16 bytes
 #: an edge as two ``int64``, plus the union-find's 8 bytes a node: about 1 GB at 50 million).
@@ -133,7 +140,8 @@ def _one_chunk(arr):
 
 
 def _csr(batch, inp: _Input) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """A batch's sparse rows as CSR arrays (``int64`` indptr and indices, ``float32`` data)."""
+    """A batch's sparse rows as canonical CSR arrays (``int64`` indptr and indices, ``float32``
+    data)."""
     i, v = (_one_chunk(batch.column(c)) for c in inp.cols)
     for arr, what in ((i, "indices"), (v, "values")):
         null = _first_null(arr)
@@ -146,7 +154,9 @@ def _csr(batch, inp: _Input) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         raise ValueError(f"row {r}: {io[r + 1] - io[r]} indices but {vo[r + 1] - vo[r]} values")
     ind = i.flatten().to_numpy(zero_copy_only=False).astype(np.int64)
     val = v.flatten().to_numpy(zero_copy_only=False).astype(np.float32)
-    return io - io[0], ind, val
+    # The library's canonical rows: sorted, duplicates summed in float64 (as the command line
+    # reads a sparse file), so that signatures and exact cosines are the command line's.
+    return _simlsh.canonical_csr(io - io[0], ind, val)
 
 
 def _texts(batch, inp: _Input):
@@ -210,23 +220,26 @@ def signatures(
     """``df`` with a signature column ``out_col`` added: ``bigint`` for signatures of at most
     64 bits, else ``array<bigint>`` (one entry per 64-bit word, bit ``j`` in word ``j // 64``);
     a word is the ``uint64`` bit pattern (Spark has no unsigned 64-bit type), equal, bit for
-    bit, to :meth:`simlsh.Signer.sign` of the same rows.
+    bit, to ``simlsh sign`` and :meth:`simlsh.Signer.sign` of the same rows.
 
-    ``col`` names a ``string`` column (documents, tokenised by ``tokenizer``, default
-    ``Tokenizer()``), an ``array<float>``/``array<double>`` column (dense rows of one length),
-    a Spark ML vector column or a ``struct<indices, values>`` column (sparse rows), or is a
-    pair ``(indices, values)`` of array columns. ``signer`` defaults to
-    ``HashedGaussian(bits=64)`` (the command line's default); it is sent to the executors as its parameters. Nulls fail the
-    job with a ``ValueError`` naming the row of the batch.
+    ``col`` names a ``string`` column (documents, tokenised by ``tokenizer``: by default the
+    command line's, TF-IDF weights fitted on the whole column by :func:`fit_tokenizer`), an
+    ``array<float>``/``array<double>`` column (dense rows of one length), a Spark ML vector
+    column or a ``struct<indices, values>`` column (sparse rows), or is a pair ``(indices,
+    values)`` of array columns. ``signer`` defaults to the command line's (the library's
+    default kind for the input, its default width and seed); it is sent to the executors as
+    its parameters. Nulls fail the job with a ``ValueError`` naming the row of the batch.
     """
     F, T, _ = _spark()
-    signer = signer if signer is not None else HashedGaussian(bits=64)
-    tok = tokenizer if tokenizer is not None else Tokenizer()
-    if not isinstance(signer, Signer):
-        raise TypeError(f"signer must be a simlsh.Signer, got {type(signer).__name__}")
     if out_col in df.columns:
         raise ValueError(f"column `{out_col}` exists already")
     src, inp = _resolve_input(df, col)
+    if signer is None:
+        d = _simlsh.defaults()
+        signer = make_signer(_simlsh.default_signer(inp.kind), bits=d["bits"], seed=d["seed"])
+    if not isinstance(signer, Signer):
+        raise TypeError(f"signer must be a simlsh.Signer, got {type(signer).__name__}")
+    tok = fit_tokenizer(src, inp.cols[0], tokenizer) if inp.kind == "text" else None
     helpers = [c for c in src.columns if c.startswith("__simlsh_")]
     schema = T.StructType(src.schema.fields + [T.StructField(out_col, _fp_type(signer.bits), True)])
 
@@ -239,41 +252,106 @@ def signatures(
     return out.drop(*helpers) if helpers else out
 
 
+def fit_tokenizer(df, col: str, tokenizer: Tokenizer | None = None) -> Tokenizer:
+    """``tokenizer`` (default: the command line's, :class:`simlsh.Tokenizer()`) with its TF-IDF
+    table fitted on the documents of the ``string`` column ``col``, as ``simlsh dedup`` fits
+    on its input: each partition counts its documents' feature frequencies in Rust and the
+    tables are merged in a tree (:meth:`simlsh.Idf.merge`), so the table equals the one
+    fitted on the whole column in one process. A tokenizer that is fitted already (or needs
+    no table) is returned as it is."""
+    tok = tokenizer if tokenizer is not None else Tokenizer()
+    if not isinstance(tok, Tokenizer):
+        raise TypeError(f"tokenizer must be a simlsh.Tokenizer, got {type(tok).__name__}")
+    if tok.is_fitted:
+        return tok
+
+    _, T, _ = _spark()
+    schema = T.StructType([
+        T.StructField("docs", T.LongType(), False), T.StructField("keys", T.BinaryType(), False),
+        T.StructField("dfs", T.BinaryType(), False), T.StructField("config", T.StringType(), False),
+    ])
+    inp = _Input("text", (col,))
+
+    def count(batches):
+        for b in batches:
+            if not b.num_rows:
+                continue
+            offsets, data = _texts(b, inp)
+            core = _simlsh.Idf.fit_arrow(tok._core, offsets, data, threads=1)
+            docs, keys, dfs, config = core.parts()
+            yield pa.RecordBatch.from_arrays(
+                [pa.array([docs], pa.int64()), pa.array([keys.tobytes()], pa.binary()),
+                 pa.array([dfs.tobytes()], pa.binary()), pa.array([config])],
+                names=["docs", "keys", "dfs", "config"],
+            )
+
+    def table(row) -> Idf:
+        keys = np.frombuffer(row.keys, dtype=np.uint64)
+        dfs = np.frombuffer(row.dfs, dtype=np.uint32)
+        return Idf(_simlsh.Idf.from_parts(row.docs, keys.copy(), dfs.copy(), row.config))
+
+    parts = df.select(col).mapInArrow(count, schema).rdd.map(table)
+    if parts.isEmpty():
+        return tok.fit([])
+    idf = parts.treeReduce(lambda a, b: _merge_idf([a, b]))
+    return tok.with_params(idf=idf)
+
+
 # ---------------------------------------------------------------------------------------------
-# The key scheme: bands or permuted tables.
+# The plan: the width and the candidate scheme, as the command line makes them.
 
 
-def key_scheme(
+def plan(
+    df,
+    col,
     threshold: float,
     *,
-    bits: int,
-    rows: int,
-    recall: float = 0.99,
-    radius: int | None = None,
-    bands: int | None = None,
-    width: int | None = None,
-    max_distance: int | None = None,
-    max_group: int | None = None,
-) -> _simlsh.KeyScheme:
-    """The candidate scheme of a distributed join: permuted tables for ``radius`` (Manku's
-    design for ``rows`` rows), a banding (``bands`` x ``width`` bits, ``max_distance``), or,
-    with neither, the one the single-machine verified join plans for ``threshold`` and
-    ``recall`` at ``bits`` bits and ``rows`` rows."""
-    if radius is not None and bands is not None:
-        raise ValueError("give a radius (permuted tables) or bands (a banding), not both")
-    prefix = (None, None)
-    if radius is None and bands is None:
-        plan = _simlsh.plan_join(float(threshold), float(recall), int(bits), int(max(rows, 2)))
-        if plan["kind"] == "hamming":
-            radius = plan["radius"]
-        else:
-            bands, width, max_distance = plan["bands"], plan["width"], plan["max_distance"]
-            prefix = (plan["prefix_words"], plan["prefix_radius"])
-    if radius is not None:
-        return _simlsh.KeyScheme.tables(int(bits), int(radius), rows=int(max(rows, 2)), max_group=max_group)
-    if width is None:
-        raise ValueError("bands need a width (bits per band)")
-    return _simlsh.KeyScheme.bands(int(bits), int(bands), int(width), max_distance, max_group, *prefix)
+    signer: Signer | None = None,
+    tokenizer: Tokenizer | None = None,
+    recall: float | None = None,
+) -> tuple[Signer, Tokenizer | None, dict]:
+    """The signer, the fitted tokenizer (text) and the join plan (:func:`simlsh.plan_join`)
+    that :func:`near_duplicates` uses for ``df``'s column ``col`` at cosine ``threshold``,
+    made as ``simlsh dedup --cosine`` makes them: the rows counted, the TF-IDF table fitted
+    (:func:`fit_tokenizer`), and without a ``signer`` the width planned for the rows and their
+    mean feature count (documents: the library's sample of rows ``0, step, 2*step, ...`` in
+    the DataFrame's order; sparse rows: their mean number of entries; dense rows: their
+    dimension), signed by the library's default signer at that width and seed. The command
+    line also drops widths whose signatures would not fit in a third of its machine's memory;
+    here every planned width is allowed."""
+    src, inp = _resolve_input(df, col)
+    return _plan(src, inp, threshold, signer, tokenizer, recall)
+
+
+def _plan(src, inp: "_Input", threshold: float, signer, tokenizer, recall):
+    n = src.count()
+    tok = fit_tokenizer(src, inp.cols[0], tokenizer) if inp.kind == "text" else None
+    if signer is not None:
+        if not isinstance(signer, Signer):
+            raise TypeError(f"signer must be a simlsh.Signer, got {type(signer).__name__}")
+        return signer, tok, plan_join(threshold, rows=n, bits=signer.bits, recall=recall)
+    p = plan_join(threshold, rows=n, features=_mean_features(src, inp, tok, n), recall=recall)
+    d = _simlsh.defaults()
+    chosen = make_signer(_simlsh.default_signer(inp.kind), bits=p["bits"], seed=d["seed"])
+    return chosen, tok, p
+
+
+def _mean_features(src, inp: "_Input", tok: Tokenizer | None, n: int) -> float:
+    """The mean feature count the command line plans the width with."""
+    F, _, _ = _spark()
+    if inp.kind == "text":
+        step = _simlsh.feature_sample_step(n)
+        col = inp.cols[0]
+        sample = src.select(col).rdd.zipWithIndex().filter(lambda r: r[1] % step == 0).map(lambda r: r[0][0])
+        docs = sample.collect()
+        if any(d is None for d in docs):
+            raise ValueError("null document (filter or fill nulls first)")
+        return _simlsh.mean_features(tok._core, docs) if docs else 0.0
+    if inp.kind == "dense":
+        first = src.select(F.size(inp.cols[0]).alias("d")).first()
+        return float(first["d"]) if first is not None else 0.0
+    total = src.select(F.sum(F.size(inp.cols[0])).alias("nnz")).first()["nnz"] or 0
+    return float(total) / max(n, 1)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -288,24 +366,17 @@ def _ids(batch, name):
     return arr.cast(pa.int64()).to_numpy(zero_copy_only=False)
 
 
-def _cat(xs, dtype):
-    return np.concatenate(xs) if xs else np.zeros(0, dtype)
-
-
 def near_duplicates(
     df,
     id_col: str,
     col,
     *,
-    threshold: float = 0.9,
+    threshold: float,
     signer: Signer | None = None,
     tokenizer: Tokenizer | None = None,
-    recall: float = 0.99,
+    scheme=None,
     radius: int | None = None,
-    bands: int | None = None,
-    width: int | None = None,
-    max_distance: int | None = None,
-    max_group: int | None = None,
+    recall: float | None = None,
     verify: bool = True,
     collapse_exact: bool = True,
     partitions: int | None = None,
@@ -316,36 +387,49 @@ def near_duplicates(
     ``distance`` the Hamming distance of their signatures; ``cosine`` the exact cosine, or
     with ``verify=False`` the estimate ``cos(pi * distance / bits)`` of every candidate).
 
-    ``col`` is read as by :func:`signatures`; ``signer`` defaults to ``HashedGaussian(bits=256)``
-    for text and sparse rows (dense rows need a :class:`simlsh.HyperplaneSigner` of their
-    dimension). Rows without features (empty text, zero vectors) are never paired. Ids must be
-    unique integers (``F.monotonically_increasing_id()`` makes some).
+    **The command line's answer.** At its defaults this is ``simlsh dedup --cosine
+    THRESHOLD`` on the same rows: the same tokenizer (TF-IDF fitted on the column), the same
+    planned width and signer (:func:`plan`), the same candidate scheme and exact cosines, so
+    the same pairs. ``col`` is read as by :func:`signatures`. Rows without features (empty
+    text, zero vectors) are never paired. Ids must be unique integers
+    (``F.monotonically_increasing_id()`` makes some).
 
-    Candidates come from Manku's permuted tables for ``radius``, a banding (``bands``,
-    ``width``, ``max_distance``), or by default the single-machine planner's choice for
-    ``recall`` at ``threshold`` (:func:`key_scheme`). ``collapse_exact`` first groups rows of
+    Candidates come from ``scheme`` (a :class:`simlsh.Scheme` or its text form; ``radius=r``
+    for ``Scheme.radius(r)``) or from the plan for ``recall`` at ``threshold``; a radius runs
+    as Manku's permuted tables planned for the rows (:meth:`simlsh.Scheme.keyed`).
+    ``verify=False`` keeps every candidate of the estimated Hamming radius, as ``--no-verify``
+    (256-bit signatures unless a signer is given). ``collapse_exact`` first groups rows of
     identical content (a 128-bit hash): one representative (the smallest id) takes part in
-    the join, the others are paired with it at distance 0 and cosine 1. ``max_group`` caps
-    hot keys (see the module). ``partitions`` is the shuffle's partition count (default
-    ``spark.sql.shuffle.partitions``).
+    the join, and every pair it is in is given to each member of its group, with every pair
+    inside the group (distance 0, the cosine of the representative with itself, as the
+    command line computes it). ``partitions`` is the shuffle's partition count
+    (default ``spark.sql.shuffle.partitions``).
 
     ``return_report=True`` also returns a dict: ``rows``, ``empty`` (rows without features),
-    ``representatives``, ``scheme`` (:meth:`KeyScheme.describe`), ``capped`` (hot keys:
-    ``(group, key, rows)``), ``partitions``.
+    ``representatives``, ``bits``, ``scheme`` (the text form), ``capped`` (hot keys: ``(group,
+    key, rows)``), ``partitions``.
 
     The signing and exact-duplicate stages run when this is called (their row count sizes the
     table design) and stay persisted, memory and disk, for the lazy stages that follow (free
     them with ``spark.catalog.clearCache()`` once the pairs are written).
     """
     F, T, _ = _spark()
-    if not 0.0 < threshold <= 1.0:
-        raise ValueError(f"threshold must be in (0, 1], got {threshold}")
+    if radius is not None:
+        if scheme is not None:
+            raise ValueError("give a scheme or a radius, not both")
+        scheme = Scheme.radius(int(radius))
     src, inp = _resolve_input(df, col)
-    if signer is None:
-        if inp.kind == "dense":
-            raise ValueError("dense rows need a signer of their dimension: HyperplaneSigner(dim=..., bits=...)")
-        signer = HashedGaussian(bits=256)
-    tok = tokenizer if tokenizer is not None else Tokenizer()
+    if verify:
+        signer, tok, p = _plan(src, inp, threshold, signer, tokenizer, recall)
+        chosen = _scheme(scheme) if scheme is not None else p["scheme"]
+    else:
+        if signer is None:
+            d = _simlsh.defaults()
+            signer = make_signer(_simlsh.default_signer(inp.kind), bits=d["cosine_bits"], seed=d["seed"])
+        tok = fit_tokenizer(src, inp.cols[0], tokenizer) if inp.kind == "text" else None
+        chosen = _scheme(scheme) if scheme is not None else Scheme.radius(
+            int(_simlsh.max_hamming_for_cosine(np.array([float(threshold)]), np.array([signer.bits], np.uint64))[0])
+        )
     bits = signer.bits
     spark = df.sparkSession
     parts = int(partitions or spark.conf.get("spark.sql.shuffle.partitions"))
@@ -379,26 +463,17 @@ def near_duplicates(
             F.min("id").alias("id"), F.first("fp").alias("fp"), F.collect_list("id").alias("members"),
         ).persist(_disk())
         reps = groups.select("id", "fp")
-        dup = (
-            groups.where(F.size("members") > 1)
-            .select(F.col("id").alias("rep"), F.explode("members").alias("m"))
-            .where(F.col("m") != F.col("rep"))
-            .select(
-                F.least("rep", "m").alias("a"), F.greatest("rep", "m").alias("b"),
-                F.lit(0).alias("distance"), F.lit(1.0).alias("cosine"),
-            )
-        )
+        multi = groups.where(F.size("members") > 1).select(F.col("id").alias("rep"), "members")
+        # A copy pairs with its representative's copies at distance 0: the representative
+        # paired with itself stands for them (verified like any pair, so the cosine is the
+        # one the command line computes), and the expansion below gives each copy its pairs.
+        self_pairs = multi.select(F.col("rep").alias("a"), F.col("rep").alias("b"), F.lit(0).alias("distance"))
     else:
-        groups, reps, dup = None, sigs.select("id", "fp").persist(_disk()), None
+        groups, reps, multi, self_pairs = None, sigs.select("id", "fp").persist(_disk()), None, None
 
     n_rows = reps.count()
-    scheme = key_scheme(
-        threshold, bits=bits, rows=n_rows, recall=recall, radius=radius, bands=bands, width=width,
-        max_distance=max_distance, max_group=max_group,
-    )
-    desc = scheme.describe()
-    groups_n = desc["groups"]
-    scheme_args = _scheme_args(desc)
+    keyed_scheme = chosen.keyed(bits, max(n_rows, 2))
+    scheme_text = str(keyed_scheme)
 
     # 3. One (group, key) row per band/table of each representative.
     key_schema = T.StructType([
@@ -407,19 +482,12 @@ def near_duplicates(
     ])
 
     def keys(batches):
-        sch = _scheme(scheme_args)
+        sch = Scheme(scheme_text)
         for b in batches:
-            if not b.num_rows:
-                continue
-            codes = codes_from_arrow(b.column("fp"), bits)
-            g, k = sch.keys(codes, threads=1)
-            rows = np.repeat(np.arange(b.num_rows), groups_n)
-            yield pa.RecordBatch.from_arrays(
-                [pa.array(g), pa.array(k.view(np.int64)), b.column("id").take(pa.array(rows)), b.column("fp").take(pa.array(rows))],
-                names=["g", "key", "id", "fp"],
-            )
+            if b.num_rows:
+                yield scheme_keys(b, sch, threads=1)
 
-    keyed = reps.mapInArrow(keys, key_schema).repartition(parts, "g", "key").drop("key")
+    keyed = reps.mapInArrow(keys, key_schema).repartition(parts, "g", "key")
 
     # 4. The sort-and-scan of each partition: pairs, and the runs capped for their size.
     pair_schema = T.StructType([
@@ -429,38 +497,29 @@ def near_duplicates(
         T.StructField("cr", T.LongType(), True),
     ])
 
-    def scan(capped_g=None, capped_k=None):
+    def scan(capped=None):
         def run(batches):
-            sch = _scheme(scheme_args)
+            sch = Scheme(scheme_text)
             batches = [b for b in batches if b.num_rows]
             if not batches:
                 return
             t = pa.Table.from_batches(batches)
-            g = t.column("g").to_numpy().astype(np.int32)
-            ids = t.column("id").to_numpy().view(np.uint64)
-            codes = codes_from_arrow(t.column("fp"), bits)
-            missed = capped_g is not None
-            a, b, d, cg, ck, cr = sch.partition(
-                g, ids, np.ascontiguousarray(codes),
-                capped_group=capped_g, capped_key=capped_k, missed_only=missed,
-            )
-            nulls = lambda n, t: pa.nulls(n, t)  # noqa: E731
+            pairs, caps = scheme_pairs(t, sch, capped=capped, missed=capped is not None)
+            n, m = pairs.num_rows, caps.num_rows
+            nulls = pa.nulls
             yield pa.RecordBatch.from_arrays(
-                [pa.array(a.view(np.int64)), pa.array(b.view(np.int64)), pa.array(d),
-                 nulls(len(a), pa.int32()), nulls(len(a), pa.int64()), nulls(len(a), pa.int64())],
+                [*pairs.columns, nulls(n, pa.int32()), nulls(n, pa.int64()), nulls(n, pa.int64())],
                 names=["a", "b", "distance", "cg", "ck", "cr"],
             )
-            if len(cg) and not missed:
-                m = len(cg)
+            if m:
                 yield pa.RecordBatch.from_arrays(
-                    [nulls(m, pa.int64()), nulls(m, pa.int64()), nulls(m, pa.int32()),
-                     pa.array(cg), pa.array(ck.view(np.int64)), pa.array(cr)],
+                    [nulls(m, pa.int64()), nulls(m, pa.int64()), nulls(m, pa.int32()), *caps.columns],
                     names=["a", "b", "distance", "cg", "ck", "cr"],
                 )
         return run
 
     capped: list[tuple[int, int, int]] = []
-    if desc.get("max_group") is None:
+    if keyed_scheme.max_group is None:
         cands = keyed.mapInArrow(scan(), pair_schema).select("a", "b", "distance")
     else:
         # Hot keys: the first scan lists the capped runs; a second scan of the keys finds the
@@ -469,25 +528,40 @@ def near_duplicates(
         capped = [(r.cg, r.ck, r.cr) for r in first.where(F.col("cg").isNotNull()).select("cg", "ck", "cr").collect()]
         cands = first.where(F.col("a").isNotNull()).select("a", "b", "distance")
         if capped:
-            cg = np.array([c[0] for c in capped], dtype=np.int32)
-            ck = np.array([c[1] for c in capped], dtype=np.int64).view(np.uint64)
-            missed = keyed.mapInArrow(scan(cg, ck), pair_schema).select("a", "b", "distance")
+            caps = pa.RecordBatch.from_arrays(
+                [pa.array([c[0] for c in capped], pa.int32()), pa.array([c[1] for c in capped], pa.int64()),
+                 pa.array([c[2] for c in capped], pa.int64())],
+                names=["g", "key", "rows"],
+            )
+            missed = keyed.mapInArrow(scan(caps), pair_schema).select("a", "b", "distance")
             cands = cands.unionByName(missed)
 
     # 5. Exact verification, or the estimate from the distance.
+    if self_pairs is not None:
+        cands = cands.unionByName(self_pairs)
     if verify:
         pairs = _verify(cands, src.select(*feats), id_col, inp, signer, tok, threshold, parts)
     else:
         pairs = cands.withColumn("cosine", F.cos(F.lit(math.pi / bits) * F.col("distance")))
-    if dup is not None:
-        pairs = pairs.unionByName(dup)
+    if multi is not None:
+        # Every member of a representative's group takes its pairs: a pair of two groups
+        # becomes every pair of their members, a representative's pair with itself every pair
+        # of its members, each once.
+        ma = multi.select(F.col("rep").alias("a"), F.explode("members").alias("x"))
+        mb = multi.select(F.col("rep").alias("b"), F.explode("members").alias("y"))
+        pairs = (
+            pairs.join(ma, "a", "left").join(mb, "b", "left")
+            .select(F.coalesce("x", "a").alias("x"), F.coalesce("y", "b").alias("y"), "a", "b", "distance", "cosine")
+            .where((F.col("a") != F.col("b")) | (F.col("x") < F.col("y")))
+            .select(F.least("x", "y").alias("a"), F.greatest("x", "y").alias("b"), "distance", "cosine")
+        )
     pairs = pairs.select(
         F.col("a").cast("bigint"), F.col("b").cast("bigint"), F.col("distance").cast("int"), F.col("cosine").cast("double")
     )
     if not return_report:
         return pairs
     report = {
-        "rows": None, "empty": None, "representatives": n_rows, "scheme": desc,
+        "rows": None, "empty": None, "representatives": n_rows, "bits": bits, "scheme": scheme_text,
         "capped": capped, "partitions": parts,
     }
     report["rows"] = df.count()
@@ -502,22 +576,6 @@ def _disk():
     from pyspark import StorageLevel
 
     return StorageLevel.MEMORY_AND_DISK
-
-
-def _scheme_args(desc: dict) -> tuple:
-    if desc["kind"] == "bands":
-        return ("bands", desc["bits"], desc["bands"], desc["width"], desc["max_distance"], desc["max_group"],
-                desc["prefix_words"], desc["prefix_radius"])
-    return ("tables", desc["bits"], desc["radius"], desc["levels"], desc["max_group"])
-
-
-def _scheme(args: tuple) -> _simlsh.KeyScheme:
-    """A key scheme rebuilt from its parameters (on an executor)."""
-    if args[0] == "bands":
-        _, bits, bands, width, md, mg, pw, pr = args
-        return _simlsh.KeyScheme.bands(bits, bands, width, md, mg, pw, pr)
-    _, bits, radius, levels, mg = args
-    return _simlsh.KeyScheme.tables(bits, radius, levels=list(levels), max_group=mg)
 
 
 def _verify(cands, docs, id_col, inp: _Input, signer: Signer, tok: Tokenizer, threshold: float, parts: int):

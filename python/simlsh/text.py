@@ -1,19 +1,20 @@
 """The text front-end: documents to weighted features (the classic text simhash).
 
-A :class:`Tokenizer` segments a document into units (UAX #29 words; jieba words for Chinese;
-grapheme clusters), optionally joins ``ngram`` units into shingles, weights the distinct
-features (binary, term frequency, or TF-IDF with an :class:`Idf` table) and optionally keeps
-the ``top_k`` heaviest. Signers that hash their features (:class:`~simlsh.HashingTrick`,
-:class:`~simlsh.PooledSigner`) sign the result; the same options give the same signatures as
-the command line (``simlsh sign --mode ... --ngram ... --weighting ...``) and the Rust library.
+A :class:`Tokenizer` segments a document into units (jieba for runs of Han characters and
+UAX #29 words for the rest by default; jieba words; grapheme clusters), optionally joins
+``ngram`` units into shingles, weights the distinct features (TF-IDF by default, the table
+fitted on the corpus; term frequency; binary; jieba's keyword weights) and optionally keeps the
+``top_k`` heaviest. Its options and defaults are the command line's (the Rust library's
+``TokenizerSpec``), so the same options give the same signatures as ``simlsh sign``/``simlsh
+dedup`` and the Rust library.
 
 >>> import simlsh
 >>> tok = simlsh.Tokenizer(mode="words", ngram=1)
 >>> tok.tokens("The quick, brown fox!")
 ['the', 'quick', 'brown', 'fox']
 >>> docs = ["the quick brown fox", "the quick brown fox!", "a slow green turtle"]
->>> idf = simlsh.Idf.fit(docs, tokenizer=tok)
->>> codes = simlsh.HashingTrick(bits=64, seed=1).sign(docs, tokenizer=tok.with_params(idf=idf))
+>>> fitted = tok.fit(docs)                      # the TF-IDF table of the corpus
+>>> codes = simlsh.HashingTrick(bits=64, seed=1).sign(docs, tokenizer=fitted)
 >>> int(simlsh.hamming(codes[0], codes[1]))
 0
 """
@@ -51,6 +52,17 @@ class Idf:
         tok = tokenizer if tokenizer is not None else Tokenizer()
         docs = _texts(docs)
         return cls(_simlsh.Idf.fit(tok._core, docs, threads=threads))
+
+    @classmethod
+    def merge(cls, tables: Iterable["Idf"]) -> "Idf":
+        """The table of a corpus from the tables of its parts (fitted with the same tokenizer
+        options): document counts and frequencies added, as fitting the whole would give; the
+        distributed fit of :mod:`simlsh.spark`."""
+        tables = list(tables)
+        for t in tables:
+            if not isinstance(t, Idf):
+                raise TypeError(f"expected simlsh.Idf tables, got {type(t).__name__}")
+        return _merge_idf(tables)
 
     @classmethod
     def load(cls, path) -> "Idf":
@@ -101,42 +113,53 @@ def _idf_from_parts(docs, keys, dfs, config) -> Idf:
 
 
 class Tokenizer:
-    """Documents to weighted features.
+    """Documents to weighted features, with the command line's options and defaults (the Rust
+    library's ``TokenizerSpec``: ``simlsh dedup`` on text uses the same).
 
-    Parameters (names and defaults as in the Rust library's ``TokenizerBuilder``):
+    Every parameter left at ``None`` takes the library's default:
 
-    mode : ``"words"`` (UAX #29 words, default), ``"cjk"`` (jieba words), ``"auto"`` (jieba for
-        runs of Han characters, words for the rest), ``"chars"`` (grapheme clusters, for
-        character shingles with ``ngram``).
+    mode : ``"auto"`` (jieba for runs of Han characters, UAX #29 words for the rest; the
+        default), ``"words"``, ``"cjk"`` (jieba words; the default with ``weighting="jieba"``),
+        ``"chars"`` (grapheme clusters, for character shingles with ``ngram``).
     ngram : shingles of ``ngram`` consecutive units (default 1).
     lowercase : lower-case first (default True).
     keep_punctuation : keep tokens without a letter or digit (default False).
-    stop_words : None, ``"english"`` (the built-in list) or a list of words.
+    stop_words : ``"english"`` (the built-in list), ``"none"`` or a list of words (default none).
     hmm : jieba's HMM for unknown words (default True).
-    weighting : ``"binary"``, ``"tf"`` (default) or ``"tfidf"`` (default when ``idf`` is given).
-    idf : an :class:`Idf` table for TF-IDF weights.
+    weighting : ``"tfidf"`` (the default: the IDF table is fitted on the documents, see below),
+        ``"tf"``, ``"binary"``, or ``"jieba"`` (jieba's own keyword weights, as
+        ``jieba.analyse.extract_tags``).
+    idf : an :class:`Idf` table for TF-IDF weights (otherwise fitted).
     top_k : keep the ``top_k`` heaviest features of each document (default all).
+
+    **TF-IDF needs a table.** A TF-IDF tokenizer without ``idf`` is *unfitted*: :meth:`fit`
+    returns it with the table fitted on a corpus, and :meth:`simlsh.Signer.sign` fits it on
+    the documents it signs, as the command line fits on its input. Sign later documents (queries)
+    with the fitted tokenizer, so that they share the corpus's weights.
 
     >>> Tokenizer(mode="chars", ngram=2).tokens("ab cd")
     ['ab', 'b ', ' c', 'cd']
+    >>> tok = Tokenizer(mode="words").fit(["the fox", "the dog"])
+    >>> tok.spec, tok.is_fitted
+    ('words', True)
     """
 
     __slots__ = ("_core", "_params")
 
     def __init__(
         self,
-        mode: str = "words",
-        ngram: int = 1,
-        lowercase: bool = True,
-        keep_punctuation: bool = False,
+        mode: str | None = None,
+        ngram: int | None = None,
+        lowercase: bool | None = None,
+        keep_punctuation: bool | None = None,
         stop_words: str | Sequence[str] | None = None,
-        hmm: bool = True,
+        hmm: bool | None = None,
         weighting: str | None = None,
         idf: Idf | None = None,
         top_k: int | None = None,
+        *,
+        _core: _simlsh.Tokenizer | None = None,
     ):
-        if weighting is None:
-            weighting = "tfidf" if idf is not None else "tf"
         if idf is not None and not isinstance(idf, Idf):
             raise TypeError(f"idf must be a simlsh.Idf, got {type(idf).__name__}")
         if isinstance(stop_words, (list, tuple)):
@@ -145,7 +168,7 @@ class Tokenizer:
             mode=mode, ngram=ngram, lowercase=lowercase, keep_punctuation=keep_punctuation,
             stop_words=stop_words, hmm=hmm, weighting=weighting, idf=idf, top_k=top_k,
         )
-        self._core = _simlsh.Tokenizer(
+        self._core = _core if _core is not None else _simlsh.Tokenizer(
             mode=mode, ngram=ngram, lowercase=lowercase, keep_punctuation=keep_punctuation,
             stop_words=stop_words, hmm=hmm, weighting=weighting,
             idf=idf._core if idf is not None else None, top_k=top_k,
@@ -153,15 +176,52 @@ class Tokenizer:
 
     @property
     def params(self) -> dict[str, Any]:
-        """The parameters, as given to the constructor."""
+        """The parameters, as given to the constructor (``None``: the library's default)."""
         return dict(self._params)
 
-    def with_params(self, **changes: Any) -> "Tokenizer":
-        """A tokenizer with these parameters changed (``weighting`` follows ``idf`` unless
-        given)."""
+    @property
+    def spec(self) -> str:
+        """The options in the library's text form (``auto``, ``words:ngram=2,weighting=tf``):
+        what ``simlsh`` records and the command line's ``--mode/--ngram/--weighting`` give."""
+        return self._core.spec
+
+    @property
+    def is_fitted(self) -> bool:
+        """True when the weights are known: a TF-IDF table fitted or given, or a weighting
+        that needs none."""
+        return self._core.is_fitted
+
+    @property
+    def idf(self) -> "Idf | None":
+        """The TF-IDF table, once fitted or given."""
+        core = self._core.idf
+        return Idf(core) if core is not None else None
+
+    def fit(self, docs: Iterable[str], *, threads: int | None = None) -> "Tokenizer":
+        """This tokenizer with its TF-IDF table fitted on ``docs`` (the same tokenizer for
+        other weightings)."""
         p = self.params
-        if "idf" in changes and "weighting" not in changes:
-            p["weighting"] = None
+        core = self._core.fit(_texts(docs), threads=threads)
+        out = Tokenizer.__new__(Tokenizer)
+        out._core = core
+        p["idf"] = Idf(core.idf) if core.idf is not None else p["idf"]
+        out._params = p
+        return out
+
+    @classmethod
+    def _from_core(cls, core: _simlsh.Tokenizer) -> "Tokenizer":
+        """A tokenizer around a native one (e.g. an index's recorded tokenizer), its
+        parameters read from it."""
+        out = cls.__new__(cls)
+        out._core = core
+        p = dict(core.options)
+        p["idf"] = Idf(core.idf) if core.idf is not None else None
+        out._params = p
+        return out
+
+    def with_params(self, **changes: Any) -> "Tokenizer":
+        """A tokenizer with these parameters changed."""
+        p = self.params
         p.update(changes)
         return Tokenizer(**p)
 
@@ -171,8 +231,21 @@ class Tokenizer:
 
     def features(self, text: str) -> tuple[list[str], list[float]]:
         """The weighted distinct features of ``text``: ``(tokens, weights)``, in order of first
-        occurrence."""
+        occurrence. A TF-IDF tokenizer must be fitted first."""
         return self._core.features(text)
+
+    def transform(self, docs: Iterable[str], *, threads: int | None = None):
+        """The weighted features of ``docs`` as a SciPy CSR matrix (``float32``, one row per
+        document, sorted indices), for exact cosines (:func:`simlsh.verified_join`): column
+        ``c`` is the feature whose 64-bit key is ``keys[c]``, returned beside it. A TF-IDF
+        tokenizer must be fitted first. Returns ``(X, keys)``."""
+        import scipy.sparse as sp
+
+        docs = _texts(docs)
+        indptr, indices, data, keys = self._core.transform(docs, threads=threads)
+        X = sp.csr_matrix((data, indices, indptr), shape=(len(docs), len(keys)))
+        X.has_sorted_indices = True
+        return X, keys
 
     @property
     def config(self) -> str:
@@ -185,15 +258,22 @@ class Tokenizer:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Tokenizer):
             return NotImplemented
-        return self._params == other._params
+        return self.spec == other.spec and self._params["stop_words"] == other._params["stop_words"] and (
+            self.idf == other.idf
+        )
 
     def __repr__(self) -> str:
-        args = ", ".join(f"{k}={v!r}" for k, v in self._params.items())
+        args = ", ".join(f"{k}={v!r}" for k, v in self._params.items() if v is not None)
         return f"Tokenizer({args})"
 
 
 def _tokenizer_from_params(params) -> Tokenizer:
     return Tokenizer(**params)
+
+
+def _merge_idf(tables) -> Idf:
+    """One table of several fitted on parts of a corpus (the same tokenizer options)."""
+    return Idf(_simlsh.Idf.merge([t._core for t in tables]))
 
 
 def _texts(docs) -> list[str]:

@@ -1,13 +1,14 @@
 //! The library's errors as Python exceptions.
 //!
 //! Bad input or parameters raise `ValueError`, an operation a signer or index does not support
-//! `TypeError`, a failed file operation `OSError` (with its errno, so `FileNotFoundError` and
+//! `TypeError`, a store that is busy (its write queue full) or unavailable (closed, read-only,
+//! held by another writer) `RuntimeError`, a failed file operation `OSError` (with its errno, so `FileNotFoundError` and
 //! friends come out as Python would raise them) and a foreign, truncated or corrupt file
-//! `simlsh.FormatError`, a subclass of `OSError`; what cannot be allocated `MemoryError`. The
-//! message is the library's, naming the
+//! (a field of a file that contradicts another included) `simlsh.FormatError`, a subclass of
+//! `OSError`; what cannot be allocated `MemoryError`. The message is the library's, naming the
 //! row, column, file or line.
 
-use pyo3::exceptions::{PyMemoryError, PyOSError, PyTypeError, PyValueError};
+use pyo3::exceptions::{PyMemoryError, PyOSError, PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use simlsh::Error;
 
@@ -32,9 +33,11 @@ pub fn to_py(e: Error) -> PyErr {
         Error::Format { .. }
         | Error::Parse { .. }
         | Error::Version { .. }
-        | Error::Checksum { .. } => FormatError::new_err(e.to_string()),
+        | Error::Checksum { .. }
+        | Error::InvalidField { .. } => FormatError::new_err(e.to_string()),
         Error::Unsupported(_) => PyTypeError::new_err(e.to_string()),
         Error::OutOfMemory { .. } => PyMemoryError::new_err(e.to_string()),
+        Error::Busy(_) | Error::Unavailable(_) => PyRuntimeError::new_err(e.to_string()),
         _ => PyValueError::new_err(e.to_string()),
     }
 }

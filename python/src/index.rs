@@ -1,19 +1,24 @@
 //! Indexes: any kind of the library behind one class, FAISS-shaped results.
 
 use std::path::PathBuf;
-use std::sync::RwLock;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, RwLock};
 
 use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::prelude::*;
-use pyo3::types::PyBytes;
+use pyo3::types::{PyBytes, PyDict};
 use simlsh::index::{HammingIndex, IndexSpec};
+use simlsh::io::{LoadOptions, LockGuard};
 use simlsh::signature::words_for;
 use simlsh::{Error, SignatureMatrix};
 
-use crate::errors::{IntoPy, shift_rows, to_py, value_error};
+use crate::errors::{IntoPy, to_py, value_error};
 use crate::signer::contiguous;
+use crate::text::PyTokenizer;
 use crate::threads::Threads;
+
+/// A recorded signer: its spec's text form, width, seed and dimension.
+type SignerParts = (String, usize, u64, Option<u64>);
 
 /// Most queries answered per chunk (between two checks for Ctrl-C).
 const QUERY_CHUNK: usize = 16_384;
@@ -24,13 +29,10 @@ const QUERY_CHUNK: usize = 16_384;
 /// query in microseconds and take the largest chunks.
 fn query_chunk(kind: &str, len: usize) -> usize {
     match kind {
-        "linear" | "permutation" => ((1usize << 28) / len.max(1)).clamp(256, QUERY_CHUNK),
+        "linear" | "permutation" | "graph" => ((1usize << 28) / len.max(1)).clamp(256, QUERY_CHUNK),
         _ => QUERY_CHUNK,
     }
 }
-
-/// Codes inserted per chunk.
-const INSERT_CHUNK: usize = 65_536;
 
 /// FAISS's `(D, I)`: distances (`int32`) and ids (`int64`), `(n, k)`.
 pub type Knn<'py> = (Bound<'py, PyArray2<i32>>, Bound<'py, PyArray2<i64>>);
@@ -79,11 +81,15 @@ pub fn ids_u32(ids: &[i64]) -> PyResult<Vec<u32>> {
         .collect()
 }
 
-/// An index of any kind, behind a lock: searches share it, `add` and `remove` hold it alone.
+/// An index of any kind, behind a lock: searches and saves share it, `add` and `remove` hold
+/// it alone for their whole call, so that an add is seen (and saved) whole or not at all.
 #[pyclass(name = "Index", module = "simlsh._simlsh", frozen)]
 pub struct PyIndex {
     inner: RwLock<Box<dyn HammingIndex>>,
     spec: IndexSpec,
+    /// The first default id of the next add: one past the largest id ever stored (known once
+    /// computed or set; changed only under the index's write lock).
+    next_id: std::sync::Mutex<Option<u64>>,
 }
 
 impl PyIndex {
@@ -99,7 +105,19 @@ impl PyIndex {
         PyIndex {
             inner: RwLock::new(idx),
             spec,
+            next_id: std::sync::Mutex::new(None),
         }
+    }
+
+    /// One past the largest id stored in `idx` (0 when empty): every stored code is within
+    /// the full width of any query, and radius searches are exact for every kind.
+    fn past_largest_id(idx: &dyn HammingIndex) -> simlsh::Result<u64> {
+        if idx.is_empty() {
+            return Ok(0);
+        }
+        let zero = vec![0u64; simlsh::signature::words_for(idx.bits())];
+        let all = idx.radius(&zero, idx.bits() as u32)?;
+        Ok(all.iter().map(|h| u64::from(h.id) + 1).max().unwrap_or(0))
     }
 }
 
@@ -150,12 +168,23 @@ impl PyIndex {
     }
 
     /// Loads an index file (any kind, as written by `save` or the command line),
-    /// memory-mapped.
+    /// memory-mapped, or read into memory with `copy`; verified whole first with `verify`.
     #[staticmethod]
-    fn load(py: Python<'_>, path: PathBuf) -> PyResult<Self> {
-        let idx = py.detach(|| simlsh::io::load_index(&path)).py()?;
+    #[pyo3(signature = (path, verify = false, copy = false))]
+    fn load(py: Python<'_>, path: PathBuf, verify: bool, copy: bool) -> PyResult<Self> {
+        let opts = LoadOptions::default().verify(verify).copy(copy);
+        let idx = py
+            .detach(|| simlsh::io::load_index_with(&path, &opts))
+            .py()?;
         let spec = idx.spec();
         Ok(Self::wrap(idx, spec))
+    }
+
+    /// False for an index loaded from a file not verified yet (its checksum and contents are
+    /// verified before it is first saved).
+    #[getter]
+    fn verified(&self) -> bool {
+        self.read().is_verified()
     }
 
     /// Checks an index file whole: its checksum and every invariant of the index it holds
@@ -196,8 +225,7 @@ impl PyIndex {
                     source,
                 })?;
                 // Bytes from a pickle are checked whole before use.
-                let idx =
-                    simlsh::io::verify_index(&path).and_then(|()| simlsh::io::load_index(&path));
+                let idx = simlsh::io::load_index_with(&path, &LoadOptions::default().verify(true));
                 // The map stays valid once the name is gone (where the system allows
                 // removing a mapped file; elsewhere the file stays in the temporary directory).
                 let _ = std::fs::remove_file(&path);
@@ -208,40 +236,81 @@ impl PyIndex {
         Ok(Self::wrap(idx, spec))
     }
 
-    /// Stores `codes` under `ids` (`int64` values in `0..2^32`, one per row).
-    #[pyo3(signature = (codes, ids, threads = None))]
+    /// Stores `codes` under `ids` (`int64` values in `0..2^32`, one per row; `None`: the ids
+    /// following the largest ever stored, `0, 1, ...` for a new index, which is then built in
+    /// one pass). All or nothing, under the index's lock for the whole call: a failing add (an id
+    /// already stored, a malformed code) stores none of its codes, and concurrent searches
+    /// and saves see the index before or after the add, never half of it.
+    #[pyo3(signature = (codes, ids = None, threads = None))]
     fn add(
         &self,
         py: Python<'_>,
         codes: PyReadonlyArray2<'_, u64>,
-        ids: PyReadonlyArray1<'_, i64>,
+        ids: Option<PyReadonlyArray1<'_, i64>>,
         threads: Option<i64>,
     ) -> PyResult<()> {
         let t = Threads::new(threads)?;
         let bits = self.read().bits();
         let m = self::codes(&codes, bits)?;
-        let ids = ids_u32(contiguous(&ids, "ids")?)?;
-        if ids.len() != m.len() {
-            return Err(to_py(Error::LengthMismatch {
-                what: "codes vs ids",
-                left: m.len(),
-                right: ids.len(),
-            }));
+        let n = m.len();
+        if u32::try_from(n).is_err() {
+            return Err(value_error("more than 2^32 codes"));
         }
-        // One batch per chunk: the index merges each into its tables once; a chunk is
-        // stored whole or not at all (an id already stored, a malformed code).
-        t.chunked(py, m.len(), INSERT_CHUNK, |r| {
-            self.write()
-                .insert_batch(&ids[r.clone()], m.slice_rows(r.clone()).as_slice())
-                .map_err(|e| match e {
-                    Error::InvalidParameter { name, reason } => Error::InvalidParameter {
-                        name,
-                        reason: format!("in rows {}..{}: {reason}", r.start, r.end),
-                    },
-                    e => shift_rows(e, r.start),
-                })
-                .py()
+        let ids = match &ids {
+            Some(ids) => {
+                let ids = ids_u32(contiguous(ids, "ids")?)?;
+                if ids.len() != n {
+                    return Err(to_py(Error::LengthMismatch {
+                        what: "codes vs ids",
+                        left: n,
+                        right: ids.len(),
+                    }));
+                }
+                Some(ids)
+            }
+            None => None,
+        };
+        let spec = &self.spec;
+        t.run(py, || -> simlsh::Result<()> {
+            let mut idx = self.write();
+            let mut next = self.next_id.lock().unwrap_or_else(|p| p.into_inner());
+            let ids = match ids {
+                Some(ids) => {
+                    idx.insert_batch(&ids, m.as_slice())?;
+                    if let (Some(nx), Some(top)) = (next.as_mut(), ids.iter().max()) {
+                        *nx = (*nx).max(u64::from(*top) + 1);
+                    }
+                    return Ok(());
+                }
+                None if idx.is_empty() && n > 0 && next.unwrap_or(0) == 0 => {
+                    let signer = idx.signer().cloned();
+                    let mut built = spec.build(&m)?;
+                    built.set_signer(signer)?;
+                    *idx = built;
+                    *next = Some(n as u64);
+                    return Ok(());
+                }
+                None => {
+                    // After removals the count is not the next free id: ids continue past the
+                    // largest ever stored, so a default id never collides.
+                    let start = match *next {
+                        Some(s) => s,
+                        None => Self::past_largest_id(&**idx)?,
+                    };
+                    if start + n as u64 > u64::from(u32::MAX) + 1 {
+                        return Err(Error::param(
+                            "ids",
+                            format!("ids from {start} for {n} codes: the next ids exceed 2^32 - 1"),
+                        ));
+                    }
+                    (start as u32..(start + n as u64) as u32).collect::<Vec<u32>>()
+                }
+            };
+            idx.insert_batch(&ids, m.as_slice())?;
+            *next = Some(u64::from(*ids.last().unwrap_or(&0)) + 1);
+            Ok(())
         })
+        .py()
     }
 
     /// Removes `ids`; returns how many were stored.
@@ -378,11 +447,126 @@ impl PyIndex {
     fn exact_knn(&self) -> bool {
         self.read().exact_knn()
     }
+
+    /// The signer recorded with the codes, `None` when unknown: `(spec, bits, seed, dim)`,
+    /// `spec` in the library's text form (`super-bit:depth=32`). A `FormatError` when the
+    /// record cannot rebuild it (a matrix not drawn from a seed).
+    #[getter]
+    fn signer_record(&self) -> PyResult<Option<SignerParts>> {
+        let idx = self.read();
+        let Some(rec) = idx.signer() else {
+            return Ok(None);
+        };
+        let spec = rec.spec().py()?;
+        Ok(Some((spec.to_string(), spec.bits, spec.seed, spec.dim)))
+    }
+
+    /// The tokenizer recorded with the codes of documents (its options, stop words and TF-IDF
+    /// table embedded in the index), `None` for codes of vectors or of unknown origin.
+    #[getter]
+    fn tokenizer(&self) -> PyResult<Option<PyTokenizer>> {
+        let idx = self.read();
+        let Some(rec) = idx.signer() else {
+            return Ok(None);
+        };
+        let (Some(spec), Some(tok)) = (rec.tokenizer_spec().py()?, rec.tokenizer().py()?) else {
+            return Ok(None);
+        };
+        Ok(Some(PyTokenizer {
+            spec,
+            inner: Some(tok),
+        }))
+    }
+
+    /// A graph index's search beam (`None` for other kinds).
+    #[getter]
+    fn ef(&self) -> Option<usize> {
+        self.read().as_graph().map(simlsh::index::GraphIndex::ef)
+    }
+
+    /// Sets a graph index's search beam (a `ValueError` for other kinds, or 0).
+    fn set_ef(&self, ef: usize) -> PyResult<()> {
+        let mut idx = self.write();
+        let kind = idx.kind();
+        match idx.as_graph_mut() {
+            Some(g) => g.set_ef(ef).py(),
+            None => Err(value_error(format!(
+                "ef is the search beam of a graph index, not of a {kind} index"
+            ))),
+        }
+    }
+
+    /// A graph index's check against the scan (`None` for other kinds): `mode` (`graph` or
+    /// `scan`: how k-NN is answered), `reason`, `recall`, `distances`, `sample`, `nodes`.
+    fn graph_check<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyDict>>> {
+        let idx = self.read();
+        let Some(g) = idx.as_graph() else {
+            return Ok(None);
+        };
+        let c = g.check();
+        let d = PyDict::new(py);
+        d.set_item("mode", g.mode().name())?;
+        d.set_item("reason", g.describe_mode())?;
+        d.set_item("recall", c.recall)?;
+        d.set_item("distances", c.distances)?;
+        d.set_item("sample", c.sample)?;
+        d.set_item("nodes", c.nodes)?;
+        Ok(Some(d))
+    }
 }
 
 impl PyIndex {
     /// Runs `f` on the index, shared.
     pub fn with<T>(&self, f: impl FnOnce(&dyn HammingIndex) -> T) -> T {
         f(&**self.read())
+    }
+}
+
+/// An exclusive advisory lock on an index file, the one `simlsh index add` and `index remove`
+/// take (the file's own lock, `simlsh::io::lock_exclusive`): held from before the file is read
+/// until its new version is in place, so that read-modify-writes by Python and the command
+/// line follow one another and none is lost. Released by `release()` or when collected.
+#[pyclass(name = "FileLock", module = "simlsh._simlsh", frozen)]
+pub struct PyFileLock {
+    guard: Mutex<Option<LockGuard>>,
+}
+
+#[pymethods]
+impl PyFileLock {
+    /// Takes the lock of the existing file `path`, waiting (without the GIL) for other
+    /// holders, or raising `BlockingIOError` when `blocking` is false and it is held.
+    #[new]
+    #[pyo3(signature = (path, blocking = true))]
+    fn new(py: Python<'_>, path: PathBuf, blocking: bool) -> PyResult<Self> {
+        let guard = if blocking {
+            py.detach(|| simlsh::io::lock_exclusive(&path)).py()?
+        } else {
+            match simlsh::io::try_lock_exclusive(&path).py()? {
+                Some(g) => g,
+                None => {
+                    return Err(pyo3::exceptions::PyBlockingIOError::new_err(format!(
+                        "{}: locked by another run changing it",
+                        path.display()
+                    )));
+                }
+            }
+        };
+        Ok(PyFileLock {
+            guard: Mutex::new(Some(guard)),
+        })
+    }
+
+    /// Releases the lock (again: nothing).
+    fn release(&self) {
+        self.guard.lock().unwrap_or_else(|p| p.into_inner()).take();
+    }
+
+    /// Whether the lock is held.
+    #[getter]
+    fn locked(&self) -> bool {
+        self.guard
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_some()
     }
 }

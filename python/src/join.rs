@@ -77,9 +77,11 @@ pub fn clusters<'py>(
 
 /// The k-NN graph of the rows of `codes`: `(D, I)` `(N, k)` arrays of each row's `k` nearest
 /// other rows (id -1, distance 2^31 - 1 where fewer exist); exact by `join::knn_graph` (every
-/// pair compared once), or by `index` (which must hold row `i` under id `i`).
+/// pair compared once), approximate by `join::knn_graph_by` (`method = "approx"`, seeded by
+/// `seed`), or by `index` (which must hold row `i` under id `i`).
 #[pyfunction]
-#[pyo3(signature = (codes, bits, k, index = None, threads = None))]
+#[pyo3(signature = (codes, bits, k, index = None, threads = None, method = "exact", seed = 0))]
+#[allow(clippy::too_many_arguments)]
 pub fn knn_graph<'py>(
     py: Python<'py>,
     codes: PyReadonlyArray2<'py, u64>,
@@ -87,7 +89,15 @@ pub fn knn_graph<'py>(
     k: usize,
     index: Option<&PyIndex>,
     threads: Option<i64>,
+    method: &str,
+    seed: u64,
 ) -> PyResult<Knn<'py>> {
+    let method: join::KnnMethod = method.parse().py()?;
+    if index.is_some() && method != join::KnnMethod::Exact {
+        return Err(value_error(
+            "give an index or method=\"approx\", not both (an index's searches decide)",
+        ));
+    }
     let t = Threads::new(threads)?;
     let m = self::codes(&codes, bits)?;
     let n = m.len();
@@ -104,7 +114,15 @@ pub fn knn_graph<'py>(
     };
     match index {
         // The exact graph in one call: every pair compared once (`hamming::self_knn`).
-        None => fill(0, t.run(py, || join::knn_graph(&m, k)).py()?),
+        None => {
+            let method = match method {
+                join::KnnMethod::Approx(p) => {
+                    join::KnnMethod::Approx(join::ApproxKnn { seed, ..p })
+                }
+                exact => exact,
+            };
+            fill(0, t.run(py, || join::knn_graph_by(&m, k, &method)).py()?.0)
+        }
         Some(ix) => t.chunked(py, n, GRAPH_CHUNK, |r| {
             let first = r.start;
             let hits = ix

@@ -184,8 +184,9 @@ pub fn check_rows<I: Idx, P: SpIndex>(
 }
 
 /// Rows `lo..hi` of a CSR matrix whose rows may be unsorted or hold duplicate indices, sorted
-/// and with duplicates summed (SciPy's meaning of duplicates): `(indptr, indices, data)` of the
-/// chunk, indptr from 0.
+/// and with duplicates summed (SciPy's meaning of duplicates, by the library's rule: in `f64`,
+/// rounded once, as every reader of the command line): `(indptr, indices, data)` of the chunk,
+/// indptr from 0.
 fn sorted_rows<I: SpIndex + Sync + Send, P: SpIndex + Sync>(
     indptr: &[P],
     indices: &[I],
@@ -196,22 +197,8 @@ fn sorted_rows<I: SpIndex + Sync + Send, P: SpIndex + Sync>(
         .into_par_iter()
         .map(|r| {
             let (a, b) = (indptr[r].index() - base, indptr[r + 1].index() - base);
-            let mut e: Vec<(I, f32)> = indices[a..b]
-                .iter()
-                .copied()
-                .zip(data[a..b].iter().copied())
-                .collect();
-            e.sort_by_key(|x| x.0);
-            let mut ids: Vec<I> = Vec::with_capacity(e.len());
-            let mut vals: Vec<f32> = Vec::with_capacity(e.len());
-            for (i, v) in e {
-                if ids.last() == Some(&i) {
-                    *vals.last_mut().expect("paired") += v;
-                } else {
-                    ids.push(i);
-                    vals.push(v);
-                }
-            }
+            let (mut ids, mut vals) = (Vec::with_capacity(b - a), Vec::with_capacity(b - a));
+            simlsh::signers::sparse::merge_into(&indices[a..b], &data[a..b], &mut ids, &mut vals);
             (ids, vals)
         })
         .collect();
@@ -764,7 +751,8 @@ impl PySigner {
     ) -> PyResult<Bound<'py, PyArray2<u64>>> {
         let t = Threads::new(threads)?;
         let refs: Vec<&str> = docs.iter().map(String::as_str).collect();
-        self.texts(py, &refs, &tokenizer.inner, &t)
+        let tok = tokenizer.for_docs(py, &refs, &t)?;
+        self.texts(py, &refs, &tok, &t)
     }
 
     /// Signs an Arrow string column given by its buffers: `offsets` (`int32` or `int64`,
@@ -786,7 +774,7 @@ impl PySigner {
             let o = offsets.extract::<PyReadonlyArray1<'py, i64>>()?;
             arrow_strings(contiguous(&o, "offsets")?, data)?
         };
-        self.texts(py, &docs, &tokenizer.inner, &t)
+        self.texts(py, &docs, tokenizer.fitted()?, &t)
     }
 
     /// Bit-for-bit identity of two signers (same kind and parameters).
@@ -805,4 +793,89 @@ pub fn contiguous<'a, T: numpy::Element>(
             "{name} must be a contiguous array (use numpy.ascontiguousarray)"
         ))
     })
+}
+
+/// The kind of the signer used when none is chosen, for `input` (`dense`, `sparse` or
+/// `text`): the library's `SignerKind::default_for`, as the command line's default.
+#[pyfunction]
+pub fn default_signer(input: &str) -> PyResult<String> {
+    use simlsh::signers::{InputKind, SignerKind};
+    let kind = match input {
+        "dense" => InputKind::Dense,
+        "sparse" => InputKind::Sparse,
+        "text" => InputKind::Text,
+        _ => {
+            return Err(value_error(format!(
+                "unknown input `{input}` (dense, sparse, text)"
+            )));
+        }
+    };
+    Ok(SignerKind::default_for(kind).to_string())
+}
+
+/// The library's signer kinds (`signers::kinds()`): a list of dicts `name`, `summary`,
+/// `needs_dim` (an explicit matrix of the input dimension) and `params` (`name`, `default`,
+/// `summary`), the table the command line's `--signer` and `SignerSpec` use.
+#[pyfunction]
+pub fn signer_kinds(py: Python<'_>) -> PyResult<Vec<Bound<'_, pyo3::types::PyDict>>> {
+    use pyo3::types::PyDict;
+    simlsh::signers::kinds()
+        .iter()
+        .map(|k| {
+            let d = PyDict::new(py);
+            d.set_item("name", k.name)?;
+            d.set_item("summary", k.summary)?;
+            d.set_item("needs_dim", k.needs_dim)?;
+            let params: Vec<Bound<'_, PyDict>> = k
+                .params
+                .iter()
+                .map(|p| {
+                    let q = PyDict::new(py);
+                    q.set_item("name", p.name)?;
+                    q.set_item("default", p.default)?;
+                    q.set_item("summary", p.summary)?;
+                    Ok(q)
+                })
+                .collect::<PyResult<_>>()?;
+            d.set_item("params", params)?;
+            Ok(d)
+        })
+        .collect()
+}
+
+/// The canonical form of a CSR matrix (`int64` indptr and indices, `float32` data): each row's
+/// indices sorted, duplicates summed by the library's rule (in `f64`, rounded once), as every
+/// reader of the command line and `Signer.sign` give them; `(indptr, indices, data)`.
+#[pyfunction]
+#[allow(clippy::type_complexity)]
+pub fn canonical_csr<'py>(
+    py: Python<'py>,
+    indptr: PyReadonlyArray1<'py, i64>,
+    indices: PyReadonlyArray1<'py, i64>,
+    data: PyReadonlyArray1<'py, f32>,
+) -> PyResult<(
+    Bound<'py, numpy::PyArray1<i64>>,
+    Bound<'py, numpy::PyArray1<i64>>,
+    Bound<'py, numpy::PyArray1<f32>>,
+)> {
+    let (p, i, d) = (
+        contiguous(&indptr, "indptr")?,
+        contiguous(&indices, "indices")?,
+        contiguous(&data, "data")?,
+    );
+    if i.len() != d.len() {
+        return Err(to_py(Error::LengthMismatch {
+            what: "sparse indices vs data",
+            left: i.len(),
+            right: d.len(),
+        }));
+    }
+    check_indptr(p, i.len()).py()?;
+    let (rp, ri, rd) = py.detach(|| sorted_rows(p, i, d, 0));
+    let rp: Vec<i64> = rp.into_iter().map(|x| x as i64).collect();
+    Ok((
+        rp.into_pyarray(py),
+        ri.into_pyarray(py),
+        rd.into_pyarray(py),
+    ))
 }

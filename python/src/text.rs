@@ -5,16 +5,19 @@ use std::sync::Arc;
 
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;
-use simlsh::text::{Idf, Mode, StopWords, Tokenizer, Weighting};
+use simlsh::text::{Idf, Mode, StopWords, Tokenizer, TokenizerSpec, Weighting, WeightingKind};
 
 use crate::errors::{IntoPy, value_error};
 use crate::signer::contiguous;
 use crate::threads::Threads;
 
-/// A tokenizer (documents to weighted features).
+/// A tokenizer (documents to weighted features): the library's spec and, once its weights are
+/// known (TF-IDF fitted or given, or another weighting), the tokenizer itself.
 #[pyclass(name = "Tokenizer", module = "simlsh._simlsh", frozen)]
 pub struct PyTokenizer {
-    pub inner: Tokenizer,
+    pub spec: TokenizerSpec,
+    /// `None` for TF-IDF weights without a table yet.
+    pub inner: Option<Tokenizer>,
 }
 
 /// A table of document frequencies.
@@ -23,85 +26,223 @@ pub struct PyIdf {
     pub inner: Arc<Idf>,
 }
 
+impl PyTokenizer {
+    fn from_spec(spec: TokenizerSpec, idf: Option<Arc<Idf>>) -> PyResult<Self> {
+        let inner = match (spec.needs_idf(), idf) {
+            (true, None) => {
+                // Check the options now; the weights wait for the table.
+                spec.check().py()?;
+                None
+            }
+            (_, idf) => Some(spec.build(idf).py()?),
+        };
+        Ok(PyTokenizer { spec, inner })
+    }
+
+    /// The tokenizer, which must know its weights.
+    pub fn fitted(&self) -> PyResult<&Tokenizer> {
+        self.inner.as_ref().ok_or_else(|| {
+            value_error(
+                "this tokenizer's TF-IDF weights need an IDF table: fit it on the corpus \
+                 (Tokenizer.fit(docs)) or give idf=",
+            )
+        })
+    }
+
+    /// The tokenizer for signing `docs`: this one, or, for TF-IDF weights without a table,
+    /// one whose table is fitted on `docs` (as the command line fits on its input).
+    pub fn for_docs<T: AsRef<str> + Sync>(
+        &self,
+        py: Python<'_>,
+        docs: &[T],
+        t: &Threads,
+    ) -> PyResult<Tokenizer> {
+        match &self.inner {
+            Some(tok) => Ok(tok.clone()),
+            None => t.run(py, || self.spec.fit(docs)).py(),
+        }
+    }
+}
+
 #[pymethods]
 impl PyTokenizer {
-    /// `mode`: words, cjk, auto or chars; `stop_words`: None, "english" or a list of words;
-    /// `weighting`: binary, tf or tfidf (tfidf needs `idf`).
+    /// The library's `TokenizerSpec` defaults with these options changed: `mode` words, cjk,
+    /// auto or chars; `stop_words` "english", "none" or a list of words; `weighting` binary,
+    /// tf, tfidf or jieba; `idf` a fitted table for tfidf.
     #[new]
-    #[pyo3(signature = (mode = "words", ngram = 1, lowercase = true, keep_punctuation = false,
-        stop_words = None, hmm = true, weighting = "tf", idf = None, top_k = None))]
+    #[pyo3(signature = (mode = None, ngram = None, lowercase = None, keep_punctuation = None,
+        stop_words = None, hmm = None, weighting = None, idf = None, top_k = None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
-        mode: &str,
-        ngram: usize,
-        lowercase: bool,
-        keep_punctuation: bool,
+        mode: Option<&str>,
+        ngram: Option<usize>,
+        lowercase: Option<bool>,
+        keep_punctuation: Option<bool>,
         stop_words: Option<&Bound<'_, PyAny>>,
-        hmm: bool,
-        weighting: &str,
+        hmm: Option<bool>,
+        weighting: Option<&str>,
         idf: Option<&PyIdf>,
         top_k: Option<usize>,
     ) -> PyResult<Self> {
-        let mode: Mode = mode.parse().py()?;
-        let stop = match stop_words {
-            None => StopWords::none(),
-            Some(s) => match s.extract::<String>() {
+        let mut spec = TokenizerSpec::default();
+        if let Some(m) = mode {
+            spec.mode = Some(m.parse::<Mode>().py()?);
+        }
+        if let Some(n) = ngram {
+            spec.ngram = n;
+        }
+        if let Some(b) = lowercase {
+            spec.lowercase = b;
+        }
+        if let Some(b) = keep_punctuation {
+            spec.keep_punctuation = b;
+        }
+        if let Some(s) = stop_words {
+            spec.stop_words = match s.extract::<String>() {
                 Ok(name) if name == "english" => StopWords::english(),
+                Ok(name) if name == "none" => StopWords::none(),
                 Ok(name) => {
                     return Err(value_error(format!(
-                        "invalid parameter `stop_words`: `{name}` is not a built-in list (english); give a list of words"
+                        "invalid parameter `stop_words`: `{name}` is not a built-in list (english, none); give a list of words"
                     )));
                 }
                 Err(_) => StopWords::from_words(s.extract::<Vec<String>>()?),
-            },
-        };
-        let b = Tokenizer::builder()
-            .mode(mode)
-            .ngram(ngram)
-            .lowercase(lowercase)
-            .keep_punctuation(keep_punctuation)
-            .stop_words(stop)
-            .hmm(hmm)
-            .top_k(top_k);
-        let b = match (weighting, idf) {
-            ("binary", None) => b.weighting(Weighting::Binary),
-            ("tf", None) => b.weighting(Weighting::Tf),
-            ("tfidf", Some(idf)) => b.weighting(Weighting::TfIdf(idf.inner.clone())),
-            ("tfidf", None) => {
-                return Err(value_error(
-                    "invalid parameter `idf`: weighting `tfidf` needs an IDF table (Idf.fit)",
-                ));
-            }
-            ("binary" | "tf", Some(_)) => {
-                return Err(value_error(format!(
-                    "invalid parameter `idf`: an IDF table is used only with weighting `tfidf`, not `{weighting}`"
-                )));
-            }
-            _ => {
-                return Err(value_error(format!(
-                    "invalid parameter `weighting`: unknown weighting `{weighting}` (binary, tf, tfidf)"
-                )));
-            }
-        };
+            };
+        }
+        if let Some(b) = hmm {
+            spec.hmm = b;
+        }
+        spec.top_k = top_k;
+        match weighting {
+            Some(w) => spec.weighting = w.parse::<WeightingKind>().py()?,
+            // A table given without a weighting means TF-IDF, the default anyway.
+            None if idf.is_some() => spec.weighting = WeightingKind::TfIdf,
+            None => {}
+        }
+        Self::from_spec(spec, idf.map(|i| i.inner.clone()))
+    }
+
+    /// The options as the library's text form (`auto`, `words:ngram=2,weighting=tf`).
+    #[getter]
+    fn spec(&self) -> String {
+        self.spec.to_string()
+    }
+
+    /// The options as constructor arguments: `mode`, `ngram`, `lowercase`,
+    /// `keep_punctuation`, `stop_words` ("english", "none" or the list), `hmm`, `weighting`,
+    /// `top_k` (the resolved values, defaults included).
+    #[getter]
+    fn options<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
+        let s = &self.spec;
+        let d = pyo3::types::PyDict::new(py);
+        d.set_item("mode", s.mode().name())?;
+        d.set_item("ngram", s.ngram)?;
+        d.set_item("lowercase", s.lowercase)?;
+        d.set_item("keep_punctuation", s.keep_punctuation)?;
+        if s.stop_words.is_empty() {
+            d.set_item("stop_words", "none")?;
+        } else if s.stop_words == StopWords::english() {
+            d.set_item("stop_words", "english")?;
+        } else {
+            d.set_item("stop_words", s.stop_words.words())?;
+        }
+        d.set_item("hmm", s.hmm)?;
+        d.set_item("weighting", s.weighting.name())?;
+        d.set_item("top_k", s.top_k)?;
+        Ok(d)
+    }
+
+    /// True when the tokenizer knows its weights (a TF-IDF table fitted or given, or another
+    /// weighting).
+    #[getter]
+    fn is_fitted(&self) -> bool {
+        self.inner.is_some()
+    }
+
+    /// The IDF table of TF-IDF weights, once fitted or given.
+    #[getter]
+    fn idf(&self) -> Option<PyIdf> {
+        match self.inner.as_ref().map(Tokenizer::weighting) {
+            Some(Weighting::TfIdf(idf)) => Some(PyIdf { inner: idf.clone() }),
+            _ => None,
+        }
+    }
+
+    /// This tokenizer with TF-IDF weights fitted on `docs` (unchanged for other weightings).
+    #[pyo3(signature = (docs, threads = None))]
+    fn fit(&self, py: Python<'_>, docs: Vec<String>, threads: Option<i64>) -> PyResult<Self> {
+        let t = Threads::new(threads)?;
+        let tok = t.run(py, || self.spec.fit(&docs)).py()?;
         Ok(PyTokenizer {
-            inner: b.build().py()?,
+            spec: self.spec.clone(),
+            inner: Some(tok),
         })
     }
 
     /// The features of `text` before weighting, in document order, repeats included.
-    fn tokens(&self, text: &str) -> Vec<String> {
-        self.inner.tokens(text)
+    fn tokens(&self, text: &str) -> PyResult<Vec<String>> {
+        Ok(match &self.inner {
+            Some(t) => t.tokens(text),
+            None => self.spec.counting().py()?.tokens(text),
+        })
     }
 
     /// The weighted distinct features of `text`: `(tokens, weights)`.
-    fn features(&self, text: &str) -> (Vec<String>, Vec<f32>) {
-        let f = self.inner.features(text);
-        (f.tokens, f.weights)
+    fn features(&self, text: &str) -> PyResult<(Vec<String>, Vec<f32>)> {
+        let f = self.fitted()?.features(text);
+        Ok((f.tokens, f.weights))
+    }
+
+    /// The weighted features of `docs` as a sparse matrix for exact cosines: `(indptr,
+    /// indices, data, keys)`, one row per document, column `c` the feature whose 64-bit key is
+    /// `keys[c]` (keys sorted); `float32` weights as the verified join computes them.
+    #[pyo3(signature = (docs, threads = None))]
+    #[allow(clippy::type_complexity)]
+    fn transform<'py>(
+        &self,
+        py: Python<'py>,
+        docs: Vec<String>,
+        threads: Option<i64>,
+    ) -> PyResult<(
+        Bound<'py, PyArray1<i64>>,
+        Bound<'py, PyArray1<i64>>,
+        Bound<'py, PyArray1<f32>>,
+        Bound<'py, PyArray1<u64>>,
+    )> {
+        use rayon::prelude::*;
+        let t = Threads::new(threads)?;
+        let tok = self.fitted()?;
+        let (indptr, indices, data, keys) = t.run(py, || {
+            let rows: Vec<(Vec<u64>, Vec<f32>)> = docs
+                .par_iter()
+                .map(|d| tok.features(d).sparse_row())
+                .collect();
+            let mut keys: Vec<u64> = rows.iter().flat_map(|r| r.0.iter().copied()).collect();
+            keys.par_sort_unstable();
+            keys.dedup();
+            let mut indptr = Vec::with_capacity(rows.len() + 1);
+            indptr.push(0i64);
+            let (mut indices, mut data) = (Vec::new(), Vec::new());
+            for (ids, ws) in rows {
+                for (id, w) in ids.into_iter().zip(ws) {
+                    indices.push(keys.binary_search(&id).expect("a key of the rows") as i64);
+                    data.push(w);
+                }
+                indptr.push(indices.len() as i64);
+            }
+            (indptr, indices, data, keys)
+        });
+        Ok((
+            indptr.into_pyarray(py),
+            indices.into_pyarray(py),
+            data.into_pyarray(py),
+            keys.into_pyarray(py),
+        ))
     }
 
     /// The settings that determine the features, as one line (recorded in IDF tables).
-    fn config(&self) -> String {
-        self.inner.config()
+    fn config(&self) -> PyResult<String> {
+        Ok(self.spec.counting().py()?.config())
     }
 }
 
@@ -117,10 +258,39 @@ impl PyIdf {
         threads: Option<i64>,
     ) -> PyResult<Self> {
         let t = Threads::new(threads)?;
-        let tok = &tokenizer.inner;
-        let idf = t.run(py, || Idf::fit(tok, docs.iter()));
+        let tok = tokenizer.spec.counting().py()?;
+        let idf = t.run(py, || Idf::fit(&tok, docs.iter()));
         Ok(PyIdf {
             inner: Arc::new(idf),
+        })
+    }
+
+    /// Fits document frequencies on an Arrow string column given by its buffers (`offsets`,
+    /// `int32` or `int64`, into the UTF-8 `data`), tokenised by `tokenizer`.
+    #[staticmethod]
+    #[pyo3(signature = (tokenizer, offsets, data, threads = None))]
+    fn fit_arrow<'py>(
+        py: Python<'py>,
+        tokenizer: &PyTokenizer,
+        offsets: &Bound<'py, PyAny>,
+        data: PyReadonlyArray1<'py, u8>,
+        threads: Option<i64>,
+    ) -> PyResult<Self> {
+        let t = Threads::new(threads)?;
+        let docs = crate::partition::strings(offsets, contiguous(&data, "data")?)?;
+        let tok = tokenizer.spec.counting().py()?;
+        let idf = t.run(py, || Idf::fit(&tok, docs.iter()));
+        Ok(PyIdf {
+            inner: Arc::new(idf),
+        })
+    }
+
+    /// One table of several fitted on parts of a corpus (the library's `Idf::merge`).
+    #[staticmethod]
+    fn merge(py: Python<'_>, tables: Vec<PyRef<'_, PyIdf>>) -> PyResult<Self> {
+        let owned: Vec<Idf> = tables.iter().map(|t| (*t.inner).clone()).collect();
+        Ok(PyIdf {
+            inner: Arc::new(py.detach(|| Idf::merge(&owned)).py()?),
         })
     }
 

@@ -1,16 +1,16 @@
-//! The banded join, the verified (exact-cosine) join and the per-partition pieces of a
-//! distributed banded join.
+//! The banded join and the verified (exact-cosine) join, candidates from a `Scheme`.
 
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use simlsh::Error;
-use simlsh::join::{self, Banding, CappedGroup};
-use simlsh::verify::{Candidates, CsrVectors, DenseVectors, Vectors, VerifiedJoin, VerifiedPair};
+use simlsh::join::{self, CappedGroup, Scheme};
+use simlsh::verify::{CsrVectors, DenseVectors, Vectors, VerifiedJoin, VerifiedPair};
 use sprs::{CompressedStorage, CsMatViewI};
 
 use crate::errors::{IntoPy, to_py, value_error};
 use crate::index::codes;
+use crate::scheme::PyScheme;
 use crate::signer::{Idx, check_indptr, check_rows, contiguous};
 use crate::threads::Threads;
 
@@ -19,34 +19,6 @@ type PairArrays<'py> = (
     Bound<'py, PyArray1<i64>>,
     Bound<'py, PyArray1<i32>>,
 );
-
-/// A banding of `bits`-bit signatures.
-fn banding(
-    bits: usize,
-    bands: usize,
-    width: u32,
-    max_distance: Option<u32>,
-    max_group: Option<usize>,
-    prefix: (Option<usize>, Option<u32>),
-) -> PyResult<Banding> {
-    let mut b = Banding::builder().bits(bits).bands(bands).width(width);
-    if let Some(r) = max_distance {
-        b = b.max_distance(r);
-    }
-    match prefix {
-        (Some(w), Some(r)) => b = b.prefix_filter(w, r),
-        (None, None) => {}
-        _ => {
-            return Err(value_error(
-                "prefix_words and prefix_radius go together (the prefix filter)",
-            ));
-        }
-    }
-    if let Some(g) = max_group {
-        b = b.max_group(g);
-    }
-    b.build().py()
-}
 
 fn capped_list<'py>(py: Python<'py>, capped: &[CappedGroup]) -> PyResult<Vec<Bound<'py, PyDict>>> {
     capped
@@ -61,35 +33,27 @@ fn capped_list<'py>(py: Python<'py>, capped: &[CappedGroup]) -> PyResult<Vec<Bou
         .collect()
 }
 
-/// The banded self-join: `(i, j, distance)` of the pairs agreeing on some band's key (within
-/// `max_distance` when given), each once, sorted; and the statistics.
+/// The banded self-join of a banding `scheme`: `(i, j, distance)` of the pairs agreeing on
+/// some band's key (within its filters), each once, sorted; and the statistics.
 #[pyfunction]
-#[pyo3(signature = (codes, bits, bands, width, max_distance = None, max_group = None, threads = None, prefix_words = None, prefix_radius = None))]
-#[allow(clippy::too_many_arguments)]
+#[pyo3(signature = (codes, bits, scheme, threads = None))]
 pub fn banded_join<'py>(
     py: Python<'py>,
     codes: PyReadonlyArray2<'py, u64>,
     bits: usize,
-    bands: usize,
-    width: u32,
-    max_distance: Option<u32>,
-    max_group: Option<usize>,
+    scheme: &PyScheme,
     threads: Option<i64>,
-    prefix_words: Option<usize>,
-    prefix_radius: Option<u32>,
 ) -> PyResult<(PairArrays<'py>, Bound<'py, PyDict>)> {
     let t = Threads::new(threads)?;
     let m = self::codes(&codes, bits)?;
-    let b = banding(
-        bits,
-        bands,
-        width,
-        max_distance,
-        max_group,
-        (prefix_words, prefix_radius),
-    )?;
+    let Scheme::Bands(b) = &scheme.inner else {
+        return Err(value_error(format!(
+            "the banded join needs a banding, not `{}`",
+            scheme.inner
+        )));
+    };
     py.check_signals()?;
-    let (pairs, stats) = t.run(py, || join::banded_join(&m, &b)).py()?;
+    let (pairs, stats) = t.run(py, || join::banded_join(&m, b)).py()?;
     let i: Vec<i64> = pairs.iter().map(|p| i64::from(p.i)).collect();
     let j: Vec<i64> = pairs.iter().map(|p| i64::from(p.j)).collect();
     let d: Vec<i32> = pairs.iter().map(|p| p.distance as i32).collect();
@@ -130,15 +94,9 @@ fn run_verified<'py, V: Vectors>(
     r.set_item("pairs", report.pairs)?;
     r.set_item("capped", capped_list(py, &report.capped)?)?;
     r.set_item(
-        "source",
-        match join.candidates() {
-            Candidates::Hamming { radius } => format!("hamming:radius={radius}"),
-            Candidates::Banded(b) => format!(
-                "banded:bands={},width={},max_distance={}",
-                b.bands(),
-                b.width(),
-                b.max_distance()
-            ),
+        "scheme",
+        PyScheme {
+            inner: join.candidates().clone(),
         },
     )?;
     Ok((
@@ -152,29 +110,30 @@ fn run_verified<'py, V: Vectors>(
     ))
 }
 
-/// The join of `threshold` with candidates: a radius, a banding, or the planner's choice
-/// for `recall`.
-#[allow(clippy::too_many_arguments)]
+/// The join of `threshold` with candidates from `scheme`, or the planner's choice for
+/// `recall` (the library's default when `None`) at this width and number of rows.
 fn verified_join_spec(
     threshold: f64,
     bits: usize,
     n: usize,
-    radius: Option<u32>,
-    bands: Option<usize>,
-    width: Option<u32>,
-    max_distance: Option<u32>,
-    recall: f64,
+    scheme: Option<&PyScheme>,
+    recall: Option<f64>,
 ) -> PyResult<VerifiedJoin> {
-    let candidates = match (radius, bands, width) {
-        (Some(r), None, None) => Candidates::Hamming { radius: r },
-        (None, Some(b), Some(w)) => {
-            Candidates::Banded(banding(bits, b, w, max_distance, None, (None, None))?)
-        }
-        (None, None, None) => return VerifiedJoin::planned(threshold, recall, bits, n).py(),
-        _ => {
+    let candidates = match (scheme, recall) {
+        (Some(s), None) => s.inner.clone(),
+        (Some(_), Some(_)) => {
             return Err(value_error(
-                "give either radius, or bands and width, or neither (the planner chooses)",
+                "give a scheme or a recall target (the planner chooses the scheme), not both",
             ));
+        }
+        (None, r) => {
+            let mut p = simlsh::estimate::JoinPlanner::new(threshold)
+                .rows(n.max(2) as u64)
+                .bits(bits);
+            if let Some(r) = r {
+                p = p.recall(r);
+            }
+            return VerifiedJoin::from_plan(threshold, &p.plan().py()?).py();
         }
     };
     VerifiedJoin::builder()
@@ -187,8 +146,7 @@ fn verified_join_spec(
 /// The verified self-join of dense `float32` vectors: the pairs whose exact cosine reaches
 /// `threshold` among the candidates of their signatures.
 #[pyfunction]
-#[pyo3(signature = (codes, bits, x, threshold, radius = None, bands = None, width = None,
-    max_distance = None, recall = 0.99, threads = None))]
+#[pyo3(signature = (codes, bits, x, threshold, scheme = None, recall = None, threads = None))]
 #[allow(clippy::too_many_arguments)]
 pub fn verified_join_dense<'py>(
     py: Python<'py>,
@@ -196,25 +154,13 @@ pub fn verified_join_dense<'py>(
     bits: usize,
     x: PyReadonlyArray2<'py, f32>,
     threshold: f64,
-    radius: Option<u32>,
-    bands: Option<usize>,
-    width: Option<u32>,
-    max_distance: Option<u32>,
-    recall: f64,
+    scheme: Option<PyRef<'py, PyScheme>>,
+    recall: Option<f64>,
     threads: Option<i64>,
 ) -> PyResult<(Verified<'py>, Bound<'py, PyDict>)> {
     let t = Threads::new(threads)?;
     let m = self::codes(&codes, bits)?;
-    let join = verified_join_spec(
-        threshold,
-        bits,
-        m.len(),
-        radius,
-        bands,
-        width,
-        max_distance,
-        recall,
-    )?;
+    let join = verified_join_spec(threshold, bits, m.len(), scheme.as_deref(), recall)?;
     let view = x.as_array();
     let vectors = t.run(py, || DenseVectors::new(view)).py()?;
     run_verified(py, &t, &join, &m, &vectors)
@@ -222,8 +168,8 @@ pub fn verified_join_dense<'py>(
 
 /// The verified self-join of the rows of a CSR matrix (sorted indices, `float32` data).
 #[pyfunction]
-#[pyo3(signature = (codes, bits, indptr, indices, data, cols, threshold, radius = None,
-    bands = None, width = None, max_distance = None, recall = 0.99, threads = None))]
+#[pyo3(signature = (codes, bits, indptr, indices, data, cols, threshold, scheme = None,
+    recall = None, threads = None))]
 #[allow(clippy::too_many_arguments)]
 pub fn verified_join_csr<'py>(
     py: Python<'py>,
@@ -234,25 +180,13 @@ pub fn verified_join_csr<'py>(
     data: PyReadonlyArray1<'py, f32>,
     cols: usize,
     threshold: f64,
-    radius: Option<u32>,
-    bands: Option<usize>,
-    width: Option<u32>,
-    max_distance: Option<u32>,
-    recall: f64,
+    scheme: Option<PyRef<'py, PyScheme>>,
+    recall: Option<f64>,
     threads: Option<i64>,
 ) -> PyResult<(Verified<'py>, Bound<'py, PyDict>)> {
     let t = Threads::new(threads)?;
     let m = self::codes(&codes, bits)?;
-    let join = verified_join_spec(
-        threshold,
-        bits,
-        m.len(),
-        radius,
-        bands,
-        width,
-        max_distance,
-        recall,
-    )?;
+    let join = verified_join_spec(threshold, bits, m.len(), scheme.as_deref(), recall)?;
     let (p, i, d) = (
         contiguous(&indptr, "indptr")?,
         contiguous(&indices, "indices")?,
@@ -287,80 +221,4 @@ pub fn verified_join_csr<'py>(
     };
     let vectors = t.run(py, || CsrVectors::new(mat)).py()?;
     run_verified(py, &t, &join, &m, &vectors)
-}
-
-/// Bands and keys, one per row and band.
-type BandKeys<'py> = (Bound<'py, PyArray1<i32>>, Bound<'py, PyArray1<u64>>);
-
-/// Pairs by id (`a`, `b`, distance) and the capped runs.
-type BandPairs<'py> = (
-    Bound<'py, PyArray1<u64>>,
-    Bound<'py, PyArray1<u64>>,
-    Bound<'py, PyArray1<i32>>,
-    Vec<Bound<'py, PyDict>>,
-);
-
-/// The band keys of signatures, for a distributed banded join: `(row, band, key)` arrays,
-/// one entry per row and band (`rows × bands` entries, row-major).
-#[pyfunction]
-#[pyo3(signature = (codes, bits, bands, width, threads = None))]
-pub fn band_keys<'py>(
-    py: Python<'py>,
-    codes: PyReadonlyArray2<'py, u64>,
-    bits: usize,
-    bands: usize,
-    width: u32,
-    threads: Option<i64>,
-) -> PyResult<BandKeys<'py>> {
-    let t = Threads::new(threads)?;
-    let m = self::codes(&codes, bits)?;
-    let b = banding(bits, bands, width, None, None, (None, None))?;
-    let (band, key): (Vec<i32>, Vec<u64>) = t.run(py, || {
-        m.rows()
-            .flat_map(|row| {
-                b.keys(row)
-                    .map(|(band, key)| (band as i32, key))
-                    .collect::<Vec<_>>()
-            })
-            .unzip()
-    });
-    Ok((band.into_pyarray(py), key.into_pyarray(py)))
-}
-
-/// The candidate pairs of one band among rows grouped by a job (any keys of that band, any
-/// order): `(a, b, distance)` by the caller's ids, `a < b`, a pair reported only by the first
-/// band its signatures agree on; and the runs skipped for their size.
-#[pyfunction]
-#[pyo3(signature = (ids, codes, bits, bands, width, band, max_distance = None, max_group = None))]
-#[allow(clippy::too_many_arguments)]
-pub fn band_partition<'py>(
-    py: Python<'py>,
-    ids: PyReadonlyArray1<'py, u64>,
-    codes: PyReadonlyArray2<'py, u64>,
-    bits: usize,
-    bands: usize,
-    width: u32,
-    band: usize,
-    max_distance: Option<u32>,
-    max_group: Option<usize>,
-) -> PyResult<BandPairs<'py>> {
-    let m = self::codes(&codes, bits)?;
-    let ids = contiguous(&ids, "ids")?;
-    let b = banding(bits, bands, width, max_distance, max_group, (None, None))?;
-    let (mut a, mut bb, mut d) = (Vec::new(), Vec::new(), Vec::new());
-    let capped = py
-        .detach(|| {
-            join::band_partition(&b, band, ids, m.as_slice(), &[], |p| {
-                a.push(p.a);
-                bb.push(p.b);
-                d.push(p.distance as i32);
-            })
-        })
-        .py()?;
-    Ok((
-        a.into_pyarray(py),
-        bb.into_pyarray(py),
-        d.into_pyarray(py),
-        capped_list(py, &capped)?,
-    ))
 }

@@ -13,8 +13,13 @@ import os
 import pathlib
 import subprocess
 
-import numpy as np
-import pytest
+# scikit-learn's check_estimator runs its array API check only when SciPy's array API mode was
+# switched on before SciPy was first imported (otherwise the check is skipped, not passed); it
+# changes nothing for NumPy inputs.
+os.environ.setdefault("SCIPY_ARRAY_API", "1")
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 DATA = ROOT / "datasets"
@@ -83,3 +88,47 @@ def random_codes(rng: np.random.Generator, n: int, bits: int, planted: int = 0, 
         for b in rng.choice(bits, size=int(rng.integers(0, flips + 1)), replace=False):
             c[r, b // 64] ^= np.uint64(1 << (b % 64))
     return c
+
+
+def check_java() -> None:
+    """Spark needs Java 17: a clear failure, not a skip, when ``java -version`` does not run."""
+    import shutil
+
+    java = shutil.which("java")
+    assert java is not None, "Spark needs Java 17: `java` is not on PATH (apt-get install openjdk-17-jre-headless)"
+    r = subprocess.run([java, "-version"], capture_output=True, text=True)
+    assert r.returncode == 0, f"`java -version` failed ({r.returncode}): {r.stderr.strip()}"
+
+
+def session(master: str, partitions: int = 3):
+    """A SparkSession on the loopback interface with the UI off."""
+    import sys
+
+    from pyspark.sql import SparkSession
+
+    check_java()
+    os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    s = (
+        SparkSession.builder.master(master)
+        .appName("simlsh-tests")
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", str(partitions))
+        .config("spark.executor.memory", "512m")
+        .getOrCreate()
+    )
+    s.sparkContext.setLogLevel("ERROR")
+    return s
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """One local[2] Spark session for the whole run (skipped without pyspark)."""
+    pytest.importorskip("pyspark")
+    s = session("local[2]")
+    yield s
+    s.stop()

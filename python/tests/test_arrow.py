@@ -55,7 +55,7 @@ def test_self_join_and_clusters_of_a_batch_equal_the_numpy_functions():
     i, j, d = simlsh.self_join(codes, 3)
     a, b = np.minimum(ids[i], ids[j]), np.maximum(ids[i], ids[j])
     assert sorted(zip(pairs.column("a").to_pylist(), pairs.column("b").to_pylist())) == sorted(zip(a.tolist(), b.tolist()))
-    assert pairs.column("dist").to_pylist() == d.tolist()
+    assert pairs.column("distance").to_pylist() == d.tolist()
     comps = arrow.clusters(pairs, ids=ids)
     labels = simlsh.clusters(len(codes), i, j)
     root_of = dict(zip(comps.column("id").to_pylist(), comps.column("root").to_pylist()))

@@ -20,8 +20,10 @@ KINDS = [
     lambda bits: simlsh.MultiIndex(bits=bits, substrings=3),
     lambda bits: simlsh.PermutationIndex(bits=bits, permutations=8, beam=16, seed=3),
     lambda bits: simlsh.Index(bits=bits, spec="mih:m=2"),
+    lambda bits: simlsh.GraphIndex(bits=bits),
+    lambda bits: simlsh.GraphIndex(bits=bits, m=8, ef_search=16, ef_construction=16, fallback=False),
 ]
-IDS = ["linear", "manku", "manku-4+4", "mih", "mih-m3", "permutation", "spec"]
+IDS = ["linear", "manku", "manku-4+4", "mih", "mih-m3", "permutation", "spec", "graph", "graph-forced"]
 
 
 def oracle_range(dist: np.ndarray, ids: np.ndarray, r: int):
@@ -111,7 +113,7 @@ def test_save_load_and_pickle_round_trips(tmp_path, make):
     for other in (simlsh.load_index(path), simlsh.Index.load(str(path)), pickle.loads(pickle.dumps(idx))):
         assert isinstance(other, simlsh.Index) and other.kind == idx.kind and other.spec == idx.spec
         classes = {"linear": simlsh.LinearScan, "manku": simlsh.PermutedTables, "mih": simlsh.MultiIndex,
-                   "permutation": simlsh.PermutationIndex}
+                   "permutation": simlsh.PermutationIndex, "graph": simlsh.GraphIndex}
         assert type(other) is classes[idx.kind]
         assert len(other) == len(idx) and other.bits == 128
         got = other.range_search(q, 6), other.search(q, 5)
@@ -121,7 +123,7 @@ def test_save_load_and_pickle_round_trips(tmp_path, make):
         assert len(other) == len(idx) + 3
 
 
-@pytest.mark.parametrize("kind", ["linear", "manku", "mih", "permutation"])
+@pytest.mark.parametrize("kind", ["linear", "manku", "mih", "permutation", "graph"])
 def test_index_files_are_shared_with_the_command_line(tmp_path, cli, kind):
     rng = np.random.default_rng(11)
     codes = random_codes(rng, 1500, 64, planted=300)

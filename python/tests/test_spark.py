@@ -1,8 +1,9 @@
-"""simlsh.spark against the in-process library: signatures bit for bit, near-duplicate pairs
-and clusters equal for 1, 3 and 8 partitions, on generated data with planted near duplicates
-and on the bundled tweets, in ``local[2]`` (one session for the run) and in
-``local-cluster[2,1,1024]`` (separate executor JVMs and Python workers: a driver run as a
-subprocess, since one process holds one SparkContext).
+"""simlsh.spark against the in-process library and the command line: signatures bit for bit,
+near-duplicate pairs and clusters equal for 1, 3 and 8 partitions, on generated data with
+planted near duplicates and on the bundled tweets, in ``local[2]`` (one session for the run)
+and in ``local-cluster[2,1,1024]`` (separate executor JVMs and Python workers: a driver run as
+a subprocess, since one process holds one SparkContext); at the defaults, the pairs of
+``simlsh dedup --cosine`` on the same rows.
 
 Skipped only when pyspark is not importable; Java is a checked precondition (a clear failure,
 not a skip, when ``java -version`` does not run).
@@ -30,46 +31,11 @@ from simlsh import _simlsh  # noqa: E402
 from simlsh import spark as S  # noqa: E402
 from simlsh.arrow import _string_buffers  # noqa: E402
 
+from conftest import check_java, session  # noqa: E402
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 TWEETS = ROOT / "datasets" / "healthtweets-10k" / "healthtweets-10k.csv"
 PARTITIONS = (1, 3, 8)
-
-
-def check_java() -> None:
-    java = shutil.which("java")
-    assert java is not None, "Spark needs Java 17: `java` is not on PATH (apt-get install openjdk-17-jre-headless)"
-    r = subprocess.run([java, "-version"], capture_output=True, text=True)
-    assert r.returncode == 0, f"`java -version` failed ({r.returncode}): {r.stderr.strip()}"
-
-
-def session(master: str, partitions: int = 3):
-    """A SparkSession on the loopback interface with the UI off."""
-    from pyspark.sql import SparkSession
-
-    check_java()
-    os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
-    s = (
-        SparkSession.builder.master(master)
-        .appName("simlsh-tests")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", str(partitions))
-        .config("spark.executor.memory", "512m")
-        .getOrCreate()
-    )
-    s.sparkContext.setLogLevel("ERROR")
-    return s
-
-
-@pytest.fixture(scope="session")
-def spark():
-    s = session("local[2]")
-    yield s
-    s.stop()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -114,49 +80,40 @@ def cosines_text(tok, a: list[str], b: list[str]) -> np.ndarray:
     return _simlsh.cosines_text(tok._core, ao, ad, bo, bd)
 
 
-def library_candidates(codes: np.ndarray, desc: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def library_candidates(codes: np.ndarray, scheme: simlsh.Scheme) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The single-machine join of the scheme: the exact Hamming join at the tables' radius,
     or the banded join."""
-    if desc["kind"] == "tables":
-        return simlsh.self_join(codes, desc["radius"], bits=desc["bits"])
-    return simlsh.banded_join(
-        codes, bands=desc["bands"], width=desc["width"], max_distance=desc["max_distance"],
-        max_group=desc["max_group"], bits=desc["bits"], prefix_words=desc["prefix_words"],
-        prefix_radius=desc["prefix_radius"],
-    )
+    if scheme.kind == "bands":
+        return simlsh.banded_join(codes, scheme)
+    radius = int(str(scheme).split("r=")[1].split(",")[0])
+    return simlsh.self_join(codes, radius, bits=scheme.bits)
 
 
-def oracle_text(ids, docs, *, threshold, signer, tok, desc, collapse=True, verify=True) -> dict:
-    """The in-process answer: rows with features, exact duplicates collapsed to their smallest
-    id (paired with it at distance 0, cosine 1), the library's join of the scheme on the rest,
-    candidates verified by the verified join's exact cosine."""
+def oracle_text(ids, docs, *, threshold, signer, tok, scheme, verify=True) -> dict:
+    """The in-process answer, as the command line finds it: the rows with features, the
+    library's join of the scheme, candidates verified by the verified join's exact cosine
+    (exact copies pair at distance 0)."""
     keep = [i for i, d in enumerate(docs) if tok.features(d)[0]]
-    dup_pairs = {}
-    if collapse:
-        by_text: dict[str, list[int]] = {}
-        for i in keep:
-            by_text.setdefault(docs[i], []).append(i)
-        reps = []
-        for rows in by_text.values():
-            r = min(rows, key=lambda i: ids[i])
-            reps.append(r)
-            for m in rows:
-                if m != r:
-                    dup_pairs[(min(ids[r], ids[m]), max(ids[r], ids[m]))] = (0, 1.0)
-        keep = sorted(reps)
     codes = signer.sign([docs[i] for i in keep], tokenizer=tok)
-    i, j, d = library_candidates(codes, desc)
+    i, j, d = library_candidates(codes, simlsh.Scheme(scheme))
     a = np.array([ids[keep[x]] for x in i], dtype=np.int64)
     b = np.array([ids[keep[x]] for x in j], dtype=np.int64)
     if verify:
         c = cosines_text(tok, [docs[keep[x]] for x in i], [docs[keep[x]] for x in j])
         ok = c >= threshold
     else:
-        c = np.cos(np.pi * d / desc["bits"])
+        c = np.cos(np.pi * d / signer.bits)
         ok = np.ones(len(d), bool)
-    out = {(min(x, y), max(x, y)): (int(z), float(w)) for x, y, z, w, k in zip(a, b, d, c, ok) if k}
-    out.update(dup_pairs)
-    return out
+    return {(min(x, y), max(x, y)): (int(z), float(w)) for x, y, z, w, k in zip(a, b, d, c, ok) if k}
+
+
+def same_pairs(got: dict, want: dict, what: str) -> None:
+    """The same pairs, distances and cosines (to 1e-12: sums of the same products in another
+    order)."""
+    assert got.keys() == want.keys(), f"{what}: {len(got)} pairs vs {len(want)}; " \
+        f"missing {sorted(set(want) - set(got))[:5]}, extra {sorted(set(got) - set(want))[:5]}"
+    for p, (d, c) in got.items():
+        assert d == want[p][0] and c == pytest.approx(want[p][1], abs=1e-12), (what, p, (d, c), want[p])
 
 
 def check_truth(got: dict, planted: set, ids, docs, tok, threshold: float) -> None:
@@ -168,15 +125,7 @@ def check_truth(got: dict, planted: set, ids, docs, tok, threshold: float) -> No
     c = cosines_text(tok, [docs[row[a]] for a, _ in pl], [docs[row[b]] for _, b in pl])
     truth = {p for p, x in zip(pl, c) if x >= threshold}
     assert len(truth) > 200
-    # Exact copies were collapsed to their smallest id: expand each reported pair to the
-    # copies of its ends (the pairs between copies are reported themselves).
-    copies: dict[int, list[int]] = {}
-    by_text: dict[str, list[int]] = {}
-    for v, d in zip(ids, docs):
-        by_text.setdefault(d, []).append(v)
-    for vs in by_text.values():
-        copies[min(vs)] = vs
-    got = {(min(x, y), max(x, y)) for a, b in got for x in copies.get(a, [a]) for y in copies.get(b, [b]) if x != y}
+    got = set(got)
     assert set(got) <= truth, f"unplanted pairs {sorted(set(got) - truth)[:5]}"
     missed = len(truth - set(got))
     mean = 0.01 * len(truth)
@@ -198,12 +147,12 @@ def run_text(spark, ids, docs, parts: int, **kw):
 
 def check_text_equal(spark, ids, docs, parts, *, threshold, signer, tok, **kw):
     got, report = run_text(spark, ids, docs, parts, threshold=threshold, signer=signer, tokenizer=tok, **kw)
+    fitted = tok.fit(docs)
     want = oracle_text(
-        ids, docs, threshold=threshold, signer=signer, tok=tok, desc=report["scheme"],
-        collapse=kw.get("collapse_exact", True), verify=kw.get("verify", True),
+        ids, docs, threshold=threshold, signer=signer, tok=fitted, scheme=report["scheme"],
+        verify=kw.get("verify", True),
     )
-    assert got == want, f"{parts} partitions: {len(got)} pairs vs {len(want)} in-process; " \
-        f"missing {sorted(set(want) - set(got))[:5]}, extra {sorted(set(got) - set(want))[:5]}"
+    same_pairs(got, want, f"{parts} partitions")
     return got, report
 
 
@@ -216,7 +165,7 @@ def test_signatures_equal_the_library(spark):
 
     rng = np.random.default_rng(3)
     ids, docs, _ = generated_docs(40)
-    tok = simlsh.Tokenizer()
+    tok = simlsh.Tokenizer().fit(docs)
     for bits in (64, 200):
         signer = simlsh.HashingTrick(bits=bits, seed=9)
         df = spark.createDataFrame(list(zip(ids, docs)), "id bigint, text string").repartition(3)
@@ -254,8 +203,49 @@ def test_signature_errors(spark):
         S.signatures(df, "x", simlsh.HashingTrick(bits=64))
     with pytest.raises(KeyError, match="no column `y`"):
         S.signatures(df, "y", simlsh.HashingTrick(bits=64))
-    with pytest.raises(ValueError, match="dense rows need a signer"):
-        S.near_duplicates(spark.createDataFrame([(1, [1.0])], "id bigint, v array<float>"), "id", "v")
+    with pytest.raises(ValueError, match="threshold"):
+        S.near_duplicates(spark.createDataFrame([(1, "a")], "id bigint, t string"), "id", "t", threshold=1.5)
+
+
+def test_defaults_give_the_command_lines_pairs(spark, cli, tmp_path):
+    """The main job at every front end's defaults: ``simlsh dedup --cosine 0.9`` and
+    ``near_duplicates(df, "id", "text", threshold=0.9)`` on the bundled tweets give the same
+    pairs (the tokenizer, IDF, width, signer, seed and scheme all the library's defaults)."""
+    from conftest import run_cli
+
+    ids, docs = tweets()
+    pairs = tmp_path / "pairs.tsv"
+    run_cli(cli, "dedup", TWEETS, "--cosine", "0.9", "--pairs", pairs, "--stats", tmp_path / "s.json")
+    stats = json.loads((tmp_path / "s.json").read_text())["values"]
+    want = {}
+    for line in pairs.read_text().splitlines()[1:]:
+        a, b, d, c = line.split("\t")
+        want[(int(a), int(b))] = (int(d), float(c))
+    assert len(want) > 100
+    df = spark.createDataFrame(list(zip(ids, docs)), "id bigint, text string").repartition(3)
+    got_df, report = S.near_duplicates(df, "id", "text", threshold=0.9, return_report=True)
+    got = as_dict(got_df.collect())
+    assert report["scheme"] == stats["scheme"] and report["bits"] == stats.get("bits_planned", 256)
+    for p, (d, c) in got.items():  # the command line writes cosines to 6 decimals
+        assert p in want and d == want[p][0] and c == pytest.approx(want[p][1], abs=5e-7), p
+    assert got.keys() == want.keys()
+
+
+def test_the_plan_is_the_command_lines(spark):
+    """The width grows with the rows as the command line plans it (its memory filter aside):
+    at 10^6 rows of 40 features the planned width is wider than 256 bits, and Spark's plan
+    equals the library planner's on the same rows and mean features."""
+    ids, docs, _ = generated_docs(150, seed=4)
+    df = spark.createDataFrame(list(zip(ids, docs)), "id bigint, text string")
+    signer, tok, p = S.plan(df, "text", 0.8)
+    fitted = simlsh.Tokenizer().fit(docs)
+    step = _simlsh.feature_sample_step(len(docs))
+    mean = _simlsh.mean_features(fitted._core, docs[::step])
+    want = simlsh.plan_join(0.8, rows=len(docs), features=mean)
+    assert (signer.bits, str(p["scheme"])) == (want["bits"], str(want["scheme"]))
+    assert signer.spec == _simlsh.default_signer("text") and signer.seed == _simlsh.defaults()["seed"]
+    assert tok.idf == fitted.idf
+    assert simlsh.plan_join(0.8, rows=10**6, features=40)["bits"] > 256
 
 
 @pytest.mark.parametrize("parts", PARTITIONS)
@@ -267,7 +257,7 @@ def test_generated_text_equals_library(spark, parts):
     signer, tok = simlsh.HashingTrick(bits=256, seed=1), simlsh.Tokenizer()
     got, report = check_text_equal(spark, ids, docs, parts, threshold=0.8, signer=signer, tok=tok)
     assert report["empty"] == 3 and report["rows"] == len(docs)
-    check_truth(got, truth, ids, docs, tok, 0.8)
+    check_truth(got, truth, ids, docs, tok.fit(docs), 0.8)
 
 
 @pytest.mark.parametrize("parts", PARTITIONS)
@@ -278,20 +268,33 @@ def test_tweets_equal_library(spark, parts):
     assert len(got) > 100  # re-posted headlines: the bundled sample has many near duplicates
 
 
-def test_banded_hot_keys_and_no_collapse(spark):
-    """A banding with a small hot-key cap and without the exact-duplicate step: capped runs are
-    listed, and the pairs still equal the library's banded join with the same cap (pairs found
-    by their first uncapped band)."""
+def test_banded_hot_keys_and_collapse_on_or_off(spark):
+    """A banding with a small hot-key cap, with and without the exact-duplicate step: capped
+    runs are listed, and the pairs still equal the library's banded join with the same cap
+    (pairs found by their first uncapped band; copies take their representative's pairs)."""
     ids, docs, _ = generated_docs(300, seed=5)
     docs = docs + ["w1 w2 w3 w4 w5 w6"] * 12  # a hot key in every band
     ids = ids + [10_000 + i for i in range(12)]
     signer, tok = simlsh.HashingTrick(bits=128, seed=3), simlsh.Tokenizer()
-    for parts in (1, 3):
-        got, report = check_text_equal(
-            spark, ids, docs, parts, threshold=0.6, signer=signer, tok=tok, bands=16, width=8,
-            max_distance=40, max_group=6, collapse_exact=False,
+    scheme = "bands:f=128,b=16,w=8,d=40,cap=6"
+    for parts, collapse in ((1, False), (3, False), (3, True)):
+        got, report = run_text(
+            spark, ids, docs, parts, threshold=0.6, signer=signer, tokenizer=tok, scheme=scheme,
+            collapse_exact=collapse,
         )
-        assert report["scheme"]["kind"] == "bands" and report["capped"], report
+        want = oracle_text(ids, docs, threshold=0.6, signer=signer, tok=tok.fit(docs), scheme=scheme)
+        if collapse:
+            # Collapsed, the 12 copies are one row: no run is capped, so their pairs are found
+            # (the in-process join caps them and finds them by no other band), and so are the
+            # pairs that shared a capped run with them: a superset, every extra pair verified.
+            copies = {(a, b) for a in ids[-12:] for b in ids[-12:] if a < b}
+            assert copies <= got.keys() and not copies & want.keys()
+            extra = {p: v for p, v in got.items() if p not in want}
+            assert all(c >= 0.6 for _, c in extra.values())
+            got = {p: v for p, v in got.items() if p in want}
+        same_pairs(got, want, f"{parts} partitions, collapse {collapse}")
+        assert report["scheme"] == scheme
+        assert report["capped"], report
         assert all(rows > 6 for _, _, rows in report["capped"])
 
 
@@ -301,20 +304,19 @@ def test_tables_hot_keys_unverified(spark):
     ids, docs, _ = generated_docs(300, seed=8)
     docs = docs + ["alpha beta gamma delta"] * 10
     ids = ids + [50_000 + i for i in range(10)]
-    signer, tok = simlsh.HashingTrick(bits=64, seed=2), simlsh.Tokenizer()
+    signer, tok = simlsh.HashingTrick(bits=64, seed=2), simlsh.Tokenizer(weighting="tf")
     df = spark.createDataFrame(list(zip(ids, docs)), "id bigint, text string")
+    scheme = simlsh.Scheme.tables(64, 3, rows=len(docs), max_group=4)
     pairs, report = S.near_duplicates(
-        df, "id", "text", signer=signer, tokenizer=tok, radius=3, max_group=4, verify=False,
+        df, "id", "text", threshold=0.9, signer=signer, tokenizer=tok, scheme=scheme, verify=False,
         collapse_exact=False, partitions=3, return_report=True,
     )
     got = as_dict(pairs.collect())
-    assert report["capped"]
+    assert report["capped"] and report["scheme"] == str(scheme)
     keep = [i for i, d in enumerate(docs) if tok.features(d)[0]]
     codes = signer.sign([docs[i] for i in keep], tokenizer=tok)
-    scheme = S._scheme(S._scheme_args(report["scheme"]))
-    g, k = scheme.keys(codes)
+    keys = scheme.keys(codes)
     capped = {(c[0], c[1] & (2**64 - 1)) for c in report["capped"]}
-    keys = k.reshape(len(keep), -1)
     i, j, d = simlsh.self_join(codes, 3)
     want = {}
     for x, y, z in zip(i, j, d):
@@ -339,7 +341,7 @@ def test_dense_and_sparse_equal_verified_join(spark, parts):
     ids = (np.arange(len(X)) * 2 + 1).tolist()
     signer = simlsh.HyperplaneSigner(dim=32, bits=128, seed=6)
     df = spark.createDataFrame([(ids[r], X[r].tolist()) for r in range(len(X))], "id bigint, v array<float>")
-    for kw in (dict(radius=20), dict(bands=8, width=16, max_distance=40)):
+    for kw in (dict(radius=20), dict(scheme="bands:f=128,b=8,w=16,d=40")):
         got = as_dict(S.near_duplicates(df.repartition(parts), "id", "v", signer=signer, threshold=0.9,
                                         collapse_exact=False, partitions=parts, **kw).collect())
         i, j, d, c = simlsh.verified_join(signer.sign(X), X, 0.9, **kw)
@@ -393,7 +395,7 @@ def cluster_main() -> None:
         signer, tok = simlsh.HashingTrick(bits=256, seed=1), simlsh.Tokenizer()
         for parts in PARTITIONS:
             got, _ = check_text_equal(s, gids, gdocs, parts, threshold=0.8, signer=signer, tok=tok)
-            check_truth(got, truth, gids, gdocs, tok, 0.8)
+            check_truth(got, truth, gids, gdocs, tok.fit(gdocs), 0.8)
             got2, _ = check_text_equal(s, tids, tdocs, parts, threshold=0.7, signer=signer, tok=tok)
             out[parts] = [len(got), len(got2)]
         # The executors are other processes: they rebuilt the signer from its parameters.

@@ -36,7 +36,7 @@ def test_banded_join_equals_brute_force(max_distance, prefix):
     if prefix is not None:
         # The prefix filter: the first 64-bit word within `prefix`.
         want &= popcount_distances(codes[:, :1], codes[:, :1]) <= prefix
-        kw = dict(prefix_words=1, prefix_radius=prefix)
+        kw = dict(prefix=(1, prefix))
     ei, ej = np.nonzero(want)
     i, j, d, stats = simlsh.banded_join(
         codes, bands=8, width=16, max_distance=max_distance, return_stats=True, **kw
@@ -46,22 +46,25 @@ def test_banded_join_equals_brute_force(max_distance, prefix):
     assert stats["candidates"] == len(i) and stats["capped"] == []
 
 
-def test_planned_wide_bandings_carry_their_prefix_filter_to_the_key_scheme():
-    # 1024-bit signatures: the planner's banding checks the first 4 words first; the
-    # distributed key scheme rebuilt from its description keeps the filter.
-    plan = simlsh._simlsh.plan_join(0.8, 0.99, 1024, 1_000_000)
-    assert plan["kind"] == "bands" and plan["prefix_words"] == 4
-    assert 0 < plan["prefix_radius"] < 128
-    from simlsh import spark
+def test_planned_wide_bandings_carry_their_prefix_filter_in_the_scheme():
+    # 1024-bit signatures: the planner's banding checks the first 4 words first; the scheme's
+    # text form (what executors and files receive) keeps the filter, and so does pickling.
+    import pickle
 
-    scheme = spark.key_scheme(0.8, bits=1024, rows=1_000_000)
-    desc = scheme.describe()
-    assert (desc["prefix_words"], desc["prefix_radius"]) == (4, plan["prefix_radius"])
-    again = spark._scheme(spark._scheme_args(desc)).describe()
-    assert again == desc
-    assert simlsh._simlsh.plan_join(0.8, 0.99, 256, 1_000_000)["prefix_words"] is None
-    with pytest.raises(ValueError, match="go together"):
-        simlsh._simlsh.KeyScheme.bands(1024, 4, 8, None, None, 4, None)
+    plan = simlsh.plan_join(0.8, rows=1_000_000, bits=1024)
+    scheme = plan["scheme"]
+    assert plan["choice"] == "bands" and scheme.kind == "bands" and scheme.bits == 1024
+    text = str(scheme)
+    assert ",prefix=4/" in text
+    radius = int(text.split(",prefix=4/")[1].split(",")[0])
+    assert 0 < radius < 128
+    assert simlsh.Scheme(text) == scheme and pickle.loads(pickle.dumps(scheme)) == scheme
+    assert scheme.recall(0.8, 1024) == pytest.approx(plan["recall"]) and plan["recall"] >= 0.99
+    assert "prefix" not in str(simlsh.plan_join(0.8, rows=1_000_000, bits=256)["scheme"])
+    with pytest.raises(ValueError, match="prefix"):
+        simlsh.Scheme("bands:f=1024,b=4,w=8,prefix=4")
+    with pytest.raises(ValueError, match="give bits"):
+        simlsh.plan_join(0.8, rows=10)
 
 
 def test_verified_join_of_dense_vectors_equals_exact_cosine():
@@ -91,7 +94,7 @@ def test_verified_join_of_dense_vectors_equals_exact_cosine():
     assert exact[i, j].all() and len(i) >= 0.95 * exact.sum()
     np.testing.assert_allclose(c, cos[i, j], rtol=1e-5)
     # Banded candidates.
-    i, j, d, c = simlsh.verified_join(codes, X, 0.9, bands=16, width=8)
+    i, j, d, c = simlsh.verified_join(codes, X, 0.9, scheme="bands:f=128,b=16,w=8")
     agree = band_agree(codes, 16, 8)
     ei, ej = np.nonzero(exact & agree)
     assert list(zip(i.tolist(), j.tolist())) == list(zip(ei.tolist(), ej.tolist()))
@@ -118,23 +121,37 @@ def test_verified_join_of_sparse_rows_equals_exact_cosine(tweets):
 
 
 @pytest.mark.parametrize("partitions", [1, 3, 8])
-def test_distributed_banded_join_equals_the_banded_join(partitions):
-    """band_keys, a shuffle by (band, key) into partitions, band_pairs per partition: the
-    union is the banded join's pairs (by id), each exactly once, for any partitioning."""
+@pytest.mark.parametrize("text", ["bands:f=128,b=8,w=16,d=50,cap=40", "tables:f=128,r=9,levels=10"])
+def test_distributed_join_equals_the_single_machine_join(partitions, text):
+    """scheme_keys, a shuffle by (g, key) into partitions, scheme_pairs per partition (a second
+    pass for the runs capped anywhere): the union is the single-machine join's pairs (by id),
+    each exactly once, for any partitioning."""
     rng = np.random.default_rng(partitions)
     codes = random_codes(rng, 2000, 128, planted=600, flips=20)
+    codes[:60] = codes[0]  # a hot key: one run longer than the banding's cap
     ids = rng.choice(10**12, len(codes), replace=False).astype(np.int64)
     batch = pa.record_batch({"id": ids, "fp": arrow.codes_to_arrow(codes)})
-    keys = arrow.band_keys(batch, bands=8, width=16)
-    assert keys.num_rows == 8 * len(codes) and keys.schema.names == ["band", "key", "id", "fp"]
-    band = keys.column("band").to_numpy()
+    scheme = simlsh.Scheme(text)
+    keys = arrow.scheme_keys(batch, scheme)
+    assert keys.num_rows == scheme.groups * len(codes) and keys.schema.names == ["g", "key", "id", "fp"]
+    g = keys.column("g").to_numpy()
     key = keys.column("key").to_numpy()
-    part = (band.astype(np.int64) * 1_000_003 + key) % partitions
-    found = []
+    part = (g.astype(np.int64) * 1_000_003 + key) % partitions
+    found, capped = [], []
     for p in range(partitions):
-        out = arrow.band_pairs(keys.filter(pa.array(part == p)), bands=8, width=16, max_distance=50)
-        found += list(zip(out.column("a").to_pylist(), out.column("b").to_pylist(), out.column("dist").to_pylist()))
-    i, j, d = simlsh.banded_join(codes, bands=8, width=16, max_distance=50)
+        pairs, caps = arrow.scheme_pairs(keys.filter(pa.array(part == p)), scheme)
+        found += list(zip(*(pairs.column(c).to_pylist() for c in ("a", "b", "distance"))))
+        capped.append(caps)
+    capped = pa.Table.from_batches(capped)
+    if capped.num_rows:
+        for p in range(partitions):
+            pairs, _ = arrow.scheme_pairs(keys.filter(pa.array(part == p)), scheme, capped=capped, missed=True)
+            found += list(zip(*(pairs.column(c).to_pylist() for c in ("a", "b", "distance"))))
+    if scheme.kind == "bands":
+        i, j, d, stats = simlsh.banded_join(codes, scheme, return_stats=True)
+        assert capped.num_rows == len(stats["capped"]) > 0
+    else:
+        i, j, d = simlsh.self_join(codes, 9)
     a, b = np.minimum(ids[i], ids[j]), np.maximum(ids[i], ids[j])
     want = sorted(zip(a.tolist(), b.tolist(), d.tolist()))
     assert sorted(found) == want and len(found) == len(set(found))

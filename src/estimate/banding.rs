@@ -11,6 +11,18 @@ use crate::error::{Error, Result};
 /// Signature widths a [`BandingPlanner`] considers by default.
 pub const DEFAULT_WIDTHS: [usize; 7] = [64, 128, 256, 512, 1024, 2048, 4096];
 
+/// The widths a verified cosine join chooses from when the signatures are yet to be made
+/// ([`JoinPlanner::features`]): 256 bits up to tens of thousands of rows, wider as the rows
+/// grow (banding more rows needs longer bands to keep random candidates down).
+pub const PLANNED_WIDTHS: [usize; 5] = [256, 512, 1024, 2048, 4096];
+
+/// The width of a cosine join whose signatures are not planned (no vectors to verify with, or
+/// verification off): at 64 bits a cosine threshold such as 0.8 is a Hamming radius of 13,
+/// and LSH bands reaching the planned recall are 4 bits wide, so narrow that on a large input
+/// most band keys are shared by more rows than a group may hold; 256 bits give bands of 7–12
+/// bits.
+pub const COSINE_BITS: usize = 256;
+
 /// Default recall target of the planners: pairs exactly at the threshold are found with
 /// probability at least 0.99 (pairs above it more often).
 pub const DEFAULT_RECALL: f64 = 0.99;
@@ -544,6 +556,28 @@ pub struct JoinPlan {
     pub cost_ns: f64,
 }
 
+impl JoinPlan {
+    /// The chosen join's candidate [`Scheme`](crate::join::Scheme): the radius of the exact
+    /// Hamming join, or the banding.
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] when banding was chosen without a layout (never for a plan
+    /// made by [`JoinPlanner::plan`]).
+    pub fn scheme(&self) -> Result<crate::join::Scheme> {
+        use crate::join::Scheme;
+        match (self.choice, &self.banded) {
+            (JoinChoice::Hamming, _) => Ok(Scheme::Radius {
+                radius: u32::try_from(self.hamming.radius)
+                    .map_err(|_| Error::param("radius", "over 2^32"))?,
+            }),
+            (JoinChoice::Banded, Some(b)) => Ok(Scheme::Bands(b.banding()?)),
+            (JoinChoice::Banded, None) => {
+                Err(Error::param("bits", "no banding fits these signatures"))
+            }
+        }
+    }
+}
+
 /// Cost model of signing (nanoseconds per feature, i.e. nonzero, per signature bit): the
 /// marginal cost of a wider signature with the hashed Gaussian signer on documents as
 /// `simlsh dedup` signs them (10⁶ documents of 40 words: 8.6 s at 1,024 bits, 17.5 s at
@@ -587,6 +621,7 @@ pub struct JoinPlanner {
     rows: u64,
     widths: Vec<usize>,
     sign_ns_per_bit: f64,
+    memory: Option<u64>,
 }
 
 impl JoinPlanner {
@@ -599,6 +634,7 @@ impl JoinPlanner {
             rows: 1_000_000,
             widths: vec![256],
             sign_ns_per_bit: 0.0,
+            memory: None,
         }
     }
 
@@ -634,6 +670,41 @@ impl JoinPlanner {
         self
     }
 
+    /// The signatures are yet to be made from rows of `mean` features (nonzeros) on average:
+    /// the width is chosen among [`PLANNED_WIDTHS`], signing counted at
+    /// [`SIGN_NS_PER_FEATURE_BIT`] per feature and bit (rows of fewer than one feature count
+    /// as one). The same as `.widths(&PLANNED_WIDTHS).sign_cost(SIGN_NS_PER_FEATURE_BIT ×
+    /// mean)`, the plan of `simlsh dedup --cosine` without `--bits`.
+    pub fn features(self, mean: f64) -> Self {
+        let mean = if mean.is_finite() { mean.max(1.0) } else { 1.0 };
+        self.widths(&PLANNED_WIDTHS)
+            .sign_cost(SIGN_NS_PER_FEATURE_BIT * mean)
+    }
+
+    /// Only widths whose signatures of the planned rows fit in `bytes` (`rows · f / 8`) are
+    /// considered; the narrowest allowed width is always kept. Callers pass a share of the
+    /// memory they may use (the command line: a third of what is available).
+    pub fn memory(mut self, bytes: u64) -> Self {
+        self.memory = Some(bytes);
+        self
+    }
+
+    /// The widths considered: the allowed ones that fit the memory budget (the narrowest
+    /// always).
+    fn fitting_widths(&self) -> Vec<usize> {
+        let narrowest = self.widths.iter().copied().min();
+        self.widths
+            .iter()
+            .copied()
+            .filter(|&f| {
+                Some(f) == narrowest
+                    || self
+                        .memory
+                        .is_none_or(|m| self.rows.saturating_mul(f as u64 / 8) <= m)
+            })
+            .collect()
+    }
+
     /// Plans both joins at each allowed width and picks the cheapest (join and signing).
     ///
     /// # Errors
@@ -642,7 +713,7 @@ impl JoinPlanner {
     pub fn plan(&self) -> Result<JoinPlan> {
         check_widths_and_cost(&self.widths, self.sign_ns_per_bit)?;
         let mut best: Option<JoinPlan> = None;
-        for &f in &self.widths {
+        for f in self.fitting_widths() {
             let plan = self.plan_at(f)?;
             if best.as_ref().is_none_or(|b| plan.cost_ns < b.cost_ns) {
                 best = Some(plan);

@@ -76,10 +76,10 @@ mod special;
 use std::f64::consts::PI;
 
 pub use banding::{
-    BAND_ROW_NS, BandingPlan, BandingPlanner, DEFAULT_RECALL, DEFAULT_WIDTHS, HammingJoinPlan,
-    JoinChoice, JoinPlan, JoinPlanner, KERNEL_PAIR_NS, KERNEL_WORD_NS, PAIR_NS, PAIR_WORD_NS,
-    PREFIX_WORDS, SIGN_NS_PER_FEATURE_BIT, background_candidates, band_recall, banding_recall,
-    filtered_band_recall,
+    BAND_ROW_NS, BandingPlan, BandingPlanner, COSINE_BITS, DEFAULT_RECALL, DEFAULT_WIDTHS,
+    HammingJoinPlan, JoinChoice, JoinPlan, JoinPlanner, KERNEL_PAIR_NS, KERNEL_WORD_NS, PAIR_NS,
+    PAIR_WORD_NS, PLANNED_WIDTHS, PREFIX_WORDS, SIGN_NS_PER_FEATURE_BIT, background_candidates,
+    band_recall, banding_recall, filtered_band_recall,
 };
 pub use binomial::{
     MAX_TRIALS, binomial_cdf, binomial_interval, binomial_pmf, binomial_quantile, binomial_sf,

@@ -26,6 +26,8 @@ pub struct LinearScan {
     validated: bool,
     /// The signer of the codes, when recorded.
     signer: Option<crate::index::SignerRecord>,
+    /// The file a loaded index was opened from, verified before the index is saved.
+    pub(crate) origin: Option<crate::io::persist::Origin>,
 }
 
 impl LinearScan {
@@ -38,6 +40,7 @@ impl LinearScan {
             ids: Buf::default(),
             validated: true,
             signer: None,
+            origin: None,
         })
     }
 
@@ -55,6 +58,7 @@ impl LinearScan {
             ids: (0..n).collect::<Vec<_>>().into(),
             validated: true,
             signer: None,
+            origin: None,
         })
     }
 
@@ -80,6 +84,7 @@ impl LinearScan {
             ids,
             validated: false,
             signer: None,
+            origin: None,
         })
     }
 
@@ -123,6 +128,20 @@ impl HammingIndex for LinearScan {
 
     fn set_signer(&mut self, signer: Option<crate::index::SignerRecord>) -> Result<()> {
         crate::index::signer::set(&mut self.signer, self.bits, signer)
+    }
+
+    fn stage(&self, set: &mut crate::io::OutputSet, path: &std::path::Path) -> Result<()> {
+        LinearScan::stage(self, set, path)
+    }
+
+    fn verify_source(&self) -> Result<()> {
+        crate::io::persist::verify_origin(self.origin.as_ref())
+    }
+
+    fn is_verified(&self) -> bool {
+        self.origin
+            .as_ref()
+            .is_none_or(crate::io::persist::Origin::is_verified)
     }
 
     fn save(&self, path: &std::path::Path) -> Result<()> {

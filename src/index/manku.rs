@@ -176,6 +176,8 @@ pub struct PermutedTables {
     validated: bool,
     /// The signer of the codes, when recorded.
     signer: Option<crate::index::SignerRecord>,
+    /// The file a loaded index was opened from, verified before the index is saved.
+    pub(crate) origin: Option<crate::io::persist::Origin>,
 }
 
 /// Merges two sorted runs of `(key, value)` pairs.
@@ -258,6 +260,7 @@ impl PermutedTables {
             main_ids,
             validated: true,
             signer: None,
+            origin: None,
         }
     }
 
@@ -502,6 +505,20 @@ impl HammingIndex for PermutedTables {
 
     fn set_signer(&mut self, signer: Option<crate::index::SignerRecord>) -> Result<()> {
         crate::index::signer::set(&mut self.signer, self.bits, signer)
+    }
+
+    fn stage(&self, set: &mut crate::io::OutputSet, path: &std::path::Path) -> Result<()> {
+        PermutedTables::stage(self, set, path)
+    }
+
+    fn verify_source(&self) -> Result<()> {
+        crate::io::persist::verify_origin(self.origin.as_ref())
+    }
+
+    fn is_verified(&self) -> bool {
+        self.origin
+            .as_ref()
+            .is_none_or(crate::io::persist::Origin::is_verified)
     }
 
     fn save(&self, path: &std::path::Path) -> Result<()> {

@@ -24,6 +24,7 @@
 //!   index and in its file, so that queries are signed like the index
 //!   ([`HammingIndex::signer`], [`HammingIndex::signer_spec`]).
 
+pub mod graph;
 mod linear;
 pub mod manku;
 pub(crate) mod mih;
@@ -33,17 +34,19 @@ mod rows;
 pub mod signer;
 pub mod spec;
 
+pub use graph::{GraphBuilder, GraphIndex};
 pub use linear::LinearScan;
 pub use manku::{PermutedTables, PermutedTablesBuilder, Plan};
 pub use mih::{MultiIndex, MultiIndexBuilder, auto_substrings};
 pub use permutation::{
-    DEFAULT_BEAM, DEFAULT_PERMUTATIONS, DEFAULT_SEED, PermutationBuilder, PermutationIndex,
-    recall_at_k,
+    DEFAULT_BEAM, DEFAULT_PERMUTATIONS, DEFAULT_SEED, PermutationBuilder, PermutationIndex, Recall,
+    recall, recall_at_k,
 };
 pub use results::{KnnResults, NO_DISTANCE, NO_ID, RangeResults};
 pub use signer::SignerRecord;
 pub use spec::{
-    IndexSpec, KindInfo, MankuDesign, MankuSpec, MihSpec, ParamInfo, PermutationSpec, kinds,
+    GraphSpec, IndexSpec, KindInfo, MankuDesign, MankuSpec, MihSpec, ParamInfo, PermutationSpec,
+    kinds,
 };
 
 use rayon::prelude::*;
@@ -67,7 +70,7 @@ pub struct Hit {
 /// An index of `f`-bit signatures answering exact radius and k-NN queries (approximate k-NN
 /// for indexes that say so in [`exact_knn`](Self::exact_knn)).
 pub trait HammingIndex: Send + Sync {
-    /// Short name of the index type (`linear`, `manku`, `mih`, `permutation`).
+    /// Short name of the index type (`linear`, `manku`, `mih`, `permutation`, `graph`).
     fn kind(&self) -> &'static str;
 
     /// The kind and parameters of this index ([`IndexSpec`]): building the same signatures
@@ -123,8 +126,46 @@ pub trait HammingIndex: Send + Sync {
     fn knn_into(&self, query: &[u64], k: usize, out: &mut Vec<Hit>) -> Result<()>;
 
     /// Saves the index to `path` in the [file format](crate::io::format), atomically; load it
-    /// back with [`crate::io::load_index`] (or the type's own `load`), memory-mapped.
+    /// back with [`crate::io::load_index`] (or the type's own `load`), memory-mapped. A loaded
+    /// index first verifies the file it came from ([`verify_source`](Self::verify_source)), so
+    /// that a corrupt file is never rewritten with a fresh checksum.
     fn save(&self, path: &std::path::Path) -> Result<()>;
+
+    /// Stages the index file in `set` (an [`OutputSet`](crate::io::OutputSet)): it replaces
+    /// `path` when the set is committed, together with the set's other outputs, or never if
+    /// the set is dropped. As [`save`](Self::save) otherwise. The provided method saves to a
+    /// temporary file and copies it into the set; the crate's indexes write into the set
+    /// directly.
+    fn stage(&self, set: &mut crate::io::OutputSet, path: &std::path::Path) -> Result<()> {
+        let tmp = crate::io::atomic::stage::scratch_path();
+        let staged = self.save(&tmp).and_then(|()| {
+            set.write(path, |w| {
+                std::io::copy(&mut std::fs::File::open(&tmp)?, w).map(drop)
+            })
+        });
+        let _ = std::fs::remove_file(&tmp);
+        staged
+    }
+
+    /// Verifies the file a loaded index was opened from, once: its checksum and every
+    /// invariant of what it holds (as [`crate::io::verify_index`], `O(file size)`).
+    /// Loading opens a file in `O(1)` without reading its data, so a corrupt file answers
+    /// queries wrongly until verified; [`save`](Self::save) and [`stage`](Self::stage) call
+    /// this first, so that a corrupt file is never rewritten as sound. `Ok` at once for an
+    /// index built in memory or already verified.
+    ///
+    /// # Errors
+    /// [`Error::Checksum`](crate::Error::Checksum) or
+    /// [`Error::InvalidField`](crate::Error::InvalidField) naming the file.
+    fn verify_source(&self) -> Result<()> {
+        Ok(())
+    }
+
+    /// False for an index loaded from a file whose checksum and contents have not been
+    /// verified yet ([`verify_source`](Self::verify_source)); true otherwise.
+    fn is_verified(&self) -> bool {
+        true
+    }
 
     /// Checks every invariant of the index's arrays (sorted ids, table directories, each
     /// table a permutation of the rows, ...): `O(N)`. An index built or changed in this
@@ -141,6 +182,17 @@ pub trait HammingIndex: Send + Sync {
     /// True when [`knn_into`](Self::knn_into) is exact (false for permutation search).
     fn exact_knn(&self) -> bool {
         true
+    }
+
+    /// The index as a [`GraphIndex`], for its own knobs (the search beam, the check);
+    /// `None` for other kinds.
+    fn as_graph(&self) -> Option<&GraphIndex> {
+        None
+    }
+
+    /// [`as_graph`](Self::as_graph), mutable.
+    fn as_graph_mut(&mut self) -> Option<&mut GraphIndex> {
+        None
     }
 
     /// [`radius_into`](Self::radius_into), allocating the result.

@@ -7,6 +7,14 @@
 //! made the features (mode, n-gram, weighting, ...). Files without them (written before they
 //! were recorded, or of codes whose signer is unknown) load with no record.
 //!
+//! The tables a tokenizer uses, the TF-IDF table and a list of stop words, are embedded in the
+//! record ([`with_idf`](SignerRecord::with_idf), [`with_stop_words`](SignerRecord::with_stop_words))
+//! and saved as sections of the index file, never as paths: an index file is a shared artifact,
+//! and a data file never makes simlsh read another file. Files of earlier releases that
+//! recorded a path load, but [`idf`](SignerRecord::idf) and
+//! [`stop_words`](SignerRecord::stop_words) refuse them (the table must then be given by the
+//! user).
+//!
 //! ```
 //! use simlsh::index::{HammingIndex, LinearScan, SignerRecord};
 //! use simlsh::signers::{Signer, SignerSpec};
@@ -26,26 +34,54 @@ use std::fmt;
 
 use crate::error::{Error, Result};
 use crate::signers::{SignerInfo, SignerSpec};
+use crate::storage::Buf;
+use std::sync::Arc;
+
+use crate::text::{Idf, StopWords, Tokenizer, TokenizerSpec, Weighting};
 
 /// Prefix of the signer's parameters.
 const SIGNER: &str = "signer.";
-/// Prefix of the text options.
+/// Prefix of the text options, and of the names of embedded tables.
 const TEXT: &str = "text.";
+/// The value of `text.idf` and `text.stop_words` whose table is embedded.
+const EMBEDDED: &str = "embedded";
+/// Table of the embedded IDF table: `(key, df)` entries, 8 + 4 bytes little-endian each.
+const IDF_TABLE: &str = "text.idf";
+/// Table of the embedded stop words: the sorted words joined by `\n`.
+const STOP_TABLE: &str = "text.stop_words";
 
 /// The signer of an index's codes: the `signer.*` parameters (as [`SignerSpec::to_params`]
-/// and [`SignerInfo::to_params`] write them) and, for text, the `text.*` tokenizer options.
+/// and [`SignerInfo::to_params`] write them) and, for text, the `text.*` tokenizer options
+/// and the tables they use (embedded: see the [module docs](self)).
 /// [`spec`](Self::spec) rebuilds the signer; [`HammingIndex::signer`](super::HammingIndex::signer)
 /// gives an index's record.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub struct SignerRecord {
     params: BTreeMap<String, String>,
+    /// Embedded tables by section name (`text.*`), as bytes.
+    tables: BTreeMap<String, Buf<u8>>,
 }
+
+impl PartialEq for SignerRecord {
+    fn eq(&self, other: &Self) -> bool {
+        self.params == other.params
+            && self.tables.len() == other.tables.len()
+            && self
+                .tables
+                .iter()
+                .zip(&other.tables)
+                .all(|((a, x), (b, y))| a == b && x[..] == y[..])
+    }
+}
+
+impl Eq for SignerRecord {}
 
 impl SignerRecord {
     /// The record of `spec` (its width, seed and dimension included).
     pub fn from_spec(spec: &SignerSpec) -> Self {
         SignerRecord {
             params: spec.to_params(),
+            tables: BTreeMap::new(),
         }
     }
 
@@ -53,7 +89,290 @@ impl SignerRecord {
     pub fn from_info(info: &SignerInfo) -> Self {
         SignerRecord {
             params: info.to_params(),
+            tables: BTreeMap::new(),
         }
+    }
+
+    /// Embeds the TF-IDF table the documents were weighted with (`text.idf=embedded`, the
+    /// document count and tokenizer description as `text.idf_docs` and `text.idf_config`, the
+    /// entries as a table): [`idf`](Self::idf) gives it back.
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] if the record cannot hold it (not expected).
+    pub fn with_idf(self, idf: &Idf) -> Result<Self> {
+        let mut bytes = Vec::with_capacity(idf.len() * 12);
+        for &(key, df) in idf.entries() {
+            bytes.extend_from_slice(&key.to_le_bytes());
+            bytes.extend_from_slice(&df.to_le_bytes());
+        }
+        let mut r = self
+            .text_option("idf", EMBEDDED)?
+            .text_option("idf_docs", idf.docs())?
+            .text_option("idf_config", idf.config())?;
+        r.tables.insert(IDF_TABLE.into(), Buf::Owned(bytes));
+        Ok(r)
+    }
+
+    /// Embeds a list of stop words (`text.stop_words=embedded`); the built-in English list is
+    /// recorded by name (`english`). [`stop_words`](Self::stop_words) gives it back.
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] if the record cannot hold it (not expected).
+    pub fn with_stop_words(self, words: &StopWords) -> Result<Self> {
+        if *words == StopWords::english() {
+            return self.text_option("stop_words", "english");
+        }
+        let mut r = self.text_option("stop_words", EMBEDDED)?;
+        r.tables.insert(
+            STOP_TABLE.into(),
+            Buf::Owned(words.words().join("\n").into_bytes()),
+        );
+        Ok(r)
+    }
+
+    /// The embedded TF-IDF table, `None` when none is recorded (or the record's text options
+    /// say the table was not kept: `text.idf=fitted`, written by earlier releases).
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] naming `text.idf` when the record names a file (an earlier
+    /// release's record: the file is not read; the table must be given by the user), or when
+    /// the embedded table is malformed.
+    pub fn idf(&self) -> Result<Option<Idf>> {
+        let bad = |reason: String| Error::param("text.idf", reason);
+        match self.params.get("text.idf").map(String::as_str) {
+            None | Some("fitted") => Ok(None),
+            Some(EMBEDDED) => {
+                let table = self
+                    .tables
+                    .get(IDF_TABLE)
+                    .ok_or_else(|| bad("the embedded table is missing".into()))?;
+                if table.len() % 12 != 0 {
+                    return Err(bad(format!(
+                        "the embedded table holds {} bytes, not a multiple of 12",
+                        table.len()
+                    )));
+                }
+                let docs = self
+                    .params
+                    .get("text.idf_docs")
+                    .and_then(|d| d.parse().ok())
+                    .ok_or_else(|| bad("text.idf_docs is missing or not a count".into()))?;
+                let config = self
+                    .params
+                    .get("text.idf_config")
+                    .ok_or_else(|| bad("text.idf_config is missing".into()))?;
+                let entries = table
+                    .chunks_exact(12)
+                    .map(|e| {
+                        let key = u64::from_le_bytes(e[..8].try_into().expect("8 bytes"));
+                        let df = u32::from_le_bytes(e[8..].try_into().expect("4 bytes"));
+                        (key, df)
+                    })
+                    .collect();
+                Idf::from_parts(docs, entries, config.clone())
+                    .map(Some)
+                    .map_err(|e| bad(format!("the embedded table is malformed: {e}")))
+            }
+            Some(path) => Err(bad(format!(
+                "the table is recorded as the path {path:?} (by an earlier release), which is \
+                 not read: a data file never makes simlsh read another file"
+            ))),
+        }
+    }
+
+    /// The stop words the documents were tokenized with: `None` when none are recorded,
+    /// the built-in English list for `english`, or the embedded list.
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] naming `text.stop_words` when the record names a file (an
+    /// earlier release's record: the file is not read), or when the embedded list is not
+    /// UTF-8.
+    pub fn stop_words(&self) -> Result<Option<StopWords>> {
+        let bad = |reason: String| Error::param("text.stop_words", reason);
+        match self.params.get("text.stop_words").map(String::as_str) {
+            None => Ok(None),
+            Some("english") => Ok(Some(StopWords::english())),
+            Some(EMBEDDED) => {
+                let table = self
+                    .tables
+                    .get(STOP_TABLE)
+                    .ok_or_else(|| bad("the embedded list is missing".into()))?;
+                let text = std::str::from_utf8(table)
+                    .map_err(|_| bad("the embedded list is not UTF-8".into()))?;
+                Ok(Some(StopWords::from_words(
+                    text.split('\n').filter(|w| !w.is_empty()),
+                )))
+            }
+            Some(path) => Err(bad(format!(
+                "the list is recorded as the path {path:?} (by an earlier release), which is \
+                 not read: a data file never makes simlsh read another file"
+            ))),
+        }
+    }
+
+    /// Records the tokenizer that made the documents' features: the options of `spec`
+    /// (`text.mode` resolved, `text.ngram`, `text.weighting`, `text.top_k`, and
+    /// `text.lowercase`, `text.punctuation`, `text.hmm` when they differ from their defaults)
+    /// and the tables `tokenizer` uses, embedded (its stop words, its TF-IDF table).
+    /// [`tokenizer`](Self::tokenizer) gives the tokenizer back.
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] if the record cannot hold them (not expected).
+    pub fn with_tokenizer(self, spec: &TokenizerSpec, tokenizer: &Tokenizer) -> Result<Self> {
+        let d = TokenizerSpec::default();
+        let mut r = self
+            .text_option("mode", spec.mode().name())?
+            .text_option("ngram", spec.ngram)?
+            .text_option("weighting", spec.weighting)?;
+        if let Some(k) = spec.top_k {
+            r = r.text_option("top_k", k)?;
+        }
+        if spec.lowercase != d.lowercase {
+            r = r.text_option("lowercase", spec.lowercase)?;
+        }
+        if spec.keep_punctuation {
+            r = r.text_option("punctuation", "keep")?;
+        }
+        if spec.hmm != d.hmm {
+            r = r.text_option("hmm", spec.hmm)?;
+        }
+        if !tokenizer.stop_words().is_empty() {
+            r = r.with_stop_words(tokenizer.stop_words())?;
+        }
+        if let Weighting::TfIdf(idf) = tokenizer.weighting() {
+            r = r.with_idf(idf)?;
+        }
+        Ok(r)
+    }
+
+    /// The recorded tokenizer options as a spec, the tables aside (its stop words are
+    /// empty: [`stop_words`](Self::stop_words) gives them): `None` for a record of vectors
+    /// (no text options). Options not recorded take their defaults (a record of an earlier
+    /// release without `text.weighting` was weighted by TF-IDF).
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] naming the `text.*` option whose value is not valid.
+    pub fn tokenizer_options(&self) -> Result<Option<TokenizerSpec>> {
+        let opts = self.text_options();
+        if opts.is_empty() {
+            return Ok(None);
+        }
+        fn value<T: std::str::FromStr>(
+            opts: &BTreeMap<&str, &str>,
+            key: &str,
+        ) -> Result<Option<T>> {
+            opts.get(key)
+                .map(|v| {
+                    v.parse().map_err(|_| {
+                        Error::param(
+                            "text option",
+                            format!("recorded text.{key}={v:?} is not valid"),
+                        )
+                    })
+                })
+                .transpose()
+        }
+        let mut spec = TokenizerSpec::default();
+        if let Some(m) = opts.get("mode") {
+            spec.mode = Some(m.parse().map_err(|_| {
+                Error::param(
+                    "text option",
+                    format!("recorded text.mode={m:?} is not valid"),
+                )
+            })?);
+        }
+        if let Some(n) = value::<usize>(&opts, "ngram")? {
+            spec.ngram = n;
+        }
+        if let Some(w) = opts.get("weighting") {
+            spec.weighting = w.parse()?;
+        }
+        spec.top_k = value(&opts, "top_k")?;
+        if let Some(b) = value(&opts, "lowercase")? {
+            spec.lowercase = b;
+        }
+        spec.keep_punctuation = match opts.get("punctuation") {
+            None | Some(&"drop") => false,
+            Some(&"keep") => true,
+            Some(v) => {
+                return Err(Error::param(
+                    "text option",
+                    format!("recorded text.punctuation={v:?} is not valid"),
+                ));
+            }
+        };
+        if let Some(b) = value(&opts, "hmm")? {
+            spec.hmm = b;
+        }
+        Ok(Some(spec))
+    }
+
+    /// The recorded tokenizer options with the recorded stop words: the spec of
+    /// [`tokenizer`](Self::tokenizer) (`None` for a record of vectors).
+    ///
+    /// # Errors
+    /// As [`tokenizer_options`](Self::tokenizer_options) and [`stop_words`](Self::stop_words).
+    pub fn tokenizer_spec(&self) -> Result<Option<TokenizerSpec>> {
+        let Some(mut spec) = self.tokenizer_options()? else {
+            return Ok(None);
+        };
+        if let Some(words) = self.stop_words()? {
+            spec.stop_words = words;
+        }
+        Ok(Some(spec))
+    }
+
+    /// The tokenizer recorded with the codes, built from the recorded options and the
+    /// embedded tables (stop words, TF-IDF table): it turns query documents into the features
+    /// the stored codes were signed from. `None` for a record of vectors.
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] for an invalid option, a table recorded as a path by an
+    /// earlier release (never read), or TF-IDF weights whose table was not kept.
+    pub fn tokenizer(&self) -> Result<Option<Tokenizer>> {
+        let Some(spec) = self.tokenizer_spec()? else {
+            return Ok(None);
+        };
+        let idf = if spec.needs_idf() {
+            let idf = self.idf()?.ok_or_else(|| {
+                Error::param(
+                    "text.idf",
+                    "the documents were weighted by a TF-IDF table that was not kept (a record \
+                     of an earlier release): rebuild the index, it then embeds the table",
+                )
+            })?;
+            Some(Arc::new(idf))
+        } else {
+            None
+        };
+        spec.build(idf).map(Some)
+    }
+
+    /// The value of text option `key` when it names a file (a record of an earlier release):
+    /// `idf` or `stop_words` holding a path.
+    pub fn recorded_path(&self, key: &str) -> Option<&str> {
+        let v = self.params.get(&format!("{TEXT}{key}"))?.as_str();
+        match (key, v) {
+            ("idf", EMBEDDED | "fitted") | ("stop_words", EMBEDDED | "english") => None,
+            ("idf" | "stop_words", path) => Some(path),
+            _ => None,
+        }
+    }
+
+    /// The embedded tables, by section name (`text.idf`, `text.stop_words`), as saved in an
+    /// index file.
+    pub(crate) fn tables(&self) -> impl Iterator<Item = (&str, &[u8])> {
+        self.tables.iter().map(|(k, v)| (k.as_str(), &v[..]))
+    }
+
+    /// Adds an embedded table read from an index file's section `name` (`text.*`).
+    pub(crate) fn add_table(&mut self, name: &str, data: Buf<u8>) {
+        self.tables.insert(name.to_string(), data);
+    }
+
+    /// True for the name of a section holding an embedded table.
+    pub(crate) fn is_table(name: &str) -> bool {
+        name.starts_with(TEXT)
     }
 
     /// The record in a file's parameters (a signature or index file): its `signer.*` and
@@ -65,6 +384,7 @@ impl SignerRecord {
                 .filter(|(k, _)| k.starts_with(SIGNER) || k.starts_with(TEXT))
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect(),
+            tables: BTreeMap::new(),
         })
     }
 
@@ -291,6 +611,163 @@ mod tests {
             back.set_signer(None).unwrap();
             assert!(back.signer().is_none());
         }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// The tables of a text record are embedded in the index file and come back equal
+    /// (memory-mapped), through changes and saves; a path recorded by an earlier release is
+    /// refused, never read.
+    #[test]
+    fn text_tables_are_embedded_and_recorded_paths_refused() {
+        use crate::index::IndexSpec;
+        use crate::signature::SignatureMatrix;
+        use crate::text::{Idf, StopWords, Tokenizer};
+
+        let dir = std::env::temp_dir().join(format!("simlsh-signer-tab-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let stop = StopWords::from_words(["the", "of", "zebra"]);
+        let tok = Tokenizer::builder()
+            .stop_words(stop.clone())
+            .build()
+            .unwrap();
+        let idf = Idf::fit(&tok, ["a b c", "b c d", "the zebra of c"]);
+        let spec = "hashing-trick"
+            .parse::<SignerSpec>()
+            .unwrap()
+            .bits(64)
+            .seed(1);
+        let rec = SignerRecord::from_spec(&spec)
+            .text_option("mode", "words")
+            .unwrap()
+            .with_stop_words(&stop)
+            .unwrap()
+            .with_idf(&idf)
+            .unwrap();
+        assert_eq!(rec.idf().unwrap().unwrap(), idf);
+        assert_eq!(rec.stop_words().unwrap().unwrap(), stop);
+        let codes = SignatureMatrix::from_parts(64, vec![1u64, 2, 3]).unwrap();
+        let p = dir.join("text.idx");
+        for kind in ["linear", "manku:k=2", "mih", "permutation:q=4"] {
+            let mut idx = kind.parse::<IndexSpec>().unwrap().build(&codes).unwrap();
+            idx.set_signer(Some(rec.clone())).unwrap();
+            idx.save(&p).unwrap();
+            let mut back = crate::io::load_index(&p).unwrap();
+            assert_eq!(back.signer(), Some(&rec), "{kind}");
+            back.insert(9, &[4]).unwrap();
+            back.save(&p).unwrap();
+            let back = crate::io::load_index(&p).unwrap();
+            let got = back.signer().unwrap();
+            assert_eq!(got.idf().unwrap().unwrap(), idf, "{kind}");
+            assert_eq!(got.stop_words().unwrap().unwrap(), stop, "{kind}");
+            assert!(!got.params().values().any(|v| v.contains('/')), "{kind}");
+        }
+        // The built-in list is recorded by name.
+        let english = SignerRecord::from_spec(&spec)
+            .with_stop_words(&StopWords::english())
+            .unwrap();
+        assert_eq!(english.params()["text.stop_words"], "english");
+        assert_eq!(english.stop_words().unwrap().unwrap(), StopWords::english());
+        // A record of an earlier release: paths, refused by name, never opened.
+        for (key, path) in [("idf", "/etc/passwd"), ("stop_words", "/dev/zero")] {
+            let old = SignerRecord::from_spec(&spec)
+                .text_option(key, path)
+                .unwrap();
+            assert_eq!(old.recorded_path(key), Some(path));
+            let e = if key == "idf" {
+                old.idf().map(drop).unwrap_err()
+            } else {
+                old.stop_words().map(drop).unwrap_err()
+            };
+            assert!(e.to_string().contains(path), "{e}");
+            assert!(e.to_string().contains("not read"), "{e}");
+        }
+        assert_eq!(rec.recorded_path("idf"), None);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A record made by `with_tokenizer` gives back, through an index file, a tokenizer that
+    /// makes the same features of every document (options off their defaults, custom stop
+    /// words and a TF-IDF table included); a record of vectors has none; a bad recorded
+    /// option is an error naming it.
+    #[test]
+    fn tokenizer_round_trips_through_an_index_file() {
+        use crate::index::IndexSpec;
+        use crate::signature::SignatureMatrix;
+        use crate::text::{Mode, StopWords, TokenizerSpec, WeightingKind};
+
+        let docs = [
+            "The Quick brown fox, jumps!",
+            "the quick BROWN dog ... jumps",
+            "lorem ipsum dolor sit amet",
+            "a zebra of the plains",
+        ];
+        let spec = "hashed-gaussian"
+            .parse::<SignerSpec>()
+            .unwrap()
+            .bits(64)
+            .seed(5);
+        let dir = std::env::temp_dir().join(format!("simlsh-signer-tok-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("t.idx");
+        let codes = SignatureMatrix::from_parts(64, vec![1u64, 2]).unwrap();
+        for (i, weighting) in [
+            WeightingKind::TfIdf,
+            WeightingKind::Tf,
+            WeightingKind::Binary,
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let tspec = TokenizerSpec {
+                mode: Some(Mode::Words),
+                ngram: 1 + i,
+                lowercase: i != 1,
+                keep_punctuation: i == 2,
+                stop_words: StopWords::from_words(["of", "zebra"]),
+                weighting,
+                top_k: (i == 0).then_some(3),
+                ..TokenizerSpec::default()
+            };
+            let tok = tspec.fit(&docs).unwrap();
+            let rec = SignerRecord::from_spec(&spec)
+                .with_tokenizer(&tspec, &tok)
+                .unwrap();
+            let mut idx = "linear"
+                .parse::<IndexSpec>()
+                .unwrap()
+                .build(&codes)
+                .unwrap();
+            idx.set_signer(Some(rec)).unwrap();
+            idx.save(&p).unwrap();
+            let back = crate::io::load_index(&p).unwrap();
+            let got = back.signer().unwrap();
+            let mut want = tspec.clone();
+            want.stop_words = StopWords::none();
+            assert_eq!(
+                got.tokenizer_options().unwrap().unwrap(),
+                want,
+                "{weighting}"
+            );
+            let t2 = got.tokenizer().unwrap().unwrap();
+            for d in docs {
+                assert_eq!(t2.features(d), tok.features(d), "{weighting}: {d}");
+            }
+        }
+        // Vectors: no tokenizer.
+        let vectors = SignerRecord::from_spec(&spec);
+        assert!(vectors.tokenizer_options().unwrap().is_none());
+        assert!(vectors.tokenizer().unwrap().is_none());
+        // A bad recorded value names its option; TF-IDF without its table is refused.
+        let bad = SignerRecord::from_spec(&spec)
+            .text_option("ngram", "x")
+            .unwrap();
+        let e = bad.tokenizer().map(drop).unwrap_err().to_string();
+        assert!(e.contains("text.ngram"), "{e}");
+        let unkept = SignerRecord::from_spec(&spec)
+            .text_option("weighting", "tfidf")
+            .unwrap();
+        let e = unkept.tokenizer().map(drop).unwrap_err().to_string();
+        assert!(e.contains("text.idf"), "{e}");
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

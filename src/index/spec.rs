@@ -12,6 +12,7 @@
 //! | `manku` | `k` radius (3); one of `levels` blocks per level, `+`-separated (`4`, `4+4`), `blocks` (one level), `tables` most tables, `budget` bytes (default: the planned design) |
 //! | `mih` | `m` substrings (automatic), `delta` delta limit (automatic), `fallback` scan fallback (`true`) |
 //! | `permutation` | `q` permutations (16), `beam` (32), `seed` (0) |
+//! | `graph` | `m` out-degree (32), `ef` search beam (64), `efc` insertion beam (64), `seed` (0), `fallback` scan fallback (`true`) |
 //!
 //! [`Display`](std::fmt::Display) writes the kind and the parameters that differ from their
 //! defaults, so `parse(spec.to_string()) == spec`. The spec of a built index
@@ -36,6 +37,9 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::str::FromStr;
 
+use super::graph::{
+    DEFAULT_EF, DEFAULT_EF_CONSTRUCTION, DEFAULT_GRAPH_SEED, DEFAULT_M, GraphBuilder, GraphIndex,
+};
 use super::{
     DEFAULT_BEAM, DEFAULT_PERMUTATIONS, DEFAULT_SEED, HammingIndex, LinearScan, MultiIndex,
     PermutationIndex, PermutedTables,
@@ -58,6 +62,8 @@ pub enum IndexSpec {
     Mih(MihSpec),
     /// [`PermutationIndex`] (approximate k-NN).
     Permutation(PermutationSpec),
+    /// [`GraphIndex`] (approximate k-NN).
+    Graph(GraphSpec),
 }
 
 /// How a Manku index picks its design (see [`crate::index::manku::design`]).
@@ -130,6 +136,33 @@ impl Default for PermutationSpec {
             permutations: DEFAULT_PERMUTATIONS,
             beam: DEFAULT_BEAM,
             seed: DEFAULT_SEED,
+        }
+    }
+}
+
+/// Parameters of [`GraphIndex`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GraphSpec {
+    /// Out-degree `m` (`m`, default 32).
+    pub m: usize,
+    /// Search beam (`ef`, default 64).
+    pub ef: usize,
+    /// Insertion beam (`efc`, default 64).
+    pub ef_construction: usize,
+    /// Seed of the insertion order and entry points (`seed`, default 0).
+    pub seed: u64,
+    /// Whether k-NN may fall back to the scan (`fallback`, default `true`).
+    pub fallback: bool,
+}
+
+impl Default for GraphSpec {
+    fn default() -> Self {
+        GraphSpec {
+            m: DEFAULT_M,
+            ef: DEFAULT_EF,
+            ef_construction: DEFAULT_EF_CONSTRUCTION,
+            seed: DEFAULT_GRAPH_SEED,
+            fallback: true,
         }
     }
 }
@@ -248,13 +281,45 @@ const KINDS: &[KindInfo] = &[
             },
         ],
     },
+    KindInfo {
+        name: "graph",
+        description: "a navigable graph (pruned NN-Descent k-NN graph) searched by beam: approximate k-NN, sublinear on codes with close neighbours; exact radius",
+        exact_knn: false,
+        params: &[
+            ParamInfo {
+                key: "m",
+                default: "32",
+                description: "out-degree: neighbours kept per code (memory 4 m bytes a code)",
+            },
+            ParamInfo {
+                key: "ef",
+                default: "64",
+                description: "search beam: nodes a k-NN search keeps (recall and time grow with it)",
+            },
+            ParamInfo {
+                key: "efc",
+                default: "64",
+                description: "beam of inserts after the build: a larger one inserts slower and links better",
+            },
+            ParamInfo {
+                key: "seed",
+                default: "0",
+                description: "seed of the insertion order and the entry points",
+            },
+            ParamInfo {
+                key: "fallback",
+                default: "true",
+                description: "whether k-NN scans when the build's check finds the graph no better",
+            },
+        ],
+    },
 ];
 
 /// Every index kind with a one-line description and its parameters.
 ///
 /// ```
 /// let names: Vec<&str> = simlsh::index::kinds().iter().map(|k| k.name).collect();
-/// assert_eq!(names, ["linear", "manku", "mih", "permutation"]);
+/// assert_eq!(names, ["linear", "manku", "mih", "permutation", "graph"]);
 /// ```
 pub fn kinds() -> &'static [KindInfo] {
     KINDS
@@ -292,6 +357,7 @@ impl IndexSpec {
             IndexSpec::Manku(_) => "manku",
             IndexSpec::Mih(_) => "mih",
             IndexSpec::Permutation(_) => "permutation",
+            IndexSpec::Graph(_) => "graph",
         }
     }
 
@@ -305,12 +371,23 @@ impl IndexSpec {
     }
 
     /// The spec with its seed replaced by `seed`, for kinds that draw random numbers
-    /// (`permutation`); other kinds are unchanged.
+    /// (`permutation`, `graph`); other kinds are unchanged.
     pub fn with_seed(mut self, seed: u64) -> Self {
-        if let IndexSpec::Permutation(p) = &mut self {
-            p.seed = seed;
+        match &mut self {
+            IndexSpec::Permutation(p) => p.seed = seed,
+            IndexSpec::Graph(g) => g.seed = seed,
+            _ => {}
         }
         self
+    }
+
+    /// The seed of kinds that draw random numbers.
+    pub fn seed(&self) -> Option<u64> {
+        match self {
+            IndexSpec::Permutation(p) => Some(p.seed),
+            IndexSpec::Graph(g) => Some(g.seed),
+            _ => None,
+        }
     }
 
     /// An index of the rows of `sigs`, with ids `0..N`.
@@ -328,6 +405,7 @@ impl IndexSpec {
             IndexSpec::Manku(m) => Box::new(m.builder().build(sigs)?),
             IndexSpec::Mih(m) => Box::new(m.builder().build(sigs)?),
             IndexSpec::Permutation(p) => Box::new(p.builder().build(sigs)?),
+            IndexSpec::Graph(g) => Box::new(g.builder().build(sigs)?),
         })
     }
 
@@ -341,6 +419,7 @@ impl IndexSpec {
             IndexSpec::Manku(m) => Box::new(m.builder().bits(bits).empty()?),
             IndexSpec::Mih(m) => Box::new(m.builder().empty(bits)?),
             IndexSpec::Permutation(p) => Box::new(p.builder().empty(bits)?),
+            IndexSpec::Graph(g) => Box::new(g.builder().empty(bits)?),
         })
     }
 
@@ -396,8 +475,18 @@ impl IndexSpec {
                 beam: size("beam")?,
                 seed: parse("seed")?,
             }),
+            FileKind::Graph => IndexSpec::Graph(GraphSpec {
+                m: size("m")?,
+                ef: size("ef")?,
+                ef_construction: size("ef_construction")?,
+                seed: parse("seed")?,
+                fallback: flag("fallback")?,
+            }),
             FileKind::Signatures => {
                 return Err(Error::param("kind", "a signature file is not an index"));
+            }
+            FileKind::Store => {
+                return Err(Error::param("kind", "a part of a store is not an index"));
             }
         })
     }
@@ -437,6 +526,18 @@ impl PermutationSpec {
             .permutations(self.permutations)
             .beam(self.beam)
             .seed(self.seed)
+    }
+}
+
+impl GraphSpec {
+    /// The builder of these parameters.
+    pub fn builder(&self) -> GraphBuilder {
+        GraphIndex::builder()
+            .m(self.m)
+            .ef(self.ef)
+            .ef_construction(self.ef_construction)
+            .seed(self.seed)
+            .fallback(self.fallback)
     }
 }
 
@@ -523,6 +624,26 @@ impl FromStr for IndexSpec {
                 }
                 IndexSpec::Mih(m)
             }
+            "graph" => {
+                let mut g = GraphSpec::default();
+                for &(k, v) in &pairs {
+                    match k {
+                        "m" => g.m = positive(k, v)?,
+                        "ef" => g.ef = positive(k, v)?,
+                        "efc" => g.ef_construction = positive(k, v)?,
+                        "seed" => g.seed = number(k, v)?,
+                        _ => {
+                            g.fallback = v.parse().map_err(|_| {
+                                bad(format!("`fallback={v}`: expected true or false"))
+                            })?
+                        }
+                    }
+                }
+                if g.m < 2 {
+                    return Err(bad(format!("`m={}`: must be at least 2", g.m)));
+                }
+                IndexSpec::Graph(g)
+            }
             _ => {
                 let mut p = PermutationSpec::default();
                 for &(k, v) in &pairs {
@@ -582,6 +703,24 @@ impl fmt::Display for IndexSpec {
                     params.push(format!("seed={}", p.seed));
                 }
             }
+            IndexSpec::Graph(g) => {
+                let d = GraphSpec::default();
+                if g.m != d.m {
+                    params.push(format!("m={}", g.m));
+                }
+                if g.ef != d.ef {
+                    params.push(format!("ef={}", g.ef));
+                }
+                if g.ef_construction != d.ef_construction {
+                    params.push(format!("efc={}", g.ef_construction));
+                }
+                if g.seed != d.seed {
+                    params.push(format!("seed={}", g.seed));
+                }
+                if !g.fallback {
+                    params.push("fallback=false".into());
+                }
+            }
         }
         f.write_str(self.kind())?;
         if !params.is_empty() {
@@ -612,6 +751,9 @@ mod tests {
             "permutation",
             "permutation:q=64,beam=128",
             "permutation:seed=7",
+            "graph",
+            "graph:m=16,ef=128",
+            "graph:efc=100,seed=3,fallback=false",
         ] {
             let spec: IndexSpec = s.parse().unwrap();
             assert_eq!(spec.to_string(), s);
@@ -649,6 +791,9 @@ mod tests {
             ("mih:fallback=maybe", "true or false"),
             ("permutation:q", "KEY=VALUE"),
             ("permutation:beam=-1", "`beam=-1`"),
+            ("graph:m=1", "at least 2"),
+            ("graph:ef=0", "at least 1"),
+            ("graph:beam=3", "no parameter `beam`"),
         ] {
             let e = s.parse::<IndexSpec>().unwrap_err().to_string();
             assert!(e.contains(needle), "{s:?}: {e}");

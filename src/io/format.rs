@@ -9,7 +9,8 @@
 //!      0     8  magic "SIMLSH\r\n" (the CR LF catches text-mode mangling, as in PNG)
 //!      8     4  format version, u32 (this build writes and reads 1)
 //!     12     4  kind, u32: 1 signatures, 2 linear scan, 3 permuted tables (Manku),
-//!               4 multi-index hashing, 5 permutation search
+//!               4 multi-index hashing, 5 permutation search, 6 graph, 8 a part of a store
+//!               (its manifest or a segment's rows, [`crate::store`])
 //!     16     4  length P of the parameter block, u32
 //!     20     4  number S of sections, u32
 //!     24     8  reserved, 0
@@ -38,17 +39,29 @@
 //! [`Error::Version`], [`Error::Checksum`], [`Error::InvalidField`]) naming the file;
 //! nothing panics. Files are written atomically ([`write_atomic`]): a crash mid-write leaves
 //! the previous file intact.
+//!
+//! **Memory maps and files changed in place.** [`IndexFile::open`] maps the file: its pages
+//! are read from the file when touched, and shared with every process that maps it. simlsh
+//! never changes a file in place (a write renames a new file over the old one, and the map
+//! keeps the old one), but another program can: a file truncated in place (`truncate`,
+//! `cp new old`, `> old` in a shell) makes the pages past its new end unreadable, and the next
+//! access to one of them kills the process with `SIGBUS`, which no error handling can catch.
+//! Where index files may be rewritten in place by other tools, open them with
+//! [`IndexFile::open_copied`] (or load with
+//! [`LoadOptions::copy`](crate::io::persist::LoadOptions::copy)): the file is read into
+//! memory once, `O(file size)`, and later changes to it do not affect the copy.
 
 use std::collections::BTreeMap;
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use bytemuck::Pod;
-use memmap2::Mmap;
+use memmap2::{Mmap, MmapOptions};
 use xxhash_rust::xxh3::Xxh3;
 
-use super::atomic::write_atomic;
+use super::atomic::{OutputSet, write_atomic};
 use crate::error::{Error, Result};
 use crate::storage::Buf;
 
@@ -76,6 +89,10 @@ pub enum FileKind {
     MultiIndex = 4,
     /// A permutation-search index.
     Permutation = 5,
+    /// A graph index.
+    Graph = 6,
+    /// A part of a [`Store`](crate::store::Store): its manifest or a segment's rows.
+    Store = 8,
 }
 
 impl FileKind {
@@ -86,6 +103,8 @@ impl FileKind {
             3 => FileKind::PermutedTables,
             4 => FileKind::MultiIndex,
             5 => FileKind::Permutation,
+            6 => FileKind::Graph,
+            8 => FileKind::Store,
             _ => return None,
         })
     }
@@ -261,6 +280,17 @@ impl<'a> Writer<'a> {
 
     /// Writes the file atomically (temporary file, fsync, rename).
     pub fn write(&self, path: &Path) -> Result<()> {
+        write_atomic(path, |w| self.write_to(w))
+    }
+
+    /// Stages the file in `set` (see [`OutputSet`]): it replaces `path` when the set is
+    /// committed, together with the set's other outputs.
+    pub fn stage(&self, set: &mut OutputSet, path: &Path) -> Result<()> {
+        set.write(path, |w| self.write_to(w))
+    }
+
+    /// Writes the file's bytes to `w`, in order, from the header to the footer.
+    pub fn write_to(&self, w: &mut dyn Write) -> std::io::Result<()> {
         let mut params = String::new();
         for (k, v) in &self.params {
             params.push_str(k);
@@ -286,32 +316,30 @@ impl<'a> Writer<'a> {
         }
         let data_end = layout.last().map_or(table_end, |&(o, s)| o + s);
         let total = data_end + FOOTER;
-        write_atomic(path, |w| {
-            let mut h = Hashing {
-                inner: w,
-                hasher: Xxh3::new(),
-                pos: 0,
-            };
-            let mut header = [0u8; HEADER];
-            header[..8].copy_from_slice(MAGIC);
-            header[8..12].copy_from_slice(&VERSION.to_le_bytes());
-            header[12..16].copy_from_slice(&(self.kind as u32).to_le_bytes());
-            header[16..20].copy_from_slice(&(params.len() as u32).to_le_bytes());
-            header[20..24].copy_from_slice(&(self.sections.len() as u32).to_le_bytes());
-            h.write_all(&header)?;
-            h.write_all(params.as_bytes())?;
-            h.write_all(&entries)?;
-            for ((_, data), &(off, _)) in self.sections.iter().zip(&layout) {
-                h.pad_to(off)?;
-                data.write(&mut h)?;
-            }
-            let checksum = h.hasher.digest();
-            let mut footer = [0u8; FOOTER];
-            footer[..8].copy_from_slice(&(total as u64).to_le_bytes());
-            footer[8..16].copy_from_slice(&checksum.to_le_bytes());
-            footer[24..32].copy_from_slice(END_MAGIC);
-            h.inner.write_all(&footer)
-        })
+        let mut h = Hashing {
+            inner: w,
+            hasher: Xxh3::new(),
+            pos: 0,
+        };
+        let mut header = [0u8; HEADER];
+        header[..8].copy_from_slice(MAGIC);
+        header[8..12].copy_from_slice(&VERSION.to_le_bytes());
+        header[12..16].copy_from_slice(&(self.kind as u32).to_le_bytes());
+        header[16..20].copy_from_slice(&(params.len() as u32).to_le_bytes());
+        header[20..24].copy_from_slice(&(self.sections.len() as u32).to_le_bytes());
+        h.write_all(&header)?;
+        h.write_all(params.as_bytes())?;
+        h.write_all(&entries)?;
+        for ((_, data), &(off, _)) in self.sections.iter().zip(&layout) {
+            h.pad_to(off)?;
+            data.write(&mut h)?;
+        }
+        let checksum = h.hasher.digest();
+        let mut footer = [0u8; FOOTER];
+        footer[..8].copy_from_slice(&(total as u64).to_le_bytes());
+        footer[8..16].copy_from_slice(&checksum.to_le_bytes());
+        footer[24..32].copy_from_slice(END_MAGIC);
+        h.inner.write_all(&footer)
     }
 }
 
@@ -362,6 +390,8 @@ pub struct IndexFile {
     params: BTreeMap<String, String>,
     sections: Vec<SectionDesc>,
     map: Arc<Mmap>,
+    /// Checksum and contents verified (set by [`crate::io::persist`]).
+    sound: AtomicBool,
 }
 
 fn u32_at(b: &[u8], at: usize) -> u32 {
@@ -380,6 +410,20 @@ impl IndexFile {
     /// # Errors
     /// [`Error::Io`], [`Error::Format`] or [`Error::Version`] naming the file.
     pub fn open(path: &Path) -> Result<Self> {
+        Self::open_with(path, false)
+    }
+
+    /// Opens `path` as [`open`](Self::open) does, but reads the whole file into memory
+    /// (`O(file size)`) instead of mapping it, so that a later change of the file in place by
+    /// another program (a truncation: see the [module docs](self)) cannot affect it.
+    ///
+    /// # Errors
+    /// As [`open`](Self::open); a file that shrinks while it is read is an [`Error::Io`].
+    pub fn open_copied(path: &Path) -> Result<Self> {
+        Self::open_with(path, true)
+    }
+
+    fn open_with(path: &Path, copy: bool) -> Result<Self> {
         let fail = |reason: String| Error::Format {
             path: path.to_path_buf(),
             reason,
@@ -400,14 +444,21 @@ impl IndexFile {
                 "{len} bytes is too short for a simlsh file (truncated or foreign)"
             )));
         }
-        // SAFETY: the map is read-only; simlsh never writes index files in place (writes go to
-        // a temporary file that is renamed), so the mapped bytes only change if another
-        // program modifies the file while it is open, which the checksum cannot guard against
-        // and is documented as unsupported.
-        let map = unsafe { Mmap::map(&file) }.map_err(|source| Error::Io {
+        let io = |source| Error::Io {
             path: path.to_path_buf(),
             source,
-        })?;
+        };
+        let map = if copy {
+            let mut anon = MmapOptions::new().len(len).map_anon().map_err(io)?;
+            (&file).read_exact(&mut anon[..]).map_err(io)?;
+            anon.make_read_only().map_err(io)?
+        } else {
+            // SAFETY: the map is read-only; simlsh never writes index files in place (writes
+            // go to a temporary file that is renamed), so the mapped bytes only change if
+            // another program modifies the file in place while it is open: documented in the
+            // module docs (a truncation raises SIGBUS), with `open_copied` as the remedy.
+            unsafe { Mmap::map(&file) }.map_err(io)?
+        };
         let b = &map[..];
         if &b[..8] != MAGIC {
             return Err(fail("not a simlsh file (bad magic bytes)".into()));
@@ -424,6 +475,11 @@ impl IndexFile {
         if &foot[24..32] != END_MAGIC {
             return Err(fail(
                 "no end marker: the file is truncated or corrupt".into(),
+            ));
+        }
+        if foot[16..24] != [0u8; 8] {
+            return Err(fail(
+                "reserved bytes of the footer are not zero: the file is corrupt".into(),
             ));
         }
         let recorded = u64_at(foot, 0);
@@ -486,7 +542,19 @@ impl IndexFile {
             params,
             sections,
             map: Arc::new(map),
+            sound: AtomicBool::new(false),
         })
+    }
+
+    /// True once the whole file has been verified (checksum and the invariants of what it
+    /// holds) by [`crate::io::verify_index`] or before a loaded index was saved.
+    pub(crate) fn is_sound(&self) -> bool {
+        self.sound.load(Ordering::Acquire)
+    }
+
+    /// Records that the whole file has been verified.
+    pub(crate) fn mark_sound(&self) {
+        self.sound.store(true, Ordering::Release);
     }
 
     /// Verifies the file's checksum (XXH3-64 of every byte before the footer): reads the
@@ -562,6 +630,11 @@ impl IndexFile {
     /// Parameter `key` if present.
     pub fn param_opt(&self, key: &str) -> Option<&str> {
         self.params.get(key).map(String::as_str)
+    }
+
+    /// The names of the file's sections, in file order.
+    pub fn section_names(&self) -> impl Iterator<Item = &str> {
+        self.sections.iter().map(|s| s.name.as_str())
     }
 
     /// Number of elements of section `name`.

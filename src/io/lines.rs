@@ -99,11 +99,12 @@ pub(crate) struct LineReader<R> {
 
 impl<R: std::io::BufRead> LineReader<R> {
     pub(crate) fn new(inner: R) -> Self {
-        Self::with_max_line(inner, MAX_LINE)
+        Self::with_max(inner, MAX_LINE)
     }
 
-    /// A reader whose lines may be at most `max` bytes (a format of short lines).
-    pub(crate) fn with_max_line(inner: R, max: usize) -> Self {
+    /// A reader whose lines are at most `max` bytes (files of short lines: an IDF table, a
+    /// list of stop words).
+    pub(crate) fn with_max(inner: R, max: usize) -> Self {
         LineReader {
             inner,
             line: 0,
@@ -153,6 +154,53 @@ impl<R: std::io::BufRead> LineReader<R> {
     }
 }
 
+/// A reader that fails once more than `max` bytes pass without a line feed: the line cap of
+/// readers that split lines themselves (the `csv` crate, whose buffer would otherwise grow
+/// with a line until memory runs out, as on `/dev/zero`).
+#[cfg(any(feature = "documents", test))]
+pub(crate) struct LineCapped<R> {
+    inner: R,
+    /// Bytes since the last line feed.
+    run: usize,
+    max: usize,
+}
+
+#[cfg(any(feature = "documents", test))]
+impl<R> LineCapped<R> {
+    /// Lines of at most [`MAX_LINE`] bytes.
+    #[cfg(feature = "documents")]
+    pub(crate) fn new(inner: R) -> Self {
+        Self::with_max(inner, MAX_LINE)
+    }
+
+    /// Lines of at most `max` bytes.
+    pub(crate) fn with_max(inner: R, max: usize) -> Self {
+        LineCapped { inner, run: 0, max }
+    }
+}
+
+#[cfg(any(feature = "documents", test))]
+impl<R: Read> Read for LineCapped<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        let got = &buf[..n];
+        self.run = match got.iter().rposition(|&b| b == b'\n') {
+            Some(p) => n - 1 - p,
+            None => self.run + n,
+        };
+        if self.run > self.max {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!(
+                    "a line is longer than {} bytes (no line break: not a text file?)",
+                    self.max
+                ),
+            ));
+        }
+        Ok(n)
+    }
+}
+
 /// The line's bytes as UTF-8, or a parse error naming the line and the byte column.
 pub(crate) fn utf8<'a>(path: &std::path::Path, line: usize, b: &'a [u8]) -> Result<&'a str> {
     std::str::from_utf8(b).map_err(|e| {
@@ -188,6 +236,21 @@ mod tests {
                 .handle(OnBadLine::Fail, parse_error(p, 3, "x"))
                 .is_err()
         );
+    }
+
+    #[test]
+    fn line_capped_reads_lines_up_to_the_cap_and_fails_beyond() {
+        let mut ok = String::new();
+        LineCapped::with_max(&b"abcd\nefgh\nij"[..], 4)
+            .read_to_string(&mut ok)
+            .unwrap();
+        assert_eq!(ok, "abcd\nefgh\nij");
+        let mut out = Vec::new();
+        let e = LineCapped::with_max(std::io::repeat(b'x').take(1 << 20), 1000)
+            .read_to_end(&mut out)
+            .unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::InvalidData);
+        assert!(out.len() < 1 << 17, "read {} bytes", out.len());
     }
 
     #[test]

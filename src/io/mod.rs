@@ -50,7 +50,7 @@ pub mod vecs;
 
 pub use atomic::{OutputSet, check_distinct, write_atomic};
 pub use documents::{
-    Document, Documents, TextOptions, documents, read_documents, read_documents_with_ids,
+    Document, Documents, TextOptions, check_id, documents, read_documents, read_documents_with_ids,
 };
 pub use format::{FileKind, IndexFile, Writer};
 pub use input::{
@@ -62,11 +62,14 @@ pub use lock::{LockGuard, lock_exclusive, try_lock_exclusive};
 pub use mtx::{MatrixMarket, read_mtx, read_mtx_from};
 pub use npy::{
     Csr, read_npy_dense, read_npy_dense_from, read_signatures_npy, read_signatures_npy_from,
-    write_signatures_npy,
+    stage_signatures_npy, write_signatures_npy,
 };
 #[cfg(feature = "npz")]
 pub use npy::{read_npz, read_npz_csr};
-pub use persist::{SignatureFile, load_index, load_signatures, save_signatures, verify_index};
+pub use persist::{
+    LoadOptions, SignatureFile, load_index, load_index_with, load_signatures, save_signatures,
+    stage_signatures, verify_index,
+};
 pub use source::is_stdin;
 pub use svmlight::{IndexBase, Svmlight, SvmlightOptions, read_svmlight, read_svmlight_from};
 pub use vecs::{read_vecs, read_vecs_from};

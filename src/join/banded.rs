@@ -234,7 +234,7 @@ impl CappedSet {
         CappedSet(v)
     }
 
-    fn contains(&self, band: usize, key: u64) -> bool {
+    pub(crate) fn contains(&self, band: usize, key: u64) -> bool {
         !self.0.is_empty() && self.0.binary_search(&(band as u32, key)).is_ok()
     }
 

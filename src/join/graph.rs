@@ -275,6 +275,105 @@ pub fn knn_graph<S: AsRef<[u64]>>(sigs: &SignatureMatrix<S>, k: usize) -> Result
         .collect())
 }
 
+/// How [`knn_graph_by`] computes the k-NN graph.
+#[derive(Clone, Debug, PartialEq)]
+pub enum KnnMethod {
+    /// Exact: every pair compared once ([`knn_graph`]), `O(N²)`.
+    Exact,
+    /// Approximate: sorted-window seeds refined by NN-Descent rounds ([`ApproxKnn`]),
+    /// about `O(N · rounds · sample²)`.
+    Approx(super::ApproxKnn),
+}
+
+impl KnnMethod {
+    /// `exact` or `approx`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            KnnMethod::Exact => "exact",
+            KnnMethod::Approx(_) => "approx",
+        }
+    }
+}
+
+impl std::str::FromStr for KnnMethod {
+    type Err = Error;
+
+    /// `exact` or `approx` (the default [`ApproxKnn`]).
+    fn from_str(s: &str) -> Result<Self> {
+        match s.trim() {
+            "exact" => Ok(KnnMethod::Exact),
+            "approx" => Ok(KnnMethod::Approx(super::ApproxKnn::default())),
+            other => Err(Error::param(
+                "method",
+                format!("`{other}`: expected exact or approx"),
+            )),
+        }
+    }
+}
+
+/// The k-NN graph of the rows of `sigs` (as [`knn_graph`]: row `i`'s `k` nearest other
+/// rows sorted by `(distance, id)`) by `method`: exact, or approximate, where each row's
+/// list holds exact distances but may miss true neighbours. Also returns what the
+/// approximate method did (default stats for the exact one).
+///
+/// ```
+/// use simlsh::join::{KnnMethod, knn_graph, knn_graph_by};
+/// use simlsh::SignatureMatrix;
+///
+/// let codes: Vec<u64> = (0..200u64).map(|i| i.wrapping_mul(0x9e37_79b9_7f4a_7c15)).collect();
+/// let sigs = SignatureMatrix::from_parts(64, codes)?;
+/// let (approx, _) = knn_graph_by(&sigs, 5, &"approx".parse()?)?;
+/// let exact = knn_graph(&sigs, 5)?;
+/// assert_eq!(approx.len(), exact.len());
+/// assert!(approx.iter().all(|row| row.len() == 5));
+/// # Ok::<(), simlsh::Error>(())
+/// ```
+///
+/// # Errors
+/// [`Error::InvalidParameter`] for more than `2^32` rows, or approximate parameters out of
+/// range (no permutation, a window of 0).
+pub fn knn_graph_by<S: AsRef<[u64]>>(
+    sigs: &SignatureMatrix<S>,
+    k: usize,
+    method: &KnnMethod,
+) -> Result<(Vec<Vec<Hit>>, super::ApproxStats)> {
+    let p = match method {
+        KnnMethod::Exact => return Ok((knn_graph(sigs, k)?, super::ApproxStats::default())),
+        KnnMethod::Approx(p) => p,
+    };
+    if sigs.len() > u32::MAX as usize {
+        return Err(Error::param("signatures", "more than 2^32 rows"));
+    }
+    if p.trees == 0 || p.leaf < 2 {
+        return Err(Error::param(
+            "method",
+            "the approximate k-NN graph needs at least one tree and leaves of 2 codes",
+        ));
+    }
+    let k_eff = k.min(sigs.len().saturating_sub(1));
+    let width = p.list.max(k_eff).min(sigs.len().saturating_sub(1));
+    let (lists, stats) =
+        super::descent::approx_knn(sigs.as_slice(), sigs.words_per_row(), width, p);
+    let rows = if k_eff == 0 {
+        vec![Vec::new(); sigs.len()]
+    } else {
+        lists
+            .par_chunks_exact(width)
+            .map(|l| {
+                l.iter()
+                    .take(k_eff)
+                    .take_while(|&&e| e != u64::MAX)
+                    .map(|&e| Hit {
+                        distance: (e >> 32) as u32,
+                        id: e as u32,
+                    })
+                    .collect()
+            })
+            .collect()
+    };
+    Ok((rows, stats))
+}
+
 /// [`knn_graph`] with the k-NN searches answered by `index`, which must hold row `i` of
 /// `sigs` under id `i` for every row (e.g. built from `sigs`). Exact when the index's k-NN is
 /// ([`HammingIndex::exact_knn`]).

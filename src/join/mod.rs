@@ -10,7 +10,9 @@
 //! `r = 3` on a million rows it is the pigeonhole design of 4 blocks of 16 bits.
 
 mod banded;
+pub(crate) mod descent;
 mod graph;
+mod scheme;
 mod tables;
 
 pub(crate) use banded::{BIG_RUN, banded_join_map};
@@ -18,9 +20,12 @@ pub use banded::{
     BandStats, Banding, BandingBuilder, CandidateSample, CappedGroup, DEFAULT_MAX_GROUP, IdPair,
     band_partition, banded_join, banded_join_each, sample_candidates,
 };
+pub use descent::{ApproxKnn, ApproxStats};
 pub use graph::{
-    LeaderOrder, UnionFind, clusters, knn_graph, knn_graph_rows, knn_graph_with, leader_clusters,
+    KnnMethod, LeaderOrder, UnionFind, clusters, knn_graph, knn_graph_by, knn_graph_rows,
+    knn_graph_with, leader_clusters,
 };
+pub use scheme::{PartitionPairs, Pass, Scheme, partition};
 pub use tables::{TableKeys, TableKeysBuilder, table_partition};
 
 use rayon::prelude::*;

@@ -45,7 +45,7 @@ pub use hyperplane::{
     Distribution, HyperplaneBuilder, HyperplaneSigner, ZERO_TARGET, zero_projection_fraction,
 };
 pub use pooled::{PooledBuilder, PooledSigner};
-pub use spec::{DEFAULT_POOL, KindInfo, ParamInfo, SignerKind, SignerSpec, kinds};
+pub use spec::{DEFAULT_POOL, InputKind, KindInfo, ParamInfo, SignerKind, SignerSpec, kinds};
 
 use ndarray::ArrayRef2;
 use rayon::prelude::*;

@@ -15,10 +15,21 @@ pub fn sort_and_merge(ids: &mut Vec<u64>, weights: &mut Vec<f32>) {
         weights.len(),
         "ids and weights must have equal lengths"
     );
-    let mut pairs: Vec<(u64, f32)> = ids.iter().copied().zip(weights.iter().copied()).collect();
+    let (i, w) = (std::mem::take(ids), std::mem::take(weights));
+    merge_into(&i, &w, ids, weights);
+}
+
+/// [`sort_and_merge`] of a row given by slices of any id type (a CSR row's own indices, as
+/// SciPy stores them), appending the merged row to `out_ids`/`out_weights`: the one rule by
+/// which every reader and binding gives duplicate entries their meaning (SciPy's: summed).
+pub fn merge_into<I: Copy + Ord>(
+    ids: &[I],
+    weights: &[f32],
+    out_ids: &mut Vec<I>,
+    out_weights: &mut Vec<f32>,
+) {
+    let mut pairs: Vec<(I, f32)> = ids.iter().copied().zip(weights.iter().copied()).collect();
     pairs.sort_by_key(|p| p.0); // stable: equal ids keep their input order
-    ids.clear();
-    weights.clear();
     let mut k = 0;
     while k < pairs.len() {
         let id = pairs[k].0;
@@ -27,8 +38,8 @@ pub fn sort_and_merge(ids: &mut Vec<u64>, weights: &mut Vec<f32>) {
             sum += pairs[k].1 as f64;
             k += 1;
         }
-        ids.push(id);
-        weights.push(sum as f32);
+        out_ids.push(id);
+        out_weights.push(sum as f32);
     }
 }
 

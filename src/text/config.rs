@@ -21,7 +21,8 @@ pub enum Mode {
 }
 
 impl Mode {
-    fn name(self) -> &'static str {
+    /// `words`, `cjk`, `auto` or `chars`.
+    pub fn name(self) -> &'static str {
         match self {
             Mode::Words => "words",
             Mode::Cjk => "cjk",

@@ -13,10 +13,6 @@ use crate::io::atomic::write_atomic;
 use crate::io::lines::{LineReader, io_error, parse_error, utf8};
 use crate::rng::{hash_bytes, ln};
 
-/// The longest line of an IDF file [`Idf::load`] reads (its lines are short: a header, the
-/// tokenizer's description, `key df` entries).
-const MAX_IDF_LINE: usize = 1 << 20;
-
 /// Seed of the token hash that keys document frequencies: [`idf_key`] is XXH3-64 with this
 /// seed, fixed, so that an IDF table does not depend on any signer's seed.
 pub const IDF_HASH_SEED: u64 = 0;
@@ -31,6 +27,8 @@ pub fn idf_key(token: &str) -> u64 {
 pub const IDF_FILE_VERSION: u32 = 1;
 const MAGIC: &str = "simlsh-idf";
 const HASH_LINE: &str = "hash xxh3-64 seed 0";
+/// The longest line of an IDF file (its lines are short: a header, an entry).
+const MAX_IDF_LINE: usize = 64 << 10;
 
 /// Document frequencies of a corpus, keyed by token hash ([`idf_key`]), and the smoothed
 /// inverse document frequency of scikit-learn's `TfidfVectorizer` (`smooth_idf=True`):
@@ -153,7 +151,8 @@ impl DfCounter {
 
     /// Appends the distinct keys of a document's tokens to `out`.
     fn keys(tokenizer: &Tokenizer, text: &str, s: &mut Scratch, out: &mut Vec<u64>) {
-        scan::counted(&tokenizer.b, text, s);
+        let source = scan::features(&tokenizer.b, text, s);
+        scan::count(text, source, s);
         let start = out.len();
         out.extend_from_slice(&s.distinct.keys);
         if s.distinct.collided {
@@ -282,6 +281,51 @@ impl Idf {
         c.finish()
     }
 
+    /// The table of a corpus from the tables of its parts, fitted with the same tokenizer
+    /// configuration: documents and frequencies added, so that fitting the parts apart and
+    /// merging equals fitting the whole (the distributed fit of a corpus split over machines).
+    ///
+    /// ```
+    /// use simlsh::text::{Idf, Tokenizer};
+    /// let tok = Tokenizer::builder().build()?;
+    /// let docs = ["a b", "b c", "c d", "a d"];
+    /// let whole = Idf::fit(&tok, docs.iter());
+    /// let parts = [Idf::fit(&tok, docs[..1].iter()), Idf::fit(&tok, docs[1..].iter())];
+    /// assert_eq!(Idf::merge(&parts)?.entries(), whole.entries());
+    /// # Ok::<(), simlsh::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] for no tables, or tables of different configurations.
+    pub fn merge(tables: &[Idf]) -> Result<Idf> {
+        let first = tables
+            .first()
+            .ok_or_else(|| Error::param("tables", "no IDF table to merge"))?;
+        if let Some(t) = tables.iter().find(|t| t.config != first.config) {
+            return Err(Error::param(
+                "tables",
+                format!(
+                    "tables fitted with different tokenizers: `{}` and `{}`",
+                    first.config, t.config
+                ),
+            ));
+        }
+        let docs = tables.iter().map(|t| t.docs).sum();
+        let mut all: Vec<(u64, u32)> = tables
+            .iter()
+            .flat_map(|t| t.table.iter().copied())
+            .collect();
+        all.sort_unstable_by_key(|e| e.0);
+        let mut merged: Vec<(u64, u32)> = Vec::with_capacity(all.len());
+        for (k, df) in all {
+            match merged.last_mut() {
+                Some(last) if last.0 == k => last.1 = last.1.saturating_add(df),
+                _ => merged.push((k, df)),
+            }
+        }
+        Ok(Idf::new(docs, merged, first.config.clone()))
+    }
+
     /// A table from its parts: `entries` sorted by strictly increasing key, each `df` in
     /// `1..=docs`; `config` is the tokenizer description ([`Tokenizer::config`]).
     pub fn from_parts(docs: u64, entries: Vec<(u64, u32)>, config: String) -> Result<Idf> {
@@ -385,48 +429,42 @@ impl Idf {
 
     /// Saves the table in the text format above, atomically.
     pub fn save(&self, path: &Path) -> Result<()> {
-        write_atomic(path, |w| {
-            writeln!(w, "{MAGIC} {IDF_FILE_VERSION}")?;
-            writeln!(w, "{HASH_LINE}")?;
-            writeln!(w, "tokenizer {}", self.config)?;
-            writeln!(w, "documents {}", self.docs)?;
-            writeln!(w, "entries {}", self.table.len())?;
-            for (k, df) in &self.table {
-                writeln!(w, "{k:016x} {df}")?;
-            }
-            Ok(())
-        })
+        write_atomic(path, |w| self.write_to(w))
+    }
+
+    /// Writes the table in the text format above to `w` (to stage it in an
+    /// [`OutputSet`](crate::io::OutputSet) with other outputs).
+    pub fn write_to(&self, w: &mut dyn std::io::Write) -> std::io::Result<()> {
+        writeln!(w, "{MAGIC} {IDF_FILE_VERSION}")?;
+        writeln!(w, "{HASH_LINE}")?;
+        writeln!(w, "tokenizer {}", self.config)?;
+        writeln!(w, "documents {}", self.docs)?;
+        writeln!(w, "entries {}", self.table.len())?;
+        for (k, df) in &self.table {
+            writeln!(w, "{k:016x} {df}")?;
+        }
+        Ok(())
     }
 
     /// Loads a table saved by [`save`](Idf::save). Every deviation from the format (magic,
-    /// version, hash, counts, an entry's syntax, order or range, missing or extra lines) is an
-    /// error naming the file and line ([`Error::Parse`], or [`Error::Version`]).
+    /// version, hash, counts, an entry's syntax, order or range, missing or extra lines, a
+    /// line longer than 64 KiB) is an error naming the file and line ([`Error::Parse`], or
+    /// [`Error::Version`]); errors never quote the file's content.
     pub fn load(path: &Path) -> Result<Idf> {
         let file = std::fs::File::open(path).map_err(io_error(path))?;
-        // The format's lines are short: a longer one (a file without line breaks, a device
-        // such as /dev/zero) is an error after MAX_IDF_LINE bytes, not a growing buffer.
-        let size = file
-            .metadata()
-            .ok()
-            .filter(|m| m.is_file())
-            .map(|m| m.len());
-        let mut lines = LineReader::with_max_line(BufReader::new(file), MAX_IDF_LINE);
-        let mut next_line = || -> Result<Option<(usize, String)>> {
+        let mut lines = LineReader::with_max(BufReader::new(file), MAX_IDF_LINE);
+        let mut next = |what: &str| -> Result<(usize, String)> {
             match lines.next_line() {
-                Ok(Some((n, b))) => Ok(Some((n, utf8(path, n, b)?.to_string()))),
-                Ok(None) => Ok(None),
-                Err(e) if e.kind() == std::io::ErrorKind::InvalidData => Err(Error::Format {
+                Ok(Some((n, b))) => Ok((n, utf8(path, n, b)?.to_string())),
+                Ok(None) => Err(Error::Format {
                     path: path.to_path_buf(),
-                    reason: format!("not an IDF file: {e}"),
+                    reason: format!("unexpected end of file: expected {what}"),
                 }),
+                Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
+                    Err(parse_error(path, lines.line(), e.to_string()))
+                }
                 Err(e) => Err(io_error(path)(e)),
             }
-        };
-        let mut next = |what: &str| -> Result<(usize, String)> {
-            next_line()?.ok_or_else(|| Error::Format {
-                path: path.to_path_buf(),
-                reason: format!("unexpected end of file: expected {what}"),
-            })
         };
         let (n, l) = next("the `simlsh-idf` header")?;
         let version = l
@@ -435,7 +473,7 @@ impl Idf {
             .ok_or_else(|| parse_error(path, n, "not an IDF file (no `simlsh-idf` header)"))?;
         let version: u32 = version
             .parse()
-            .map_err(|_| parse_error(path, n, format!("bad version `{version}`")))?;
+            .map_err(|_| parse_error(path, n, "the version is not a number"))?;
         if version != IDF_FILE_VERSION {
             return Err(Error::Version {
                 path: path.to_path_buf(),
@@ -448,35 +486,37 @@ impl Idf {
             return Err(parse_error(
                 path,
                 n,
-                format!("unsupported token hash `{l}` (expected `{HASH_LINE}`)"),
+                format!("unsupported token hash (expected `{HASH_LINE}`)"),
             ));
         }
         let mut field = |name: &str| -> Result<(usize, String)> {
             let (n, l) = next(name)?;
             match l.strip_prefix(name).and_then(|v| v.strip_prefix(' ')) {
                 Some(v) => Ok((n, v.to_string())),
-                None => Err(parse_error(
-                    path,
-                    n,
-                    format!("expected `{name} ...`, found `{l}`"),
-                )),
+                None => Err(parse_error(path, n, format!("expected `{name} ...`"))),
             }
         };
         let (_, config) = field("tokenizer")?;
         let (n, docs) = field("documents")?;
         let docs: u64 = docs
             .parse()
-            .map_err(|_| parse_error(path, n, format!("bad document count `{docs}`")))?;
+            .map_err(|_| parse_error(path, n, "the document count is not a number"))?;
         let (n, count) = field("entries")?;
         let count: usize = count
             .parse()
-            .map_err(|_| parse_error(path, n, format!("bad entry count `{count}`")))?;
-        // An entry takes at least 19 bytes (16 digits, a space, a count, a line break): no
-        // more are reserved than the file can hold.
-        let room = size.map_or(1 << 16, |s| usize::try_from(s / 19).unwrap_or(usize::MAX));
-        let mut table = Vec::with_capacity(count.min(room).min(1 << 24));
+            .map_err(|_| parse_error(path, n, "the entry count is not a number"))?;
+        let mut table = Vec::with_capacity(count.min(1 << 24));
         let mut last_line = n;
-        while let Some((n, l)) = next_line()? {
+        loop {
+            let (n, b) = match lines.next_line() {
+                Ok(Some(l)) => l,
+                Ok(None) => break,
+                Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
+                    return Err(parse_error(path, lines.line(), e.to_string()));
+                }
+                Err(e) => return Err(io_error(path)(e)),
+            };
+            let l = utf8(path, n, b)?;
             if table.len() == count {
                 return Err(parse_error(
                     path,
@@ -487,21 +527,21 @@ impl Idf {
             let bad = |r: String| parse_error(path, n, r);
             let (k, df) = l
                 .split_once(' ')
-                .ok_or_else(|| bad(format!("entry `{l}` is not `<key> <df>`")))?;
+                .ok_or_else(|| bad("the entry is not `<key> <df>`".into()))?;
             if k.len() != 16 {
-                return Err(bad(format!("key `{k}` is not 16 hexadecimal digits")));
+                return Err(bad("the key is not 16 hexadecimal digits".into()));
             }
             let key = u64::from_str_radix(k, 16)
-                .map_err(|_| bad(format!("key `{k}` is not 16 hexadecimal digits")))?;
+                .map_err(|_| bad("the key is not 16 hexadecimal digits".into()))?;
             let df: u32 = df
                 .parse()
-                .map_err(|_| bad(format!("df `{df}` is not a count")))?;
+                .map_err(|_| bad("the df is not a count".into()))?;
             if df == 0 || df as u64 > docs {
                 return Err(bad(format!("df {df} outside 1..={docs}")));
             }
             if table.last().is_some_and(|&(p, _)| p >= key) {
                 return Err(bad(format!(
-                    "key {k} does not follow the previous key in increasing order"
+                    "key {key:016x} does not follow the previous key in increasing order"
                 )));
             }
             table.push((key, df));
@@ -521,20 +561,6 @@ impl Idf {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// A file without line breaks (a device such as /dev/zero reads as one) is refused after
-    /// the longest line of the format, not read into one growing line.
-    #[test]
-    fn a_file_without_line_breaks_is_not_an_idf_file() {
-        let p = std::env::temp_dir().join(format!("simlsh-idf-zeros-{}", std::process::id()));
-        std::fs::write(&p, vec![0u8; 3 * MAX_IDF_LINE]).unwrap();
-        let e = Idf::load(&p).unwrap_err().to_string();
-        assert!(
-            e.contains("not an IDF file") && e.contains("longer than"),
-            "{e}"
-        );
-        let _ = std::fs::remove_file(&p);
-    }
 
     #[test]
     fn flushed_counts_merge_with_later_ones() {

@@ -84,11 +84,13 @@ mod idf;
 mod keywords;
 mod scan;
 mod segment;
+mod spec;
 mod stopwords;
 
 pub use config::{Mode, TokenizerBuilder, Weighting};
 pub use corpus::{FeatureRows, SignOptions, SignedCorpus};
 pub use idf::{DfCounter, IDF_FILE_VERSION, IDF_HASH_SEED, Idf, idf_key};
+pub use spec::{FEATURE_SAMPLE, TokenizerSpec, WeightingKind, feature_sample_step, mean_features};
 pub use stopwords::{ENGLISH, StopWords};
 
 use crate::error::Result;
@@ -177,6 +179,11 @@ impl Tokenizer {
     /// The weighting.
     pub fn weighting(&self) -> &Weighting {
         &self.b.weighting
+    }
+
+    /// The stop words.
+    pub fn stop_words(&self) -> &StopWords {
+        &self.b.stop_words
     }
 
     /// The features of `text` before weighting, in document order, repeats included.

@@ -6,6 +6,9 @@ use crate::error::Result;
 use crate::io::lines::{LineReader, io_error, parse_error, utf8};
 use crate::rng::hash_bytes;
 
+/// The longest line of a stop-word file.
+const MAX_WORD_LINE: usize = 64 << 10;
+
 /// The built-in English list: articles, pronouns, auxiliaries, conjunctions and common
 /// prepositions (a short list in the spirit of the classic SMART and NLTK lists, not a copy of
 /// either).
@@ -51,12 +54,21 @@ impl StopWords {
 
     /// Reads a stop-word file: UTF-8, one word per line; surrounding whitespace is trimmed,
     /// blank lines and lines starting with `#` are ignored. A line holding two words (inner
-    /// whitespace) is an error naming the file and line, since it could never match a token.
+    /// whitespace) is an error naming the file and line, since it could never match a token,
+    /// as is a line longer than 64 KiB (errors never quote the file's content).
     pub fn from_file(path: &Path) -> Result<Self> {
         let file = std::fs::File::open(path).map_err(io_error(path))?;
-        let mut r = LineReader::new(std::io::BufReader::new(file));
+        let mut r = LineReader::with_max(std::io::BufReader::new(file), MAX_WORD_LINE);
         let mut words = Vec::new();
-        while let Some((line, b)) = r.next_line().map_err(io_error(path))? {
+        loop {
+            let (line, b) = match r.next_line() {
+                Ok(Some(l)) => l,
+                Ok(None) => break,
+                Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
+                    return Err(parse_error(path, r.line(), e.to_string()));
+                }
+                Err(e) => return Err(io_error(path)(e)),
+            };
             let w = utf8(path, line, b)?.trim();
             if w.is_empty() || w.starts_with('#') {
                 continue;
@@ -65,7 +77,7 @@ impl StopWords {
                 return Err(parse_error(
                     path,
                     line,
-                    format!("`{w}` holds several words; give one word per line"),
+                    "the line holds several words; give one word per line",
                 ));
             }
             words.push(w.to_string());

@@ -1,8 +1,10 @@
 //! Small pieces shared by the kernels and the indexes, written once: a bounded top-k
 //! ([`topk::TopK`]), a pool of reusable per-query scratch values ([`pool::Pool`]) and exact
-//! binomial coefficients ([`binomial`]).
+//! binomial coefficients ([`binomial`]), and the one grammar of the specs' text forms
+//! ([`spec`]).
 
 pub(crate) mod pool;
+pub(crate) mod spec;
 pub(crate) mod topk;
 
 /// `C(n, k)`, exactly, or `None` when it exceeds `u64` (0 for `k > n`).

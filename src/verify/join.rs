@@ -6,8 +6,8 @@ use rayon::prelude::*;
 
 use super::Vectors;
 use crate::error::{Error, Result};
-use crate::estimate::{JoinChoice, JoinPlanner, check_cosine};
-use crate::join::{Banding, CappedGroup, Pair, banded_join_map, self_join_map};
+use crate::estimate::{JoinPlan, JoinPlanner, check_cosine};
+use crate::join::{CappedGroup, Pair, Scheme, banded_join_map, self_join_map};
 use crate::signature::SignatureMatrix;
 
 /// A pair of rows whose exact cosine reaches the threshold: `i < j`. Ordered by `(i, j)` in
@@ -24,21 +24,6 @@ pub struct VerifiedPair {
     pub cosine: f64,
 }
 
-/// Where a [`VerifiedJoin`] takes its candidate pairs from.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Candidates {
-    /// Every pair within this Hamming radius (the exact join,
-    /// [`self_join`](crate::join::self_join)): for small radii relative to the width.
-    Hamming {
-        /// The radius, e.g. from [`Planner`](crate::estimate::Planner) with
-        /// [`RadiusRule::TargetRecall`](crate::estimate::RadiusRule::TargetRecall).
-        radius: u32,
-    },
-    /// The pairs agreeing on a band ([`banded_join`](crate::join::banded_join)): for wide
-    /// signatures and thresholds far from 1.
-    Banded(Banding),
-}
-
 /// What a verified join found besides its pairs.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct VerifyReport {
@@ -52,7 +37,7 @@ pub struct VerifyReport {
     pub capped: Vec<CappedGroup>,
 }
 
-/// The verified self-join: candidate pairs from the signatures ([`Candidates`]), each kept
+/// The verified self-join: candidate pairs from the signatures (a [`Scheme`]), each kept
 /// only if the exact cosine of its vectors is ≥ τ, with that cosine. Rows of norm 0 are
 /// never paired and are reported apart. Results stream to a sink as they are found
 /// ([`run`](Self::run)), in parallel with a deterministic order; [`pairs`](Self::pairs)
@@ -62,7 +47,8 @@ pub struct VerifyReport {
 /// recall at τ, planned by [`JoinPlanner`] ([`VerifiedJoin::planned`]).
 ///
 /// ```
-/// use simlsh::verify::{Candidates, DenseVectors, VerifiedJoin};
+/// use simlsh::join::Scheme;
+/// use simlsh::verify::{DenseVectors, VerifiedJoin};
 /// use simlsh::{HyperplaneSigner, Signer};
 /// use ndarray::array;
 ///
@@ -71,7 +57,7 @@ pub struct VerifyReport {
 /// let vectors = DenseVectors::new(x.view())?;
 /// let join = VerifiedJoin::builder()
 ///     .threshold(0.95)
-///     .candidates(Candidates::Hamming { radius: 64 })
+///     .candidates(Scheme::Radius { radius: 64 })
 ///     .build()?;
 /// let (pairs, report) = join.pairs(&sigs, &vectors)?;
 /// assert_eq!((pairs.len(), pairs[0].i, pairs[0].j), (1, 0, 1));
@@ -82,14 +68,14 @@ pub struct VerifyReport {
 #[derive(Clone, Debug, PartialEq)]
 pub struct VerifiedJoin {
     threshold: f64,
-    candidates: Candidates,
+    candidates: Scheme,
 }
 
 /// Builder of a [`VerifiedJoin`]: the threshold and the candidates are required.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct VerifiedJoinBuilder {
     threshold: Option<f64>,
-    candidates: Option<Candidates>,
+    candidates: Option<Scheme>,
 }
 
 impl VerifiedJoinBuilder {
@@ -100,7 +86,7 @@ impl VerifiedJoinBuilder {
     }
 
     /// Where the candidates come from.
-    pub fn candidates(mut self, c: Candidates) -> Self {
+    pub fn candidates(mut self, c: Scheme) -> Self {
         self.candidates = Some(c);
         self
     }
@@ -137,29 +123,41 @@ impl VerifiedJoin {
     /// The join the [`JoinPlanner`] chooses for `n` rows of `bits`-bit signatures, threshold
     /// `t` and recall target `recall` at the threshold: the exact Hamming join at the radius
     /// reaching the target, or the banding reaching it, whichever is expected to be cheaper.
+    /// [`from_plan`](Self::from_plan) of that plan.
     ///
     /// # Errors
     /// The planner's.
     pub fn planned(t: f64, recall: f64, bits: usize, n: usize) -> Result<Self> {
-        let choice = JoinPlanner::new(t)
+        let plan = JoinPlanner::new(t)
             .recall(recall)
             .rows(n as u64)
             .bits(bits)
             .plan()?;
-        let candidates = match choice.choice {
-            JoinChoice::Hamming => Candidates::Hamming {
-                radius: choice.hamming.radius as u32,
-            },
-            JoinChoice::Banded => {
-                let b = choice
-                    .banded
-                    .ok_or_else(|| Error::param("bits", "no banding fits these signatures"))?;
-                Candidates::Banded(b.banding()?)
-            }
-        };
+        Self::from_plan(t, &plan)
+    }
+
+    /// The join of a plan made for the threshold `t` ([`JoinPlan::scheme`]): the plan is
+    /// made once (choosing the width before signing) and the join follows it.
+    ///
+    /// ```
+    /// use simlsh::estimate::JoinPlanner;
+    /// use simlsh::verify::VerifiedJoin;
+    ///
+    /// // 300,000 rows of 40 features at cosine 0.8: the width and the join in one plan.
+    /// let plan = JoinPlanner::new(0.8).rows(300_000).features(40.0).plan()?;
+    /// let join = VerifiedJoin::from_plan(0.8, &plan)?;
+    /// assert_eq!(join.candidates(), &plan.scheme()?);
+    /// assert_eq!(join.candidates().bits(), Some(plan.bits));
+    /// # Ok::<(), simlsh::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] for a threshold outside [−1, 1]; the plan's
+    /// [`scheme`](JoinPlan::scheme).
+    pub fn from_plan(t: f64, plan: &JoinPlan) -> Result<Self> {
         VerifiedJoin::builder()
             .threshold(t)
-            .candidates(candidates)
+            .candidates(plan.scheme()?)
             .build()
     }
 
@@ -169,7 +167,7 @@ impl VerifiedJoin {
     }
 
     /// The candidate source.
-    pub fn candidates(&self) -> &Candidates {
+    pub fn candidates(&self) -> &Scheme {
         &self.candidates
     }
 
@@ -225,10 +223,14 @@ impl VerifiedJoin {
         };
         let mut capped = Vec::new();
         match &self.candidates {
-            Candidates::Hamming { radius } => {
+            Scheme::Radius { radius } => {
                 self_join_map(sigs, *radius, Some(&active), verify, count)?;
             }
-            Candidates::Banded(b) => {
+            Scheme::Tables(t) => {
+                self.candidates.check_bits(sigs.bits())?;
+                self_join_map(sigs, t.radius(), Some(&active), verify, count)?;
+            }
+            Scheme::Bands(b) => {
                 capped = banded_join_map(sigs, b, Some(&active), verify, count)?.capped;
             }
         }

@@ -53,6 +53,8 @@ mod join;
 mod rerank;
 mod vectors;
 
-pub use join::{Candidates, VerifiedJoin, VerifiedJoinBuilder, VerifiedPair, VerifyReport};
+pub(crate) use vectors::dot_sparse;
+
+pub use join::{VerifiedJoin, VerifiedJoinBuilder, VerifiedPair, VerifyReport};
 pub use rerank::{rerank, rerank_graph};
 pub use vectors::{CsrVectors, DenseVectors, SparseVectors, Vectors, dot};

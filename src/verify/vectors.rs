@@ -280,7 +280,7 @@ impl Vectors for DenseVectors {
 }
 
 /// Dot product of two sparse rows with strictly increasing keys, accumulated in `f64`.
-fn dot_sparse<K: Ord + Copy>(ka: &[K], wa: &[f32], kb: &[K], wb: &[f32]) -> f64 {
+pub(crate) fn dot_sparse<K: Ord + Copy>(ka: &[K], wa: &[f32], kb: &[K], wb: &[f32]) -> f64 {
     let (mut p, mut q) = (0, 0);
     let mut s = 0f64;
     while p < ka.len() && q < kb.len() {

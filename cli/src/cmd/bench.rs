@@ -14,7 +14,7 @@ use simlsh::signers::{AnySigner, Signer, SignerSpec};
 use simlsh_workloads::quality_check;
 use sprs::CsMatI;
 
-use crate::common::{Ctx, human_bytes, to_stdout, write_file};
+use crate::common::{Ctx, human_bytes, to_stdout};
 
 const EXAMPLE: &str = "Example:
   simlsh bench --dims 1024,1048576 --widths 64,256 --nnz 32,256 --seeds 5 --plot tradeoff.svg --stats bench.json";
@@ -372,10 +372,10 @@ fn report(a: &Args, ctx: &mut Ctx, rows: &[Row]) -> Result<()> {
     }
     to_stdout(|w| w.write_all(table.as_bytes()))?;
     if let Some(p) = &a.table {
-        write_file(p, |w| w.write_all(table.as_bytes()))?;
+        ctx.write_file(p, |w| w.write_all(table.as_bytes()))?;
     }
     if let Some(p) = &a.plot {
-        plot(p, rows, a.seeds)?;
+        plot(p, rows, a.seeds, ctx)?;
     }
     ctx.record(
         "results",
@@ -398,7 +398,7 @@ fn report(a: &Args, ctx: &mut Ctx, rows: &[Row]) -> Result<()> {
 /// (ns per nonzero) against memory (bytes held), and estimation error (RMSE over the
 /// binomial ideal, with its 95% interval over the seeds) against hash cost. Skipped
 /// configurations are listed under the panels.
-fn plot(path: &std::path::Path, rows: &[Row], seeds: u64) -> Result<()> {
+fn plot(path: &std::path::Path, rows: &[Row], seeds: u64, ctx: &mut Ctx) -> Result<()> {
     let measured: Vec<(&Row, &Measured)> = rows
         .iter()
         .filter_map(|r| r.result.as_ref().map(|m| (r, m)))
@@ -537,5 +537,5 @@ fn plot(path: &std::path::Path, rows: &[Row], seeds: u64) -> Result<()> {
         }
         root.present()?;
     }
-    write_file(path, |w| w.write_all(svg.as_bytes()))
+    ctx.write_file(path, |w| w.write_all(svg.as_bytes()))
 }

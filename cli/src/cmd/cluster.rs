@@ -8,8 +8,8 @@ use anyhow::Result;
 use clap::Parser;
 
 use super::sign::InputArgs;
-use crate::common::{Ctx, SignerArgs, check_paths, print_line, to_stdout, write_file};
-use crate::input::prepare;
+use crate::common::{Ctx, SignerArgs, check_paths, print_line, to_stdout};
+use crate::input::prepare_with;
 use crate::join::{Clusters, JoinArgs};
 use crate::parquet::Shape;
 use crate::table::Rows;
@@ -50,11 +50,10 @@ pub fn run(mut a: Args, ctx: &mut Ctx) -> Result<()> {
     let _spool = a.input.spool_stdin()?;
     let outputs: Vec<&std::path::Path> = a.out.iter().map(PathBuf::as_path).collect();
     check_paths(ctx, &a.input, &outputs)?;
-    let want_vectors = a.join.prepare(ctx);
-    let p = prepare(
+    let p = prepare_with(
         &a.input,
         &a.signer,
-        want_vectors,
+        a.join.signing(),
         a.id_field.as_deref(),
         ctx,
     )?;
@@ -88,7 +87,7 @@ pub fn run(mut a: Args, ctx: &mut Ctx) -> Result<()> {
     );
     match &a.out {
         Some(path) => {
-            write_file(path, body)?;
+            ctx.write_file(path, body)?;
             print_line(summary)?;
         }
         None => {

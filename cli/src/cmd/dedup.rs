@@ -8,7 +8,7 @@ use simlsh::io::OutputSet;
 
 use super::sign::InputArgs;
 use crate::common::{Ctx, SignerArgs, check_paths, print_line};
-use crate::input::{Prepared, prepare};
+use crate::input::{Prepared, prepare_with};
 use crate::join::{Clusters, Found, JoinArgs, Mode};
 use crate::parquet::Shape;
 use crate::table::Rows;
@@ -71,11 +71,10 @@ pub fn run(mut a: Args, ctx: &mut Ctx) -> Result<()> {
         .map(PathBuf::as_path)
         .collect();
     check_paths(ctx, &a.input, &outputs)?;
-    let want_vectors = a.join.prepare(ctx);
-    let p = prepare(
+    let p = prepare_with(
         &a.input,
         &a.signer,
-        want_vectors,
+        a.join.signing(),
         a.id_field.as_deref(),
         ctx,
     )?;
@@ -106,7 +105,7 @@ pub fn run(mut a: Args, ctx: &mut Ctx) -> Result<()> {
     };
     let labels = clusters.labels()?;
     write_outputs(&a, &p, &labels, &mut set)?;
-    set.commit()?;
+    ctx.append_outputs(set)?;
 
     let kept = (0..n)
         .filter(|&i| labels[i] as usize == i && !(a.drop_empty && is_empty(&p, i)))

@@ -15,7 +15,7 @@ use simlsh::index::{HammingIndex, LinearScan};
 use simlsh::io::input::{VectorOptions, Vectors, read_vectors};
 
 use super::sign::format_of;
-use crate::common::{Ctx, SignerArgs, to_stdout, write_file};
+use crate::common::{Ctx, SignerArgs, to_stdout};
 
 const EXAMPLE: &str = "Examples:
   simlsh eval datasets/glove-6B-50d-10k/vectors.fvecs --signer gaussian --bits 256 --pairs 20000 --plot eval.svg
@@ -81,6 +81,11 @@ pub fn run(a: Args, ctx: &mut Ctx) -> Result<()> {
     if a.queries == 0 {
         bail!("--queries must be at least 1");
     }
+    // An output never replaces an input (`--plot X` with X the input).
+    crate::common::check_distinct(
+        &[&a.input],
+        &a.plot.iter().map(PathBuf::as_path).collect::<Vec<_>>(),
+    )?;
     let format = format_of(&a.input, a.format)?;
     if format.is_text() {
         bail!("{}: eval needs dense vectors, not text", a.input.display());
@@ -120,6 +125,7 @@ pub fn run(a: Args, ctx: &mut Ctx) -> Result<()> {
         crate::common::InputShape::Dense {
             dim: x.ncols() as u64,
         },
+        ctx.bits(),
         ctx,
     )?;
     let sigs = ctx.phase("sign", |ctx| super::sign::sign_dense(&x, &signer, ctx))?;
@@ -206,7 +212,7 @@ pub fn run(a: Args, ctx: &mut Ctx) -> Result<()> {
     ctx.record("queries", q);
     ctx.record("zero_vectors", zeros);
     if let Some(p) = &a.plot {
-        plot(p, &points)?;
+        plot(p, &points, ctx)?;
     }
     Ok(())
 }
@@ -258,7 +264,7 @@ fn recall_at_k(
 }
 
 /// Estimated against exact cosine, one dot per pair, with the diagonal.
-fn plot(path: &std::path::Path, points: &[(f64, f64)]) -> Result<()> {
+fn plot(path: &std::path::Path, points: &[(f64, f64)], ctx: &mut Ctx) -> Result<()> {
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (700, 700)).into_drawing_area();
@@ -285,5 +291,5 @@ fn plot(path: &std::path::Path, points: &[(f64, f64)]) -> Result<()> {
         chart.draw_series(LineSeries::new([(-1.0, -1.0), (1.0, 1.0)], RED))?;
         root.present()?;
     }
-    write_file(path, |w| w.write_all(svg.as_bytes()))
+    ctx.write_file(path, |w| w.write_all(svg.as_bytes()))
 }

@@ -1,10 +1,15 @@
 //! `simlsh index`: build, change, query and describe Hamming indexes stored on disk.
 //!
-//! Every write goes through [`HammingIndex::save`], which writes a temporary file
-//! `.NAME.tmp-PID` beside the index, syncs it and renames it over the index: a run killed at
-//! any moment leaves either the old index or the new one, both loadable. A killed run can
-//! leave its temporary file behind; the next `add` or `remove` on the same index deletes the
-//! temporary files of processes that no longer run.
+//! Every write stages the index in the run's outputs ([`HammingIndex::stage`]): a temporary
+//! file beside the index, synced, renamed over the index at the end of the run together with
+//! the other outputs (`--stats`): a run killed at any moment leaves either the old index or
+//! the new one, both loadable. A killed run can leave its temporary file behind; the next
+//! write of the same index deletes the temporary files of processes that no longer run.
+//!
+//! `add` and `remove` hold the index file's own advisory lock from before they read it until
+//! the new file is in place, and verify the whole file (checksum and invariants) before
+//! changing it: a corrupt index is never rewritten as sound. Queries open an index in
+//! `O(1)`, without verifying it (`index verify`, `index info --verify`).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -17,24 +22,25 @@ use simlsh::Hit;
 use simlsh::estimate;
 use simlsh::index::{IndexSpec, SignerRecord};
 use simlsh::io::input::InputFormat;
-use simlsh::io::{IndexFile, load_index};
+use simlsh::io::{IndexFile, LoadOptions, load_index_with};
 use simlsh::signature::SignatureMatrix;
 use simlsh::signers::{SignerKind, SignerSpec};
 use simlsh::storage::Buf;
-use simlsh::text::Mode;
+use simlsh::text::Tokenizer;
 use simlsh::verify::{CsrVectors, Vectors};
 
 use super::sign::{InputArgs, TextArgs, WeightingArg};
 use crate::common::{
     Ctx, SignerArgs, check_distinct, check_paths, human_bytes, print_line, read_codes, to_stdout,
-    write_file,
 };
 use crate::input::{Exact, prepare};
 
 const EXAMPLE: &str = "Examples:
   simlsh index build codes.npy codes.idx --kind manku:k=3
   simlsh index build glove.fvecs glove.idx --kind mih --signer super-bit --bits 128
+  simlsh index build glove.fvecs glove.idx --kind graph --signer super-bit --bits 256
   simlsh index query codes.idx queries.npy --radius 3 --out hits.tsv
+  simlsh index query glove.idx queries.fvecs --k 10 --ef 96
   simlsh index query glove.idx queries.fvecs --k 10 --rerank 100 --vectors glove.fvecs
   simlsh index add codes.idx more.npy --first-id 1000000
   simlsh index remove codes.idx --ids 4,8,15
@@ -66,7 +72,8 @@ const VERIFY_EXAMPLE: &str = "Example:
   simlsh index verify codes.idx
 Opening an index checks its header and section bounds only (so that opening a large index
 costs no pass over it); verify reads every byte: the checksum, then every invariant of the
-index. Exit status 1 and the first problem found when the file is corrupt.";
+index. Exit status 1 and the first problem found when the file is corrupt. `index add` and
+`index remove` verify the file the same way before changing it.";
 
 /// Checks an index file completely: checksum and contents.
 #[derive(Parser, Debug)]
@@ -80,13 +87,15 @@ const BUILD_EXAMPLE: &str = "Example:
   simlsh index build codes.npy codes.idx --kind manku:k=3
   simlsh index build codes.simlsh codes.idx --kind permutation:q=16,beam=32 --seed 7
   simlsh index build glove.fvecs glove.idx --kind mih --signer gaussian --bits 128 --seed 3
+  simlsh index build glove.fvecs glove.idx --kind graph:m=32 --signer super-bit --bits 256
   simlsh index build docs.jsonl docs.idx --kind manku --ngram 2 --save-idf docs.idf
 INPUT is stored codes (a .npy array of uint64, N x words, width --bits, default 64 x words; or
 a simlsh signature file), or vectors or documents, signed here with --signer, --bits and
 --seed. Row i gets id i. The index records the signer of its codes (what a signature file
 records, or the signer used here, and for documents the tokenizer options), so that `index
-query` signs vectors and documents like the index. Documents weighted by TF-IDF: give --idf
-or --save-idf, so that queries are weighted by the same table.";
+query` signs vectors and documents like the index. For documents, the index embeds the tables
+its tokenizer used (the TF-IDF table, fitted on the documents or given by --idf, and a file of
+--stop-words), so that queries are weighted the same way: an index never names other files.";
 
 /// Builds an index of codes, vectors or documents (ids 0..N) and saves it atomically.
 #[derive(Parser, Debug)]
@@ -107,7 +116,9 @@ struct BuildArgs {
 
 const ADD_EXAMPLE: &str = "Example:
   simlsh index add codes.idx more.npy --first-id 1000000
-The codes of SIGS get ids FIRST_ID, FIRST_ID+1, ... The index is replaced atomically.";
+The codes of SIGS get ids FIRST_ID, FIRST_ID+1, ... The index is verified whole (a corrupt
+file is refused, never rewritten) and replaced atomically, under its advisory lock (concurrent
+`add`s and `remove`s, and Python's `simlsh.update_index`, follow one another).";
 
 /// Inserts codes into an index file, replacing it atomically.
 #[derive(Parser, Debug)]
@@ -125,7 +136,8 @@ struct AddArgs {
 const REMOVE_EXAMPLE: &str = "Example:
   simlsh index remove codes.idx --ids 4,8,15
   simlsh index remove codes.idx --ids-file stale.txt
-An ids file holds ids separated by whitespace or commas. The index is replaced atomically.";
+An ids file holds ids separated by whitespace or commas. The index is verified whole and
+replaced atomically, under its advisory lock, as by `index add`.";
 
 /// Removes ids from an index file, replacing it atomically.
 #[derive(Parser, Debug)]
@@ -156,13 +168,15 @@ const QUERY_EXAMPLE: &str = "Example:
   simlsh index query codes.idx queries.npy --k 10 --format jsonl
   simlsh index query glove.idx queries.fvecs --k 10
   simlsh index query glove.idx queries.fvecs --k 10 --rerank 100 --vectors glove.fvecs
+  simlsh index query graph.idx queries.fvecs --k 10 --ef 128 --rerank 40 --vectors glove.fvecs
 QUERIES is codes of the index's width (a .npy of uint64 words or a simlsh signature file), or
 vectors or documents (any input `simlsh sign` reads), signed with the signer the index records
 (its kind, width, seed and dimension; for documents its tokenizer options). Query i is row i;
 the cosine column is the estimate cos(pi h / f) of the Hamming distance h. With --rerank M
 and --vectors BASE (the vectors or documents the index was built from: id i is row i of BASE),
 the M nearest by Hamming distance are re-ranked by exact cosine and the k highest kept, as
-`query, hit, distance, exact_cosine`, highest first.";
+`query, hit, distance, exact_cosine`, highest first. A graph index searches with its
+recorded beam `ef` (`index info`), or --ef: larger finds more true neighbours, slower.";
 
 /// Radius or k-NN search of every query (in parallel), as TSV or JSON Lines.
 #[derive(Parser, Debug)]
@@ -179,6 +193,9 @@ struct QueryArgs {
     /// The k nearest stored codes.
     #[arg(long)]
     k: Option<usize>,
+    /// Graph index: the search beam (nodes a search keeps; the index's own by default).
+    #[arg(long, requires = "k")]
+    ef: Option<usize>,
     /// Re-rank: take the M nearest by Hamming distance and keep the k of highest exact cosine
     /// with the rows of --vectors (needs vectors or documents as QUERIES).
     #[arg(long, value_name = "M", requires_all = ["k", "vectors"])]
@@ -199,6 +216,16 @@ struct QueryArgs {
     /// recorded one is used.
     #[arg(long, value_parser = parse_signer)]
     signer: Option<SignerKind>,
+    /// Documents, for an index of an earlier release that recorded its TF-IDF table as a
+    /// path (never read): the table. Indexes built now embed it.
+    #[arg(long, value_name = "FILE")]
+    idf: Option<PathBuf>,
+    /// Documents, for an index of an earlier release that recorded its stop words as a path
+    /// (never read): the file. Indexes built now embed them.
+    #[arg(long, value_name = "FILE")]
+    stop_words: Option<PathBuf>,
+    #[command(flatten)]
+    load: LoadArgs,
     /// Write the results here (atomically) instead of stdout.
     #[arg(long)]
     out: Option<PathBuf>,
@@ -208,7 +235,10 @@ struct QueryArgs {
 }
 
 const INFO_EXAMPLE: &str = "Example:
-  simlsh index info codes.idx";
+  simlsh index info codes.idx
+  simlsh index info codes.idx --verify
+The line `verified` says whether the file's checksum and contents were checked: `no` for the
+O(1) open, `yes` with --verify (which fails, exit status 1, on a corrupt file).";
 
 /// Describes an index file: kind, width, count, memory and the recorded parameters.
 #[derive(Parser, Debug)]
@@ -216,6 +246,27 @@ const INFO_EXAMPLE: &str = "Example:
 struct InfoArgs {
     /// The index file.
     index: PathBuf,
+    /// Verify the whole file first (checksum and every invariant, as `index verify`).
+    #[arg(long)]
+    verify: bool,
+    #[command(flatten)]
+    load: LoadArgs,
+}
+
+/// How an index file is opened by commands that only read it.
+#[derive(clap::Args, Debug)]
+struct LoadArgs {
+    /// Read the index into memory instead of mapping it (O(file size)): a mapped file that
+    /// another program truncates or rewrites in place (`cp`, `truncate`, a shell's `>`)
+    /// kills the process with SIGBUS, a copy is not affected.
+    #[arg(long)]
+    copy_on_load: bool,
+}
+
+impl LoadArgs {
+    fn options(&self) -> LoadOptions {
+        LoadOptions::default().copy(self.copy_on_load)
+    }
 }
 
 pub fn run(a: Args, ctx: &mut Ctx) -> Result<()> {
@@ -242,8 +293,8 @@ fn read_sigs(path: &Path, bits: Option<usize>, source: &str) -> Result<Signature
     }
 }
 
-/// The signer a simlsh signature file records (`None` for other files or none recorded).
-fn signature_record(path: &Path) -> Result<Option<SignerRecord>> {
+/// `path` opened as a simlsh file (`None` for other files: `.npy`, vectors, documents).
+fn simlsh_file(path: &Path) -> Result<Option<IndexFile>> {
     let mut magic = [0u8; 8];
     let is_file = std::fs::File::open(path)
         .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut magic))
@@ -252,7 +303,23 @@ fn signature_record(path: &Path) -> Result<Option<SignerRecord>> {
         return Ok(None);
     }
     let f = IndexFile::open(path).with_context(|| format!("reading {}", path.display()))?;
-    Ok(SignerRecord::from_params(f.params()))
+    Ok(Some(f))
+}
+
+/// The signer a simlsh signature file records (`None` for other files or none recorded).
+fn signature_record(path: &Path) -> Result<Option<SignerRecord>> {
+    Ok(simlsh_file(path)?.and_then(|f| SignerRecord::from_params(f.params())))
+}
+
+/// Verifies the checksum of a simlsh signature file whose codes go into an index file, so
+/// that corrupt codes are not written into an index with a fresh checksum (a `.npy` array
+/// has no checksum to verify).
+fn verify_carried(path: &Path) -> Result<()> {
+    if let Some(f) = simlsh_file(path)? {
+        f.verify()
+            .with_context(|| format!("verifying {}", path.display()))?;
+    }
+    Ok(())
 }
 
 /// The width of codes for index `idx`: its own; a `--bits` that disagrees is an error.
@@ -300,30 +367,55 @@ pub fn seeded(spec: IndexSpec, ctx: &Ctx) -> IndexSpec {
     }
 }
 
-fn open_index(path: &Path) -> Result<Box<dyn HammingIndex>> {
-    load_index(path).with_context(|| format!("loading index {}", path.display()))
+fn open_index(path: &Path, opts: &LoadOptions) -> Result<Box<dyn HammingIndex>> {
+    load_index_with(path, opts).with_context(|| format!("loading index {}", path.display()))
 }
 
-/// Saves `idx` over `path` atomically (the library's atomic write also removes the
-/// temporary files that killed runs left beside it).
-fn save_index(idx: &dyn HammingIndex, path: &Path) -> Result<()> {
-    idx.save(path)
+/// Stages `idx` to replace `path` at the end of the run, with the run's other outputs (the
+/// library's atomic write also removes the temporary files that killed runs left beside it).
+fn save_index(idx: &dyn HammingIndex, path: &Path, ctx: &mut Ctx) -> Result<()> {
+    ctx.stage(path, |set| idx.stage(set, path))
         .with_context(|| format!("writing index {}", path.display()))
 }
 
-/// Holds the index's advisory lock for a read-modify-write, so that concurrent `add`s and
-/// `remove`s on one index run one after the other and none is lost.
-fn lock(path: &Path, ctx: &Ctx) -> Result<simlsh::io::LockGuard> {
-    if let Some(guard) = simlsh::io::try_lock_exclusive(path)
-        .with_context(|| format!("locking {}", path.display()))?
+/// Takes the index file's advisory lock for a read-modify-write and holds it until the new
+/// file is in place (the end of the run), so that concurrent `add`s and `remove`s on one
+/// index run one after the other and none is lost. The lock is the file's own: nothing is
+/// created beside it, and a path that is not an index file fails here.
+fn lock(path: &Path, ctx: &mut Ctx) -> Result<()> {
+    let guard = match simlsh::io::try_lock_exclusive(path)
+        .with_context(|| format!("locking index {}", path.display()))?
     {
-        return Ok(guard);
-    }
-    ctx.say(format!(
-        "waiting for another run changing {} to finish",
-        path.display()
-    ));
-    simlsh::io::lock_exclusive(path).with_context(|| format!("locking {}", path.display()))
+        Some(guard) => guard,
+        None => {
+            ctx.say(format!(
+                "waiting for another run changing {} to finish",
+                path.display()
+            ));
+            simlsh::io::lock_exclusive(path)
+                .with_context(|| format!("locking index {}", path.display()))?
+        }
+    };
+    ctx.hold(guard);
+    Ok(())
+}
+
+/// Loads an index to change it: verified whole first (checksum and invariants), so that a
+/// corrupt file is refused instead of rewritten with a fresh checksum.
+fn open_for_update(path: &Path) -> Result<Box<dyn HammingIndex>> {
+    open_index(path, &LoadOptions::default().verify(true))
+}
+
+/// Records how a graph index answers k-NN (`--stats`): by the graph or by the scan, and the
+/// figures of its check.
+fn record_graph(g: &simlsh::index::GraphIndex, ctx: &mut Ctx) {
+    let c = g.check();
+    ctx.record("knn_mode", g.mode().name());
+    ctx.record("knn_mode_reason", g.describe_mode());
+    ctx.record("check_recall", c.recall);
+    ctx.record("check_distances", c.distances);
+    ctx.record("graph_nodes", g.nodes());
+    ctx.record("graph_ef", g.ef());
 }
 
 /// Parses a signer kind (`KIND` or `KIND:key=value,...`).
@@ -365,95 +457,94 @@ fn read_stored(input: &InputArgs, bits: Option<usize>, source: &str) -> Result<O
     }))
 }
 
-/// The name of a weighting, as `--weighting` takes it.
-fn weighting_name(w: WeightingArg) -> String {
-    w.to_possible_value()
-        .map(|v| v.get_name().to_string())
-        .unwrap_or_default()
-}
-
 /// The text options of documents signed here, as recorded with the index: tokenizer mode,
-/// n-gram, weighting, top-k, stop words and the TF-IDF table (files by absolute path;
-/// `fitted` for a table fitted on the documents and not saved).
-fn record_text(rec: SignerRecord, t: &TextArgs) -> Result<SignerRecord> {
-    let absolute = |p: &Path| -> Result<String> {
-        Ok(std::fs::canonicalize(p)
-            .with_context(|| format!("locating {}", p.display()))?
-            .display()
-            .to_string())
-    };
-    let mut rec = rec
-        .text_option("mode", format!("{:?}", t.resolved_mode()).to_lowercase())?
-        .text_option("ngram", t.ngram)?
-        .text_option("weighting", weighting_name(t.weighting))?;
-    if let Some(k) = t.top_k {
-        rec = rec.text_option("top_k", k)?;
-    }
-    if let Some(sw) = &t.stop_words {
-        let v = if sw == "english" {
-            sw.clone()
-        } else {
-            absolute(Path::new(sw))?
-        };
-        rec = rec.text_option("stop_words", v)?;
-    }
-    if matches!(t.weighting, WeightingArg::Tfidf) {
-        let idf = match t.idf.as_deref().or(t.save_idf.as_deref()) {
-            Some(p) => absolute(p)?,
-            None => "fitted".into(),
-        };
-        rec = rec.text_option("idf", idf)?;
-    }
-    Ok(rec)
+/// n-gram, weighting, top-k, and the tables the tokenizer used, embedded (the stop words, the
+/// TF-IDF table fitted on the documents or given with --idf): never a path, since an index
+/// file must not make a query read another file.
+fn record_text(rec: SignerRecord, t: &TextArgs, tokenizer: &Tokenizer) -> Result<SignerRecord> {
+    Ok(rec.with_tokenizer(&t.spec()?, tokenizer)?)
 }
 
-/// The tokenizer options recorded with index `index` (see [`record_text`]), reading
-/// documents from `field`.
-fn text_args(rec: &SignerRecord, field: &str, index: &Path) -> Result<TextArgs> {
+/// The tokenizer options recorded with the index of `a` (see [`record_text`]), reading
+/// documents from `a.field`. An index of an earlier release that recorded the path of its
+/// TF-IDF table or stop words is refused unless the file is given on the command line
+/// (`--idf`, `--stop-words`): a recorded path is never followed.
+fn text_args(rec: &SignerRecord, a: &QueryArgs) -> Result<TextArgs> {
+    let name = a.index.display();
+    let spec = rec
+        .tokenizer_options()
+        .with_context(|| format!("reading the tokenizer options {name} records"))?;
     let opts = rec.text_options();
-    let name = index.display();
     ensure!(
-        !opts.is_empty(),
+        spec.is_some(),
         "{name} records no tokenizer options (its codes were not signed from documents by \
          `simlsh index build`): sign the documents with the index's options and query with \
          the codes"
     );
+    let spec = spec.expect("checked");
     let get = |k: &str| opts.get(k).copied();
-    let bad =
-        |k: &str, v: &str| anyhow::anyhow!("{name}: recorded text option {k}=`{v}` is not valid");
-    let weighting = match get("weighting").unwrap_or("tfidf") {
-        "binary" => WeightingArg::Binary,
-        "tf" => WeightingArg::Tf,
-        "tfidf" => WeightingArg::Tfidf,
-        "jieba" => WeightingArg::Jieba,
-        v => return Err(bad("weighting", v)),
-    };
-    let idf = match (weighting, get("idf")) {
-        (WeightingArg::Tfidf, Some("fitted") | None) => bail!(
-            "{name} was built from documents weighted by a TF-IDF table fitted on them and not \
-             saved: rebuild it with --save-idf FILE (or --idf FILE) to sign queries with the \
-             same table"
+    let weighting = WeightingArg::from(spec.weighting);
+    let (mut idf, mut embedded_idf) = (None, None);
+    if matches!(weighting, WeightingArg::Tfidf) {
+        match (rec.recorded_path("idf"), &a.idf, get("idf")) {
+            (Some(_), Some(given), _) => idf = Some(given.clone()),
+            (Some(p), None, _) => bail!(
+                "{name} records its TF-IDF table as the path {p:?} (an index of an earlier \
+                 release); an index never makes simlsh read another file: give the table with \
+                 --idf FILE, or rebuild the index (it then embeds the table)"
+            ),
+            (None, _, Some("fitted") | None) => bail!(
+                "{name} was built from documents weighted by a TF-IDF table fitted on them and \
+                 not kept (an index of an earlier release): rebuild it, it then embeds the table"
+            ),
+            (None, Some(_), _) => bail!(
+                "{name} embeds its TF-IDF table: --idf applies to indexes of earlier releases \
+                 that recorded a path"
+            ),
+            (None, None, _) => {
+                embedded_idf = Some(
+                    rec.idf()
+                        .with_context(|| format!("reading the TF-IDF table {name} embeds"))?
+                        .ok_or_else(|| anyhow::anyhow!("{name} embeds no TF-IDF table"))?,
+                );
+            }
+        }
+    } else {
+        ensure!(
+            a.idf.is_none(),
+            "--idf applies to an index of documents weighted by tfidf; {name} records {}",
+            weighting.name()
+        );
+    }
+    let (mut stop_words, mut embedded_stop_words) = (None, None);
+    match (rec.recorded_path("stop_words"), &a.stop_words) {
+        (Some(_), Some(given)) => stop_words = Some(given.display().to_string()),
+        (Some(p), None) => bail!(
+            "{name} records its stop words as the path {p:?} (an index of an earlier release); \
+             an index never makes simlsh read another file: give the file with --stop-words \
+             FILE, or rebuild the index (it then embeds them)"
         ),
-        (WeightingArg::Tfidf, Some(p)) => Some(PathBuf::from(p)),
-        _ => None,
-    };
+        (None, Some(_)) => bail!(
+            "--stop-words applies to indexes of earlier releases that recorded a path; {name} \
+             records its stop words itself"
+        ),
+        (None, None) => {
+            embedded_stop_words = rec
+                .stop_words()
+                .with_context(|| format!("reading the stop words {name} embeds"))?;
+        }
+    }
     Ok(TextArgs {
-        field: field.to_string(),
-        mode: match get("mode") {
-            Some(m) => Some(m.parse::<Mode>().map_err(|_| bad("mode", m))?),
-            None => None,
-        },
-        ngram: match get("ngram") {
-            Some(n) => n.parse().map_err(|_| bad("ngram", n))?,
-            None => 1,
-        },
+        field: a.field.clone(),
+        mode: spec.mode,
+        ngram: spec.ngram,
         weighting,
-        top_k: get("top_k")
-            .map(|k| k.parse().map_err(|_| bad("top_k", k)))
-            .transpose()?,
-        stop_words: get("stop_words").map(str::to_string),
+        top_k: spec.top_k,
+        stop_words,
         idf,
         save_idf: None,
+        embedded_idf,
+        embedded_stop_words,
     })
 }
 
@@ -491,6 +582,7 @@ fn build(mut a: BuildArgs, ctx: &mut Ctx) -> Result<()> {
     let read = ctx.phase("read", |_| read_stored(&a.input, bits, "--bits"))?;
     let (sigs, record) = match read {
         Some(s) => {
+            verify_carried(&a.input.input)?;
             if let Some(k) = &a.signer {
                 match &s.record {
                     Some(r) => check_kind(k, r, &a.input.input)?,
@@ -505,8 +597,8 @@ fn build(mut a: BuildArgs, ctx: &mut Ctx) -> Result<()> {
         }
         None => {
             let (p, rec) = sign_input(&a.input, a.signer.clone(), None, false, ctx)?;
-            let rec = match &p.texts {
-                Some(_) => record_text(rec, &a.input.text)?,
+            let rec = match &p.tokenizer {
+                Some(tokenizer) => record_text(rec, &a.input.text, tokenizer)?,
                 None => rec,
             };
             (p.sigs, Some(rec))
@@ -520,9 +612,13 @@ fn build(mut a: BuildArgs, ctx: &mut Ctx) -> Result<()> {
         })
         .with_context(|| format!("building a {spec} index of {}", a.input.input.display()))?;
     idx.set_signer(record)?;
-    ctx.phase("save", |_| save_index(idx.as_ref(), &a.out))?;
+    ctx.phase("save", |ctx| save_index(idx.as_ref(), &a.out, ctx))?;
     ctx.record("codes", idx.len());
     ctx.record("index_bytes", idx.bytes());
+    if let Some(g) = idx.as_graph() {
+        record_graph(g, ctx);
+        ctx.say(format!("k-NN: {}", g.describe_mode()));
+    }
     ctx.say(format!(
         "{} index of {} {}-bit codes, {} in memory, signer {}, written to {}",
         idx.kind(),
@@ -558,10 +654,13 @@ fn check_kind(kind: &SignerKind, rec: &SignerRecord, source: &Path) -> Result<()
 
 fn add(a: AddArgs, ctx: &mut Ctx) -> Result<()> {
     check_distinct(&[&a.sigs], &[&a.index])?;
-    let _lock = lock(&a.index, ctx)?;
-    let mut idx = ctx.phase("load", |_| open_index(&a.index))?;
+    lock(&a.index, ctx)?;
+    let mut idx = ctx.phase("load", |_| open_for_update(&a.index))?;
     let bits = index_bits(idx.as_ref(), ctx)?;
-    let sigs = ctx.phase("read", |_| read_sigs(&a.sigs, bits, "the index"))?;
+    let sigs = ctx.phase("read", |_| {
+        verify_carried(&a.sigs)?;
+        read_sigs(&a.sigs, bits, "the index")
+    })?;
     // Codes of a signature file must come from the index's signer, when both record one.
     if let Some(ours) = idx.signer()
         && let Some(theirs) = signature_record(&a.sigs)?
@@ -592,7 +691,7 @@ fn add(a: AddArgs, ctx: &mut Ctx) -> Result<()> {
         ctx.spin("inserting", || idx.insert_batch(&ids, sigs.as_slice()))
             .with_context(|| format!("inserting the codes of {}", a.sigs.display()))
     })?;
-    ctx.phase("save", |_| save_index(idx.as_ref(), &a.index))?;
+    ctx.phase("save", |ctx| save_index(idx.as_ref(), &a.index, ctx))?;
     ctx.record("added", n);
     ctx.record("codes", idx.len());
     ctx.say(format!(
@@ -620,12 +719,12 @@ fn remove(a: RemoveArgs, ctx: &mut Ctx) -> Result<()> {
         Some(p) => parse_ids(p)?,
         None => a.ids.clone(),
     };
-    let _lock = lock(&a.index, ctx)?;
-    let mut idx = ctx.phase("load", |_| open_index(&a.index))?;
+    lock(&a.index, ctx)?;
+    let mut idx = ctx.phase("load", |_| open_for_update(&a.index))?;
     let removed = ctx.phase("remove", |ctx| {
         Ok(ctx.spin("removing", || idx.remove_batch(&ids))?)
     })?;
-    ctx.phase("save", |_| save_index(idx.as_ref(), &a.index))?;
+    ctx.phase("save", |ctx| save_index(idx.as_ref(), &a.index, ctx))?;
     ctx.record("removed", removed);
     ctx.record("codes", idx.len());
     ctx.say(format!(
@@ -675,7 +774,7 @@ pub const QUERY_BATCH: usize = 8192;
 /// The input options of QUERIES or BASE, with the index's tokenizer options for documents.
 fn query_input(a: &QueryArgs, path: &Path, rec: Option<&SignerRecord>) -> Result<InputArgs> {
     let text = match rec.filter(|r| !r.text_options().is_empty()) {
-        Some(r) => text_args(r, &a.field, &a.index)?,
+        Some(r) => text_args(r, a)?,
         // Not documents, or documents the index cannot sign (an error once known).
         None => TextArgs {
             field: a.field.clone(),
@@ -686,6 +785,8 @@ fn query_input(a: &QueryArgs, path: &Path, rec: Option<&SignerRecord>) -> Result
             stop_words: None,
             idf: None,
             save_idf: None,
+            embedded_idf: None,
+            embedded_stop_words: None,
         },
     };
     Ok(InputArgs {
@@ -746,7 +847,7 @@ fn read_for_index(
     if !crate::parquet::is_parquet(path) && super::sign::format_of(path, a.input_format)?.is_text()
     {
         // Documents: the index must record how its documents were tokenised.
-        text_args(rec, &a.field, &a.index)?;
+        text_args(rec, a)?;
     }
     let (p, signed_by) = sign_input(
         &input,
@@ -757,7 +858,7 @@ fn read_for_index(
     )?;
     if p.texts.is_some() {
         // Documents: the index must record how its documents were tokenised.
-        text_args(rec, &a.field, &a.index)?;
+        text_args(rec, a)?;
     } else {
         ensure!(
             rec.text_options().is_empty(),
@@ -880,6 +981,8 @@ fn query(a: QueryArgs, ctx: &mut Ctx) -> Result<()> {
         .collect();
     let mut ins: Vec<&Path> = vec![&a.index, &a.queries];
     ins.extend(a.vectors.as_deref());
+    ins.extend(a.idf.as_deref());
+    ins.extend(a.stop_words.as_deref());
     check_distinct(&ins, &outs)?;
     if a.k == Some(0) {
         bail!("--k must be at least 1");
@@ -887,7 +990,20 @@ fn query(a: QueryArgs, ctx: &mut Ctx) -> Result<()> {
     if let (Some(m), Some(k)) = (a.rerank, a.k) {
         ensure!(m >= k, "--rerank {m} must be at least --k {k}");
     }
-    let idx = ctx.phase("load", |_| open_index(&a.index))?;
+    let mut idx = ctx.phase("load", |_| open_index(&a.index, &a.load.options()))?;
+    if let Some(ef) = a.ef {
+        let kind = idx.kind();
+        match idx.as_graph_mut() {
+            Some(g) => g.set_ef(ef)?,
+            None => bail!(
+                "--ef sets the beam of a graph index; {} is a {kind} index",
+                a.index.display()
+            ),
+        }
+    }
+    if let Some(g) = idx.as_graph() {
+        record_graph(g, ctx);
+    }
     let rerank = a.rerank.is_some();
     let queries = ctx.phase("read", |ctx| {
         read_for_index(&a, &a.queries, idx.as_ref(), rerank, ctx)
@@ -944,8 +1060,8 @@ fn query(a: QueryArgs, ctx: &mut Ctx) -> Result<()> {
             .collect(),
     };
     let hits: usize = results.iter().map(Vec::len).sum();
-    ctx.phase("write", |_| match &a.out {
-        Some(p) => write_file(p, |w| write_hits(w, &results, rerank, a.format)),
+    ctx.phase("write", |ctx| match &a.out {
+        Some(p) => ctx.write_file(p, |w| write_hits(w, &results, rerank, a.format)),
         None => to_stdout(|w| write_hits(w, &results, rerank, a.format)),
     })?;
     ctx.record("queries", sigs.len());
@@ -965,9 +1081,13 @@ fn verify(a: VerifyArgs, ctx: &mut Ctx) -> Result<()> {
 }
 
 fn info(a: InfoArgs) -> Result<()> {
-    let idx = open_index(&a.index)?;
-    let file = IndexFile::open(&a.index)
-        .with_context(|| format!("reading index {}", a.index.display()))?;
+    let idx = open_index(&a.index, &a.load.options().verify(a.verify))?;
+    let file = if a.load.copy_on_load {
+        IndexFile::open_copied(&a.index)
+    } else {
+        IndexFile::open(&a.index)
+    }
+    .with_context(|| format!("reading index {}", a.index.display()))?;
     let per_code = if idx.is_empty() {
         0.0
     } else {
@@ -983,8 +1103,20 @@ fn info(a: InfoArgs) -> Result<()> {
             .map_or_else(|| "none".to_string(), ToString::to_string)
     ));
     out.push_str(&format!("len\t{}\n", idx.len()));
+    out.push_str(&format!(
+        "verified\t{}\n",
+        if idx.is_verified() {
+            "yes"
+        } else {
+            "no (opened without reading the data: index info --verify)"
+        }
+    ));
     out.push_str(&format!("bytes\t{}\n", idx.bytes()));
     out.push_str(&format!("bytes_per_code\t{per_code:.2}\n"));
+    if let Some(g) = idx.as_graph() {
+        out.push_str(&format!("nodes\t{}\n", g.nodes()));
+        out.push_str(&format!("knn\t{}\n", g.describe_mode()));
+    }
     for (k, v) in file.params() {
         out.push_str(&format!("param.{k}\t{v}\n"));
     }

@@ -7,11 +7,12 @@ use anyhow::{Result, bail};
 use clap::Parser;
 use simlsh::estimate;
 use simlsh::index::{HammingIndex, IndexSpec};
+use simlsh::join::{ApproxKnn, KnnMethod};
 use simlsh::{Hit, SignatureMatrix};
 
 use super::index::QUERY_BATCH;
 use super::sign::InputArgs;
-use crate::common::{Ctx, SignerArgs, check_paths, to_stdout, write_file};
+use crate::common::{Ctx, SignerArgs, check_paths, to_stdout};
 use crate::input::{Exact, prepare};
 use crate::parquet::Shape;
 use crate::table::Rows;
@@ -22,12 +23,16 @@ const EXAMPLE: &str = "Examples:
   simlsh knn glove.npy --k 5 --index mih --bits 128
   simlsh knn datasets/glove-6B-50d-10k/vectors.fvecs --k 10 --rerank 100 --signer super-bit --bits 256
   simlsh knn embeddings.fvecs --k 10 --rerank 100 --signer super-bit --bits 384 --out knn.tsv
+  simlsh knn glove.fvecs --k 10 --method approx --signer super-bit --bits 256 --out knn.tsv
 
 Dense embeddings (e.g. 384-d sentence embeddings): `--signer super-bit --bits 384 --rerank 100`
 gave recall@10 0.955 against the exact cosine top 10 on 60,418 MiniLM tweet embeddings (one
 thread: 5.5 s CPU, FAISS IndexFlatIP 34-38 s); --bits 512 --rerank 100 gave 0.972 (6.6 s),
 --bits 256 --rerank 300 0.960 (6.8 s). On 50-d GloVe, --bits 256 --rerank 100 (20k words: 0.981) or 150 (100k: 0.971). The
-graph compares every pair of points once (O(n^2)); the re-rank costs M exact cosines a point.";
+graph compares every pair of points once (O(n^2)); the re-rank costs M exact cosines a point.
+--method approx builds the graph without comparing every pair: random partition trees (every
+pair within a leaf compared) refined by NN-Descent rounds, about O(n) with exact distances but
+lists that may miss true neighbours (recall figures in benches/compare/results.md).";
 
 /// For each point, its k nearest other points by Hamming distance of the signatures (ties
 /// broken by the smaller row), as TSV `record, neighbor, distance, estimated_cosine`; with
@@ -42,10 +47,12 @@ pub struct Args {
     /// Neighbours per point.
     #[arg(long)]
     k: usize,
-    /// The index searched: KIND or KIND:key=value,... as for `index build --kind` (linear,
-    /// alias exact: the exact scan; mih: multi-index hashing, exact; permutation: approximate).
-    #[arg(long, alias = "method", default_value = "linear", value_parser = super::index::parse_index)]
-    index: IndexSpec,
+    /// How the graph is found: `approx` (partition trees and NN-Descent, approximate), or the
+    /// index searched, KIND or KIND:key=value,... as for `index build --kind` (linear, alias
+    /// exact: every pair compared once; mih: multi-index hashing, exact; permutation and
+    /// graph: approximate).
+    #[arg(long, alias = "index", default_value = "linear", value_parser = parse_method)]
+    method: Method,
     /// Re-rank: take the M nearest by Hamming distance and keep the k of highest exact cosine
     /// (needs the input's vectors: dense, sparse, or the weighted features of text).
     #[arg(long, value_name = "M")]
@@ -58,6 +65,22 @@ pub struct Args {
     out: Option<PathBuf>,
     #[command(flatten)]
     signer: SignerArgs,
+}
+
+/// How `knn` finds the graph.
+#[derive(Clone, Debug)]
+enum Method {
+    /// The library's approximate k-NN graph.
+    Approx,
+    /// Searches of an index of the rows (linear: the exact graph without an index).
+    Index(IndexSpec),
+}
+
+fn parse_method(s: &str) -> std::result::Result<Method, String> {
+    match s.trim() {
+        "approx" => Ok(Method::Approx),
+        other => super::index::parse_index(other).map(Method::Index),
+    }
 }
 
 /// The k-NN graph of the rows of `sigs` in the index built from them, searched in batches
@@ -100,17 +123,34 @@ pub fn run(mut a: Args, ctx: &mut Ctx) -> Result<()> {
     }
     let sigs = &p.sigs;
     let m = a.rerank.unwrap_or(a.k);
-    let spec = super::index::seeded(a.index.clone(), ctx);
-    let graph = if spec == IndexSpec::Linear {
-        // The exact scan needs no index: every pair compared once.
-        ctx.phase("knn", |ctx| {
-            Ok(ctx.spin("searching", || simlsh::join::knn_graph(sigs, m))?)
-        })?
-    } else {
-        let index: Box<dyn HammingIndex> = ctx.phase("index", |ctx| {
-            Ok(ctx.spin("building the index", || spec.build(sigs))?)
-        })?;
-        ctx.phase("knn", |ctx| knn_graph(index.as_ref(), sigs, m, ctx))?
+    let (graph, how) = match &a.method {
+        Method::Approx => {
+            let method = KnnMethod::Approx(ApproxKnn {
+                seed: ctx.seed,
+                ..ApproxKnn::default()
+            });
+            let (graph, stats) = ctx.phase("knn", |ctx| {
+                Ok(ctx.spin("refining", || simlsh::join::knn_graph_by(sigs, m, &method))?)
+            })?;
+            ctx.record("rounds", stats.rounds);
+            ctx.record("distances", stats.distances);
+            (graph, "approx".to_string())
+        }
+        Method::Index(spec) => {
+            let spec = super::index::seeded(spec.clone(), ctx);
+            let graph = if spec == IndexSpec::Linear {
+                // The exact scan needs no index: every pair compared once.
+                ctx.phase("knn", |ctx| {
+                    Ok(ctx.spin("searching", || simlsh::join::knn_graph(sigs, m))?)
+                })?
+            } else {
+                let index: Box<dyn HammingIndex> = ctx.phase("index", |ctx| {
+                    Ok(ctx.spin("building the index", || spec.build(sigs))?)
+                })?;
+                ctx.phase("knn", |ctx| knn_graph(index.as_ref(), sigs, m, ctx))?
+            };
+            (graph, format!("index {spec}"))
+        }
     };
     let bits = sigs.bits() as u64;
     // Each row's neighbours: (id, Hamming distance, cosine: exact when re-ranked, else
@@ -160,17 +200,17 @@ pub fn run(mut a: Args, ctx: &mut Ctx) -> Result<()> {
         out.finish()
     };
     match &a.out {
-        Some(path) => write_file(path, body)?,
+        Some(path) => ctx.write_file(path, body)?,
         None => to_stdout(body)?,
     }
     ctx.record("points", sigs.len());
     ctx.record("k", a.k);
     ctx.say(format!(
-        "points {}  k {}  (f = {}, index {}{})",
+        "points {}  k {}  (f = {}, {}{})",
         sigs.len(),
         a.k,
         bits,
-        spec,
+        how,
         match a.rerank {
             Some(m) => format!(", the {m} nearest by Hamming re-ranked by exact cosine"),
             None => String::new(),

@@ -6,4 +6,6 @@ pub mod dedup;
 pub mod eval;
 pub mod index;
 pub mod knn;
+pub mod serve;
 pub mod sign;
+pub mod store;

@@ -12,7 +12,9 @@ use simlsh::io::input::{InputFormat, Vectors};
 use simlsh::io::lines::OnBadLine;
 use simlsh::signature::words_for;
 use simlsh::signers::{AnySigner, Signer};
-use simlsh::text::{Idf, Mode, SignOptions, SignedCorpus, StopWords, Tokenizer, Weighting};
+use simlsh::text::{
+    Idf, Mode, SignOptions, SignedCorpus, StopWords, Tokenizer, TokenizerSpec, WeightingKind,
+};
 use simlsh::{SignatureMatrix, io};
 
 use crate::common::{Ctx, SignerArgs, check_paths};
@@ -85,13 +87,13 @@ pub struct TextArgs {
     #[arg(long)]
     pub mode: Option<Mode>,
     /// Text input: shingles of n units (words or characters).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = TokenizerSpec::default().ngram)]
     pub ngram: usize,
     /// Text input: feature weights: binary (1), tf (count), tfidf (count × IDF fitted on the
     /// input, or --idf), jieba (jieba's own keyword weights: its bundled IDF table and stop
     /// words, as Python's `jieba.analyse.extract_tags`; mode cjk, words of one character
     /// dropped).
-    #[arg(long, value_enum, default_value = "tfidf")]
+    #[arg(long, value_enum, default_value_t = TokenizerSpec::default().weighting.into())]
     pub weighting: WeightingArg,
     /// Text input: keep only the K heaviest features of each document (with --weighting
     /// jieba: `extract_tags`'s topK).
@@ -106,56 +108,45 @@ pub struct TextArgs {
     /// Text input: save the IDF table fitted on the input, to reuse on other documents.
     #[arg(long)]
     pub save_idf: Option<PathBuf>,
+    /// The IDF table an index embeds (queries are weighted as its documents were).
+    #[arg(skip)]
+    pub embedded_idf: Option<Idf>,
+    /// The stop words an index embeds.
+    #[arg(skip)]
+    pub embedded_stop_words: Option<StopWords>,
 }
 
 /// The tokenizer of the text options; a TF-IDF table is loaded (`--idf`) or fitted on `texts`
 /// (and saved with `--save-idf`).
 pub fn tokenizer(t: &TextArgs, texts: &[&str], ctx: &mut Ctx) -> Result<Tokenizer> {
-    let stop = match t.stop_words.as_deref() {
-        None => StopWords::none(),
-        Some("english") => StopWords::english(),
-        Some(file) => StopWords::from_file(Path::new(file))?,
-    };
-    let jieba = matches!(t.weighting, WeightingArg::Jieba);
-    if !matches!(t.weighting, WeightingArg::Tfidf) {
+    let spec = t.spec()?;
+    anyhow::ensure!(
+        spec.weighting != WeightingKind::Jieba || (spec.mode() == Mode::Cjk && spec.ngram == 1),
+        "--weighting jieba weighs jieba's words: it needs --mode cjk (its default) and --ngram 1"
+    );
+    if !spec.needs_idf() {
         for (given, flag) in [(&t.idf, "--idf"), (&t.save_idf, "--save-idf")] {
             anyhow::ensure!(
                 given.is_none(),
                 "{flag} applies to --weighting tfidf, not {}",
-                t.weighting.name()
+                spec.weighting
             );
         }
+        return Ok(spec.build(None)?);
     }
-    let mode = t.resolved_mode();
-    anyhow::ensure!(
-        !jieba || (mode == Mode::Cjk && t.ngram == 1),
-        "--weighting jieba weighs jieba's words: it needs --mode cjk (its default) and --ngram 1"
-    );
-    let b = Tokenizer::builder()
-        .mode(mode)
-        .ngram(t.ngram)
-        .stop_words(stop)
-        .top_k(t.top_k);
-    let b = match t.weighting {
-        WeightingArg::Binary => b.weighting(Weighting::Binary),
-        WeightingArg::Tf => b.weighting(Weighting::Tf),
-        WeightingArg::Jieba => b.weighting(Weighting::JiebaKeywords),
-        WeightingArg::Tfidf => {
-            let idf = match &t.idf {
-                Some(p) => Idf::load(p)?,
-                None => {
-                    let plain = b.clone().build()?;
-                    let idf = ctx.phase("idf", |_| Ok(Idf::fit(&plain, texts.iter())))?;
-                    if let Some(p) = &t.save_idf {
-                        idf.save(p)?;
-                    }
-                    idf
-                }
-            };
-            b.idf(idf)
+    let idf = match (&t.embedded_idf, &t.idf) {
+        (Some(idf), _) => idf.clone(),
+        (None, Some(p)) => Idf::load(p)?,
+        (None, None) => {
+            let counting = spec.counting()?;
+            let idf = ctx.phase("idf", |_| Ok(Idf::fit(&counting, texts.iter())))?;
+            if let Some(p) = &t.save_idf {
+                ctx.write_file(p, |w| idf.write_to(w))?;
+            }
+            idf
         }
     };
-    Ok(b.build()?)
+    Ok(spec.build(Some(std::sync::Arc::new(idf)))?)
 }
 
 /// Signs documents in chunks, with a progress bar on a terminal; rows are signed
@@ -250,15 +241,44 @@ pub enum WeightingArg {
 }
 
 impl TextArgs {
-    /// The tokenizer mode: `--mode`, else `cjk` for jieba's keyword weights and `auto`
-    /// otherwise.
-    pub fn resolved_mode(&self) -> Mode {
-        self.mode
-            .unwrap_or(if matches!(self.weighting, WeightingArg::Jieba) {
-                Mode::Cjk
-            } else {
-                Mode::Auto
-            })
+    /// The library's tokenizer spec of these options (stop words read from their file).
+    pub fn spec(&self) -> Result<TokenizerSpec> {
+        let stop_words = match (&self.embedded_stop_words, self.stop_words.as_deref()) {
+            (Some(words), _) => words.clone(),
+            (None, None) => StopWords::none(),
+            (None, Some("english")) => StopWords::english(),
+            (None, Some(file)) => StopWords::from_file(Path::new(file))?,
+        };
+        Ok(TokenizerSpec {
+            mode: self.mode,
+            ngram: self.ngram,
+            stop_words,
+            weighting: self.weighting.into(),
+            top_k: self.top_k,
+            ..TokenizerSpec::default()
+        })
+    }
+}
+
+impl From<WeightingKind> for WeightingArg {
+    fn from(w: WeightingKind) -> Self {
+        match w {
+            WeightingKind::Binary => WeightingArg::Binary,
+            WeightingKind::Tf => WeightingArg::Tf,
+            WeightingKind::TfIdf => WeightingArg::Tfidf,
+            WeightingKind::Jieba => WeightingArg::Jieba,
+        }
+    }
+}
+
+impl From<WeightingArg> for WeightingKind {
+    fn from(w: WeightingArg) -> Self {
+        match w {
+            WeightingArg::Binary => WeightingKind::Binary,
+            WeightingArg::Tf => WeightingKind::Tf,
+            WeightingArg::Tfidf => WeightingKind::TfIdf,
+            WeightingArg::Jieba => WeightingKind::Jieba,
+        }
     }
 }
 
@@ -338,13 +358,14 @@ pub fn run(mut a: Args, ctx: &mut Ctx) -> Result<()> {
         .out
         .extension()
         .is_some_and(|e| e.eq_ignore_ascii_case("simlsh"));
-    ctx.phase("write", |_| {
-        if simlsh_file {
-            io::save_signatures(&a.out, sigs, Some(info))
-        } else {
-            io::write_signatures_npy(&a.out, sigs)
-        }
-        .with_context(|| format!("writing {}", a.out.display()))
+    ctx.phase("write", |ctx| {
+        ctx.stage(&a.out, |set| {
+            if simlsh_file {
+                io::stage_signatures(set, &a.out, sigs, Some(info))
+            } else {
+                io::stage_signatures_npy(set, &a.out, sigs)
+            }
+        })
     })?;
     ctx.say(format!(
         "signed {} rows of {} into {} (f = {}, signer {}{})",

@@ -86,6 +86,7 @@ impl PermutedTables {
             main_ids: MainIds::Range(0),
             validated: false,
             signer: None,
+            origin: None,
         })
     }
 

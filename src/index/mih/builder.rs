@@ -135,6 +135,7 @@ impl MultiIndexBuilder {
             pool: Pool::default(),
             validated: true,
             signer: None,
+            origin: None,
         };
         idx.install(Vec::new(), Vec::new());
         Ok(idx)

@@ -18,7 +18,7 @@ mod search;
 
 pub use self::builder::PermutationBuilder;
 use self::keys::{KeyTable, bucket_sort, cmp_entry, prefix_key};
-pub use self::recall::recall_at_k;
+pub use self::recall::{Recall, recall, recall_at_k};
 use self::search::Scratch;
 
 /// Default number of permutations `q`.
@@ -133,6 +133,8 @@ pub struct PermutationIndex {
     validated: bool,
     /// The signer of the codes, when recorded.
     signer: Option<crate::index::SignerRecord>,
+    /// The file a loaded index was opened from, verified before the index is saved.
+    pub(crate) origin: Option<crate::io::persist::Origin>,
 }
 
 impl std::fmt::Debug for PermutationIndex {
@@ -210,6 +212,7 @@ impl PermutationIndex {
             pool: Pool::default(),
             validated: true,
             signer: None,
+            origin: None,
         }
     }
 
@@ -296,6 +299,7 @@ impl PermutationIndex {
             pool: Pool::default(),
             validated: false,
             signer: None,
+            origin: None,
         })
     }
 
@@ -538,6 +542,20 @@ impl HammingIndex for PermutationIndex {
 
     fn set_signer(&mut self, signer: Option<crate::index::SignerRecord>) -> Result<()> {
         crate::index::signer::set(&mut self.signer, self.bits, signer)
+    }
+
+    fn stage(&self, set: &mut crate::io::OutputSet, path: &std::path::Path) -> Result<()> {
+        PermutationIndex::stage(self, set, path)
+    }
+
+    fn verify_source(&self) -> Result<()> {
+        crate::io::persist::verify_origin(self.origin.as_ref())
+    }
+
+    fn is_verified(&self) -> bool {
+        self.origin
+            .as_ref()
+            .is_none_or(crate::io::persist::Origin::is_verified)
     }
 
     fn save(&self, path: &std::path::Path) -> Result<()> {

@@ -109,6 +109,25 @@ impl OutputSet {
         Ok(())
     }
 
+    /// Moves the outputs staged in `other` into this set (to be committed with it).
+    ///
+    /// # Errors
+    /// [`Error::SameFile`] when an output of `other` is one of this set's; this set is then
+    /// unchanged and `other`'s outputs are dropped (their temporaries removed).
+    pub fn append(&mut self, other: OutputSet) -> Result<()> {
+        for s in &other.staged {
+            if let Some(first) = self.staged.iter().find(|t| t.dest == s.dest) {
+                return Err(Error::SameFile {
+                    first: first.path.clone(),
+                    second: s.path.clone(),
+                    what: "two outputs",
+                });
+            }
+        }
+        self.staged.extend(other.staged);
+        Ok(())
+    }
+
     /// The outputs staged so far.
     pub fn len(&self) -> usize {
         self.staged.len()

@@ -4,7 +4,9 @@
 //! nothing yet) is replaced by renaming a temporary file over it, in the directory of the link's
 //! target, so that the link itself is kept; anything else (a FIFO, a character or block
 //! device, a socket, or a `/proc/<pid>/fd` link such as `/dev/stdout`) is written straight
-//! through, as renaming over it would destroy it.
+//! through, as renaming over it would destroy it. A link in a sticky world-writable directory
+//! is followed only under the kernel's `protected_symlinks` rule (it belongs to the caller or
+//! to the directory's owner), since resolving links here bypasses the kernel's own check.
 //!
 //! **Temporaries.** A temporary file is named `.<name>.<pid>-<n>.simlsh-tmp` beside its
 //! destination and holds an exclusive advisory lock (`flock(2)`) for as long as its writer
@@ -47,6 +49,49 @@ fn is_fd_link(p: &Path) -> bool {
         .is_ok_and(|d| d.starts_with("/proc") && d.file_name().is_some_and(|n| n == "fd"))
 }
 
+/// The kernel's rule for following the symbolic link `link` (Linux `protected_symlinks`),
+/// applied here because links are resolved in user space: a link in a sticky
+/// world-writable directory (`/tmp`) is followed only when it belongs to the caller (its
+/// effective uid) or to the directory's owner. Otherwise another user could plant a link
+/// there that makes an output replace a file they cannot write.
+#[cfg(unix)]
+fn check_may_follow(link: &Path, meta: &fs::Metadata) -> io::Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let dir = fs::metadata(dir_of(link))?;
+    let sticky_world_writable = dir.mode() & 0o1002 == 0o1002;
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let me = unsafe { libc::geteuid() };
+    if !sticky_world_writable || meta.uid() == me || meta.uid() == dir.uid() {
+        return Ok(());
+    }
+    Err(io::Error::new(
+        io::ErrorKind::PermissionDenied,
+        format!(
+            "refusing to follow the symbolic link {}: it lies in a sticky world-writable \
+             directory and belongs to uid {}, neither the caller nor the directory's owner (the \
+             kernel's protected_symlinks rule)",
+            link.display(),
+            meta.uid()
+        ),
+    ))
+}
+
+#[cfg(not(unix))]
+fn check_may_follow(_: &Path, _: &fs::Metadata) -> io::Result<()> {
+    Ok(())
+}
+
+/// A fresh path in the system's temporary directory, for a file written and removed by the
+/// same call.
+pub(crate) fn scratch_path() -> PathBuf {
+    static N: AtomicU64 = AtomicU64::new(0);
+    std::env::temp_dir().join(format!(
+        ".simlsh-scratch.{}-{}{SUFFIX}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ))
+}
+
 /// Where writing `path` goes (see the [module docs](self)).
 pub(crate) fn resolve(path: &Path) -> io::Result<Dest> {
     let mut p = path.to_path_buf();
@@ -62,6 +107,7 @@ pub(crate) fn resolve(path: &Path) -> io::Result<Dest> {
                 let append = fs::metadata(&p).is_ok_and(|m| m.is_file());
                 return Ok(Dest::Through { path: p, append });
             }
+            check_may_follow(&p, &meta)?;
             let target = fs::read_link(&p)?;
             p = match p.parent() {
                 Some(dir) if target.is_relative() => dir.join(target),

@@ -382,6 +382,7 @@ fn increment(p: &Path) {
 fn the_exclusive_lock_serialises_read_modify_write() {
     let d = dir("lock");
     let p = d.join("index.simlsh");
+    fs::write(&p, "0").unwrap();
     let threads: Vec<_> = (0..4)
         .map(|_| {
             let p = p.clone();
@@ -397,7 +398,8 @@ fn the_exclusive_lock_serialises_read_modify_write() {
         t.join().unwrap();
     }
     assert_eq!(fs::read_to_string(&p).unwrap(), "100", "an update was lost");
-    assert_eq!(names(&d), vec![".index.simlsh.lock", "index.simlsh"]);
+    // The lock is the file's own: nothing is created beside it.
+    assert_eq!(names(&d), vec!["index.simlsh"]);
     fs::remove_dir_all(&d).unwrap();
 }
 
@@ -413,6 +415,7 @@ fn the_lock_excludes_other_processes_until_they_end() {
     }
     let d = dir("lock-process");
     let p = d.join("index.simlsh");
+    fs::write(&p, "0").unwrap();
     let mut child = child_ready(
         "io::atomic::tests::the_lock_excludes_other_processes_until_they_end",
         (CHILD, &p),
@@ -426,7 +429,119 @@ fn the_lock_excludes_other_processes_until_they_end() {
     child.wait().unwrap();
     // The system releases a dead process's lock.
     let g = lock_exclusive(&p).unwrap();
-    assert_eq!(g.path(), d.join(".index.simlsh.lock"));
+    assert_eq!(g.path(), p);
     drop(g);
+    fs::remove_dir_all(&d).unwrap();
+}
+
+/// Locking needs an existing regular file and creates nothing: a missing file, a directory,
+/// a FIFO or a device is an error that leaves its directory as it was (no `.NAME.lock`
+/// beside `/dev/null` or in `/etc`).
+#[test]
+fn locking_creates_nothing_and_refuses_what_is_not_a_regular_file() {
+    let d = dir("lock-refuse");
+    let missing = d.join("missing.idx");
+    assert!(matches!(lock_exclusive(&missing), Err(Error::Io { .. })));
+    assert!(lock_exclusive(&d).is_err());
+    #[cfg(unix)]
+    {
+        let fifo = d.join("fifo");
+        assert!(
+            std::process::Command::new("mkfifo")
+                .arg(&fifo)
+                .status()
+                .unwrap()
+                .success()
+        );
+        // Refused at once, without waiting for a writer of the FIFO.
+        assert!(lock_exclusive(&fifo).is_err());
+        assert_eq!(names(&d), vec!["fifo"]);
+        let before = names(Path::new("/dev"));
+        assert!(lock_exclusive(Path::new("/dev/null")).is_err());
+        assert_eq!(names(Path::new("/dev")), before);
+    }
+    fs::remove_dir_all(&d).unwrap();
+}
+
+/// A lock holder that replaces the file (as every write does, by renaming a new file over
+/// it) hands the lock to the new file: a waiter that had opened the old file locks the new
+/// one, so the read-modify-writes still follow one another.
+#[test]
+fn the_lock_follows_the_file_when_it_is_replaced() {
+    let d = dir("lock-replace");
+    let p = d.join("index.simlsh");
+    fs::write(&p, "0").unwrap();
+    let held = lock_exclusive(&p).unwrap();
+    let waiter = {
+        let p = p.clone();
+        std::thread::spawn(move || {
+            let _g = lock_exclusive(&p).unwrap();
+            fs::read_to_string(&p).unwrap()
+        })
+    };
+    std::thread::sleep(Duration::from_millis(100));
+    write_atomic(&p, |w| write!(w, "1")).unwrap();
+    drop(held);
+    assert_eq!(waiter.join().unwrap(), "1");
+    // The new file is locked like the old one was.
+    let g = lock_exclusive(&p).unwrap();
+    assert!(try_lock_exclusive(&p).unwrap().is_none());
+    drop(g);
+    fs::remove_dir_all(&d).unwrap();
+}
+
+/// The kernel's `protected_symlinks` rule, applied to links resolved here: in a sticky
+/// world-writable directory (`/tmp`) a link is followed only when it belongs to the caller or
+/// to the directory's owner, so a link planted by another user cannot make an output replace
+/// a file in a folder only the caller may write. (The uids of other users need root to make;
+/// otherwise only the caller's own link is checked.)
+#[cfg(unix)]
+#[test]
+fn links_in_sticky_world_writable_directories_follow_the_kernels_rule() {
+    use std::os::unix::fs::{PermissionsExt, lchown, symlink};
+    let d = dir("sticky");
+    let shared = d.join("shared");
+    let private = d.join("private");
+    fs::create_dir(&shared).unwrap();
+    fs::create_dir(&private).unwrap();
+    fs::set_permissions(&shared, fs::Permissions::from_mode(0o1777)).unwrap();
+    fs::set_permissions(&private, fs::Permissions::from_mode(0o700)).unwrap();
+    let target = private.join("secret");
+    fs::write(&target, "kept").unwrap();
+    let link = shared.join("out.tsv");
+    symlink(&target, &link).unwrap();
+    // The caller's own link is followed: the target is replaced, the link kept.
+    write_atomic(&link, |w| write!(w, "mine")).unwrap();
+    assert_eq!(fs::read_to_string(&target).unwrap(), "mine");
+    assert!(fs::symlink_metadata(&link).unwrap().is_symlink());
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        fs::remove_dir_all(&d).unwrap();
+        return;
+    }
+    // Another user's link: refused, the target untouched, nothing left behind.
+    let other = 54_321;
+    lchown(&link, Some(other), Some(other)).unwrap();
+    let e = write_atomic(&link, |w| write!(w, "planted")).unwrap_err();
+    assert!(
+        matches!(&e, Error::Io { source, .. } if source.kind() == std::io::ErrorKind::PermissionDenied),
+        "{e:?}"
+    );
+    assert!(e.to_string().contains("protected_symlinks"), "{e}");
+    assert_eq!(fs::read_to_string(&target).unwrap(), "mine");
+    assert_eq!(names(&private), vec!["secret"]);
+    assert_eq!(names(&shared), vec!["out.tsv"]);
+    // The same for an output set.
+    let mut set = OutputSet::new();
+    assert!(set.write(&link, |w| write!(w, "planted")).is_err());
+    // A link of the directory's owner is followed.
+    lchown(&shared, Some(other), None).unwrap();
+    write_atomic(&link, |w| write!(w, "owner")).unwrap();
+    assert_eq!(fs::read_to_string(&target).unwrap(), "owner");
+    // Outside a sticky world-writable directory any link is followed, as the kernel does.
+    fs::set_permissions(&shared, fs::Permissions::from_mode(0o777)).unwrap();
+    lchown(&shared, Some(0), None).unwrap();
+    write_atomic(&link, |w| write!(w, "plain")).unwrap();
+    assert_eq!(fs::read_to_string(&target).unwrap(), "plain");
     fs::remove_dir_all(&d).unwrap();
 }

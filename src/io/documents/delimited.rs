@@ -7,11 +7,11 @@ use std::path::Path;
 
 use super::Raw;
 use crate::error::{Error, Result};
-use crate::io::lines::{io_error, parse_error};
+use crate::io::lines::{LineCapped, io_error, parse_error};
 
 /// A CSV or TSV file being read: the reader, the text column and the record buffer.
 pub(super) struct Records {
-    reader: csv::Reader<BufReader<File>>,
+    reader: csv::Reader<LineCapped<BufReader<File>>>,
     column: usize,
     /// The column of the ids, when asked for.
     id_column: Option<usize>,
@@ -36,7 +36,7 @@ impl Records {
             .delimiter(delimiter)
             .has_headers(true)
             .flexible(false)
-            .from_reader(buf);
+            .from_reader(LineCapped::new(buf));
         let header = reader.byte_headers().map_err(|e| csv_error(path, e, 1))?;
         if header.is_empty() {
             return Err(parse_error(path, 1, "empty file: no header row"));

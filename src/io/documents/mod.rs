@@ -240,6 +240,13 @@ impl Iterator for Documents {
                         format!("empty id in `{}`", ids.field),
                     ));
                 }
+                if let Err(why) = check_id(id) {
+                    return Err(parse_error(
+                        &self.path,
+                        line,
+                        format!("id {id:?} in `{}` {why}", ids.field),
+                    ));
+                }
                 if let Some(&first) = ids.seen.get(id) {
                     return Err(parse_error(
                         &self.path,
@@ -266,9 +273,10 @@ impl Iterator for Documents {
 
 impl Documents {
     /// Gives each document the value of the field (JSON Lines) or column (CSV, TSV) `field`
-    /// as its [`id`](Document::id); a record whose id is missing, empty or a repeat of an
-    /// earlier one is a bad line ([`Error::Parse`] naming the line, and for a repeat the line
-    /// of the first). A CSV header without the column is an error at line 1; plain text,
+    /// as its [`id`](Document::id); a record whose id is missing, empty, a repeat of an
+    /// earlier one, or holds a tab or a line break ([`check_id`]) is a bad line
+    /// ([`Error::Parse`] naming the line and the id, and for a repeat the line of the
+    /// first). A CSV header without the column is an error at line 1; plain text,
     /// which has no fields, is an [`Error::InvalidParameter`].
     pub fn with_ids(mut self, field: &str) -> Result<Documents> {
         self.check_id_field(field)?;
@@ -302,6 +310,20 @@ impl Documents {
         }
         Ok(out)
     }
+}
+
+/// Checks that an id can be written in a tab-separated output as one field: an id holding a
+/// tab, a line feed or a carriage return would forge fields or rows of every TSV output
+/// naming it (pairs that pipelines act on), so it is refused where ids are read. The error is
+/// the reason, to follow the id in a message.
+pub fn check_id(id: &str) -> std::result::Result<(), &'static str> {
+    if id.contains(['\t', '\n', '\r']) {
+        return Err(
+            "holds a tab or a line break, which would forge fields or rows of the \
+                    tab-separated outputs",
+        );
+    }
+    Ok(())
 }
 
 /// Reads every document of a text file, applying [`TextOptions::on_bad`].

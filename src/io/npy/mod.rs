@@ -256,15 +256,30 @@ pub fn read_npy_dense_from(reader: impl Read, name: &Path) -> Result<Array2<f32>
 /// little-endian `'<u8'`), atomically ([`write_atomic`]). The width `f` is not recorded: keep
 /// it beside the file or pass it to [`read_signatures_npy`].
 pub fn write_signatures_npy<S: AsRef<[u64]>>(path: &Path, sigs: &SignatureMatrix<S>) -> Result<()> {
+    write_atomic(path, |w| signatures_npy_to(w, sigs))
+}
+
+/// Stages the `.npy` array of [`write_signatures_npy`] in `set`, to replace `path` when the
+/// set is committed with its other outputs.
+pub fn stage_signatures_npy<S: AsRef<[u64]>>(
+    set: &mut crate::io::OutputSet,
+    path: &Path,
+    sigs: &SignatureMatrix<S>,
+) -> Result<()> {
+    set.write(path, |w| signatures_npy_to(w, sigs))
+}
+
+fn signatures_npy_to<S: AsRef<[u64]>>(
+    w: &mut dyn std::io::Write,
+    sigs: &SignatureMatrix<S>,
+) -> std::io::Result<()> {
     let words = sigs.as_slice();
-    write_atomic(path, |w| {
-        write_header(w, "<u8", &[sigs.len(), sigs.words_per_row()])?;
-        if cfg!(target_endian = "little") {
-            w.write_all(bytemuck::cast_slice(words))
-        } else {
-            words.iter().try_for_each(|x| w.write_all(&x.to_le_bytes()))
-        }
-    })
+    write_header(w, "<u8", &[sigs.len(), sigs.words_per_row()])?;
+    if cfg!(target_endian = "little") {
+        w.write_all(bytemuck::cast_slice(words))
+    } else {
+        words.iter().try_for_each(|x| w.write_all(&x.to_le_bytes()))
+    }
 }
 
 /// The `(N, words)` shape and width of a signature array.

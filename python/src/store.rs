@@ -1,0 +1,393 @@
+//! The durable store (`simlsh.Store`): a mapping onto `simlsh::store`. Items are signed and
+//! checked on rayon's threads and every call runs off the GIL.
+
+use numpy::{PyReadonlyArray1, PyReadonlyArray2};
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use rayon::prelude::*;
+use simlsh::store::{
+    Content, Durability, Item, Match, Op, OpenOptions, Outcome, Payload, Prepared, Store, Within,
+};
+
+use crate::errors::{IntoPy, value_error};
+use crate::text::PyTokenizer;
+
+/// A match: `(id, distance, cosine or None)`.
+type PyMatch = (u64, u32, Option<f64>);
+
+fn matches(m: &[Match]) -> Vec<PyMatch> {
+    m.iter().map(|m| (m.id, m.distance, m.cosine)).collect()
+}
+
+/// A store of codes, vectors or documents under `u64` ids.
+#[pyclass(name = "Store", module = "simlsh._simlsh", frozen)]
+pub struct PyStore {
+    inner: Store,
+}
+
+/// The items of a call, as owned inputs (one of the three).
+enum Items {
+    Codes(Vec<u64>, usize),
+    Vectors(Vec<f32>, usize),
+    Texts(Vec<String>),
+}
+
+impl Items {
+    fn from_args(
+        codes: Option<PyReadonlyArray2<'_, u64>>,
+        vectors: Option<PyReadonlyArray2<'_, f32>>,
+        texts: Option<Vec<String>>,
+    ) -> PyResult<Items> {
+        match (codes, vectors, texts) {
+            (Some(c), None, None) => {
+                let a = c.as_array();
+                let w = a.ncols();
+                Ok(Items::Codes(a.iter().copied().collect(), w))
+            }
+            (None, Some(v), None) => {
+                let a = v.as_array();
+                let d = a.ncols();
+                Ok(Items::Vectors(a.iter().copied().collect(), d))
+            }
+            (None, None, Some(t)) => Ok(Items::Texts(t)),
+            _ => Err(value_error(
+                "give exactly one of `codes`, `vectors` and `texts`",
+            )),
+        }
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            Items::Codes(c, w) => c.len().checked_div(*w).unwrap_or(0),
+            Items::Vectors(v, d) => v.len().checked_div(*d).unwrap_or(0),
+            Items::Texts(t) => t.len(),
+        }
+    }
+
+    /// Signs and checks every item in parallel (`query`: codes accepted by every store).
+    fn prepare(&self, store: &Store, query: bool) -> simlsh::Result<Vec<Prepared>> {
+        let one = |item: Item<'_>| {
+            if query {
+                store.prepare_query(item)
+            } else {
+                store.prepare(item)
+            }
+        };
+        match self {
+            Items::Codes(c, w) if *w > 0 => c.par_chunks(*w).map(|x| one(Item::Code(x))).collect(),
+            Items::Vectors(v, d) if *d > 0 => {
+                v.par_chunks(*d).map(|x| one(Item::Vector(x))).collect()
+            }
+            Items::Texts(t) => t.par_iter().map(|x| one(Item::Text(x))).collect(),
+            _ => Ok(Vec::new()),
+        }
+    }
+}
+
+fn within(radius: Option<u32>, cosine: Option<f64>, k: Option<usize>) -> PyResult<Within> {
+    match (radius, cosine, k) {
+        (Some(r), None, None) => Ok(Within::Radius(r)),
+        (None, Some(c), None) => Ok(Within::Cosine(c)),
+        (None, None, Some(k)) => Ok(Within::Nearest(k)),
+        _ => Err(value_error(
+            "give exactly one of `radius`, `cosine` and `k`",
+        )),
+    }
+}
+
+fn check_ids(ids: &[u64], n: usize) -> PyResult<()> {
+    if ids.len() != n {
+        return Err(value_error(format!(
+            "{} ids for {n} items: give one id per item",
+            ids.len()
+        )));
+    }
+    Ok(())
+}
+
+impl PyStore {
+    fn store(&self) -> PyResult<&Store> {
+        Ok(&self.inner)
+    }
+}
+
+#[pymethods]
+impl PyStore {
+    /// Creates a store in the empty (or new) directory `path` and opens it.
+    #[staticmethod]
+    #[pyo3(signature = (path, content = "codes", bits = None, dim = None, tokenizer = None,
+        index = None, signer = None, seed = 0, recall = None, delta_limit = None))]
+    #[allow(clippy::too_many_arguments)]
+    fn create(
+        py: Python<'_>,
+        path: std::path::PathBuf,
+        content: &str,
+        bits: Option<usize>,
+        dim: Option<usize>,
+        tokenizer: Option<&PyTokenizer>,
+        index: Option<&str>,
+        signer: Option<&str>,
+        seed: u64,
+        recall: Option<f64>,
+        delta_limit: Option<usize>,
+    ) -> PyResult<Self> {
+        let mut b = Store::builder().seed(seed);
+        b = match content {
+            "codes" => b.content(Content::Codes),
+            "vectors" => b.content(Content::Vectors {
+                dim: dim.ok_or_else(|| value_error("a vector store needs `dim`"))?,
+            }),
+            "text" => b.content(Content::Text),
+            other => {
+                return Err(value_error(format!(
+                    "invalid parameter `content`: `{other}` (codes, vectors, text)"
+                )));
+            }
+        };
+        if let Some(t) = tokenizer {
+            let tok = t.inner.clone().ok_or_else(|| {
+                value_error(
+                    "invalid parameter `tokenizer`: its TF-IDF weights have no table yet; a \
+                     store records its text model when created: fit the tokenizer first \
+                     (Tokenizer.fit) or choose weighting='tf'",
+                )
+            })?;
+            b = b.tokenizer(tok);
+        }
+        if let Some(f) = bits {
+            b = b.bits(f);
+        }
+        if let Some(i) = index {
+            b = b.index(i.parse().py()?);
+        }
+        if let Some(s) = signer {
+            b = b.signer(s.parse().py()?);
+        }
+        if let Some(r) = recall {
+            b = b.recall(r);
+        }
+        if let Some(n) = delta_limit {
+            b = b.delta_limit(n);
+        }
+        let store = py.detach(|| b.create(&path)).py()?;
+        Ok(PyStore { inner: store })
+    }
+
+    /// Opens the store at `path`: `durability` sync (the default) or os; `read_only` opens
+    /// its last checkpoint without the lock.
+    #[staticmethod]
+    #[pyo3(signature = (path, durability = "sync", read_only = false, verify = true))]
+    fn open(
+        py: Python<'_>,
+        path: std::path::PathBuf,
+        durability: &str,
+        read_only: bool,
+        verify: bool,
+    ) -> PyResult<Self> {
+        let d = match durability {
+            "sync" => Durability::Sync,
+            "os" => Durability::Os,
+            other => {
+                return Err(value_error(format!(
+                    "invalid parameter `durability`: `{other}` (sync, os)"
+                )));
+            }
+        };
+        let store = py
+            .detach(|| {
+                if read_only {
+                    Store::open_read_only(&path)
+                } else {
+                    OpenOptions::new().durability(d).verify(verify).open(&path)
+                }
+            })
+            .py()?;
+        Ok(PyStore { inner: store })
+    }
+
+    /// Inserts (or replaces) items under `ids`; per item, whether it replaced one.
+    #[pyo3(signature = (ids, codes = None, vectors = None, texts = None))]
+    fn insert(
+        &self,
+        py: Python<'_>,
+        ids: PyReadonlyArray1<'_, u64>,
+        codes: Option<PyReadonlyArray2<'_, u64>>,
+        vectors: Option<PyReadonlyArray2<'_, f32>>,
+        texts: Option<Vec<String>>,
+    ) -> PyResult<Vec<bool>> {
+        let store = self.store()?;
+        let ids = ids.as_array().to_vec();
+        let items = Items::from_args(codes, vectors, texts)?;
+        check_ids(&ids, items.len())?;
+        let out = py
+            .detach(|| {
+                let p = items.prepare(store, false)?;
+                let ops = ids
+                    .iter()
+                    .zip(p)
+                    .map(|(&id, item)| Op::Insert { id, item })
+                    .collect();
+                store.apply(ops)
+            })
+            .py()?;
+        Ok(out
+            .iter()
+            .map(|o| matches!(o, Outcome::Inserted { replaced: true }))
+            .collect())
+    }
+
+    /// Removes `ids`; per id, whether it was stored.
+    fn remove(&self, py: Python<'_>, ids: PyReadonlyArray1<'_, u64>) -> PyResult<Vec<bool>> {
+        let store = self.store()?;
+        let ops = ids.as_array().iter().map(|&id| Op::Remove { id }).collect();
+        let out = py.detach(|| store.apply(ops)).py()?;
+        Ok(out
+            .iter()
+            .map(|o| matches!(o, Outcome::Removed { found: true }))
+            .collect())
+    }
+
+    /// Check-and-insert: per item, `(inserted, matches)`.
+    #[pyo3(signature = (ids, codes = None, vectors = None, texts = None, radius = None,
+        cosine = None, k = None))]
+    #[allow(clippy::too_many_arguments)]
+    fn check_insert(
+        &self,
+        py: Python<'_>,
+        ids: PyReadonlyArray1<'_, u64>,
+        codes: Option<PyReadonlyArray2<'_, u64>>,
+        vectors: Option<PyReadonlyArray2<'_, f32>>,
+        texts: Option<Vec<String>>,
+        radius: Option<u32>,
+        cosine: Option<f64>,
+        k: Option<usize>,
+    ) -> PyResult<Vec<(bool, Vec<PyMatch>)>> {
+        let store = self.store()?;
+        let w = within(radius, cosine, k)?;
+        let ids = ids.as_array().to_vec();
+        let items = Items::from_args(codes, vectors, texts)?;
+        check_ids(&ids, items.len())?;
+        let out = py
+            .detach(|| {
+                let p = items.prepare(store, false)?;
+                let ops = ids
+                    .iter()
+                    .zip(p)
+                    .map(|(&id, item)| Op::InsertIfNew {
+                        id,
+                        item,
+                        within: w,
+                    })
+                    .collect();
+                store.apply(ops)
+            })
+            .py()?;
+        Ok(out
+            .iter()
+            .map(|o| match o {
+                Outcome::Checked(c) => (c.inserted, matches(&c.matches)),
+                _ => (false, Vec::new()),
+            })
+            .collect())
+    }
+
+    /// Per query, its matches.
+    #[pyo3(signature = (codes = None, vectors = None, texts = None, radius = None,
+        cosine = None, k = None))]
+    #[allow(clippy::too_many_arguments)]
+    fn query(
+        &self,
+        py: Python<'_>,
+        codes: Option<PyReadonlyArray2<'_, u64>>,
+        vectors: Option<PyReadonlyArray2<'_, f32>>,
+        texts: Option<Vec<String>>,
+        radius: Option<u32>,
+        cosine: Option<f64>,
+        k: Option<usize>,
+    ) -> PyResult<Vec<Vec<PyMatch>>> {
+        let store = self.store()?;
+        let w = within(radius, cosine, k)?;
+        let items = Items::from_args(codes, vectors, texts)?;
+        let out = py
+            .detach(|| {
+                let p = items.prepare(store, true)?;
+                store.query_batch(&p, w)
+            })
+            .py()?;
+        Ok(out.iter().map(|m| matches(m)).collect())
+    }
+
+    /// The item under `id`: `(code words, payload)` where the payload is None, a list of
+    /// floats (a vector store) or `(keys, weights)` (a text store); None when absent.
+    #[allow(clippy::type_complexity)]
+    fn get(&self, id: u64) -> PyResult<Option<(Vec<u64>, Py<PyAny>)>> {
+        let store = self.store()?;
+        Python::attach(|py| {
+            Ok(store.get(id).map(|r| {
+                let pay = match r.payload {
+                    Payload::None => py.None(),
+                    Payload::Dense(v) => v
+                        .into_pyobject(py)
+                        .map(|o| o.into_any().unbind())
+                        .unwrap_or(py.None()),
+                    Payload::Sparse(k, w) => (k, w)
+                        .into_pyobject(py)
+                        .map(|o| o.into_any().unbind())
+                        .unwrap_or(py.None()),
+                };
+                (r.code, pay)
+            }))
+        })
+    }
+
+    /// Figures of the store, as a dict.
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let s = self.store()?.stats();
+        let d = PyDict::new(py);
+        d.set_item("items", s.items)?;
+        d.set_item("bits", s.bits)?;
+        d.set_item("content", s.content)?;
+        d.set_item("segments", s.segments)?;
+        d.set_item("delta", s.delta)?;
+        d.set_item("dead", s.dead)?;
+        d.set_item("lsn", s.lsn)?;
+        d.set_item("checkpoint_lsn", s.checkpoint_lsn)?;
+        d.set_item("log_bytes", s.log_bytes)?;
+        d.set_item("heap_bytes", s.heap_bytes)?;
+        d.set_item("mapped_bytes", s.mapped_bytes)?;
+        d.set_item("writes", s.writes)?;
+        d.set_item("merges", s.merges)?;
+        d.set_item("checkpoints", s.checkpoints)?;
+        d.set_item("read_only", s.read_only)?;
+        Ok(d)
+    }
+
+    /// Checkpoints and stops the writer: later writes raise; queries still answer.
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        let store = self.store()?;
+        py.detach(|| store.stop()).py()
+    }
+
+    /// Writes a checkpoint now.
+    fn checkpoint(&self, py: Python<'_>) -> PyResult<()> {
+        let store = self.store()?;
+        py.detach(|| store.checkpoint()).py()
+    }
+
+    /// Live items.
+    fn __len__(&self) -> PyResult<usize> {
+        Ok(self.store()?.len() as usize)
+    }
+
+    /// Code width.
+    #[getter]
+    fn bits(&self) -> PyResult<usize> {
+        Ok(self.store()?.bits())
+    }
+
+    /// `codes`, `vectors` or `text`.
+    #[getter]
+    fn content(&self) -> PyResult<&'static str> {
+        Ok(self.store()?.content().name())
+    }
+}

@@ -1,0 +1,247 @@
+//! Segments: immutable sets of rows sorted by external id, each with a Hamming index over
+//! its rows (ids `0..n`), written once as two files of the [format](crate::io::format): the
+//! rows (`seg-N.rows.simlsh`, kind [`FileKind::Store`]) and the index
+//! (`seg-N.index.simlsh`, the index's own kind), both memory-mapped when loaded.
+
+use std::path::{Path, PathBuf};
+
+use super::rows::{Content, Pay, Rows};
+use crate::error::{Error, Result};
+use crate::index::{HammingIndex, IndexSpec};
+use crate::io::{FileKind, IndexFile, Writer};
+use crate::signature::SignatureMatrix;
+use crate::storage::Buf;
+
+/// What loading a segment checks besides the shapes of its arrays (always checked, `O(1)`
+/// in the data apart from the ids' order).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Check {
+    /// Nothing more.
+    Shapes,
+    /// The checksums of both files (reads them once): detects damage.
+    Checksums,
+    /// The checksums and every invariant of the index (`O(N log N)`): also rejects a
+    /// crafted file with a valid checksum.
+    Full,
+}
+
+/// An immutable segment.
+pub(crate) struct Segment {
+    /// Its number (names its files; larger is newer).
+    pub(crate) no: u64,
+    /// The rows, strictly increasing ids.
+    pub(crate) rows: Rows,
+    /// The index of the rows' codes, ids `0..n`.
+    pub(crate) index: Box<dyn HammingIndex>,
+}
+
+impl std::fmt::Debug for Segment {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Segment")
+            .field("no", &self.no)
+            .field("rows", &self.len())
+            .field("index", &self.index.spec())
+            .finish()
+    }
+}
+
+/// The file of segment `no`'s rows.
+pub(crate) fn rows_path(dir: &Path, no: u64) -> PathBuf {
+    dir.join(format!("seg-{no:016x}.rows.simlsh"))
+}
+
+/// The file of segment `no`'s index.
+pub(crate) fn index_path(dir: &Path, no: u64) -> PathBuf {
+    dir.join(format!("seg-{no:016x}.index.simlsh"))
+}
+
+impl Segment {
+    /// A segment of `rows` (ids strictly increasing, checked by the caller), its index built
+    /// by `spec`.
+    pub(crate) fn build(no: u64, bits: usize, spec: &IndexSpec, rows: Rows) -> Result<Segment> {
+        let sigs = SignatureMatrix::from_parts(bits, &rows.codes[..])?;
+        let index = spec.build(&sigs)?;
+        Ok(Segment { no, rows, index })
+    }
+
+    /// Number of rows (dead ones included).
+    pub(crate) fn len(&self) -> usize {
+        self.rows.len()
+    }
+
+    /// The row of external id `id`.
+    pub(crate) fn find(&self, id: u64) -> Option<usize> {
+        self.rows.ids.binary_search(&id).ok()
+    }
+
+    /// Bytes of heap memory and of mapped files held.
+    pub(crate) fn bytes(&self) -> (usize, usize) {
+        let (h, m) = self.rows.bytes();
+        // The index reports heap and mapped bytes together; a loaded index is mapped.
+        let ix = self.index.bytes();
+        if self.rows.ids.is_mapped() {
+            (h, m + ix)
+        } else {
+            (h + ix, m)
+        }
+    }
+
+    /// Writes the segment's two files (each atomically; the index first, so that a rows
+    /// file is never present without its index).
+    pub(crate) fn write(&self, dir: &Path, content: Content) -> Result<()> {
+        self.index.save(&index_path(dir, self.no))?;
+        let mut w = Writer::new(FileKind::Store);
+        w.param("part", "segment")?
+            .param("segment", self.no)?
+            .param("bits", self.index.bits())?
+            .param("rows", self.len())?
+            .param("content", content.name())?;
+        w.u64s("ids", &self.rows.ids)?
+            .u64s("codes", &self.rows.codes)?;
+        match &self.rows.pay {
+            Pay::None => {}
+            Pay::Dense { dim, data } => {
+                w.param("dim", dim)?;
+                w.f32s("vectors", data)?;
+            }
+            Pay::Sparse {
+                offsets,
+                keys,
+                weights,
+            } => {
+                w.u64s("offsets", offsets)?
+                    .u64s("keys", keys)?
+                    .f32s("weights", weights)?;
+            }
+        }
+        w.write(&rows_path(dir, self.no))
+    }
+
+    /// Loads segment `no` (memory-mapped), checking its shapes and, as `check` says, the
+    /// checksums of both files and the index's invariants.
+    pub(crate) fn load(
+        dir: &Path,
+        no: u64,
+        bits: usize,
+        content: Content,
+        check: Check,
+    ) -> Result<Segment> {
+        let path = rows_path(dir, no);
+        let f = IndexFile::open(&path)?;
+        f.expect_kind(FileKind::Store)?;
+        if check != Check::Shapes {
+            f.verify()?;
+        }
+        let bad = |field: &str, reason: String| f.field_error(field, reason);
+        if f.param_opt("part") != Some("segment") {
+            return Err(bad("param part", "not a segment file".into()));
+        }
+        let b: usize = f.param("bits")?;
+        if b != bits {
+            return Err(bad(
+                "param bits",
+                format!("{b}, the store's codes have {bits}"),
+            ));
+        }
+        let got = f.param_opt("content").unwrap_or("");
+        if got != content.name() {
+            return Err(bad(
+                "param content",
+                format!("`{got}`, the store holds {}", content.name()),
+            ));
+        }
+        let n: usize = f.param("rows")?;
+        let words = crate::signature::words_for(bits);
+        let ids = f.u64s("ids")?;
+        let codes = f.u64s("codes")?;
+        if ids.len() != n || codes.len() != n.saturating_mul(words) {
+            return Err(bad(
+                "section ids",
+                format!(
+                    "{} ids and {} code words for {n} rows of {words} words",
+                    ids.len(),
+                    codes.len()
+                ),
+            ));
+        }
+        if let Some(i) = ids.windows(2).position(|p| p[0] >= p[1]) {
+            return Err(bad(
+                "section ids",
+                format!("not strictly increasing at row {}", i + 1),
+            ));
+        }
+        let pay = match content {
+            Content::Codes => Pay::None,
+            Content::Vectors { dim } => {
+                let d: usize = f.param("dim")?;
+                let data = f.f32s("vectors")?;
+                if d != dim || data.len() != n.saturating_mul(dim) {
+                    return Err(bad(
+                        "section vectors",
+                        format!("{} values for {n} rows of dimension {dim}", data.len()),
+                    ));
+                }
+                Pay::Dense { dim, data }
+            }
+            Content::Text => {
+                let offsets = f.u64s("offsets")?;
+                let keys = f.u64s("keys")?;
+                let weights = f.f32s("weights")?;
+                check_offsets(&offsets, n, keys.len(), weights.len())
+                    .map_err(|r| bad("section offsets", r))?;
+                Pay::Sparse {
+                    offsets,
+                    keys,
+                    weights,
+                }
+            }
+        };
+        let ipath = index_path(dir, no);
+        match check {
+            Check::Shapes => {}
+            Check::Checksums => IndexFile::open(&ipath)?.verify()?,
+            Check::Full => crate::io::verify_index(&ipath)?,
+        }
+        let index = crate::io::load_index(&ipath)?;
+        if index.bits() != bits || index.len() != n {
+            return Err(Error::Format {
+                path: ipath,
+                reason: format!(
+                    "an index of {} codes of {} bits for a segment of {n} rows of {bits} bits",
+                    index.len(),
+                    index.bits()
+                ),
+            });
+        }
+        Ok(Segment {
+            no,
+            rows: Rows {
+                words,
+                ids,
+                codes,
+                pay,
+            },
+            index,
+        })
+    }
+}
+
+/// Checks a sparse payload's offsets: `n + 1` of them, from 0, non-decreasing, ending at the
+/// number of keys (and weights).
+fn check_offsets(
+    offsets: &Buf<u64>,
+    n: usize,
+    keys: usize,
+    weights: usize,
+) -> std::result::Result<(), String> {
+    if offsets.len() != n + 1 || offsets[0] != 0 || keys != weights {
+        return Err(format!(
+            "{} offsets, {keys} keys and {weights} weights for {n} rows",
+            offsets.len()
+        ));
+    }
+    if offsets.windows(2).any(|p| p[0] > p[1]) || offsets[n] != keys as u64 {
+        return Err("offsets decrease or do not end at the number of keys".into());
+    }
+    Ok(())
+}
