@@ -27,7 +27,8 @@ pub struct Global {
     /// error). At most 2^20.
     #[arg(long, global = true, value_parser = parse_bits)]
     pub bits: Option<usize>,
-    /// Worker threads (default, or -1: all cores; more than the cores are clamped to them).
+    /// Worker threads (default, or -1: all cores; -2 all but one; more than the cores are
+    /// clamped to them).
     #[arg(long, global = true, allow_negative_numbers = true)]
     pub threads: Option<i64>,
     /// No progress bars or summaries on stderr.
