@@ -99,7 +99,7 @@ def test_bad_codes_and_files_raise_clean_exceptions(tmp_path):
     with pytest.raises(simlsh.FormatError, match="checksum"):
         simlsh.verify_index(tmp_path / "bad.simlsh")
     simlsh.verify_index(tmp_path / "ok.simlsh")
-    with pytest.raises(ValueError, match="threads must be at least 1"):
+    with pytest.raises(ValueError, match="threads`: 0: expected at least 1"):
         simlsh.self_join(np.ones((3, 1), np.uint64), 3, threads=0)
     with pytest.raises(ValueError, match="bits"):
         simlsh.HashingTrick(bits=0)

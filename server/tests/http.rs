@@ -362,10 +362,21 @@ fn ten_thousand_idle_connections_do_not_stop_the_others() {
     let mut good = srv.conn();
     assert_eq!(good.get("/health").0, 200);
     let mut idle = Vec::new();
+    let mut refused = String::new();
     for _ in 0..10_000 {
         match TcpStream::connect(srv.addr) {
             Ok(s) => idle.push(s),
             Err(e) => panic!("connect: {e}"),
+        }
+        if idle.len() == 600 {
+            // Beyond the limit (512 open, none idle long enough to be closed yet): a 503 with
+            // a JSON body, then closed. Read now: later in the flood, on a loaded machine, the
+            // first ones may have been closed as idle, freeing their slots.
+            let mut last = BufReader::new(idle.pop().unwrap());
+            last.get_mut()
+                .set_read_timeout(Some(Duration::from_secs(10)))
+                .unwrap();
+            let _ = last.read_to_string(&mut refused);
         }
         if idle.len() % 250 == 0 {
             // Still answered during the flood (its requests keep it from idling out).
@@ -373,23 +384,18 @@ fn ten_thousand_idle_connections_do_not_stop_the_others() {
             assert_eq!(s, 200);
         }
     }
-    // Beyond the limit: a 503 with a JSON body, then closed. (A connection well past the
-    // limit but early in the flood: the last ones may still sit in the kernel's accept
-    // queue, or beyond it, on a loaded machine.)
-    let mut last = BufReader::new(idle.remove(2_000));
-    last.get_mut()
-        .set_read_timeout(Some(Duration::from_secs(30)))
-        .unwrap();
-    let mut all = String::new();
-    let _ = last.read_to_string(&mut all);
-    assert!(all.starts_with("HTTP/1.1 503"), "{all}");
+    assert!(refused.starts_with("HTTP/1.1 503"), "{refused}");
     // The idle ones are closed after the idle timeout.
     let mut first = idle.swap_remove(0);
     first
-        .set_read_timeout(Some(Duration::from_secs(10)))
+        .set_read_timeout(Some(Duration::from_secs(20)))
         .unwrap();
     let mut buf = [0u8; 16];
-    assert_eq!(first.read(&mut buf).unwrap_or(0), 0, "closed when idle");
+    match first.read(&mut buf) {
+        Ok(0) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => {}
+        other => panic!("an idle connection was not closed: {other:?}"),
+    }
     drop(idle);
     std::thread::sleep(Duration::from_millis(500));
     let mut fresh = srv.conn();
