@@ -1234,3 +1234,83 @@ fn knn_method_approx_lists_are_well_formed() {
     assert!(recall >= 0.95, "{recall}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Queries without features (empty, punctuation-only and stop-word-only documents) match
+/// nothing, as rows without features pair with no one in joins; even when the index holds
+/// documents without features (whose codes are all zeros too) and a Hamming radius would
+/// reach them. Query codes are searched as codes, the index's rows without features left
+/// out; an index of codes of unknown origin holds no such rows.
+#[test]
+fn queries_without_features_match_nothing() {
+    let dir = tmp_dir("featureless");
+    let docs = dir.join("docs.jsonl");
+    let jsonl = |texts: &[&str]| -> String {
+        texts
+            .iter()
+            .map(|t| format!("{{\"text\": \"{t}\"}}\n"))
+            .collect()
+    };
+    std::fs::write(
+        &docs,
+        jsonl(&["the quick brown fox", "...", "lorem ipsum dolor", ""]),
+    )
+    .unwrap();
+    let idx = dir.join("d.idx");
+    ok(&run(&[
+        &"index",
+        &"build",
+        &docs,
+        &idx,
+        &"--kind",
+        &"linear",
+        &"--bits",
+        &"64",
+        &"--weighting",
+        &"tf",
+        &"--stop-words",
+        &"english",
+    ]));
+    let queries = dir.join("q.jsonl");
+    std::fs::write(
+        &queries,
+        jsonl(&["!!! ?", "the quick brown fox", "the of and"]),
+    )
+    .unwrap();
+    let out = ok(&run(&[
+        &"index",
+        &"query",
+        &idx,
+        &queries,
+        &"--radius",
+        &"64",
+    ]));
+    let hits = parse_tsv(&out, 3, 64);
+    assert!(hits[0].is_empty() && hits[2].is_empty(), "{out}");
+    assert!(hits[1].contains(&(0, 0)), "{out}");
+    assert!(!hits[1].iter().any(|&(id, _)| id == 1 || id == 3), "{out}");
+    // The same queries as stored codes (all-zero rows included) are answered as codes.
+    let codes = dir.join("q.npy");
+    ok(&run(&[
+        &"sign",
+        &queries,
+        &codes,
+        &"--bits",
+        &"64",
+        &"--weighting",
+        &"tf",
+        &"--stop-words",
+        &"english",
+    ]));
+    let out = ok(&run(&[&"index", &"query", &idx, &codes, &"--radius", &"0"]));
+    let hits = parse_tsv(&out, 3, 64);
+    assert_eq!(hits, vec![vec![], vec![(0, 0)], vec![]], "{out}");
+    // Without the index's signer (codes of unknown origin), an all-zero code is a code.
+    let raw = dir.join("raw.idx");
+    ok(&run(&[
+        &"index", &"build", &codes, &raw, &"--kind", &"linear",
+    ]));
+    let out = ok(&run(&[&"index", &"query", &raw, &codes, &"--radius", &"0"]));
+    let hits = parse_tsv(&out, 3, 64);
+    assert_eq!(hits[0], vec![(0, 0), (2, 0)], "{out}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -52,6 +52,7 @@ import numpy as np
 
 from . import _simlsh
 from ._codes import as_codes, as_ids
+from .join import _active
 
 if TYPE_CHECKING:
     from .signers import Signer
@@ -135,23 +136,69 @@ class Index:
         """Removes ``ids``; returns how many were stored (absent ids are ignored)."""
         return self._core.remove(as_ids(ids))
 
-    def search(self, queries, k: int, *, threads: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    def search(
+        self, queries, k: int, *, featureless="zero", threads: int | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
         """The ``k`` nearest stored codes of each query: ``(D, I)``, ``(n, k)`` arrays of
         distances (``int32``) and ids (``int64``) sorted by ``(distance, id)``; where fewer
-        than ``k`` codes are stored, ``I`` is -1 and ``D`` is ``2**31 - 1`` (as FAISS)."""
+        than ``k`` codes are stored, ``I`` is -1 and ``D`` is ``2**31 - 1`` (as FAISS).
+
+        ``featureless``, as in :func:`simlsh.self_join`: rows without features are no one's
+        neighbours. By default (``"zero"``) all-zero codes are such rows (a simlsh signer
+        gives that code to every empty document and zero vector): an all-zero query has no
+        neighbours and stored all-zero codes are never returned. ``False`` searches codes as
+        codes; a mask or row numbers name the queries without features."""
         q, _ = as_codes(queries, self.bits, "queries")
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 0:
             raise ValueError(f"k must be a non-negative integer, got {k!r}")
-        return self._core.search(q, int(k), threads=threads)
+        k = int(k)
+        active = _active(q, featureless)
+        stored = self._stored_empty() if featureless is not False else None
+        if active is None and stored is None:
+            return self._core.search(q, k, threads=threads)
+        rows = np.arange(q.shape[0]) if active is None else np.flatnonzero(active)
+        extra = 0 if stored is None else stored.size
+        d, i = self._core.search(np.ascontiguousarray(q[rows]), k + extra, threads=threads)
+        if extra:
+            # Stored rows without features left out: the others keep their order.
+            gone = np.isin(i, stored)
+            order = np.argsort(gone, axis=1, kind="stable")
+            d, i = np.take_along_axis(d, order, 1)[:, :k], np.take_along_axis(i, order, 1)[:, :k]
+            gone = np.take_along_axis(gone, order, 1)[:, :k]
+            d[gone], i[gone] = 2**31 - 1, -1
+        D = np.full((q.shape[0], k), 2**31 - 1, dtype=np.int32)
+        I = np.full((q.shape[0], k), -1, dtype=np.int64)
+        D[rows], I[rows] = d, i
+        return D, I
 
-    def range_search(self, queries, radius: int, *, threads: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def range_search(
+        self, queries, radius: int, *, featureless="zero", threads: int | None = None
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Every stored code within Hamming distance ``radius`` (inclusive) of each query:
         ``(lims, D, I)`` as FAISS, the hits of query ``q`` being ``D[lims[q]:lims[q+1]]`` and
-        ``I[lims[q]:lims[q+1]]``, sorted by ``(distance, id)``."""
+        ``I[lims[q]:lims[q+1]]``, sorted by ``(distance, id)``. ``featureless`` as in
+        :meth:`search`."""
         q, _ = as_codes(queries, self.bits, "queries")
         if isinstance(radius, bool) or not isinstance(radius, (int, np.integer)) or not 0 <= radius < 2**32:
             raise ValueError(f"radius must be an integer in 0..2^32, got {radius!r}")
-        return self._core.range_search(q, int(radius), threads=threads)
+        lims, D, I = self._core.range_search(q, int(radius), threads=threads)
+        active = _active(q, featureless)
+        stored = self._stored_empty() if featureless is not False else None
+        if active is None and stored is None:
+            return lims, D, I
+        of = np.repeat(np.arange(q.shape[0]), np.diff(lims))
+        keep = np.ones(I.shape[0], bool) if stored is None else ~np.isin(I, stored)
+        if active is not None:
+            keep &= active[of]
+        counts = np.bincount(of[keep], minlength=q.shape[0])
+        lims = np.concatenate([[0], np.cumsum(counts)]).astype(lims.dtype)
+        return lims, D[keep], I[keep]
+
+    def _stored_empty(self) -> np.ndarray | None:
+        """The ids of the stored all-zero codes, ``None`` when there are none."""
+        zero = np.zeros((1, max(1, (self.bits + 63) // 64)), dtype=np.uint64)
+        _, _, ids = self._core.range_search(zero, 0, threads=None)
+        return ids if ids.size else None
 
     def save(self, path: str | os.PathLike) -> None:
         """Saves the index in the library's file format (read by :func:`load_index` and the

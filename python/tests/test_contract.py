@@ -361,3 +361,29 @@ def test_an_index_of_vectors_gives_back_its_signer(cli, tmp_path):
     assert (D[:, 0] == 0).all()
     # Codes added from Python record no signer.
     assert simlsh.LinearScan(bits=64).signer is None
+
+
+def test_index_searches_keep_rows_without_features_apart(cli, tmp_path):
+    """Rows without features (all-zero codes) are no one's neighbours in index searches, as in
+    joins and in ``simlsh index query``; ``featureless=False`` searches codes as codes."""
+    docs = ["the quick brown fox", "...", "lorem ipsum dolor", "", "🙂🙂"]
+    s = simlsh.HashedGaussian(bits=64, seed=1)
+    tok = simlsh.Tokenizer(weighting="tf")
+    codes = s.sign(docs, tokenizer=tok)
+    assert not codes[[1, 3, 4]].any() and codes[[0, 2]].any(axis=1).all()
+    for idx in (simlsh.LinearScan(bits=64), simlsh.MultiIndex(bits=64)):
+        idx.add(codes)
+        D, I = idx.search(codes, 5)
+        assert (I[[1, 3, 4]] == -1).all() and (D[[1, 3, 4]] == 2**31 - 1).all()
+        assert set(I[0][I[0] >= 0]) == {0, 2} and set(I[2][I[2] >= 0]) == {0, 2}
+        lims, D, I = idx.range_search(codes, 64)
+        hits = [set(I[lims[q]:lims[q + 1]].tolist()) for q in range(5)]
+        assert hits == [{0, 2}, set(), {0, 2}, set(), set()]
+        # As codes: the zero codes are found, at distance 0 from each other.
+        D, I = idx.search(codes, 5, featureless=False)
+        assert set(I[1][D[1] == 0].tolist()) == {1, 3, 4}
+        lims, D, I = idx.range_search(codes, 0, featureless=False)
+        assert set(I[lims[3]:lims[4]].tolist()) == {1, 3, 4}
+        # A mask names the queries without features.
+        D, I = idx.search(codes[:1], 2, featureless=np.array([True]))
+        assert (I == -1).all()

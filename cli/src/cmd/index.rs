@@ -429,6 +429,9 @@ struct Signed {
     sigs: SignatureMatrix,
     record: Option<SignerRecord>,
     exact: Option<Exact>,
+    /// Rows without features (documents, zero vectors) signed here: they have the all-zero
+    /// signature and, as in joins, match nothing. Empty for stored codes.
+    empty: Vec<u32>,
 }
 
 /// Reads stored codes (a `.npy` of uint64 words, a simlsh signature file) of width `bits`
@@ -454,6 +457,7 @@ fn read_stored(input: &InputArgs, bits: Option<usize>, source: &str) -> Result<O
         sigs,
         record,
         exact: None,
+        empty: Vec::new(),
     }))
 }
 
@@ -888,6 +892,7 @@ fn read_for_index(
         sigs: p.sigs,
         record: Some(rec.clone()),
         exact: p.exact,
+        empty: p.empty,
     })
 }
 
@@ -1024,18 +1029,39 @@ fn query(a: QueryArgs, ctx: &mut Ctx) -> Result<()> {
         None => None,
     };
     let sigs = &queries.sigs;
-    let found = ctx.phase("search", |ctx| {
+    // Stored rows without features (the all-zero codes of an index of signatures: empty
+    // documents, zero vectors) are no one's neighbours, as in joins: asked for beyond k and
+    // left out.
+    let stored_empty: std::collections::HashSet<u32> = if idx.signer().is_some() {
+        let zero = vec![0u64; simlsh::signature::words_for(idx.bits())];
+        idx.radius(&zero, 0)?.into_iter().map(|h| h.id).collect()
+    } else {
+        std::collections::HashSet::new()
+    };
+    let wanted = a.rerank.or(a.k);
+    let mut found = ctx.phase("search", |ctx| {
         type Search<'a> = Box<dyn Fn(&[u64]) -> simlsh::Result<Vec<Vec<Hit>>> + 'a>;
         let index = idx.as_ref();
-        let search: Search = match (a.radius, a.rerank.or(a.k)) {
+        let extra = stored_empty.len();
+        let search: Search = match (a.radius, wanted) {
             (Some(r), _) => Box::new(move |q| index.radius_batch(q, r)),
-            (None, Some(k)) => Box::new(move |q| index.knn_batch(q, k)),
+            (None, Some(k)) => Box::new(move |q| index.knn_batch(q, k.saturating_add(extra))),
             (None, None) => bail!("give --radius or --k"),
         };
         ctx.batched(sigs.len(), QUERY_BATCH, "searching", |r| {
             Ok(search(sigs.slice_rows(r).as_slice())?)
         })
     })?;
+    if !stored_empty.is_empty() {
+        for hits in &mut found {
+            hits.retain(|h| !stored_empty.contains(&h.id));
+            if a.radius.is_none()
+                && let Some(k) = wanted
+            {
+                hits.truncate(k);
+            }
+        }
+    }
     let f = idx.bits() as u64;
     let results: Vec<Vec<Row>> = match (&base, a.k) {
         (Some(base), Some(k)) => ctx.phase("rerank", |_| {
@@ -1059,12 +1085,19 @@ fn query(a: QueryArgs, ctx: &mut Ctx) -> Result<()> {
             })
             .collect(),
     };
+    // Queries without features match nothing (as rows without features pair with no one in
+    // joins): their all-zero signature says nothing of their direction.
+    let mut results = results;
+    for &q in &queries.empty {
+        results[q as usize].clear();
+    }
     let hits: usize = results.iter().map(Vec::len).sum();
     ctx.phase("write", |ctx| match &a.out {
         Some(p) => ctx.write_file(p, |w| write_hits(w, &results, rerank, a.format)),
         None => to_stdout(|w| write_hits(w, &results, rerank, a.format)),
     })?;
     ctx.record("queries", sigs.len());
+    ctx.record("queries_without_features", queries.empty.len());
     ctx.record("hits", hits);
     if a.out.is_some() {
         ctx.say(format!("{} queries, {hits} hits", sigs.len()));
