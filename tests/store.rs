@@ -254,8 +254,8 @@ fn a_corrupt_segment_is_detected_when_opening() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-/// One writer at a time; readers of the last checkpoint need no lock and see its
-/// contents while the writer goes on.
+/// One writer at a time, before and after checkpoints replace the manifest; readers of the
+/// last checkpoint need no lock and see its contents while the writer goes on.
 #[test]
 fn one_writer_many_read_only_readers() {
     let dir = scratch("readers");
@@ -281,6 +281,9 @@ fn one_writer_many_read_only_readers() {
     store.checkpoint().unwrap();
     readers[0].refresh().unwrap();
     assert_eq!(readers[0].len(), 2);
+    // Checkpoints replaced the manifest: a second writer is still refused.
+    let err = Store::open(&dir).unwrap_err();
+    assert!(matches!(err, simlsh::Error::Unavailable(_)), "{err}");
     drop(store);
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -64,7 +64,8 @@
 //!
 //! # Opening, recovery, readers
 //!
-//! [`Store::open`] takes the store's advisory lock ([`crate::io::lock`]: one writer at a
+//! [`Store::open`] takes the store's advisory lock (of its file `writer.lock`,
+//! [`crate::io::lock`]: one writer at a
 //! time), reads the manifest, maps the segments (verifying their checksums by default),
 //! and replays the log. A torn tail of the last log file (an interrupted write, never
 //! acknowledged) is cut off and reported ([`Store::recovery`]); a damaged record followed
@@ -523,7 +524,7 @@ fn init(path: &Path, config: &Config, rows: Option<rows::Rows>) -> Result<()> {
             "a new store needs an empty directory",
         )));
     }
-    let _lock = crate::io::lock_exclusive(&manifest::path(path))?;
+    let _lock = take_lock(path, true)?;
     let mut state = manifest::State {
         lsn: 0,
         next_segment: 1,
@@ -538,6 +539,40 @@ fn init(path: &Path, config: &Config, rows: Option<rows::Rows>) -> Result<()> {
     wal::Wal::create(path, 1)?;
     manifest::write(path, config, &state)?;
     wal::sync_dir(path)
+}
+
+/// The writer's lock file of the store at `dir`: an empty file that is never replaced (the
+/// manifest cannot be locked: every checkpoint renames a new one over it, and a lock on
+/// the old file would not exclude a writer that opens the new one).
+fn lock_path(dir: &Path) -> PathBuf {
+    dir.join("writer.lock")
+}
+
+/// Takes the writer's lock of the store at `dir` (`creating`: a new store, the lock file
+/// made first), waiting for it or `None` when another process holds it. The lock file of a
+/// store that has a manifest but none (made before it existed) is created.
+fn take_lock(dir: &Path, creating: bool) -> Result<Option<LockGuard>> {
+    let p = lock_path(dir);
+    if !creating && !manifest::path(dir).exists() {
+        return Err(Error::Io {
+            path: manifest::path(dir),
+            source: std::io::Error::from(std::io::ErrorKind::NotFound),
+        });
+    }
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&p)
+    {
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(source) => return Err(Error::Io { path: p, source }),
+    }
+    if creating {
+        crate::io::lock_exclusive(&p).map(Some)
+    } else {
+        crate::io::try_lock_exclusive(&p)
+    }
 }
 
 fn build_signer(config: &Config) -> Result<Option<AnySigner>> {
@@ -814,14 +849,12 @@ impl Store {
         let lock = if read_only {
             None
         } else {
-            Some(
-                crate::io::try_lock_exclusive(&manifest::path(path))?.ok_or_else(|| {
-                    Error::Unavailable(format!(
-                        "{}: the store is open for writing in another process",
-                        path.display()
-                    ))
-                })?,
-            )
+            Some(take_lock(path, false)?.ok_or_else(|| {
+                Error::Unavailable(format!(
+                    "{}: the store is open for writing in another process",
+                    path.display()
+                ))
+            })?)
         };
         let check = if opts.verify {
             segment::Check::Checksums
