@@ -102,6 +102,7 @@ mod segment;
 mod view;
 mod wal;
 mod writer;
+mod young;
 
 pub use rows::{Content, Payload};
 pub use wal::TornTail;

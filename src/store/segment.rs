@@ -71,7 +71,12 @@ impl Segment {
 
     /// The row of external id `id`.
     pub(crate) fn find(&self, id: u64) -> Option<usize> {
-        self.rows.ids.binary_search(&id).ok()
+        let ids = &self.rows.ids;
+        // Outside the segment's range of ids (new ids, most often): no search.
+        if ids.first().is_none_or(|&f| id < f) || ids.last().is_none_or(|&l| id > l) {
+            return None;
+        }
+        ids.binary_search(&id).ok()
     }
 
     /// Bytes of heap memory and of mapped files held.

@@ -287,6 +287,18 @@ impl View {
     /// each segment with its index's batch search (queries probed together, in parallel)
     /// and scans each delta chunk once for all queries; the same answers.
     pub(crate) fn search_batch(&self, qs: &[Probe<'_>], reach: Reach) -> Result<Vec<Vec<Match>>> {
+        self.search_batch_in(qs, reach, |_| true, true)
+    }
+
+    /// [`search_batch`](Self::search_batch) of the segments whose number `seg` accepts, and
+    /// of the delta when `delta` (a radius reach; the other reaches search everything).
+    pub(crate) fn search_batch_in(
+        &self,
+        qs: &[Probe<'_>],
+        reach: Reach,
+        seg: impl Fn(u64) -> bool,
+        delta: bool,
+    ) -> Result<Vec<Vec<Match>>> {
         let Reach::Radius { radius, cosine: t } = reach else {
             return qs
                 .iter()
@@ -316,7 +328,7 @@ impl View {
                 cosine: c,
             });
         };
-        for sr in &self.segs {
+        for sr in self.segs.iter().filter(|sr| seg(sr.seg.no)) {
             let hits = sr.seg.index.radius_batch(&flat, radius)?;
             for (qi, hs) in hits.iter().enumerate() {
                 for h in hs {
@@ -333,7 +345,7 @@ impl View {
             }
         }
         let mut found: Vec<(usize, usize, u32)> = Vec::new();
-        for ch in &self.chunks {
+        for ch in self.chunks.iter().filter(|_| delta) {
             found.clear();
             hamming::scan_radius(&flat, &ch.rows.codes, w, radius, |qi, i, d| {
                 found.push((qi, i, d))
