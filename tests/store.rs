@@ -747,3 +747,32 @@ fn batched_checks_through_the_young_index_equal_brute_force() {
     store.close().unwrap();
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// `merging` is true until the background has merged every crowded size class: then at
+/// most seven segments of each class are left; a read-only store never merges.
+#[test]
+fn merging_ends_when_every_size_class_is_merged() {
+    let dir = scratch("merging");
+    let store = Store::builder()
+        .bits(64)
+        .delta_limit(1)
+        .create(&dir)
+        .unwrap();
+    for id in 0..200u64 {
+        store.insert(id, Item::Code(&[id * 0x9E37_79B9])).unwrap();
+    }
+    let t = std::time::Instant::now();
+    while store.merging() {
+        assert!(t.elapsed().as_secs() < 120, "merges never settled");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let s = store.stats();
+    // 200 rows of one each: classes of 1-7, 8-63 and 64-511 rows, at most 7 of each.
+    assert!(s.merges >= 25 && s.segments <= 21, "{s:?}");
+    assert_eq!(s.items, 200);
+    store.checkpoint().unwrap();
+    let reader = Store::open_read_only(&dir).unwrap();
+    assert!(!reader.merging());
+    store.close().unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+}

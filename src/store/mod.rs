@@ -780,6 +780,8 @@ pub(crate) struct Counters {
     pub(crate) checkpoints: AtomicU64,
     pub(crate) checkpoint_lsn: AtomicU64,
     pub(crate) next_segment: AtomicU64,
+    /// True while the background thread plans or runs a merge.
+    pub(crate) merging: std::sync::atomic::AtomicBool,
 }
 
 /// What every thread of a store shares.
@@ -1369,6 +1371,17 @@ impl Store {
                 .clone(),
             read_only: self.read_only,
         }
+    }
+
+    /// True while the background thread has a merge to do or runs one (false for a store
+    /// opened read-only, which merges nothing): a caller that stops writing can wait until
+    /// the segments settle.
+    pub fn merging(&self) -> bool {
+        if self.read_only {
+            return false;
+        }
+        self.inner.counters.merging.load(Ordering::SeqCst)
+            || background::plan(&self.inner.view.load(), self.inner.config.delta_limit).is_some()
     }
 
     /// Waits for the writes queued before it, checkpoints, and stops the store's threads.

@@ -122,8 +122,22 @@ impl View {
 
     /// Where live `id` is among the segments.
     pub(crate) fn locate_in_segments(&self, id: u64) -> Option<Loc> {
+        self.locate_in_segments_by(id, Segment::find)
+    }
+
+    /// [`locate_in_segments`](Self::locate_in_segments) by the segments' id filters (the
+    /// writer's lookups, see [`Segment::find_filtered`]).
+    pub(crate) fn locate_in_segments_filtered(&self, id: u64) -> Option<Loc> {
+        self.locate_in_segments_by(id, Segment::find_filtered)
+    }
+
+    fn locate_in_segments_by(
+        &self,
+        id: u64,
+        find: impl Fn(&Segment, u64) -> Option<usize>,
+    ) -> Option<Loc> {
         for (s, sr) in self.segs.iter().enumerate().rev() {
-            if let Some(row) = sr.seg.find(id)
+            if let Some(row) = find(&sr.seg, id)
                 && !sr.dead.contains(row as u32)
             {
                 return Some(Loc::Seg(s, row));

@@ -655,7 +655,7 @@ impl Writer {
     fn locate(&self, id: u64) -> Option<Loc> {
         match self.delta_ids.get(&id) {
             Some(&l) => Some(l),
-            None => self.cur.locate_in_segments(id),
+            None => self.cur.locate_in_segments_filtered(id),
         }
     }
 
