@@ -410,8 +410,21 @@ impl Writer {
     /// Builds the index of the young rows when a group's checks will be searched together
     /// and there is none (for the radius of its first check).
     fn prepare_young(&mut self, group: &[Job]) {
-        if self.young.is_some() {
-            return;
+        if let Some(y) = &self.young {
+            // Stale slots (rows removed or replaced since it was built) beyond twice the
+            // live rows it covers: built again, so that it stays proportional to them.
+            let live: usize = self.delta_ids.len()
+                + self
+                    .cur
+                    .segs
+                    .iter()
+                    .filter(|s| y.covers(s.seg.no))
+                    .map(SegRef::live)
+                    .sum::<usize>();
+            if y.slots() <= 2 * live + (1 << 16) {
+                return;
+            }
+            self.young = None;
         }
         let (n, radius) = Self::radius_checks(group);
         if let Some(r) = radius

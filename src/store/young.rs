@@ -139,6 +139,11 @@ impl Young {
         self.radius
     }
 
+    /// Slots held (stale ones included).
+    pub(crate) fn slots(&self) -> usize {
+        self.ids.len()
+    }
+
     /// Indexes a row inserted into the delta.
     pub(crate) fn add(&mut self, id: u64, code: &[u64]) {
         let slot = self.ids.len() as u32;
