@@ -254,8 +254,8 @@ fn a_corrupt_segment_is_detected_when_opening() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-/// One writer at a time; readers of the last checkpoint need no lock and see its
-/// contents while the writer goes on.
+/// One writer at a time, before and after checkpoints replace the manifest; readers of the
+/// last checkpoint need no lock and see its contents while the writer goes on.
 #[test]
 fn one_writer_many_read_only_readers() {
     let dir = scratch("readers");
@@ -657,5 +657,125 @@ fn batched_check_and_insert_equals_the_one_by_one_rule() {
     }
     check_all(&store, &model, &centers);
     drop(store);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Batched check-and-inserts through the writer's index of the young rows (the delta and
+/// the small segments in one pigeonhole index, the large segments by their tables): with a
+/// tiny delta, merges carry indexed rows into segments too large to be covered and the
+/// index is rebuilt; ids removed, re-inserted with the same code and replaced; a second
+/// radius searched without it. Every outcome equals the one-by-one rule on a brute-force
+/// model.
+#[test]
+fn batched_checks_through_the_young_index_equal_brute_force() {
+    let dir = scratch("young-index");
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(22);
+    let centers: Vec<u64> = (0..80).map(|_| rng.random()).collect();
+    // A large first segment (not covered), as a store built at once has.
+    let first: Vec<u64> = (0..3000).map(|_| code(&mut rng, &centers)).collect();
+    let ids: Vec<u64> = (0..3000).collect();
+    Store::builder()
+        .bits(64)
+        .delta_limit(1)
+        .create_with_codes(&dir, &ids, &first)
+        .unwrap();
+    let store = Store::open(&dir).unwrap();
+    let mut model: BTreeMap<u64, u64> = ids.iter().copied().zip(first).collect();
+    for round in 0..14 {
+        let r = if round == 5 { 2 } else { 3 };
+        let mut ops = Vec::new();
+        let mut want = Vec::new();
+        for _ in 0..400 {
+            let id = rng.random_range(0..6000u64);
+            let mut c = code(&mut rng, &centers);
+            match rng.random_range(0..16) {
+                0 => {
+                    want.push(Outcome::Removed {
+                        found: model.remove(&id).is_some(),
+                    });
+                    ops.push(Op::Remove { id });
+                    continue;
+                }
+                // Re-inserted with its own code, or replaced.
+                1 | 2 => {
+                    if let Some(&old) = model.get(&id)
+                        && rng.random_range(0..2) == 0
+                    {
+                        c = old;
+                    }
+                    want.push(Outcome::Inserted {
+                        replaced: model.insert(id, c).is_some(),
+                    });
+                    ops.push(Op::Insert {
+                        id,
+                        item: store.prepare(Item::Code(&[c])).unwrap(),
+                    });
+                    continue;
+                }
+                _ => {}
+            }
+            let matches: Vec<Match> = brute(&model, c, r)
+                .into_iter()
+                .map(|(id, distance)| Match {
+                    id,
+                    distance,
+                    cosine: None,
+                })
+                .collect();
+            let inserted = matches.is_empty();
+            if inserted {
+                model.insert(id, c);
+            }
+            want.push(Outcome::Checked(simlsh::store::CheckOutcome {
+                inserted,
+                matches,
+            }));
+            ops.push(Op::InsertIfNew {
+                id,
+                item: store.prepare(Item::Code(&[c])).unwrap(),
+                within: Within::Radius(r),
+            });
+        }
+        let got = store.apply(ops).unwrap();
+        assert_eq!(got.len(), want.len());
+        for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+            assert_eq!(g, w, "round {round}, change {i}");
+        }
+        if round % 4 == 3 {
+            store.checkpoint().unwrap();
+        }
+    }
+    assert!(store.stats().merges > 0);
+    check_all(&store, &model, &centers);
+    store.close().unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `merging` is true until the background has merged every crowded size class: then at
+/// most seven segments of each class are left; a read-only store never merges.
+#[test]
+fn merging_ends_when_every_size_class_is_merged() {
+    let dir = scratch("merging");
+    let store = Store::builder()
+        .bits(64)
+        .delta_limit(1)
+        .create(&dir)
+        .unwrap();
+    for id in 0..200u64 {
+        store.insert(id, Item::Code(&[id * 0x9E37_79B9])).unwrap();
+    }
+    let t = std::time::Instant::now();
+    while store.merging() {
+        assert!(t.elapsed().as_secs() < 120, "merges never settled");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let s = store.stats();
+    // 200 rows of one each: classes of 1-7, 8-63 and 64-511 rows, at most 7 of each.
+    assert!(s.merges >= 25 && s.segments <= 21, "{s:?}");
+    assert_eq!(s.items, 200);
+    store.checkpoint().unwrap();
+    let reader = Store::open_read_only(&dir).unwrap();
+    assert!(!reader.merging());
+    store.close().unwrap();
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -133,7 +133,11 @@ def template(n: int, design: str) -> pathlib.Path:
     return d
 
 
-def codes_runs(n: int, design: str, durability: str, secs: float, results: list) -> None:
+PHASES = ("check", "check-batch", "insert-batch", "query", "query-batch", "restart", "text")
+
+
+def codes_runs(n: int, design: str, durability: str, secs: float, results: list,
+               phases: tuple[str, ...] = PHASES) -> None:
     tpl = template(n, design)
     run = WORK / f"run-{n}-{durability}"
     shutil.rmtree(run, ignore_errors=True)
@@ -145,10 +149,12 @@ def codes_runs(n: int, design: str, durability: str, secs: float, results: list)
     seed = 1
     for clients in (1, 8, 64):
         seed += 1
-        results.append(dict(base, phase=f"check x1, {clients} clients", **load(srv, "check", clients, secs, seed)))
+        if "check" in phases:
+            results.append(dict(base, phase=f"check x1, {clients} clients", **load(srv, "check", clients, secs, seed)))
     for mode, clients in (("check-batch", 8), ("insert-batch", 8), ("query", 64), ("query-batch", 8)):
         seed += 1
-        results.append(dict(base, phase=f"{mode} ({clients} clients)", **load(srv, mode, clients, secs, seed, batch=1000)))
+        if mode in phases:
+            results.append(dict(base, phase=f"{mode} ({clients} clients)", **load(srv, mode, clients, secs, seed, batch=1000)))
     st = srv.get("/v1/stats")
     results.append(dict(base, phase="memory", rss_bytes=rss_bytes(srv.p.pid), mapped_bytes=st["mapped_bytes"],
                         heap_bytes=st["heap_bytes"], items=st["items"],
@@ -157,7 +163,7 @@ def codes_runs(n: int, design: str, durability: str, secs: float, results: list)
     code, secs_stop = srv.stop()
     results.append(dict(base, phase="SIGTERM", exit_code=code, seconds=round(secs_stop, 2)))
     # Restart of the same store: warm, then cold page cache.
-    for cold in (False, True):
+    for cold in (False, True) if "restart" in phases else ():
         if cold and not drop_caches():
             continue
         srv = Server(run, "--durability", durability)
@@ -194,6 +200,8 @@ def main() -> None:
     ap.add_argument("--big-design", default="manku:k=3,levels=4", help="index at 10^8 and above (4 tables)")
     ap.add_argument("--seconds", type=float, default=10.0)
     ap.add_argument("--durability", nargs="+", default=["sync", "os"])
+    ap.add_argument("--phases", nargs="+", choices=PHASES, default=list(PHASES),
+                    help="the phases to run (default all; the store starts from its template each run)")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--out", type=pathlib.Path)
     a = ap.parse_args()
@@ -207,8 +215,9 @@ def main() -> None:
     for n in map(int, a.sizes):
         design = a.design if n < 10**8 else a.big_design
         for d in a.durability:
-            codes_runs(n, design, d, a.seconds, results)
-    text_runs(a.seconds, results)
+            codes_runs(n, design, d, a.seconds, results, tuple(a.phases))
+    if "text" in a.phases:
+        text_runs(a.seconds, results)
     out = a.out or ROOT / "benches" / "serve" / "results" / f"load-{datetime.date.today()}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     meta = {"cores": os.cpu_count(), "uname": " ".join(os.uname()), "load_average_at_end": load_average()}

@@ -81,13 +81,44 @@ pub struct Limits {
 
 /// A code as JSON: `u64` words, or one hexadecimal string of 16 digits per word (word 0
 /// first, each word most significant digit first).
-#[derive(Deserialize, Debug)]
-#[serde(untagged)]
+#[derive(Debug)]
 pub enum CodeJson {
     /// Words.
     Words(Vec<u64>),
     /// Hexadecimal.
     Hex(String),
+}
+
+/// Decodes an array of words or a string directly from the parser (an untagged enum would
+/// first copy every code into serde's intermediate buffer).
+impl<'de> Deserialize<'de> for CodeJson {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = CodeJson;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a code: an array of 64-bit words or a hexadecimal string")
+            }
+
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<CodeJson, E> {
+                Ok(CodeJson::Hex(v.to_owned()))
+            }
+
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<CodeJson, A::Error> {
+                // Codes are short (a few words): no size hint is trusted beyond that.
+                let mut words = Vec::with_capacity(seq.size_hint().unwrap_or(4).min(16));
+                while let Some(w) = seq.next_element::<u64>()? {
+                    words.push(w);
+                }
+                Ok(CodeJson::Words(words))
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 /// An item: exactly one of `code`, `vector`, `text`; `id` where the call needs one.
@@ -345,37 +376,87 @@ pub fn decode_check(store: &Store, body: &[u8], l: &Limits) -> Result<Vec<Op>, A
         .collect()
 }
 
-/// The answer to a query request.
-pub fn encode_query(results: &[Vec<Match>]) -> Vec<u8> {
-    #[derive(Serialize)]
-    struct R {
-        matches: Vec<MatchJson>,
+/// Appends a match as JSON, its keys in alphabetical order as the answers have always had
+/// them: `{["cosine":..,]"distance":..,"id":..}` (the cosine as `serde_json` writes an
+/// `f64`).
+fn push_match(out: &mut Vec<u8>, m: &Match) {
+    use std::io::Write as _;
+    out.push(b'{');
+    if let Some(c) = m.cosine {
+        out.extend_from_slice(b"\"cosine\":");
+        let _ = serde_json::to_writer(&mut *out, &c);
+        out.push(b',');
     }
-    let results: Vec<R> = results
-        .iter()
-        .map(|m| R {
-            matches: m.iter().map(MatchJson::from).collect(),
-        })
-        .collect();
-    serde_json::to_vec(&serde_json::json!({ "results": results })).unwrap_or_default()
+    let _ = write!(out, "\"distance\":{},\"id\":{}}}", m.distance, m.id);
 }
 
-/// The answer to an update or check-and-insert request.
+/// Appends `"matches":[...]`.
+fn push_matches(out: &mut Vec<u8>, ms: &[Match]) {
+    out.extend_from_slice(b"\"matches\":[");
+    for (i, m) in ms.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        push_match(out, m);
+    }
+    out.push(b']');
+}
+
+/// The answer to a query request: `{"results":[{"matches":[...]},...]}`, written directly
+/// (a batch of 1,000 answers without building a JSON tree).
+pub fn encode_query(results: &[Vec<Match>]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(16 + results.len() * 16);
+    out.extend_from_slice(b"{\"results\":[");
+    for (i, ms) in results.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        out.push(b'{');
+        push_matches(&mut out, ms);
+        out.push(b'}');
+    }
+    out.extend_from_slice(b"]}");
+    out
+}
+
+/// The answer to an update or check-and-insert request: `{"results":[...]}` with one
+/// object per change (`{"inserted":true,"replaced":..}`, `{"removed":..}` or
+/// `{"inserted":..,"matches":[...]}`), written directly.
 pub fn encode_outcomes(outcomes: &[Outcome]) -> Vec<u8> {
-    let results: Vec<serde_json::Value> = outcomes
-        .iter()
-        .map(|o| match o {
+    let mut out = Vec::with_capacity(16 + outcomes.len() * 32);
+    out.extend_from_slice(b"{\"results\":[");
+    for (i, o) in outcomes.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        match o {
             Outcome::Inserted { replaced } => {
-                serde_json::json!({ "inserted": true, "replaced": replaced })
+                out.extend_from_slice(if *replaced {
+                    &b"{\"inserted\":true,\"replaced\":true}"[..]
+                } else {
+                    &b"{\"inserted\":true,\"replaced\":false}"[..]
+                });
             }
-            Outcome::Removed { found } => serde_json::json!({ "removed": found }),
-            Outcome::Checked(CheckOutcome { inserted, matches }) => serde_json::json!({
-                "inserted": inserted,
-                "matches": matches.iter().map(MatchJson::from).collect::<Vec<_>>(),
-            }),
-        })
-        .collect();
-    serde_json::to_vec(&serde_json::json!({ "results": results })).unwrap_or_default()
+            Outcome::Removed { found } => {
+                out.extend_from_slice(if *found {
+                    &b"{\"removed\":true}"[..]
+                } else {
+                    &b"{\"removed\":false}"[..]
+                });
+            }
+            Outcome::Checked(CheckOutcome { inserted, matches }) => {
+                out.extend_from_slice(if *inserted {
+                    &b"{\"inserted\":true,"[..]
+                } else {
+                    &b"{\"inserted\":false,"[..]
+                });
+                push_matches(&mut out, matches);
+                out.push(b'}');
+            }
+        }
+    }
+    out.extend_from_slice(b"]}");
+    out
 }
 
 /// The answer to `GET /v1/items/{id}`.
@@ -390,4 +471,79 @@ pub fn encode_record(r: &simlsh::store::Record) -> Vec<u8> {
         }
     }
     serde_json::to_vec(&v).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The answers as the JSON tree gave them before they were written directly.
+    fn tree_outcomes(outcomes: &[Outcome]) -> Vec<u8> {
+        let results: Vec<serde_json::Value> = outcomes
+            .iter()
+            .map(|o| match o {
+                Outcome::Inserted { replaced } => {
+                    serde_json::json!({ "inserted": true, "replaced": replaced })
+                }
+                Outcome::Removed { found } => serde_json::json!({ "removed": found }),
+                Outcome::Checked(CheckOutcome { inserted, matches }) => serde_json::json!({
+                    "inserted": inserted,
+                    "matches": matches.iter().map(MatchJson::from).collect::<Vec<_>>(),
+                }),
+            })
+            .collect();
+        serde_json::to_vec(&serde_json::json!({ "results": results })).unwrap()
+    }
+
+    fn tree_query(results: &[Vec<Match>]) -> Vec<u8> {
+        let r: Vec<serde_json::Value> = results
+            .iter()
+            .map(|m| serde_json::json!({ "matches": m.iter().map(MatchJson::from).collect::<Vec<_>>() }))
+            .collect();
+        serde_json::to_vec(&serde_json::json!({ "results": r })).unwrap()
+    }
+
+    #[test]
+    fn direct_answers_are_the_json_trees_bytes() {
+        let m = |id, distance, cosine| Match {
+            id,
+            distance,
+            cosine,
+        };
+        let matches = vec![
+            m(u64::MAX, 3, None),
+            m(0, 0, Some(1.0)),
+            m(7, 12, Some(0.1 + 0.2)),
+            m(8, 1, Some(-1e-300)),
+            m(9, 2, Some(f64::NAN)),
+            m(10, 2, Some(0.8000000000000002)),
+        ];
+        let outcomes = [
+            Outcome::Inserted { replaced: false },
+            Outcome::Inserted { replaced: true },
+            Outcome::Removed { found: false },
+            Outcome::Removed { found: true },
+            Outcome::Checked(CheckOutcome {
+                inserted: true,
+                matches: Vec::new(),
+            }),
+            Outcome::Checked(CheckOutcome {
+                inserted: false,
+                matches: matches.clone(),
+            }),
+        ];
+        for k in 0..=outcomes.len() {
+            assert_eq!(
+                String::from_utf8(encode_outcomes(&outcomes[..k])).unwrap(),
+                String::from_utf8(tree_outcomes(&outcomes[..k])).unwrap()
+            );
+        }
+        let results = [Vec::new(), matches.clone(), matches[..1].to_vec()];
+        for k in 0..=results.len() {
+            assert_eq!(
+                String::from_utf8(encode_query(&results[..k])).unwrap(),
+                String::from_utf8(tree_query(&results[..k])).unwrap()
+            );
+        }
+    }
 }

@@ -54,7 +54,7 @@ fn class(n: usize, base: usize) -> u32 {
 
 /// The segments to merge next: a segment mostly dead, or `FAN_IN` segments of the
 /// smallest crowded size class.
-fn plan(view: &View, base: usize) -> Option<Vec<usize>> {
+pub(crate) fn plan(view: &View, base: usize) -> Option<Vec<usize>> {
     if let Some(i) = view
         .segs
         .iter()
@@ -103,8 +103,15 @@ impl Background {
     pub(crate) fn run(mut self, rx: Receiver<Bg>) {
         let mut last = Instant::now();
         let mut last_lsn = self.inner.view.load().lsn;
+        let mut merged = false;
         loop {
-            match rx.recv_timeout(Duration::from_secs(1)) {
+            // After a merge, the next one (a cascade to the next size class) starts at once.
+            let wait = if merged {
+                Duration::ZERO
+            } else {
+                Duration::from_secs(1)
+            };
+            match rx.recv_timeout(wait) {
                 Ok(Bg::Stop(reply)) => {
                     reply(self.checkpoint());
                     return;
@@ -119,9 +126,17 @@ impl Background {
                 Ok(Bg::Wake) | Err(RecvTimeoutError::Timeout) => {}
                 Err(RecvTimeoutError::Disconnected) => return,
             }
-            if let Err(e) = self.merge_once() {
-                self.note(e);
-            }
+            let inner = Arc::clone(&self.inner);
+            let merging = &inner.counters.merging;
+            merging.store(true, Ordering::SeqCst);
+            merged = match self.merge_once() {
+                Ok(m) => m,
+                Err(e) => {
+                    self.note(e);
+                    false
+                }
+            };
+            merging.store(false, Ordering::SeqCst);
             let lsn = self.inner.view.load().lsn;
             let bytes = self.inner.counters.log_bytes.load(Ordering::Relaxed);
             if bytes >= self.inner.checkpoint_bytes
@@ -154,12 +169,12 @@ impl Background {
             .map_err(|_| Error::Unavailable("the writer stopped".into()))?
     }
 
-    /// One merge, if any is due.
-    fn merge_once(&mut self) -> Result<()> {
+    /// One merge, if any is due; true when one was done.
+    fn merge_once(&mut self) -> Result<bool> {
         let view = self.inner.view.load_full();
         let c = &self.inner.config;
         let Some(pick) = plan(&view, c.delta_limit) else {
-            return Ok(());
+            return Ok(false);
         };
         let segs: Vec<SegRef> = pick.iter().map(|&i| view.segs[i].clone()).collect();
         let rows = merged_rows(&segs, view.words, c.content);
@@ -184,7 +199,7 @@ impl Background {
             reply,
         })?;
         self.inner.counters.merges.fetch_add(1, Ordering::Relaxed);
-        Ok(())
+        Ok(true)
     }
 
     /// Writes a checkpoint: the cut's segments not yet on disk, the manifest, then removes

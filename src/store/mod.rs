@@ -64,7 +64,8 @@
 //!
 //! # Opening, recovery, readers
 //!
-//! [`Store::open`] takes the store's advisory lock ([`crate::io::lock`]: one writer at a
+//! [`Store::open`] takes the store's advisory lock (of its file `writer.lock`,
+//! [`crate::io::lock`]: one writer at a
 //! time), reads the manifest, maps the segments (verifying their checksums by default),
 //! and replays the log. A torn tail of the last log file (an interrupted write, never
 //! acknowledged) is cut off and reported ([`Store::recovery`]); a damaged record followed
@@ -101,6 +102,7 @@ mod segment;
 mod view;
 mod wal;
 mod writer;
+mod young;
 
 pub use rows::{Content, Payload};
 pub use wal::TornTail;
@@ -511,25 +513,6 @@ impl StoreBuilder {
 }
 
 /// Writes a new store: its first segment (if any), the manifest, the first log file.
-/// Name of the store's lock file: empty, never replaced (the manifest is, by each
-/// checkpoint, and a lock on a replaced file would exclude no one). The writer holds its
-/// exclusive lock ([`crate::io::lock_exclusive`]) while the store is open for writing.
-const LOCK: &str = "LOCK";
-
-/// The lock file of the store in `dir`, created if missing (a store copied without it).
-fn lock_file(dir: &Path) -> Result<PathBuf> {
-    let p = dir.join(LOCK);
-    std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&p)
-        .map_err(|source| Error::Io {
-            path: p.clone(),
-            source,
-        })?;
-    Ok(p)
-}
-
 fn init(path: &Path, config: &Config, rows: Option<rows::Rows>) -> Result<()> {
     let io = |source| Error::Io {
         path: path.to_path_buf(),
@@ -542,7 +525,7 @@ fn init(path: &Path, config: &Config, rows: Option<rows::Rows>) -> Result<()> {
             "a new store needs an empty directory",
         )));
     }
-    let _lock = crate::io::lock_exclusive(&lock_file(path)?)?;
+    let _lock = take_lock(path, true)?;
     let mut state = manifest::State {
         lsn: 0,
         next_segment: 1,
@@ -557,6 +540,40 @@ fn init(path: &Path, config: &Config, rows: Option<rows::Rows>) -> Result<()> {
     wal::Wal::create(path, 1)?;
     manifest::write(path, config, &state)?;
     wal::sync_dir(path)
+}
+
+/// The writer's lock file of the store at `dir`: an empty file that is never replaced (the
+/// manifest cannot be locked: every checkpoint renames a new one over it, and a lock on
+/// the old file would not exclude a writer that opens the new one).
+fn lock_path(dir: &Path) -> PathBuf {
+    dir.join("writer.lock")
+}
+
+/// Takes the writer's lock of the store at `dir` (`creating`: a new store, the lock file
+/// made first), waiting for it or `None` when another process holds it. The lock file of a
+/// store that has a manifest but none (made before it existed) is created.
+fn take_lock(dir: &Path, creating: bool) -> Result<Option<LockGuard>> {
+    let p = lock_path(dir);
+    if !creating && !manifest::path(dir).exists() {
+        return Err(Error::Io {
+            path: manifest::path(dir),
+            source: std::io::Error::from(std::io::ErrorKind::NotFound),
+        });
+    }
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&p)
+    {
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(source) => return Err(Error::Io { path: p, source }),
+    }
+    if creating {
+        crate::io::lock_exclusive(&p).map(Some)
+    } else {
+        crate::io::try_lock_exclusive(&p)
+    }
 }
 
 fn build_signer(config: &Config) -> Result<Option<AnySigner>> {
@@ -763,6 +780,8 @@ pub(crate) struct Counters {
     pub(crate) checkpoints: AtomicU64,
     pub(crate) checkpoint_lsn: AtomicU64,
     pub(crate) next_segment: AtomicU64,
+    /// True while the background thread plans or runs a merge.
+    pub(crate) merging: std::sync::atomic::AtomicBool,
 }
 
 /// What every thread of a store shares.
@@ -833,14 +852,12 @@ impl Store {
         let lock = if read_only {
             None
         } else {
-            Some(
-                crate::io::try_lock_exclusive(&lock_file(path)?)?.ok_or_else(|| {
-                    Error::Unavailable(format!(
-                        "{}: the store is open for writing in another process",
-                        path.display()
-                    ))
-                })?,
-            )
+            Some(take_lock(path, false)?.ok_or_else(|| {
+                Error::Unavailable(format!(
+                    "{}: the store is open for writing in another process",
+                    path.display()
+                ))
+            })?)
         };
         let check = if opts.verify {
             segment::Check::Checksums
@@ -1354,6 +1371,17 @@ impl Store {
                 .clone(),
             read_only: self.read_only,
         }
+    }
+
+    /// True while the background thread has a merge to do or runs one (false for a store
+    /// opened read-only, which merges nothing): a caller that stops writing can wait until
+    /// the segments settle.
+    pub fn merging(&self) -> bool {
+        if self.read_only {
+            return false;
+        }
+        self.inner.counters.merging.load(Ordering::SeqCst)
+            || background::plan(&self.inner.view.load(), self.inner.config.delta_limit).is_some()
     }
 
     /// Waits for the writes queued before it, checkpoints, and stops the store's threads.

@@ -4,6 +4,7 @@
 //! (`seg-N.index.simlsh`, the index's own kind), both memory-mapped when loaded.
 
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use super::rows::{Content, Pay, Rows};
 use crate::error::{Error, Result};
@@ -25,6 +26,52 @@ pub(crate) enum Check {
     Full,
 }
 
+/// A blocked Bloom filter of a segment's ids (Putze, Sanders and Singler, *Cache-,
+/// hash- and space-efficient Bloom filters*, 2007): 4 bits of one 512-bit block per id,
+/// about 10 bits per id, so that an id absent from the segment (the common case for new
+/// ids) is told in one cache line instead of a binary search (false positives about 1%,
+/// then searched). Built by the writer when it first looks an id up in the segment; held
+/// in memory only.
+pub(crate) struct IdFilter {
+    blocks: Vec<[u64; 8]>,
+}
+
+impl IdFilter {
+    fn new(ids: &[u64]) -> IdFilter {
+        let n = (ids.len() * 10).div_ceil(512).max(1).next_power_of_two();
+        let mut f = IdFilter {
+            blocks: vec![[0u64; 8]; n],
+        };
+        for &id in ids {
+            let (b, bits) = f.probe(id);
+            for x in bits {
+                f.blocks[b][x / 64] |= 1 << (x % 64);
+            }
+        }
+        f
+    }
+
+    /// The block of `id` and its 4 bits in it.
+    #[inline]
+    fn probe(&self, id: u64) -> (usize, [usize; 4]) {
+        let mut h = id ^ 0x243F_6A88_85A3_08D3;
+        h = (h ^ (h >> 33)).wrapping_mul(0xFF51_AFD7_ED55_8CCD);
+        h = (h ^ (h >> 33)).wrapping_mul(0xC4CE_B9FE_1A85_EC53);
+        h ^= h >> 33;
+        let b = (h as usize) & (self.blocks.len() - 1);
+        let g = h >> 28;
+        let bit = |i: u32| ((g >> (9 * i)) & 511) as usize;
+        (b, [bit(0), bit(1), bit(2), bit(3)])
+    }
+
+    #[inline]
+    fn may_contain(&self, id: u64) -> bool {
+        let (b, bits) = self.probe(id);
+        let blk = &self.blocks[b];
+        bits.iter().all(|&x| blk[x / 64] >> (x % 64) & 1 == 1)
+    }
+}
+
 /// An immutable segment.
 pub(crate) struct Segment {
     /// Its number (names its files; larger is newer).
@@ -33,6 +80,8 @@ pub(crate) struct Segment {
     pub(crate) rows: Rows,
     /// The index of the rows' codes, ids `0..n`.
     pub(crate) index: Box<dyn HammingIndex>,
+    /// The writer's filter of the ids, built when first needed.
+    filter: OnceLock<IdFilter>,
 }
 
 impl std::fmt::Debug for Segment {
@@ -61,7 +110,12 @@ impl Segment {
     pub(crate) fn build(no: u64, bits: usize, spec: &IndexSpec, rows: Rows) -> Result<Segment> {
         let sigs = SignatureMatrix::from_parts(bits, &rows.codes[..])?;
         let index = spec.build(&sigs)?;
-        Ok(Segment { no, rows, index })
+        Ok(Segment {
+            no,
+            rows,
+            index,
+            filter: OnceLock::new(),
+        })
     }
 
     /// Number of rows (dead ones included).
@@ -71,7 +125,29 @@ impl Segment {
 
     /// The row of external id `id`.
     pub(crate) fn find(&self, id: u64) -> Option<usize> {
-        self.rows.ids.binary_search(&id).ok()
+        let ids = &self.rows.ids;
+        // Outside the segment's range of ids (new ids, most often): no search.
+        if ids.first().is_none_or(|&f| id < f) || ids.last().is_none_or(|&l| id > l) {
+            return None;
+        }
+        ids.binary_search(&id).ok()
+    }
+
+    /// [`find`](Self::find), asking the segment's id filter first (built on the first call
+    /// for an id within the segment's range: the writer's lookups).
+    pub(crate) fn find_filtered(&self, id: u64) -> Option<usize> {
+        let ids = &self.rows.ids;
+        if ids.first().is_none_or(|&f| id < f) || ids.last().is_none_or(|&l| id > l) {
+            return None;
+        }
+        if !self
+            .filter
+            .get_or_init(|| IdFilter::new(ids))
+            .may_contain(id)
+        {
+            return None;
+        }
+        ids.binary_search(&id).ok()
     }
 
     /// Bytes of heap memory and of mapped files held.
@@ -222,6 +298,7 @@ impl Segment {
                 pay,
             },
             index,
+            filter: OnceLock::new(),
         })
     }
 }
@@ -244,4 +321,28 @@ fn check_offsets(
         return Err("offsets decrease or do not end at the number of keys".into());
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_id_filter_holds_every_id_and_few_others() {
+        let mut rng = crate::rng::Rng::new(5);
+        for n in [0usize, 1, 100, 20_000] {
+            let ids: Vec<u64> = (0..n).map(|_| rng.next_u64()).collect();
+            let f = IdFilter::new(&ids);
+            assert!(ids.iter().all(|&id| f.may_contain(id)));
+            let false_positives = (0..100_000)
+                .filter(|_| f.may_contain(rng.next_u64()))
+                .count();
+            // 10 bits per id and 4 bits per id in a 512-bit block: about 1% (more for
+            // the tiny filters, whose one block is nearly empty).
+            assert!(
+                false_positives < 3_000,
+                "{n} ids: {false_positives} in 100,000"
+            );
+        }
+    }
 }

@@ -122,8 +122,22 @@ impl View {
 
     /// Where live `id` is among the segments.
     pub(crate) fn locate_in_segments(&self, id: u64) -> Option<Loc> {
+        self.locate_in_segments_by(id, Segment::find)
+    }
+
+    /// [`locate_in_segments`](Self::locate_in_segments) by the segments' id filters (the
+    /// writer's lookups, see [`Segment::find_filtered`]).
+    pub(crate) fn locate_in_segments_filtered(&self, id: u64) -> Option<Loc> {
+        self.locate_in_segments_by(id, Segment::find_filtered)
+    }
+
+    fn locate_in_segments_by(
+        &self,
+        id: u64,
+        find: impl Fn(&Segment, u64) -> Option<usize>,
+    ) -> Option<Loc> {
         for (s, sr) in self.segs.iter().enumerate().rev() {
-            if let Some(row) = sr.seg.find(id)
+            if let Some(row) = find(&sr.seg, id)
                 && !sr.dead.contains(row as u32)
             {
                 return Some(Loc::Seg(s, row));
@@ -287,6 +301,18 @@ impl View {
     /// each segment with its index's batch search (queries probed together, in parallel)
     /// and scans each delta chunk once for all queries; the same answers.
     pub(crate) fn search_batch(&self, qs: &[Probe<'_>], reach: Reach) -> Result<Vec<Vec<Match>>> {
+        self.search_batch_in(qs, reach, |_| true, true)
+    }
+
+    /// [`search_batch`](Self::search_batch) of the segments whose number `seg` accepts, and
+    /// of the delta when `delta` (a radius reach; the other reaches search everything).
+    pub(crate) fn search_batch_in(
+        &self,
+        qs: &[Probe<'_>],
+        reach: Reach,
+        seg: impl Fn(u64) -> bool,
+        delta: bool,
+    ) -> Result<Vec<Vec<Match>>> {
         let Reach::Radius { radius, cosine: t } = reach else {
             return qs
                 .iter()
@@ -316,7 +342,7 @@ impl View {
                 cosine: c,
             });
         };
-        for sr in &self.segs {
+        for sr in self.segs.iter().filter(|sr| seg(sr.seg.no)) {
             let hits = sr.seg.index.radius_batch(&flat, radius)?;
             for (qi, hs) in hits.iter().enumerate() {
                 for h in hs {
@@ -333,7 +359,7 @@ impl View {
             }
         }
         let mut found: Vec<(usize, usize, u32)> = Vec::new();
-        for ch in &self.chunks {
+        for ch in self.chunks.iter().filter(|_| delta) {
             found.clear();
             hamming::scan_radius(&flat, &ch.rows.codes, w, radius, |qi, i, d| {
                 found.push((qi, i, d))

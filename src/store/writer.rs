@@ -1,6 +1,5 @@
 //! The writer thread: applies changes in order, group commit, publication, rollback.
 
-use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::{Receiver, Sender};
@@ -12,8 +11,10 @@ use super::rows::Payload;
 use super::segment::Segment;
 use super::view::{Loc, Probe, Reach, SegRef, View};
 use super::wal::{self, LogOp, Wal};
+use super::young::{COVERED_DELTA_LIMITS, Young, block_key, cuts};
 use super::{CheckOutcome, Durability, Inner, Outcome, Prepared, Recovery, copy_error};
 use crate::error::{Error, Result};
+use crate::util::hash::{FastMap, FastSet};
 
 /// Changes in one group at most (a group is one log write and one sync).
 const MAX_GROUP: usize = 65_536;
@@ -27,49 +28,51 @@ const PARALLEL_CHECKS: usize = 64;
 /// scanned.
 const MIN_BLOCK_BITS: usize = 10;
 
-/// Bits `[start, start + len)` of a code (`len ≤ 64`), as a number.
-fn block_key(code: &[u64], start: usize, len: usize) -> u64 {
-    let (w, b) = (start / 64, start % 64);
-    let mut v = code[w] >> b;
-    if b + len > 64 && w + 1 < code.len() {
-        v |= code[w + 1] << (64 - b);
-    }
-    if len < 64 { v & ((1u64 << len) - 1) } else { v }
-}
-
 /// A pigeonhole index of a group's own inserts for one radius `r`: the code cut into `r + 1`
-/// blocks; a code within `r` of a query agrees with it exactly on at least one block.
+/// blocks; a code within `r` of a query agrees with it exactly on at least one block. Each
+/// block's codes with one key form a chain (the newest first) through `next`.
 struct Blocks {
     radius: u32,
     /// Start and length (at most 64 bits) of each block's key.
     cuts: Vec<(usize, usize)>,
-    maps: Vec<HashMap<u64, Vec<u32>>>,
+    /// Per block: the newest insert of each key.
+    heads: Vec<FastMap<u64, u32>>,
+    /// Per block and insert: the previous insert of its key ([`NONE`] ends the chain).
+    next: Vec<Vec<u32>>,
 }
+
+/// The end of a chain of [`Blocks`].
+const NONE: u32 = u32::MAX;
 
 impl Blocks {
     /// The index for radius `r` of `bits`-bit codes, when its blocks are long enough.
     fn new(bits: usize, r: u32) -> Option<Blocks> {
-        let n = r as usize + 1;
-        let len = bits / n;
-        (len >= MIN_BLOCK_BITS).then(|| Blocks {
+        let cuts = cuts(bits, r, MIN_BLOCK_BITS)?;
+        Some(Blocks {
             radius: r,
-            cuts: (0..n).map(|i| (i * len, len.min(64))).collect(),
-            maps: (0..n).map(|_| HashMap::new()).collect(),
+            heads: (0..cuts.len()).map(|_| FastMap::default()).collect(),
+            next: (0..cuts.len()).map(|_| Vec::new()).collect(),
+            cuts,
         })
     }
 
+    /// Adds insert `j` (inserts are added in order `0, 1, ...`).
     fn add(&mut self, code: &[u64], j: u32) {
-        for (&(s, l), m) in self.cuts.iter().zip(&mut self.maps) {
-            m.entry(block_key(code, s, l)).or_default().push(j);
+        for ((&(s, l), m), next) in self.cuts.iter().zip(&mut self.heads).zip(&mut self.next) {
+            debug_assert_eq!(next.len(), j as usize);
+            let prev = m.insert(block_key(code, s, l), j).unwrap_or(NONE);
+            next.push(prev);
         }
     }
 
     /// The candidates of `code`, each once, in increasing order.
     fn candidates(&self, code: &[u64], out: &mut Vec<u32>) {
         out.clear();
-        for (&(s, l), m) in self.cuts.iter().zip(&self.maps) {
-            if let Some(v) = m.get(&block_key(code, s, l)) {
-                out.extend_from_slice(v);
+        for ((&(s, l), m), next) in self.cuts.iter().zip(&self.heads).zip(&self.next) {
+            let mut j = m.get(&block_key(code, s, l)).copied().unwrap_or(NONE);
+            while j != NONE {
+                out.push(j);
+                j = next[j as usize];
             }
         }
         out.sort_unstable();
@@ -81,12 +84,12 @@ impl Blocks {
 #[derive(Default)]
 struct Fresh {
     /// Ids removed or replaced during the group.
-    touched: HashSet<u64>,
+    touched: FastSet<u64>,
     ids: Vec<u64>,
     codes: Vec<u64>,
     pay: Vec<Payload>,
     live: Vec<bool>,
-    index: HashMap<u64, usize>,
+    index: FastMap<u64, usize>,
     /// Words per code.
     words: usize,
     /// The pigeonhole index of the inserts, for the radius of the group's checks.
@@ -193,7 +196,7 @@ pub(crate) struct Writer {
     inner: Arc<Inner>,
     cur: View,
     /// Live ids of the delta.
-    delta_ids: HashMap<u64, Loc>,
+    delta_ids: FastMap<u64, Loc>,
     /// The log (set once replay is done).
     wal: Option<Wal>,
     sync: bool,
@@ -203,6 +206,8 @@ pub(crate) struct Writer {
     bg: Option<Sender<Bg>>,
     /// The group's own changes, tracked while its checks were searched at its start.
     fresh: Option<Fresh>,
+    /// The index of the young rows for batched checks (built when first needed).
+    young: Option<Young>,
 }
 
 impl Writer {
@@ -217,7 +222,7 @@ impl Writer {
         let mut w = Writer {
             inner,
             cur: view,
-            delta_ids: HashMap::new(),
+            delta_ids: FastMap::default(),
             wal: None,
             sync: durability == Durability::Sync,
             buf: Vec::new(),
@@ -225,6 +230,7 @@ impl Writer {
             search: Vec::new(),
             bg: None,
             fresh: None,
+            young: None,
         };
         let replay = wal::replay(&dir, after, words, content, true, |lsn, op| {
             match op {
@@ -284,6 +290,7 @@ impl Writer {
         let mut stop = false;
         let mut failure: Option<Error> = None;
         let mut writes = 0u64;
+        self.prepare_young(group);
         let mut pre = match self.presearch(group) {
             Ok(p) => p,
             Err(e) => {
@@ -379,6 +386,113 @@ impl Writer {
             .ok_or_else(|| Error::Unavailable("the log is not open".into()))
     }
 
+    /// The radius checks of a group, and the radius of the first.
+    fn radius_checks(group: &[Job]) -> (usize, Option<u32>) {
+        let mut n = 0;
+        let mut first = None;
+        for j in group {
+            if let Job::Ops { ops, .. } = j {
+                for o in ops {
+                    if let WOp::Check {
+                        reach: Reach::Radius { radius, .. },
+                        ..
+                    } = o
+                    {
+                        n += 1;
+                        first.get_or_insert(*radius);
+                    }
+                }
+            }
+        }
+        (n, first)
+    }
+
+    /// Builds the index of the young rows when a group's checks will be searched together
+    /// and there is none (for the radius of its first check).
+    fn prepare_young(&mut self, group: &[Job]) {
+        if let Some(y) = &self.young {
+            // Stale slots (rows removed or replaced since it was built) beyond twice the
+            // live rows it covers: built again, so that it stays proportional to them.
+            let live: usize = self.delta_ids.len()
+                + self
+                    .cur
+                    .segs
+                    .iter()
+                    .filter(|s| y.covers(s.seg.no))
+                    .map(SegRef::live)
+                    .sum::<usize>();
+            if y.slots() <= 2 * live + (1 << 16) {
+                return;
+            }
+            self.young = None;
+        }
+        let (n, radius) = Self::radius_checks(group);
+        if let Some(r) = radius
+            && n >= PARALLEL_CHECKS
+        {
+            let c = &self.inner.config;
+            let max_rows = c.delta_limit.saturating_mul(COVERED_DELTA_LIMITS);
+            self.young = Young::build(&self.cur, c.bits, r, max_rows);
+        }
+    }
+
+    /// The matches of radius checks `probes` (one reach) against the state at the start of
+    /// the group: the segments the young index does not cover by their tables, the others
+    /// and the delta by the young index (see [`super::young`]); the same answers as
+    /// [`View::search_batch`].
+    fn search_young(
+        &self,
+        y: &Young,
+        probes: &[Probe<'_>],
+        reach: Reach,
+    ) -> Result<Vec<Vec<super::Match>>> {
+        let Reach::Radius { cosine: t, .. } = reach else {
+            return self.cur.search_batch(probes, reach);
+        };
+        let view = &self.cur;
+        let mut out = view.search_batch_in(probes, reach, |no| !y.covers(no), false)?;
+        let mut flat = Vec::with_capacity(probes.len() * view.words);
+        for p in probes {
+            flat.extend_from_slice(p.code);
+        }
+        let mut slots = vec![Vec::new(); probes.len()];
+        y.search_batch(&flat, &mut slots);
+        for ((p, o), slots) in probes.iter().zip(&mut out).zip(&slots) {
+            if slots.is_empty() {
+                continue;
+            }
+            for &(slot, d) in slots {
+                let (id, code) = y.slot(slot);
+                // Live now, where the index covers, with the code indexed.
+                let Some(loc) = self.locate(id) else { continue };
+                if let Loc::Seg(s, _) = loc
+                    && !y.covers(view.segs[s].seg.no)
+                {
+                    continue;
+                }
+                let (rows, r) = view.rows_at(loc);
+                if rows.code(r) != code {
+                    continue;
+                }
+                let c = super::rows::cosine(rows.payload(r), p.pay);
+                if let Some(t) = t
+                    && c.is_none_or(|c| c < t)
+                {
+                    continue;
+                }
+                o.push(super::Match {
+                    id,
+                    distance: d,
+                    cosine: c,
+                });
+            }
+            super::view::sort_matches(o, t.is_some());
+            // An id inserted twice with one code has two slots.
+            o.dedup_by(|a, b| a.id == b.id);
+        }
+        Ok(out)
+    }
+
     /// The searches of a group's check-and-inserts against the state at its start, in
     /// parallel, when there are enough of them: per job, per change (`None` for changes
     /// that are not radius or cosine checks); empty when searched one by one instead.
@@ -436,7 +550,13 @@ impl Writer {
                             pay: item.payload.as_ref(),
                         })
                         .collect();
-                    for ((k, _, _), m) in checks.iter().zip(view.search_batch(&probes, reach)?) {
+                    let found_all = match &self.young {
+                        Some(y) if matches!(reach, Reach::Radius { radius, .. } if radius == y.radius()) => {
+                            self.search_young(y, &probes, reach)?
+                        }
+                        _ => view.search_batch(&probes, reach)?,
+                    };
+                    for ((k, _, _), m) in checks.iter().zip(found_all) {
                         found[*k] = Some(m);
                     }
                 } else {
@@ -533,6 +653,7 @@ impl Writer {
     /// Back to the published state.
     fn rollback(&mut self) {
         self.cur = (**self.inner.view.load()).clone();
+        self.young = None;
         self.delta_ids.clear();
         for (c, ch) in self.cur.chunks.iter().enumerate() {
             for p in 0..ch.rows.len() {
@@ -547,7 +668,7 @@ impl Writer {
     fn locate(&self, id: u64) -> Option<Loc> {
         match self.delta_ids.get(&id) {
             Some(&l) => Some(l),
-            None => self.cur.locate_in_segments(id),
+            None => self.cur.locate_in_segments_filtered(id),
         }
     }
 
@@ -570,6 +691,9 @@ impl Writer {
         let replaced = self.kill(id);
         let loc = self.cur.push(id, code, payload.as_ref());
         self.delta_ids.insert(id, loc);
+        if let Some(y) = &mut self.young {
+            y.add(id, code);
+        }
         if let Some(f) = &mut self.fresh {
             f.inserted(id, code, payload);
         }
@@ -665,6 +789,9 @@ impl Writer {
                 .fetch_add(1, Ordering::Relaxed);
             let c = &self.inner.config;
             let seg = Segment::build(no, c.bits, &c.index, rows)?;
+            if let Some(y) = &mut self.young {
+                y.frozen(no);
+            }
             self.cur.segs.push(SegRef {
                 seg: Arc::new(seg),
                 dead: Arc::default(),
@@ -720,6 +847,11 @@ impl Writer {
             }
         }
         self.cur.segs = segs;
+        if let Some(y) = &mut self.young
+            && !y.merged(inputs, output.as_ref().map(|o| (o.no, o.len())))
+        {
+            self.young = None;
+        }
         Ok(())
     }
 

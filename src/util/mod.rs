@@ -1,8 +1,9 @@
 //! Small pieces shared by the kernels and the indexes, written once: a bounded top-k
 //! ([`topk::TopK`]), a pool of reusable per-query scratch values ([`pool::Pool`]) and exact
-//! binomial coefficients ([`binomial`]), and the one grammar of the specs' text forms
+//! binomial coefficients ([`binomial`]), a fast hasher for in-memory tables ([`hash`]), and the one grammar of the specs' text forms
 //! ([`spec`]).
 
+pub(crate) mod hash;
 pub(crate) mod pool;
 pub(crate) mod spec;
 pub(crate) mod topk;

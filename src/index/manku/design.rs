@@ -369,14 +369,33 @@ fn candidate_designs(bits: usize, radius: u32, d: f64) -> Vec<Vec<usize>> {
 /// # Errors
 /// [`Error::InvalidParameter`] if `f` is 0 or even a single table does not fit the budget.
 pub fn plan(f: usize, k: u32, n: u64, memory_budget_bytes: u64) -> Result<Plan> {
-    choose(
-        f,
-        k,
-        n,
-        |p| p.bytes <= memory_budget_bytes,
-        Plan::query_cost,
-    )
-    .ok_or_else(|| {
+    // The last plans made, by their arguments: a store freezes many segments of one size,
+    // and weighing the designs costs more than building a small one.
+    type Memo = Vec<((usize, u32, u64, u64), Option<Plan>)>;
+    static MEMO: std::sync::Mutex<Memo> = std::sync::Mutex::new(Vec::new());
+    const MEMO_LEN: usize = 16;
+    let key = (f, k, n, memory_budget_bytes);
+    let known = MEMO
+        .lock()
+        .ok()
+        .and_then(|m| m.iter().find(|(a, _)| *a == key).map(|(_, p)| p.clone()));
+    let chosen = known.unwrap_or_else(|| {
+        let p = choose(
+            f,
+            k,
+            n,
+            |p| p.bytes <= memory_budget_bytes,
+            Plan::query_cost,
+        );
+        if let Ok(mut m) = MEMO.lock() {
+            if m.len() == MEMO_LEN {
+                m.remove(0);
+            }
+            m.push((key, p.clone()));
+        }
+        p
+    });
+    chosen.ok_or_else(|| {
         Error::param(
             "memory_budget_bytes",
             format!("{memory_budget_bytes} bytes cannot hold one table of {n} codes"),
