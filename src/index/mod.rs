@@ -155,8 +155,8 @@ pub trait HammingIndex: Send + Sync {
     /// index built in memory or already verified.
     ///
     /// # Errors
-    /// [`Error::Checksum`](crate::Error::Checksum) or
-    /// [`Error::InvalidField`](crate::Error::InvalidField) naming the file.
+    /// [`Error::Checksum`] or
+    /// [`Error::InvalidField`] naming the file.
     fn verify_source(&self) -> Result<()> {
         Ok(())
     }

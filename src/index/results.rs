@@ -73,7 +73,7 @@ impl KnnResults {
     /// The padded form of per-query hit lists (each at most `k` long).
     ///
     /// # Errors
-    /// [`Error::OutOfMemory`] when the `N × k` arrays cannot be allocated (a `k` far beyond
+    /// [`Error::OutOfMemory`](crate::Error::OutOfMemory) when the `N × k` arrays cannot be allocated (a `k` far beyond
     /// the number of stored codes: ask for at most that many and pad, as FAISS shapes need).
     pub fn from_hits(hits: &[Vec<Hit>], k: usize) -> Result<Self> {
         let cells = hits.len().saturating_mul(k);

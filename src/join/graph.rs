@@ -280,7 +280,7 @@ pub fn knn_graph<S: AsRef<[u64]>>(sigs: &SignatureMatrix<S>, k: usize) -> Result
 pub enum KnnMethod {
     /// Exact: every pair compared once ([`knn_graph`]), `O(N²)`.
     Exact,
-    /// Approximate: sorted-window seeds refined by NN-Descent rounds ([`ApproxKnn`]),
+    /// Approximate: sorted-window seeds refined by NN-Descent rounds ([`ApproxKnn`](crate::join::ApproxKnn)),
     /// about `O(N · rounds · sample²)`.
     Approx(super::ApproxKnn),
 }
@@ -298,7 +298,7 @@ impl KnnMethod {
 impl std::str::FromStr for KnnMethod {
     type Err = Error;
 
-    /// `exact` or `approx` (the default [`ApproxKnn`]).
+    /// `exact` or `approx` (the default [`ApproxKnn`](crate::join::ApproxKnn)).
     fn from_str(s: &str) -> Result<Self> {
         match s.trim() {
             "exact" => Ok(KnnMethod::Exact),

@@ -40,7 +40,7 @@ use crate::error::{Error, Result};
 use crate::signature::words_for;
 use crate::util::spec::{SpecText, write};
 
-/// Where candidate pairs come from. See the [module documentation](self).
+/// Where candidate pairs come from. See the [module documentation](crate::join).
 #[derive(Clone, Debug)]
 pub enum Scheme {
     /// Every pair within this Hamming radius, inclusive (the exact join; in one process,
@@ -380,7 +380,7 @@ pub fn partition(
 impl FromStr for Scheme {
     type Err = Error;
 
-    /// Parses the text form (see the [module documentation](self)).
+    /// Parses the text form (see the [module documentation](crate::join)).
     ///
     /// # Errors
     /// [`Error::InvalidParameter`] (`join scheme`) naming the unknown kind or key, the

@@ -9,8 +9,8 @@
 //! | content | insert | kept per item | cosine |
 //! |---|---|---|---|
 //! | [`Content::Codes`] | codes | the code | none (radius and k only) |
-//! | [`Content::Vectors`] | dense vectors, signed by the store | the code and the vector normalised to unit length in `f32` (`4·d` bytes; cosines within a few `f32` ulps of the originals', the same values as [`DenseVectors`](crate::verify::DenseVectors)) | exact |
-//! | [`Content::Text`] | documents, tokenized and signed by the store | the code and the weighted features (a `u64` key and an `f32` weight per distinct feature, normalised: 12 bytes per feature, the same values as [`SparseVectors`](crate::verify::SparseVectors)); never the text | exact |
+//! | [`Content::Vectors`] | dense vectors, signed by the store | the code and the vector normalised to unit length in `f32` (`4·d` bytes; cosines within a few `f32` ulps of the originals', the same values as [`DenseVectors`]) | exact |
+//! | [`Content::Text`] | documents, tokenized and signed by the store | the code and the weighted features (a `u64` key and an `f32` weight per distinct feature, normalised: 12 bytes per feature, the same values as [`SparseVectors`]); never the text | exact |
 //!
 //! The signer and the text model (tokenizer options, stop words, the IDF table) are fixed
 //! when the store is created and written into it: opening it elsewhere needs no other file.
@@ -21,7 +21,7 @@
 //!   (inclusive), sorted by `(distance, id)`.
 //! - [`Within::Cosine`]: every live item whose exact cosine with the query reaches `τ`, among
 //!   the candidates within the radius the [planner](crate::estimate::Planner) gives for `τ` at
-//!   the store's recall target (by default [`DEFAULT_RECALL`](crate::estimate::DEFAULT_RECALL):
+//!   the store's recall target (by default [`DEFAULT_RECALL`]:
 //!   a pair at exactly `τ` is a candidate with probability ≥ 0.99, pairs above it more
 //!   often), sorted by decreasing cosine then id: the same rule as the batch verified join
 //!   at that radius ([`verify`](crate::verify)), every answer checked exactly.
@@ -309,7 +309,7 @@ impl StoreBuilder {
     }
 
     /// Recall target at the threshold of cosine queries (default
-    /// [`DEFAULT_RECALL`](crate::estimate::DEFAULT_RECALL)).
+    /// [`DEFAULT_RECALL`]).
     pub fn recall(mut self, r: f64) -> Self {
         self.recall = Some(r);
         self

@@ -95,7 +95,7 @@ impl fmt::Display for WeightingKind {
 }
 
 /// Every tokenizer option, with the command line's defaults. See the
-/// [module documentation](self).
+/// [module documentation](crate::text).
 #[derive(Clone, Debug)]
 pub struct TokenizerSpec {
     /// Segmentation mode; `None`: the default for the weighting ([`mode`](Self::mode)).
@@ -277,7 +277,7 @@ pub fn mean_features<T: AsRef<str> + Sync>(tokenizer: &Tokenizer, docs: &[T]) ->
 impl FromStr for TokenizerSpec {
     type Err = Error;
 
-    /// Parses the text form (see the [module documentation](self)).
+    /// Parses the text form (see the [module documentation](crate::text)).
     ///
     /// # Errors
     /// [`Error::InvalidParameter`] (`tokenizer spec`) naming the unknown mode, key or value.

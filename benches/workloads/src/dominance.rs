@@ -1,6 +1,6 @@
 //! The dominance test set: sparse vectors in which one or a few heavy coordinates are shared,
 //! the data on which `±1` hashed columns (the hashing trick, Rademacher matrices) collide too
-//! often. Generated bit-for-bit from [`stream`](crate::stream), with no transcendental
+//! often. Generated bit-for-bit from [`stream`], with no transcendental
 //! function (weights use `+ − × ÷` and `sqrt` only), so every machine builds the same set.
 //!
 //! **Why `±1` columns fail here.** A bit of the signature is the sign of `V = Σ_i x_i r_i`.

@@ -57,7 +57,7 @@ impl std::str::FromStr for Mode {
 }
 
 /// The graph measured against the scan on a seeded sample of its stored codes: for each,
-/// its [`K`] nearest other codes by the graph (beam `ef`) and by the scan.
+/// its `K` nearest other codes by the graph (beam `ef`) and by the scan.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Check {
     /// What the check chose.
