@@ -197,7 +197,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", nargs="+", type=float, default=[1e7])
     ap.add_argument("--design", default="manku:k=3", help="index of the code stores (manku:k=3 plans the tables)")
-    ap.add_argument("--big-design", default="manku:k=3,levels=4", help="index at 10^8 and above (4 tables)")
+    ap.add_argument("--big-design", default="manku:k=3",
+                    help="index at 10^8 and above (default planned; manku:k=3,levels=4: 4 tables, half the memory)")
     ap.add_argument("--seconds", type=float, default=10.0)
     ap.add_argument("--durability", nargs="+", default=["sync", "os"])
     ap.add_argument("--phases", nargs="+", choices=PHASES, default=list(PHASES),
