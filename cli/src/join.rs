@@ -6,7 +6,7 @@
 use anyhow::{Context, Result, bail};
 use clap::{Args as ClapArgs, ValueEnum};
 use simlsh::estimate;
-use simlsh::join::{LeaderOrder, UnionFind, leader_clusters, self_join_active};
+use simlsh::join::{LeaderOrder, SharedUnionFind, leader_clusters, self_join_active};
 use simlsh::verify::{CsrVectors, VerifiedJoin, VerifiedPair, VerifyReport};
 
 use crate::common::Ctx;
@@ -231,39 +231,50 @@ fn self_recall(join: &VerifiedJoin, bits: u64) -> String {
         .map_or_else(|_| "unknown".into(), |r| format!("{r:.4}"))
 }
 
-/// Clusters as pairs arrive: union-find for components (nothing else held), the edges for
-/// leader clusters.
+/// Edges buffered before they are united in parallel (8 MiB).
+const UNITE_BATCH: usize = 1 << 20;
+
+/// Clusters as pairs arrive: the parallel union-find for components, fed in batches of
+/// [`UNITE_BATCH`] edges (nothing else held); every edge for leader clusters.
 pub struct Clusters {
     mode: Clustering,
-    uf: UnionFind,
+    uf: SharedUnionFind,
     edges: Vec<(u32, u32)>,
+    /// The first batch's error (a pair beyond the rows), returned by `labels`.
+    failed: Result<()>,
 }
 
 impl Clusters {
     pub fn new(n: usize, mode: Clustering) -> Result<Clusters> {
         Ok(Clusters {
             mode,
-            uf: UnionFind::new(n)?,
+            uf: SharedUnionFind::new(n)?,
             edges: Vec::new(),
+            failed: Ok(()),
         })
     }
 
     /// Takes one pair.
     pub fn add(&mut self, i: u32, j: u32) {
-        match self.mode {
-            Clustering::Components => {
-                self.uf.union(i, j);
+        self.edges.push((i, j));
+        if self.mode == Clustering::Components && self.edges.len() >= UNITE_BATCH {
+            if self.failed.is_ok() {
+                self.failed = self.uf.union_all(&self.edges).map(drop).map_err(Into::into);
             }
-            Clustering::Leader | Clustering::Star => self.edges.push((i, j)),
+            self.edges.clear();
         }
     }
 
     /// `labels[i]`: the row of `i`'s cluster that names it (its smallest member for
     /// components, its leader otherwise).
-    pub fn labels(mut self) -> Result<Vec<u32>> {
+    pub fn labels(self) -> Result<Vec<u32>> {
+        self.failed?;
         let n = self.uf.len();
         Ok(match self.mode {
-            Clustering::Components => self.uf.labels(),
+            Clustering::Components => {
+                self.uf.union_all(&self.edges)?;
+                self.uf.labels()
+            }
             Clustering::Leader => leader_clusters(n, self.edges, LeaderOrder::Id)?,
             Clustering::Star => leader_clusters(n, self.edges, LeaderOrder::Degree)?,
         })

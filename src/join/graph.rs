@@ -1,155 +1,11 @@
-//! Graphs over signatures: connected components of a pair list, and the k-nearest-neighbour
-//! graph.
+//! Graphs over signatures: leader clusters of a pair list, and the k-nearest-neighbour graph
+//! (connected components are in `components.rs`).
 
 use rayon::prelude::*;
 
-use super::Pair;
 use crate::error::{Error, Result};
 use crate::index::{HammingIndex, Hit};
 use crate::signature::SignatureMatrix;
-
-/// Union-find over the points `0..n` (union by size, path compression): connected
-/// components built pair by pair, e.g. from a streaming join's sink, without holding the
-/// pair list. [`labels`](Self::labels) gives the same labels as [`clusters`] on the full
-/// list of pairs.
-///
-/// ```
-/// use simlsh::join::{UnionFind, self_join_each};
-/// use simlsh::SignatureMatrix;
-///
-/// let sigs = SignatureMatrix::from_parts(64, vec![0b0111u64, u64::MAX, 0b0001, 0b0011]).unwrap();
-/// let mut uf = UnionFind::new(sigs.len())?;
-/// self_join_each(&sigs, 1, |p| { uf.union(p.i, p.j); })?;
-/// assert_eq!(uf.labels(), vec![0, 1, 0, 0]);
-/// # Ok::<(), simlsh::Error>(())
-/// ```
-#[derive(Clone, Debug)]
-pub struct UnionFind {
-    parent: Vec<u32>,
-    size: Vec<u32>,
-}
-
-impl UnionFind {
-    /// `n` points, each alone.
-    ///
-    /// # Errors
-    /// [`Error::InvalidParameter`] if `n > 2^32`.
-    pub fn new(n: usize) -> Result<Self> {
-        if n as u64 > 1 << 32 {
-            return Err(Error::param("n", "more than 2^32 points"));
-        }
-        Ok(UnionFind {
-            parent: (0..n).map(|i| i as u32).collect(),
-            size: vec![1; n],
-        })
-    }
-
-    /// Number of points.
-    pub fn len(&self) -> usize {
-        self.parent.len()
-    }
-
-    /// True when there are no points.
-    pub fn is_empty(&self) -> bool {
-        self.parent.is_empty()
-    }
-
-    /// The representative of `x`'s component (not its label: see [`labels`](Self::labels)).
-    ///
-    /// # Panics
-    /// If `x >= n`.
-    pub fn find(&mut self, x: u32) -> u32 {
-        let mut root = x;
-        while self.parent[root as usize] != root {
-            root = self.parent[root as usize];
-        }
-        // Compress the path: every node on it points at the root.
-        let mut y = x;
-        while self.parent[y as usize] != root {
-            let next = self.parent[y as usize];
-            self.parent[y as usize] = root;
-            y = next;
-        }
-        root
-    }
-
-    /// Joins the components of `a` and `b`; true if they were apart.
-    ///
-    /// # Panics
-    /// If `a` or `b` is `>= n` (see [`try_union`](Self::try_union)).
-    pub fn union(&mut self, a: u32, b: u32) -> bool {
-        let (ra, rb) = (self.find(a), self.find(b));
-        if ra == rb {
-            return false;
-        }
-        let (big, small) = if self.size[ra as usize] >= self.size[rb as usize] {
-            (ra, rb)
-        } else {
-            (rb, ra)
-        };
-        self.parent[small as usize] = big;
-        self.size[big as usize] += self.size[small as usize];
-        true
-    }
-
-    /// [`union`](Self::union), checking the points.
-    ///
-    /// # Errors
-    /// [`Error::InvalidParameter`] if `a` or `b` is `>= n`.
-    pub fn try_union(&mut self, a: u32, b: u32) -> Result<bool> {
-        let n = self.len();
-        if a as usize >= n || b as usize >= n {
-            return Err(Error::param(
-                "pairs",
-                format!("pair ({a}, {b}) names a point beyond n = {n}"),
-            ));
-        }
-        Ok(self.union(a, b))
-    }
-
-    /// `labels[i]` is the **smallest member** of `i`'s component: a point alone is its own
-    /// label, and labels do not depend on the order of the unions.
-    pub fn labels(&mut self) -> Vec<u32> {
-        let n = self.len();
-        // Points in increasing order: the first member seen of a component is its smallest.
-        let mut label_of_root = vec![u32::MAX; n];
-        let mut labels = vec![0u32; n];
-        for i in 0..n as u32 {
-            let root = self.find(i) as usize;
-            if label_of_root[root] == u32::MAX {
-                label_of_root[root] = i;
-            }
-            labels[i as usize] = label_of_root[root];
-        }
-        labels
-    }
-}
-
-/// Connected components of the graph on `0..n` whose edges are `pairs` (e.g. from
-/// [`self_join`](super::self_join)): `labels[i]` is the **smallest member** of `i`'s
-/// component, so a point alone is its own label and labels do not depend on the order of the
-/// pairs. Union-find with union by size and path compression: `O((n + pairs) α(n))`. To
-/// build the components while a join runs, without the pair list, feed a [`UnionFind`].
-///
-/// Components **chain**: A ≈ B and B ≈ C put A and C together however far apart they are
-/// (7,057 of 10,000 GloVe words fall in one component at cosine 0.8); for clusters whose
-/// members are all close to one representative, see [`leader_clusters`].
-///
-/// ```
-/// use simlsh::join::{Pair, clusters};
-/// let pairs = [Pair { i: 1, j: 3, distance: 0 }, Pair { i: 3, j: 4, distance: 2 }];
-/// assert_eq!(clusters(5, &pairs).unwrap(), vec![0, 1, 2, 1, 1]);
-/// ```
-///
-/// # Errors
-/// [`Error::InvalidParameter`] if a pair names a point `>= n`, or `n > 2^32`.
-pub fn clusters(n: usize, pairs: &[Pair]) -> Result<Vec<u32>> {
-    let mut uf = UnionFind::new(n)?;
-    for p in pairs {
-        uf.try_union(p.i, p.j)?;
-    }
-    Ok(uf.labels())
-}
 
 /// The order in which [`leader_clusters`] considers points as leaders.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -167,7 +23,7 @@ pub enum LeaderOrder {
 /// a **leader**, and every unassigned neighbour of it joins its cluster. `labels[i]` is the
 /// leader of `i`'s cluster (a leader is its own label).
 ///
-/// Unlike [`clusters`], this does not chain: every member is an edge's end away from its
+/// Unlike [`clusters`](super::clusters), this does not chain: every member is an edge's end away from its
 /// leader, so with edges at cosine ≥ τ every member's cosine to its leader is ≥ τ. With
 /// A ≈ B, B ≈ C but A ≉ C, connected components give {A, B, C}; leaders in id order give
 /// {A, B} and {C}. The result is deterministic (neighbours are taken in increasing id), and

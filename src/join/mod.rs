@@ -10,6 +10,7 @@
 //! `r = 3` on a million rows it is the pigeonhole design of 4 blocks of 16 bits.
 
 mod banded;
+mod components;
 pub(crate) mod descent;
 mod graph;
 mod scheme;
@@ -20,10 +21,11 @@ pub use banded::{
     BandStats, Banding, BandingBuilder, CandidateSample, CappedGroup, DEFAULT_MAX_GROUP, IdPair,
     band_partition, banded_join, banded_join_each, sample_candidates,
 };
+pub use components::{SharedUnionFind, UnionFind, clusters, components};
 pub use descent::{ApproxKnn, ApproxStats};
 pub use graph::{
-    KnnMethod, LeaderOrder, UnionFind, clusters, knn_graph, knn_graph_by, knn_graph_rows,
-    knn_graph_with, leader_clusters,
+    KnnMethod, LeaderOrder, knn_graph, knn_graph_by, knn_graph_rows, knn_graph_with,
+    leader_clusters,
 };
 pub use scheme::{PartitionPairs, Pass, Scheme, partition};
 pub use tables::{TableKeys, TableKeysBuilder, table_partition};
