@@ -1,7 +1,9 @@
 //! Golden signatures: fixed seeds and inputs give these exact words on every platform,
 //! thread count and release. A change here is a breaking change of every stored signature.
 
-use simlsh::signers::{Distribution, HashedGaussian, HashingTrick, HyperplaneSigner, PooledSigner};
+use simlsh::signers::{
+    Distribution, FwhtSigner, HashedGaussian, HashingTrick, HyperplaneSigner, PooledSigner,
+};
 use simlsh::{Signature, Signer};
 
 const IDS: [u64; 5] = [0, 3, 17, 40, 99];
@@ -74,6 +76,34 @@ fn golden_token_signatures() {
     ];
     assert_eq!(got, GOLDEN_TOKENS);
 }
+
+/// The structured-rotation signer: one rotation of the default 1024 buckets, three of 64
+/// (the last one partial), and tokens.
+#[test]
+fn golden_fwht_signatures() {
+    let fwht = |bits, d| {
+        FwhtSigner::builder()
+            .bits(bits)
+            .buckets(d)
+            .seed(42)
+            .build()
+            .unwrap()
+    };
+    let tokens = ["near", "duplicate", "detection", "近似", "重复"];
+    let w = [1.0, 2.0, 0.5, 1.5, -1.0];
+    let got = [
+        hex(&fwht(130, 1024).sign_sparse(&IDS, &WEIGHTS).unwrap()),
+        hex(&fwht(130, 64).sign_sparse(&IDS, &WEIGHTS).unwrap()),
+        hex(&fwht(64, 1024).sign_tokens(&tokens, &w).unwrap()),
+    ];
+    assert_eq!(got, GOLDEN_FWHT);
+}
+
+const GOLDEN_FWHT: [&str; 3] = [
+    "00000000000000018b704fbee0d7d1ce56c5b78e98783d1d",
+    "000000000000000033a706fac29ef567181b2ece0728c0fd",
+    "54414be2de8a85a6",
+];
 
 const GOLDEN_SPARSE: [&str; 7] = [
     "gaussian 0000000000000001fad005a12157fc6529da4b493b2438c7",

@@ -412,7 +412,7 @@ fn trait_objects_do_everything_a_concrete_signer_does() {
             assert_eq!(acc.signature(), want.get(r), "{spec} row {r}");
             let mut buf = boxed.new_acc();
             boxed.accumulate_indices(v.indices(), v.data(), &mut buf);
-            assert_eq!(&buf[..96], acc.values());
+            assert_eq!(&buf[..acc.values().len()], acc.values());
         }
         let tokens = boxed.sign_tokens(&["a", "b"], &[1.0, 2.0]);
         assert_eq!(tokens.is_ok(), !spec.kind.needs_dim(), "{spec}");

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use simlsh::io::{
     InputFormat, OnBadLine, TextOptions, documents, read_documents, read_documents_with_ids,
 };
-use simlsh::signers::{Distribution, HashingTrick, HyperplaneSigner, PooledSigner};
+use simlsh::signers::{Distribution, FwhtSigner, HashingTrick, HyperplaneSigner, PooledSigner};
 use simlsh::text::{DfCounter, Idf, Mode, SignOptions, StopWords, Tokenizer, Weighting, idf_key};
 use simlsh::{Error, Signer};
 
@@ -378,7 +378,13 @@ fn sign_corpus_equals_per_document_signing_on_any_thread_count() {
         .top_k(Some(12)));
     let hashing = HashingTrick::builder().bits(100).seed(9).build().unwrap();
     let pooled = PooledSigner::builder().bits(64).seed(9).build().unwrap();
-    let signers: [&dyn Signer; 2] = [&hashing, &pooled];
+    let fwht = FwhtSigner::builder()
+        .bits(300)
+        .buckets(128)
+        .seed(9)
+        .build()
+        .unwrap();
+    let signers: [&dyn Signer; 3] = [&hashing, &pooled, &fwht];
     for s in signers {
         let reference = rayon::ThreadPoolBuilder::new()
             .num_threads(1)

@@ -1,6 +1,6 @@
 //! Streaming signatures.
 
-use super::{Signer, check_weights, check_weights_ids, pack};
+use super::{Signer, check_weights, check_weights_ids};
 use crate::error::{Error, Result};
 use crate::signature::Signature;
 
@@ -90,13 +90,15 @@ impl<'s, S: Signer + ?Sized> Accumulator<'s, S> {
 
     /// The signature of everything added so far.
     pub fn signature(&self) -> Signature {
-        let bits = self.signer.bits();
-        Signature::from_words(bits, pack(&self.acc, bits)).expect("pack keeps padding bits zero")
+        // Finishing may use the buffer's scratch lanes: finish a copy.
+        let mut acc = self.acc.clone();
+        self.signer.finish(&mut acc)
     }
 
-    /// The accumulated projections `V[0..f]`.
+    /// The accumulated values: the projections `V[0..f]`, or the hashed buckets of a
+    /// [`FwhtSigner`](super::FwhtSigner) (see [`Signer::acc_values`]).
     pub fn values(&self) -> &[f32] {
-        &self.acc[..self.signer.bits()]
+        &self.acc[..self.signer.acc_values()]
     }
 
     /// Number of features added (counting repeats).

@@ -4,8 +4,8 @@
 use sprs::{CsMatViewI, SpIndex};
 
 use super::{
-    Accumulator, HashedGaussian, HashingTrick, HyperplaneSigner, PooledSigner, Signer, SignerExt,
-    SignerInfo,
+    Accumulator, FwhtSigner, HashedGaussian, HashingTrick, HyperplaneSigner, PooledSigner, Signer,
+    SignerExt, SignerInfo,
 };
 use crate::error::Result;
 use crate::signature::SignatureMatrix;
@@ -23,6 +23,8 @@ pub enum AnySigner {
     Pooled(PooledSigner),
     /// The hashed Gaussian signer.
     HashedGaussian(HashedGaussian),
+    /// The structured-rotation signer.
+    Fwht(FwhtSigner),
 }
 
 macro_rules! dispatch {
@@ -32,6 +34,7 @@ macro_rules! dispatch {
             AnySigner::HashingTrick($s) => $e,
             AnySigner::Pooled($s) => $e,
             AnySigner::HashedGaussian($s) => $e,
+            AnySigner::Fwht($s) => $e,
         }
     };
 }
@@ -59,6 +62,18 @@ impl Signer for AnySigner {
 
     fn sign_dense(&self, x: &ndarray::ArrayRef2<f32>) -> Result<SignatureMatrix> {
         dispatch!(self, s => s.sign_dense(x))
+    }
+
+    fn new_acc(&self) -> Vec<f32> {
+        dispatch!(self, s => s.new_acc())
+    }
+
+    fn acc_values(&self) -> usize {
+        dispatch!(self, s => s.acc_values())
+    }
+
+    fn finish_into(&self, acc: &mut [f32], out: &mut [u64]) {
+        dispatch!(self, s => s.finish_into(acc, out))
     }
 }
 
@@ -98,5 +113,11 @@ impl From<PooledSigner> for AnySigner {
 impl From<HashedGaussian> for AnySigner {
     fn from(s: HashedGaussian) -> Self {
         AnySigner::HashedGaussian(s)
+    }
+}
+
+impl From<FwhtSigner> for AnySigner {
+    fn from(s: FwhtSigner) -> Self {
+        AnySigner::Fwht(s)
     }
 }

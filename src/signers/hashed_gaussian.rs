@@ -259,6 +259,7 @@ impl Signer for HashedGaussian {
             bytes: std::mem::size_of_val(&TABLES)
                 + std::mem::size_of_val(&super::kernels::STREAM_KEYS),
             adds_per_nonzero: self.bits as f64,
+            adds_per_vector: 0.0,
             hash_words_per_nonzero: 1.0 + 4.0 * self.bits.div_ceil(64) as f64,
             params: vec![("hash", HASH_DESCRIPTION.into())],
         }

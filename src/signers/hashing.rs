@@ -141,6 +141,7 @@ impl Signer for HashingTrick {
             seed: self.seed,
             bytes: 0,
             adds_per_nonzero: self.bits as f64,
+            adds_per_vector: 0.0,
             hash_words_per_nonzero: 1.0 + words_for(self.bits) as f64,
             params: vec![("hash", HASH_DESCRIPTION.into())],
         }

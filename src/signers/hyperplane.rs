@@ -568,6 +568,7 @@ impl Signer for HyperplaneSigner {
             seed: self.seed,
             bytes,
             adds_per_nonzero: adds,
+            adds_per_vector: 0.0,
             hash_words_per_nonzero: 0.0,
             params,
         }

@@ -211,6 +211,39 @@ pub fn pack_signs_scalar(acc: &[f32], bits: usize, out: &mut [u64]) {
     }
 }
 
+/// The fast Walsh–Hadamard transform in place (unnormalised: `H` with entries `±1`), by
+/// stages of butterflies `(p, q) → (p + q, p − q)` at strides `1, 2, 4, …`; `x.len()` must be
+/// a power of two. The AVX2 kernel does the first three stages inside each 8-lane register
+/// (permutes and a blend) and the others 8 butterflies at a time: the same additions and
+/// subtractions of the same operands as [`fwht_scalar`], so the same bits.
+pub fn fwht(x: &mut [f32]) {
+    assert!(x.len().is_power_of_two(), "a power of two");
+    match level() {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: `level()` returns Avx2Fma only after detecting AVX2 and FMA on this CPU; the
+        // length is a power of two (checked above), as the kernel requires.
+        Level::Avx2Fma if x.len() >= 8 => unsafe { x86::fwht(x) },
+        _ => fwht_scalar(x),
+    }
+}
+
+/// Scalar reference of [`fwht`].
+pub fn fwht_scalar(x: &mut [f32]) {
+    let n = x.len();
+    let mut h = 1;
+    while h < n {
+        for block in x.chunks_exact_mut(2 * h) {
+            let (a, b) = block.split_at_mut(h);
+            for (u, v) in a.iter_mut().zip(b.iter_mut()) {
+                let (p, q) = (*u, *v);
+                *u = p + q;
+                *v = p - q;
+            }
+        }
+        h *= 2;
+    }
+}
+
 #[cfg(target_arch = "x86_64")]
 pub(crate) mod x86 {
     //! AVX2 + FMA kernels. Each is an `unsafe fn` with `#[target_feature(enable = "avx2,fma")]`,
@@ -395,6 +428,48 @@ pub(crate) mod x86 {
             };
         }
     }
+    /// [`super::fwht`]: stages 1, 2 and 4 within each register (the partner lanes brought by
+    /// a permute; the lower lane of a butterfly keeps `p + q`, the upper `p − q`, chosen by a
+    /// blend), then 8 butterflies per instruction pair.
+    ///
+    /// # Safety
+    /// The CPU must support AVX2; `x.len()` is a power of two ≥ 8.
+    #[target_feature(enable = "avx2,fma")]
+    pub unsafe fn fwht(x: &mut [f32]) {
+        let n = x.len();
+        let p = x.as_mut_ptr();
+        for k in (0..n).step_by(8) {
+            // SAFETY: k + 8 <= n, a multiple of 8.
+            let mut v = unsafe { _mm256_loadu_ps(p.add(k)) };
+            // Stride 1: lane i pairs with i ^ 1. Lower lanes take v + partner = p + q, upper
+            // ones partner − v = p − q.
+            let w = _mm256_permute_ps::<0b10_11_00_01>(v);
+            v = _mm256_blend_ps::<0b1010_1010>(_mm256_add_ps(v, w), _mm256_sub_ps(w, v));
+            // Stride 2: lane i pairs with i ^ 2.
+            let w = _mm256_permute_ps::<0b01_00_11_10>(v);
+            v = _mm256_blend_ps::<0b1100_1100>(_mm256_add_ps(v, w), _mm256_sub_ps(w, v));
+            // Stride 4: the two 128-bit halves.
+            let w = _mm256_permute2f128_ps::<0x01>(v, v);
+            v = _mm256_blend_ps::<0b1111_0000>(_mm256_add_ps(v, w), _mm256_sub_ps(w, v));
+            // SAFETY: as the load.
+            unsafe { _mm256_storeu_ps(p.add(k), v) };
+        }
+        let mut h = 8;
+        while h < n {
+            for block in (0..n).step_by(2 * h) {
+                for j in (block..block + h).step_by(8) {
+                    // SAFETY: j + h + 8 <= block + 2h <= n.
+                    unsafe {
+                        let a = _mm256_loadu_ps(p.add(j));
+                        let b = _mm256_loadu_ps(p.add(j + h));
+                        _mm256_storeu_ps(p.add(j), _mm256_add_ps(a, b));
+                        _mm256_storeu_ps(p.add(j + h), _mm256_sub_ps(a, b));
+                    }
+                }
+            }
+            h *= 2;
+        }
+    }
 }
 
 #[cfg(test)]
@@ -476,5 +551,25 @@ mod tests {
         let mut out = [0u64; 2];
         pack_signs(&acc, 100, &mut out);
         assert_eq!(out, [0b101, 1 << 6]);
+    }
+
+    #[test]
+    fn fwht_kernel_equals_the_scalar_reference_bit_for_bit() {
+        let mut rng = Rng::new(17);
+        for n in [1usize, 2, 4, 8, 16, 64, 1024, 4096] {
+            for scale in [1.0f64, 1e-30, 1e30] {
+                let x: Vec<f32> = (0..n).map(|_| (rng.gaussian() * scale) as f32).collect();
+                let (mut a, mut b) = (x.clone(), x);
+                fwht(&mut a);
+                fwht_scalar(&mut b);
+                let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+                assert_eq!(
+                    bits(&a),
+                    bits(&b),
+                    "n = {n}, scale {scale}, kernel {}",
+                    kernel_name()
+                );
+            }
+        }
     }
 }

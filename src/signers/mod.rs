@@ -12,6 +12,7 @@
 //! | [`HashingTrick`] | XXH3 hash of the feature, `±1` | none | `f` adds + `f/64` hash words |
 //! | [`PooledSigner`] | hashed picks from a pool of `m` Gaussians | `4·m` bytes | `f` multiply-adds + `f/2` hash words |
 //! | [`HashedGaussian`] | XXH3 + 2 AES rounds of the feature, 16-level quantised Gaussian values | 96 bytes of tables | `f` adds (table lookups) + `f/16` hash words |
+//! | [`FwhtSigner`] | a hashed bucket of `d` with a sign, then `⌈f/d⌉` rotations `H·D₃·H·D₂·H·D₁` | `12·f` bytes of diagonals (`d ≥ f`: `12·d`) | 1 add + 1 hash word, plus `3·⌈f/d⌉·d·log₂ d` adds per vector |
 //!
 //! **Ties.** All signers share one rule: bit `j` is 1 if and only if `V[j] > 0` strictly. So a
 //! zero vector, an empty document, or any `V[j] = 0` (including `−0.0`) gives bit 0, and NaN
@@ -29,6 +30,7 @@ mod accumulator;
 mod aes;
 mod any;
 mod dense;
+pub mod fwht;
 pub mod hashed_gaussian;
 mod hashing;
 mod hyperplane;
@@ -39,6 +41,7 @@ mod spec;
 
 pub use accumulator::Accumulator;
 pub use any::AnySigner;
+pub use fwht::{FwhtBuilder, FwhtSigner};
 pub use hashed_gaussian::{HashedGaussian, HashedGaussianBuilder};
 pub use hashing::{HashingTrick, HashingTrickBuilder};
 pub use hyperplane::{
@@ -62,7 +65,7 @@ pub(crate) const BATCH_ROWS: usize = 256;
 #[derive(Clone, Debug, PartialEq)]
 pub struct SignerInfo {
     /// Short name: `gaussian`, `rademacher`, `very-sparse`, `super-bit`, `custom`,
-    /// `hashing-trick` or `pooled`.
+    /// `hashing-trick`, `pooled`, `hashed-gaussian` or `fwht`.
     pub kind: &'static str,
     /// Signature width `f`.
     pub bits: usize,
@@ -74,6 +77,9 @@ pub struct SignerInfo {
     pub bytes: usize,
     /// Expected floating-point additions into `V` per input nonzero.
     pub adds_per_nonzero: f64,
+    /// Floating-point additions per vector whatever its nonzeros (the rotations of
+    /// [`FwhtSigner`]; 0 for the signers that project feature by feature).
+    pub adds_per_vector: f64,
     /// Expected 64-bit hash words computed per input nonzero.
     pub hash_words_per_nonzero: f64,
     /// Other parameters, as `(name, value)` pairs.
@@ -133,8 +139,7 @@ pub trait Signer: Send + Sync {
         check_sparse_row(0, ids, weights, self.dim())?;
         let mut acc = self.new_acc();
         self.accumulate(ids, weights, &mut acc);
-        Ok(Signature::from_words(self.bits(), pack(&acc, self.bits()))
-            .expect("pack keeps padding bits zero"))
+        Ok(self.finish(&mut acc))
     }
 
     /// Signs one weighted bag of tokens (the classic text simhash). Repeated tokens add up.
@@ -142,8 +147,7 @@ pub trait Signer: Send + Sync {
         check_weights(0, weights, tokens.len())?;
         let mut acc = self.new_acc();
         self.accumulate_tokens(tokens, weights, &mut acc)?;
-        Ok(Signature::from_words(self.bits(), pack(&acc, self.bits()))
-            .expect("pack keeps padding bits zero"))
+        Ok(self.finish(&mut acc))
     }
 
     /// Signs one dense vector (column `i` is feature `i`; zeros are skipped).
@@ -159,9 +163,32 @@ pub trait Signer: Send + Sync {
         sign_dense_gather(self, x)
     }
 
-    /// A zeroed accumulation buffer of `64 · words_for(f)` lanes.
+    /// A zeroed accumulation buffer: `64 · words_for(f)` lanes for the signers that project
+    /// feature by feature; [`FwhtSigner`] holds its hashed buckets and a scratch area.
     fn new_acc(&self) -> Vec<f32> {
         vec![0.0; 64 * words_for(self.bits())]
+    }
+
+    /// How many leading lanes of the buffer hold the accumulated values
+    /// ([`Accumulator::values`]): `f` projections, or [`FwhtSigner`]'s `d` buckets.
+    fn acc_values(&self) -> usize {
+        self.bits()
+    }
+
+    /// Writes the signature of an accumulation buffer (from [`new_acc`](Self::new_acc) and
+    /// [`accumulate`](Self::accumulate)) into `out` (`words_for(f)` words): the signs of its
+    /// first `f` lanes, or, for [`FwhtSigner`], of its rotated buckets. Only lanes past
+    /// [`acc_values`](Self::acc_values) may be overwritten (scratch), so accumulation can go
+    /// on after.
+    fn finish_into(&self, acc: &mut [f32], out: &mut [u64]) {
+        pack_into(acc, self.bits(), out)
+    }
+
+    /// [`finish_into`](Self::finish_into) into a new [`Signature`].
+    fn finish(&self, acc: &mut [f32]) -> Signature {
+        let mut out = vec![0; words_for(self.bits())];
+        self.finish_into(acc, &mut out);
+        Signature::from_words(self.bits(), out).expect("pack keeps padding bits zero")
     }
 }
 
@@ -220,7 +247,7 @@ pub trait SignerExt: Signer {
                     check_finite(row, v.indices(), v.data())?;
                     acc.fill(0.0);
                     self.accumulate_indices(v.indices(), v.data(), &mut acc);
-                    pack_into(&acc, bits, dst);
+                    self.finish_into(&mut acc, dst);
                 }
                 Ok(())
             })?;
@@ -264,7 +291,7 @@ pub fn sign_dense_gather<S: Signer + ?Sized>(
                 }
                 acc.fill(0.0);
                 signer.accumulate(&ids, &vals, &mut acc);
-                pack_into(&acc, bits, dst);
+                signer.finish_into(&mut acc, dst);
             }
         });
     Ok(out)

@@ -161,6 +161,7 @@ impl Signer for PooledSigner {
             seed: self.seed,
             bytes: self.pool.len() * 4,
             adds_per_nonzero: self.bits as f64,
+            adds_per_vector: 0.0,
             hash_words_per_nonzero: 1.0 + self.bits.div_ceil(2) as f64,
             params: vec![("pool", self.pool.len().to_string())],
         }

@@ -17,6 +17,7 @@
 //! | `hashing-trick` | none | no |
 //! | `pooled` | `pool` size (10000) | no |
 //! | `hashed-gaussian` | none | no |
+//! | `fwht` | `buckets` `d`, a power of two (1024) | no |
 //!
 //! [`Display`](std::fmt::Display) writes the kind and the parameters that differ from their
 //! defaults, so `parse(spec.to_string())` gives the same kind. The spec of a built signer
@@ -39,11 +40,12 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::str::FromStr;
 
+use super::fwht::{DEFAULT_BUCKETS, HASH_DESCRIPTION as FWHT_HASH};
 use super::hashed_gaussian::HASH_DESCRIPTION as GAUSSIAN_HASH;
 use super::hashing::HASH_DESCRIPTION;
 use super::{
-    AnySigner, Distribution, HashedGaussian, HashingTrick, HyperplaneSigner, PooledSigner, Signer,
-    SignerInfo,
+    AnySigner, Distribution, FwhtSigner, HashedGaussian, HashingTrick, HyperplaneSigner,
+    PooledSigner, Signer, SignerInfo,
 };
 use crate::error::{Error, Result};
 
@@ -89,6 +91,12 @@ pub enum SignerKind {
     /// Quantised Gaussian columns hashed from each feature ([`HashedGaussian`]): no matrix,
     /// any dimension, tokens, and the `1 − θ/π` law when a few features dominate.
     HashedGaussian,
+    /// Features hashed into `buckets` signed buckets, then structured random rotations
+    /// ([`FwhtSigner`]): cost `nnz + f·log d` per vector, for wide signatures.
+    Fwht {
+        /// Buckets `d`, a power of two.
+        buckets: usize,
+    },
 }
 
 /// What is signed, as far as the default signer goes ([`SignerKind::default_for`]).
@@ -202,6 +210,16 @@ const KINDS: &[KindInfo] = &[
         needs_dim: false,
         params: &[],
     },
+    KindInfo {
+        name: "fwht",
+        summary: "features hashed into d signed buckets, then fast Walsh–Hadamard rotations (FJLT, FALCONN): cost nnz + f·log d, for wide signatures",
+        needs_dim: false,
+        params: &[ParamInfo {
+            name: "buckets",
+            default: "1024",
+            summary: "buckets d, a power of two from 64 to 2^20",
+        }],
+    },
 ];
 
 /// Every signer kind with a one-line description and its parameters, in the order of
@@ -221,6 +239,7 @@ impl SignerKind {
             SignerKind::HashingTrick => "hashing-trick",
             SignerKind::Pooled { .. } => "pooled",
             SignerKind::HashedGaussian => "hashed-gaussian",
+            SignerKind::Fwht { .. } => "fwht",
         }
     }
 
@@ -243,6 +262,7 @@ impl SignerKind {
         match self {
             SignerKind::HashingTrick => Some(HASH_DESCRIPTION),
             SignerKind::HashedGaussian => Some(GAUSSIAN_HASH),
+            SignerKind::Fwht { .. } => Some(FWHT_HASH),
             _ => None,
         }
     }
@@ -258,6 +278,9 @@ impl SignerKind {
                 .collect(),
             SignerKind::Pooled { pool } if *pool != DEFAULT_POOL => {
                 vec![("pool", pool.to_string())]
+            }
+            SignerKind::Fwht { buckets } if *buckets != DEFAULT_BUCKETS => {
+                vec![("buckets", buckets.to_string())]
             }
             _ => Vec::new(),
         }
@@ -355,6 +378,11 @@ fn kind_from(name: &str, pairs: Vec<(&str, &str)>) -> Result<SignerKind> {
             pool: p.take("pool", "a whole number")?.unwrap_or(DEFAULT_POOL),
         },
         "hashed-gaussian" => SignerKind::HashedGaussian,
+        "fwht" => SignerKind::Fwht {
+            buckets: p
+                .take("buckets", "a whole number")?
+                .unwrap_or(DEFAULT_BUCKETS),
+        },
         _ => unreachable!("every listed kind is parsed"),
     };
     p.finish()?;
@@ -541,6 +569,12 @@ impl SignerSpec {
                 .seed(self.seed)
                 .build()?
                 .into()),
+            SignerKind::Fwht { buckets } => Ok(FwhtSigner::builder()
+                .bits(self.bits)
+                .seed(self.seed)
+                .buckets(buckets)
+                .build()?
+                .into()),
         }
     }
 
@@ -642,7 +676,7 @@ impl SignerSpec {
         // Keys that describe rather than parametrise the signer.
         let mut legacy_density = None;
         match kind {
-            "hashing-trick" | "hashed-gaussian" => {
+            "hashing-trick" | "hashed-gaussian" | "fwht" => {
                 let hash = get(params, "signer.hash")?;
                 let ours = kind_from(kind, Vec::new())?.hash().expect("a hashed kind");
                 if hash != ours {

@@ -8,7 +8,7 @@ use super::Tokenizer;
 use super::scan::{self, Scratch};
 use crate::error::{Error, Result};
 use crate::signature::{SignatureMatrix, words_for};
-use crate::signers::{Signer, pack_into};
+use crate::signers::Signer;
 
 /// Documents signed per parallel task.
 const DOCS_PER_TASK: usize = 64;
@@ -270,7 +270,7 @@ impl Tokenizer {
                         scan::with_refs(text, source, s, |t, w| {
                             signer.accumulate_tokens(t, w, acc)
                         })?;
-                        pack_into(acc, bits, dst);
+                        signer.finish_into(acc, dst);
                         *count = u32::try_from(s.kept.len()).unwrap_or(u32::MAX);
                         if let Some(rows) = &mut rows {
                             pairs.clear();

@@ -16,6 +16,8 @@ pub fn all_specs() -> Vec<SignerSpec> {
         SignerKind::HashingTrick,
         SignerKind::Pooled { pool: 10_000 },
         SignerKind::HashedGaussian,
+        // The default 1024 buckets (several rotations: golden values and its unit tests).
+        SignerKind::Fwht { buckets: 1024 },
     ]
     .into_iter()
     .map(SignerSpec::new)
