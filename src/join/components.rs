@@ -142,9 +142,16 @@ impl UnionFind {
 }
 
 /// Parallel, lock-free union-find over the points `0..n`, whose labels are the **smallest
-/// member** of each component whatever the order of the unions and the number of threads
-/// (see the [module documentation](self)). `union` takes `&self`, so any number of threads
-/// may unite at once; [`union_all`](Self::union_all) unites a slice of edges in parallel.
+/// member** of each component whatever the order of the unions and the number of threads.
+/// `union` takes `&self`, so any number of threads may unite at once;
+/// [`union_all`](Self::union_all) unites a slice of edges in parallel.
+///
+/// One `AtomicU32` parent per point (4 bytes). A union links the **larger root under the
+/// smaller** with one compare-and-swap (retried if another thread linked that root first);
+/// `find` halves paths with compare-and-swaps that only lower a parent. A parent is never
+/// larger than its child, so each tree's root is its smallest member: the labels need no sort
+/// or relabelling. On 2 threads, 10^8 random edges over 10^7 points take 7.1 s
+/// (`cargo run --release --example cluster_scale`, `benches/clusters/scale.rs`).
 ///
 /// ```
 /// use simlsh::join::SharedUnionFind;
