@@ -1,14 +1,14 @@
 //! Index files and updates on W3's 1,000,000 64-bit codes, single thread (a 1-thread rayon
 //! pool on the benchmark's thread), for every index kind:
 //!
-//! * `open_1m`: loading a saved index (`io::load_index`).
+//! * `open_1m`: loading a saved index (`persist::load_index`).
 //! * `remove_loop_1m`: ids removed one `remove` call at a time (a fixed pseudo-random
 //!   sample of ids, enough calls to include the index's periodic merges), from a fresh
 //!   copy of the index each time.
 //! * `insert_loop_1m`: new ids inserted one `insert` call at a time.
 //! * `remove_batch_1m`, `insert_batch_1m`: 200,000 ids in one `remove_batch` /
 //!   `insert_batch` call.
-//! * `open_1m/*/verify_index`: the checksum and every invariant (`io::verify_index`).
+//! * `open_1m/*/verify_index`: the checksum and every invariant (`persist::verify_index`).
 //!
 //! Throughput is in operations (files opened, ids removed or inserted) per second.
 //! `cargo bench --bench index_ops` (filter with e.g. `-- open`).
@@ -22,7 +22,7 @@ use criterion::{BatchSize, BenchmarkId, Criterion, Throughput, criterion_group, 
 mod pool;
 use pool::pool;
 use simlsh::index::{HammingIndex, LinearScan, MultiIndex, PermutationIndex, PermutedTables};
-use simlsh::io::load_index;
+use simlsh::persist::load_index;
 use simlsh::rng::Rng;
 use simlsh::signature::SignatureMatrix;
 use simlsh_workloads::{W3, w3};
@@ -84,7 +84,7 @@ fn setups() -> &'static Vec<Setup> {
             .into_iter()
             .map(|(name, index, removals, inserts)| {
                 let path = dir.join(format!("{name}.simlsh"));
-                index.save(&path).unwrap();
+                simlsh::persist::save_index(index.as_ref(), &path).unwrap();
                 eprintln!(
                     "{name}: {} codes, file {} bytes",
                     index.len(),
@@ -129,7 +129,7 @@ fn bench_open(c: &mut Criterion) {
             b.iter(|| load_index(black_box(&s.path)).unwrap())
         });
         g.bench_function(BenchmarkId::new(s.name, "verify_index"), |b| {
-            b.iter(|| simlsh::io::verify_index(black_box(&s.path)).unwrap())
+            b.iter(|| simlsh::persist::verify_index(black_box(&s.path)).unwrap())
         });
     }
     g.finish();
@@ -138,7 +138,7 @@ fn bench_open(c: &mut Criterion) {
 /// A fresh copy of the index, loaded from its file as the command line does (mapped arrays
 /// are copied on the first change).
 fn copy(s: &Setup) -> Box<dyn HammingIndex> {
-    simlsh::io::load_index(&s.path).unwrap()
+    simlsh::persist::load_index(&s.path).unwrap()
 }
 
 fn bench_updates(c: &mut Criterion) {

@@ -14,13 +14,15 @@
 //! | estimates and plans | [`estimate`] | [`estimate::estimate`] (angle and cosine with intervals), binomial tails; [`estimate::Planner`] (Hamming radius for a cosine threshold), [`estimate::BitsPlanner`] (width for an error), [`estimate::BandingPlanner`] and [`estimate::JoinPlanner`] (banding, and banded or Hamming join, for a recall at a threshold) |
 //! | CPU dispatch | [`cpu`] | [`cpu::features`] and `SIMLSH_FORCE_SCALAR`: the one choice of scalar or x86 kernels, and the prefetch and POPCNT helpers every index and join shares |
 //! | popcount kernels | [`hamming`] | [`hamming::distance`], [`hamming::scan_radius`], [`hamming::scan_knn`]; [`hamming::scalar`] is the reference set |
-//! | indexes | [`index`] | the [`HammingIndex`] trait, [`LinearScan`], [`index::PermutedTables`] ([`index::manku`]), [`MultiIndex`], [`index::PermutationIndex`]; [`index::IndexSpec`] ([`index::spec`]) names and builds any kind (`manku:k=3`); [`index::results`] holds flat batch results |
+//! | indexes | [`index`] | the [`HammingIndex`] trait, [`LinearScan`], [`index::PermutedTables`] ([`index::permuted_tables`]), [`MultiIndex`], [`index::PermutationIndex`]; [`index::IndexSpec`] ([`index::spec`]) names and builds any kind (`manku:k=3`); [`index::results`] holds flat batch results |
 //! | joins | [`join`] | exact [`join::self_join`] by Hamming radius, [`join::banded_join`] candidates by band agreement ([`join::Banding`], partitionable with [`join::band_partition`]), [`join::clusters`], [`join::knn_graph`], [`join::UnionFind`], [`join::leader_clusters`] |
 //! | exact answers | [`verify`] | [`verify::VerifiedJoin`] (signature candidates, exact cosine decides), [`verify::rerank`], the [`verify::Vectors`] trait |
 //! | text | [`text`] | [`text::Tokenizer`] (words, n-grams, jieba, stop words, TF-IDF, top-K), [`text::Idf`], [`text::StopWords`] |
-//! | files | [`io`] | readers of every input format ([`io::read_vectors`], [`io::documents()`]), signatures as `.npy`, the versioned index format ([`io::save_signatures`], [`io::load_index`]), atomic writes, advisory locks |
+//! | inputs | [`io`] | readers of every input format ([`io::read_vectors`], [`io::documents()`]), signatures as `.npy` |
+//! | persistence | [`persist`] | the versioned index format over files, writers and bytes ([`persist::save_index`], [`persist::load_index`], [`persist::write_index`], [`persist::read_index`], [`persist::save_signatures`]) |
+//! | file system | [`fs`] | atomic writes ([`fs::write_atomic`], [`fs::OutputSet`]), advisory locks ([`fs::lock_exclusive`]) |
 //! | online dedup | [`store`] | [`store::Store`]: a durable store of codes, vectors or documents under `u64` ids (write-ahead log, group commit, segments, compaction) with radius, cosine and k-NN queries and an atomic check-and-insert |
-//! | memory maps | [`storage`] | [`storage::Buf`]: an array owned or borrowed from a mapped file |
+//! | memory maps | [`storage`] | [`storage::Buf`]: an array owned or borrowed from shared [`storage::Bytes`] (a mapped file, a buffer) |
 //! | memory limits | [`memory`] | [`memory::available`]: what the process may still allocate (system, control group, `ulimit`); builders check against it |
 //! | errors | [`error`] | [`Error`] (typed, naming the file, row or value), [`Result`] |
 //! | randomness | [`rng`] | platform-independent seeded generators and hashes (Xoshiro256++, XXH3) |
@@ -157,11 +159,13 @@
 pub mod cpu;
 pub mod error;
 pub mod estimate;
+pub mod fs;
 pub mod hamming;
 pub mod index;
 pub mod io;
 pub mod join;
 pub mod memory;
+pub mod persist;
 pub mod rng;
 pub mod signature;
 // The lints that `rust-version = "1.89"` turns on are fixed everywhere but here, where a signer

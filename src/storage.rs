@@ -1,10 +1,23 @@
-//! Flat arrays that live either in memory or in a memory-mapped file.
+//! Flat arrays that live either in memory or in shared bytes (a memory-mapped file, or a
+//! buffer handed over by the caller).
 //!
 //! Every index keeps its data in a few flat arrays of plain numbers (codes, ids, offsets).
-//! [`Buf<T>`] is such an array: an owned `Vec<T>`, or a slice of a read-only memory map of an
-//! index file, borrowed without copying. Both deref to `&[T]`, so search code is the same for
-//! both; an index loaded from a map that is then modified copies the array it changes into an
-//! owned `Vec` first ([`Buf::to_mut`]).
+//! [`Buf<T>`] is such an array: an owned `Vec<T>`, or a slice of shared, read-only
+//! [`Bytes`] (a memory map of an index file, or the bytes an index was read from), borrowed
+//! without copying. Both deref to `&[T]`, so search code is the same for both; an index
+//! loaded from shared bytes that is then modified copies the array it changes into an owned
+//! `Vec` first ([`Buf::to_mut`]).
+//!
+//! ```
+//! use simlsh::storage::{Buf, Bytes};
+//!
+//! let bytes = Bytes::copied(&[1u8, 0, 0, 0, 2, 0, 0, 0]);
+//! let buf = Buf::<u32>::shared(bytes.clone(), 0, 2).expect("in range and aligned");
+//! assert_eq!(&buf[..], &[u32::from_le(1), u32::from_le(2)]);
+//! // Out of range or misaligned: refused when made, never a panic when read.
+//! assert!(Buf::<u32>::shared(bytes.clone(), 4, 2).is_none());
+//! assert!(Buf::<u32>::shared(bytes, 1, 1).is_none());
+//! ```
 
 use std::ops::Deref;
 use std::sync::Arc;
@@ -12,58 +25,173 @@ use std::sync::Arc;
 use bytemuck::Pod;
 use memmap2::Mmap;
 
-/// A flat array of `T`, owned or borrowed from a shared memory map.
-pub enum Buf<T: Pod> {
-    /// An owned vector.
+/// Shared, immutable bytes: a read-only memory map, or any buffer (`Vec<u8>`, a buffer of
+/// another library) behind an [`Arc`]. Cloning shares them.
+///
+/// The buffer's [`AsRef<[u8]>`] must give the same bytes at every call (as `Vec<u8>`,
+/// `Box<[u8]>` and memory maps do): arrays borrowed from it are checked against them once,
+/// when made.
+#[derive(Clone)]
+pub struct Bytes {
+    data: Arc<dyn AsRef<[u8]> + Send + Sync>,
+    mapped: bool,
+}
+
+impl Bytes {
+    /// Bytes shared with the caller (no copy).
+    pub fn new(data: Arc<dyn AsRef<[u8]> + Send + Sync>) -> Self {
+        Bytes {
+            data,
+            mapped: false,
+        }
+    }
+
+    /// A copy of `data`, in a buffer aligned for every element type.
+    pub fn copied(data: &[u8]) -> Self {
+        Bytes::new(Arc::new(Aligned::copy(data)))
+    }
+
+    /// A memory map.
+    pub(crate) fn mapped(map: Mmap) -> Self {
+        Bytes {
+            data: Arc::new(map),
+            mapped: true,
+        }
+    }
+
+    /// The bytes.
+    pub fn as_slice(&self) -> &[u8] {
+        (*self.data).as_ref()
+    }
+
+    /// True when the bytes are a memory map (whose pages belong to the page cache).
+    pub fn is_mapped(&self) -> bool {
+        self.mapped
+    }
+
+    /// These bytes, or an aligned copy when their start is not aligned for `u64` (so that
+    /// arrays at aligned offsets can be borrowed in place).
+    pub(crate) fn aligned(self) -> Self {
+        if (self.as_slice().as_ptr() as usize).is_multiple_of(std::mem::align_of::<u64>()) {
+            self
+        } else {
+            Bytes::copied(self.as_slice())
+        }
+    }
+}
+
+impl From<Vec<u8>> for Bytes {
+    /// The vector's bytes, shared without copying.
+    fn from(v: Vec<u8>) -> Self {
+        Bytes::new(Arc::new(v))
+    }
+}
+
+impl Deref for Bytes {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        self.as_slice()
+    }
+}
+
+impl AsRef<[u8]> for Bytes {
+    fn as_ref(&self) -> &[u8] {
+        self.as_slice()
+    }
+}
+
+impl std::fmt::Debug for Bytes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let kind = if self.mapped { "mapped" } else { "shared" };
+        write!(f, "Bytes({kind}, {} bytes)", self.as_slice().len())
+    }
+}
+
+/// Bytes in a buffer of `u64` words, aligned for every element type.
+struct Aligned {
+    words: Vec<u64>,
+    len: usize,
+}
+
+impl Aligned {
+    fn copy(data: &[u8]) -> Self {
+        let mut words = vec![0u64; data.len().div_ceil(8)];
+        bytemuck::cast_slice_mut::<u64, u8>(&mut words)[..data.len()].copy_from_slice(data);
+        Aligned {
+            words,
+            len: data.len(),
+        }
+    }
+}
+
+impl AsRef<[u8]> for Aligned {
+    fn as_ref(&self) -> &[u8] {
+        &bytemuck::cast_slice(&self.words)[..self.len]
+    }
+}
+
+/// A flat array of `T`, owned or borrowed from shared [`Bytes`].
+pub struct Buf<T: Pod>(Repr<T>);
+
+enum Repr<T: Pod> {
     Owned(Vec<T>),
-    /// `len` elements at byte `offset` of a memory map; the offset is aligned for `T`
-    /// (checked when the file is opened).
-    Mapped {
-        /// The map, shared by all the arrays of one file.
-        map: Arc<Mmap>,
-        /// Byte offset of the first element.
+    /// `len` elements at byte `offset` of `bytes`, in range and aligned for `T` (checked
+    /// when made).
+    Shared {
+        bytes: Bytes,
         offset: usize,
-        /// Number of elements.
         len: usize,
     },
 }
 
 impl<T: Pod> Buf<T> {
-    /// A mapped array; `None` if the range is out of the map or misaligned for `T`.
-    pub fn mapped(map: Arc<Mmap>, offset: usize, len: usize) -> Option<Self> {
-        let bytes = len.checked_mul(std::mem::size_of::<T>())?;
-        let end = offset.checked_add(bytes)?;
-        let slice = map.get(offset..end)?;
-        bytemuck::try_cast_slice::<u8, T>(slice).ok()?;
-        Some(Buf::Mapped { map, offset, len })
+    /// An owned array.
+    pub fn owned(v: Vec<T>) -> Self {
+        Buf(Repr::Owned(v))
     }
 
-    /// The elements, mutable; a mapped array is copied into an owned vector first.
+    /// `len` elements at byte `offset` of `bytes`, in place; `None` if the range is out of
+    /// the bytes or misaligned for `T`.
+    pub fn shared(bytes: Bytes, offset: usize, len: usize) -> Option<Self> {
+        let size = len.checked_mul(std::mem::size_of::<T>())?;
+        let end = offset.checked_add(size)?;
+        let slice = bytes.as_slice().get(offset..end)?;
+        bytemuck::try_cast_slice::<u8, T>(slice).ok()?;
+        Some(Buf(Repr::Shared { bytes, offset, len }))
+    }
+
+    /// The elements, mutable; an array of shared bytes is copied into an owned vector first.
     pub fn to_mut(&mut self) -> &mut Vec<T> {
-        if let Buf::Mapped { .. } = self {
-            *self = Buf::Owned(self.to_vec());
+        if let Repr::Shared { .. } = self.0 {
+            self.0 = Repr::Owned(self.to_vec());
         }
-        match self {
-            Buf::Owned(v) => v,
-            Buf::Mapped { .. } => unreachable!("converted to owned above"),
+        match &mut self.0 {
+            Repr::Owned(v) => v,
+            Repr::Shared { .. } => unreachable!("converted to owned above"),
         }
     }
 
     /// True when the data lives in a memory map.
     pub fn is_mapped(&self) -> bool {
-        matches!(self, Buf::Mapped { .. })
+        matches!(&self.0, Repr::Shared { bytes, .. } if bytes.is_mapped())
     }
 
-    /// Bytes of heap memory this array holds (0 for a mapped array, whose pages belong to the
-    /// page cache).
+    /// True when the data is borrowed from shared bytes (a memory map or a caller's buffer).
+    pub fn is_shared(&self) -> bool {
+        matches!(self.0, Repr::Shared { .. })
+    }
+
+    /// Bytes of heap memory this array holds (0 for an array of shared bytes, whose memory
+    /// belongs to the map's page cache or to whoever shares the buffer).
     pub fn heap_bytes(&self) -> usize {
-        match self {
-            Buf::Owned(v) => v.capacity() * std::mem::size_of::<T>(),
-            Buf::Mapped { .. } => 0,
+        match &self.0 {
+            Repr::Owned(v) => v.capacity() * std::mem::size_of::<T>(),
+            Repr::Shared { .. } => 0,
         }
     }
 
-    /// Bytes of data, owned or mapped.
+    /// Bytes of data, owned or shared.
     pub fn data_bytes(&self) -> usize {
         self.len() * std::mem::size_of::<T>()
     }
@@ -73,11 +201,17 @@ impl<T: Pod> Deref for Buf<T> {
     type Target = [T];
 
     fn deref(&self) -> &[T] {
-        match self {
-            Buf::Owned(v) => v,
-            Buf::Mapped { map, offset, len } => {
-                let bytes = &map[*offset..*offset + *len * std::mem::size_of::<T>()];
-                bytemuck::cast_slice(bytes)
+        match &self.0 {
+            Repr::Owned(v) => v,
+            Repr::Shared { bytes, offset, len } => {
+                // Checked in range and aligned when made (`Buf::shared`); shared bytes do not
+                // change, so neither check can fail here.
+                let end = offset + len * std::mem::size_of::<T>();
+                bytes
+                    .as_slice()
+                    .get(*offset..end)
+                    .and_then(|b| bytemuck::try_cast_slice(b).ok())
+                    .expect("shared bytes changed under an array borrowed from them")
             }
         }
     }
@@ -91,37 +225,88 @@ impl<T: Pod> AsRef<[T]> for Buf<T> {
 
 impl<T: Pod> Default for Buf<T> {
     fn default() -> Self {
-        Buf::Owned(Vec::new())
+        Buf::owned(Vec::new())
     }
 }
 
 impl<T: Pod> From<Vec<T>> for Buf<T> {
     fn from(v: Vec<T>) -> Self {
-        Buf::Owned(v)
+        Buf::owned(v)
     }
 }
 
 impl<T: Pod> Clone for Buf<T> {
     fn clone(&self) -> Self {
-        match self {
-            Buf::Owned(v) => Buf::Owned(v.clone()),
-            Buf::Mapped { map, offset, len } => Buf::Mapped {
-                map: Arc::clone(map),
+        Buf(match &self.0 {
+            Repr::Owned(v) => Repr::Owned(v.clone()),
+            Repr::Shared { bytes, offset, len } => Repr::Shared {
+                bytes: bytes.clone(),
                 offset: *offset,
                 len: *len,
             },
-        }
+        })
     }
 }
 
 impl<T: Pod + std::fmt::Debug> std::fmt::Debug for Buf<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let kind = if self.is_mapped() { "mapped" } else { "owned" };
+        let kind = if self.is_mapped() {
+            "mapped"
+        } else if self.is_shared() {
+            "shared"
+        } else {
+            "owned"
+        };
         write!(
             f,
             "Buf<{}>({kind}, {} elements)",
             std::any::type_name::<T>(),
             self.len()
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shared_arrays_are_checked_when_made() {
+        let b = Bytes::copied(&(0u8..64).collect::<Vec<_>>());
+        let w = Buf::<u64>::shared(b.clone(), 8, 7).unwrap();
+        assert_eq!(w.len(), 7);
+        assert_eq!(w[0], u64::from_le_bytes([8, 9, 10, 11, 12, 13, 14, 15]));
+        assert!(w.is_shared() && !w.is_mapped() && w.heap_bytes() == 0);
+        // Misaligned offset, range past the end, overflowing length.
+        assert!(Buf::<u64>::shared(b.clone(), 4, 1).is_none());
+        assert!(Buf::<u64>::shared(b.clone(), 8, 8).is_none());
+        assert!(Buf::<u64>::shared(b.clone(), 0, usize::MAX).is_none());
+        // A misaligned start of the bytes themselves: a u32 at byte 1 of an aligned buffer.
+        assert!(Buf::<u32>::shared(b, 1, 1).is_none());
+    }
+
+    /// Bytes whose start is one byte past an aligned word.
+    struct Shifted(Vec<u64>);
+
+    impl AsRef<[u8]> for Shifted {
+        fn as_ref(&self) -> &[u8] {
+            &bytemuck::cast_slice(&self.0)[1..]
+        }
+    }
+
+    #[test]
+    fn misaligned_bytes_get_an_aligned_copy() {
+        let words: Vec<u64> = (0..4).map(|i| 0x0102_0304_0506_0708 * (i + 1)).collect();
+        let shifted = Bytes::new(Arc::new(Shifted(words.clone())));
+        assert!(Buf::<u64>::shared(shifted.clone(), 0, 1).is_none());
+        let b = shifted.clone().aligned();
+        assert_eq!(&b[..], &shifted[..]);
+        let s = Buf::<u64>::shared(b, 0, 3).unwrap();
+        let raw: &[u8] = bytemuck::cast_slice(&words);
+        assert_eq!(s[0], u64::from_ne_bytes(raw[1..9].try_into().unwrap()));
+        let mut m = s.clone();
+        m.to_mut().push(7);
+        assert_eq!(m.len(), 4);
+        assert!(!m.is_shared() && s.is_shared());
     }
 }

@@ -31,10 +31,10 @@ use std::time::{Duration, Instant};
 
 use simlsh::io::vecs::VecsKind;
 use simlsh::io::{
-    IndexBase, InputFormat, OnBadLine, SvmlightOptions, VectorOptions, load_index, read_mtx,
-    read_npz_csr, read_signatures_npy, read_signatures_npy_from, read_svmlight, read_vectors,
-    read_vectors_from,
+    IndexBase, InputFormat, OnBadLine, SvmlightOptions, VectorOptions, read_mtx, read_npz_csr,
+    read_signatures_npy, read_signatures_npy_from, read_svmlight, read_vectors, read_vectors_from,
 };
+use simlsh::persist::load_index;
 
 #[path = "bad_input/mutate.rs"]
 mod mutate;
@@ -141,14 +141,14 @@ pub enum Target {
     Stream(InputFormat),
     /// `io::read_signatures_npy_from` with a width.
     SignaturesStream(Option<usize>),
-    /// `io::load_index`, then a radius and a k-NN query on what it loaded.
+    /// `persist::load_index`, then a radius and a k-NN query on what it loaded.
     Index,
     /// `io::documents` of a format, every document signed through a tokenizer: character
     /// 3-grams (`true`) or word 2-grams.
     Documents(InputFormat, bool),
     /// `io::load_signatures`, then the signer its record names, parsed.
     SignatureFile,
-    /// `io::load_index`, then the signer its record names, parsed and compared with itself
+    /// `persist::load_index`, then the signer its record names, parsed and compared with itself
     /// and with the record of another signer (never built: records are compared by
     /// parameters).
     Record,
@@ -292,7 +292,7 @@ impl Target {
                 Ok(())
             }
             Target::SignatureFile => {
-                let f = simlsh::io::load_signatures(path)?;
+                let f = simlsh::persist::load_signatures(path)?;
                 record(path, simlsh::index::SignerRecord::from_params(&f.params))
             }
             Target::Record => {

@@ -395,13 +395,13 @@ fn every_index_stays_exact_after_save_and_load() {
                 oracle.remove(i as u32).unwrap();
             }
             let path = dir.join(format!("idx-{bits}-{k}.simlsh"));
-            idx.save(&path).unwrap();
-            let mut loaded = simlsh::io::load_index(&path).unwrap();
+            simlsh::persist::save_index(idx.as_ref(), &path).unwrap();
+            let mut loaded = simlsh::persist::load_index(&path).unwrap();
             assert_eq!(loaded.kind(), idx.kind());
             // The spec survives the file, and rebuilds the same kind of index.
             let spec = idx.spec();
             assert_eq!(loaded.spec(), spec, "{}", kind.name);
-            let file = simlsh::io::IndexFile::open(&path).unwrap();
+            let file = simlsh::persist::IndexFile::open(&path).unwrap();
             assert_eq!(file.spec().unwrap(), spec, "{}", kind.name);
             assert_eq!(spec.to_string().parse::<IndexSpec>().unwrap(), spec);
             let rebuilt = spec.build(&half).unwrap();

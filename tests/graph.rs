@@ -224,7 +224,7 @@ fn the_build_does_not_depend_on_the_thread_count() {
             idx
         });
         let path = dir.join(format!("t{threads}.simlsh"));
-        idx.save(&path).unwrap();
+        simlsh::persist::save_index(&idx, &path).unwrap();
         files.push(std::fs::read(&path).unwrap());
     }
     assert!(files.windows(2).all(|p| p[0] == p[1]), "identical files");
@@ -333,14 +333,15 @@ fn a_saved_graph_answers_the_same() {
     let dir = std::env::temp_dir().join(format!("simlsh-graph-file-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("g.simlsh");
-    idx.save(&path).unwrap();
-    simlsh::io::verify_index(&path).unwrap();
-    let loaded = GraphIndex::load(&path).unwrap();
+    simlsh::persist::save_index(&idx, &path).unwrap();
+    simlsh::persist::verify_index(&path).unwrap();
+    let loaded = simlsh::persist::load_index(&path).unwrap();
+    let loaded = loaded.as_graph().unwrap();
     assert_eq!(loaded.spec(), idx.spec());
     assert_eq!(loaded.spec().to_string(), "graph:m=16,ef=40,seed=5");
     assert_eq!(loaded.check(), idx.check());
-    assert_eq!(knn_all(&loaded, &qs, 10), knn_all(&idx, &qs, 10));
-    let any = simlsh::io::load_index(&path).unwrap();
+    assert_eq!(knn_all(loaded, &qs, 10), knn_all(&idx, &qs, 10));
+    let any = simlsh::persist::load_index(&path).unwrap();
     assert_eq!(any.kind(), "graph");
     assert_eq!(knn_all(any.as_ref(), &qs, 7), knn_all(&idx, &qs, 7));
     std::fs::remove_dir_all(&dir).unwrap();

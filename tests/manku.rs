@@ -8,7 +8,7 @@ use codes::{flip, random_code};
 use oracle::brute_knn;
 use std::collections::VecDeque;
 
-use simlsh::index::manku::{MAX_TABLES, Plan, min_tables, plan};
+use simlsh::index::permuted_tables::{MAX_TABLES, Plan, min_tables, plan};
 use simlsh::index::{HammingIndex, Hit, LinearScan, PermutedTables};
 use simlsh::join::{
     Match, Pair, clusters, join_index, knn_graph, knn_graph_rows, knn_graph_with, self_join,

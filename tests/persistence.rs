@@ -7,8 +7,9 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use simlsh::index::{HammingIndex, IndexSpec, LinearScan};
-use simlsh::io::{
-    FileKind, IndexFile, Writer, load_index, load_signatures, save_signatures, verify_index,
+use simlsh::persist::{
+    FileKind, IndexFile, Writer, load_index, load_signatures, save_index, save_signatures,
+    verify_index,
 };
 use simlsh::rng::Rng;
 use simlsh::signers::HashingTrick;
@@ -67,7 +68,7 @@ fn linear_scan_round_trips_and_stays_searchable_and_dynamic() {
     let mut idx = LinearScan::build(&m).unwrap();
     idx.remove(7).unwrap();
     let p = tmp("linear.simlsh");
-    idx.save(&p).unwrap();
+    simlsh::persist::save_index(&idx, &p).unwrap();
     let mut loaded = load_index(&p).unwrap();
     assert_eq!(loaded.kind(), "linear");
     assert_eq!(loaded.len(), 499);
@@ -85,14 +86,14 @@ fn linear_scan_round_trips_and_stays_searchable_and_dynamic() {
     loaded.insert(7, m.row(7)).unwrap();
     assert_eq!(loaded.radius(m.row(7), 0).unwrap()[0].id, 7);
     // Saving over the file it was loaded from is safe: the write goes to a new file.
-    let l2 = LinearScan::load(&p).unwrap();
-    l2.save(&p).unwrap();
-    assert_eq!(LinearScan::load(&p).unwrap().len(), 499);
+    let l2 = load_index(&p).unwrap();
+    save_index(l2.as_ref(), &p).unwrap();
+    assert_eq!(load_index(&p).unwrap().len(), 499);
 }
 
 fn saved_bytes(name: &str) -> (PathBuf, Vec<u8>) {
     let p = tmp(&format!("{name}.simlsh"));
-    LinearScan::build(&sigs(64, 200)).unwrap().save(&p).unwrap();
+    save_index(&LinearScan::build(&sigs(64, 200)).unwrap(), &p).unwrap();
     let b = std::fs::read(&p).unwrap();
     (p, b)
 }
@@ -316,7 +317,7 @@ fn crafted_files_with_valid_checksums_are_errors_not_panics() {
             idx.insert(1000 + i, m.row(i as usize)).unwrap();
         }
         let good = tmp(&format!("crafted-good-{bits}-{}.simlsh", idx.kind()));
-        idx.save(&good).unwrap();
+        simlsh::persist::save_index(idx.as_ref(), &good).unwrap();
         verify_index(&good).unwrap();
         let f = IndexFile::open(&good).unwrap();
         let (kind, params, base) = (f.kind(), f.params().clone(), arrays(&f));
@@ -417,7 +418,7 @@ fn crafted_fields_are_named_in_the_error() {
     ] {
         let idx = spec.parse::<IndexSpec>().unwrap().build(&m).unwrap();
         let path = tmp(&format!("named-{}.simlsh", idx.kind()));
-        idx.save(&path).unwrap();
+        simlsh::persist::save_index(idx.as_ref(), &path).unwrap();
         let f = IndexFile::open(&path).unwrap();
         let mut params = f.params().clone();
         params.insert(key.into(), value.into());
@@ -513,7 +514,7 @@ fn empty_mih_file_with_huge_substrings_is_an_error() {
         ("9223372036854775808", "param bits"),
         ("64", "param substrings"),
     ] {
-        simlsh::MultiIndex::new(64).unwrap().save(&path).unwrap();
+        save_index(&simlsh::MultiIndex::new(64).unwrap(), &path).unwrap();
         let f = IndexFile::open(&path).unwrap();
         let mut params = f.params().clone();
         params.insert("bits".into(), bits.into());
@@ -534,21 +535,31 @@ fn empty_mih_file_with_huge_substrings_is_an_error() {
 /// file saves as before, and is verified once.
 #[test]
 fn a_corrupt_index_is_never_rewritten_as_sound() {
-    use simlsh::io::{LoadOptions, OutputSet, load_index_with};
+    use simlsh::fs::OutputSet;
+    use simlsh::persist::{LoadOptions, load_index_with};
     let m = sigs(64, 300);
     let extra = sigs(64, 310);
     let mut rng = Rng::new(17);
-    for kind in ["linear", "manku:k=2", "mih", "permutation:q=4"] {
-        let p = tmp(&format!("launder-{}.simlsh", kind.replace([':', '='], "-")));
+    for kind in [
+        "linear",
+        "manku:k=2",
+        "mih",
+        "permutation:q=4",
+        "graph:m=8,ef=16",
+    ] {
+        let p = tmp(&format!(
+            "launder-{}.simlsh",
+            kind.replace([':', '=', ','], "-")
+        ));
         let other = p.with_extension("copy");
         let idx = kind.parse::<IndexSpec>().unwrap().build(&m).unwrap();
-        idx.save(&p).unwrap();
+        simlsh::persist::save_index(idx.as_ref(), &p).unwrap();
         let good = std::fs::read(&p).unwrap();
         // Sound: loaded unverified, saved after verification, once.
         let mut back = load_index(&p).unwrap();
         assert!(!back.is_verified(), "{kind}");
         back.insert(1000, extra.row(305)).unwrap();
-        back.save(&other).unwrap();
+        simlsh::persist::save_index(back.as_ref(), &other).unwrap();
         assert!(back.is_verified(), "{kind}");
         verify_index(&other).unwrap();
         let mut rewrites = 0;
@@ -579,15 +590,21 @@ fn a_corrupt_index_is_never_rewritten_as_sound() {
                 }
             }
             rewrites += 1;
-            let e = idx.save(&p).unwrap_err();
+            let e = simlsh::persist::save_index(idx.as_ref(), &p).unwrap_err();
             assert!(
                 matches!(e, Error::Checksum { .. } | Error::InvalidField { .. }),
                 "{kind}, byte {at}: {e}"
             );
             assert!(e.to_string().contains("launder-"), "names the file: {e}");
-            assert!(idx.save(&other).is_err(), "{kind}, byte {at}");
+            assert!(
+                simlsh::persist::save_index(idx.as_ref(), &other).is_err(),
+                "{kind}, byte {at}"
+            );
             let mut set = OutputSet::new();
-            assert!(idx.stage(&mut set, &other).is_err(), "{kind}, byte {at}");
+            assert!(
+                simlsh::persist::stage_index(idx.as_ref(), &mut set, &other).is_err(),
+                "{kind}, byte {at}"
+            );
             assert!(set.is_empty());
             assert!(idx.verify_source().is_err() && !idx.is_verified());
             assert_eq!(
@@ -609,11 +626,11 @@ fn a_corrupt_index_is_never_rewritten_as_sound() {
 /// SIGBUS) changes nothing for it.
 #[test]
 fn a_copied_index_survives_its_file_truncated_in_place() {
-    use simlsh::io::{LoadOptions, load_index_with};
+    use simlsh::persist::{LoadOptions, load_index_with};
     let m = sigs(128, 2000);
     let p = tmp("copied.simlsh");
     let idx = "mih".parse::<IndexSpec>().unwrap().build(&m).unwrap();
-    idx.save(&p).unwrap();
+    simlsh::persist::save_index(idx.as_ref(), &p).unwrap();
     let copied = load_index_with(&p, &LoadOptions::default().copy(true)).unwrap();
     assert!(!copied.is_verified());
     std::fs::OpenOptions::new()
@@ -629,7 +646,7 @@ fn a_copied_index_survives_its_file_truncated_in_place() {
         );
     }
     // Verified while copied: the checksum of the copy.
-    idx.save(&p).unwrap();
+    simlsh::persist::save_index(idx.as_ref(), &p).unwrap();
     let v = load_index_with(&p, &LoadOptions::default().copy(true).verify(true)).unwrap();
     assert!(v.is_verified());
 }

@@ -10,7 +10,7 @@ use simlsh::rng::Rng;
 use simlsh::signers::{
     AnySigner, Distribution, HashingTrick, HyperplaneSigner, SignerKind, SignerSpec, kinds,
 };
-use simlsh::{Error, Signer, SignerExt, io};
+use simlsh::{Error, Signer, SignerExt};
 
 /// `n` random sparse rows of dimension `dim` with up to `nnz` nonzeros each (CSR, sorted).
 fn sparse_rows(seed: u64, n: usize, dim: usize, nnz: usize) -> sprs::CsMat<f32> {
@@ -233,8 +233,8 @@ fn signature_files_rebuild_the_signer_that_made_them() {
         let signer = spec.build(Some(500)).unwrap();
         let sigs = signer.sign_csr(rows.view()).unwrap();
         let path = dir.join(format!("{k}.sig"));
-        io::save_signatures(&path, &sigs, Some(&signer.info())).unwrap();
-        let file = io::load_signatures(&path).unwrap();
+        simlsh::persist::save_signatures(&path, &sigs, Some(&signer.info())).unwrap();
+        let file = simlsh::persist::load_signatures(&path).unwrap();
         let back = SignerSpec::from_params(&file.params).unwrap();
         // The file's spec is the resolved one (default depths and densities made explicit)
         // and knows the dimension: no input is needed to rebuild it.

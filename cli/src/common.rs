@@ -10,7 +10,7 @@ use anyhow::{Context, Result, bail};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::{Value, json};
-use simlsh::io::{LockGuard, OutputSet};
+use simlsh::fs::{LockGuard, OutputSet};
 use simlsh::signers::SignerKind;
 use simlsh::signers::{AnySigner, SignerSpec};
 
@@ -268,14 +268,14 @@ pub fn check_paths(
     check_distinct(&ins, &outs)
 }
 
-/// [`simlsh::io::check_distinct`] with `--stats` among the outputs.
+/// [`simlsh::fs::check_distinct`] with `--stats` among the outputs.
 pub fn check_distinct(inputs: &[&Path], outputs: &[&Path]) -> Result<()> {
     let ins: Vec<&Path> = inputs
         .iter()
         .copied()
         .filter(|p| !simlsh::io::is_stdin(p))
         .collect();
-    Ok(simlsh::io::check_distinct(&ins, outputs)?)
+    Ok(simlsh::fs::check_distinct(&ins, outputs)?)
 }
 
 /// Writes a line on standard error; a closed or full stderr is ignored (never a panic, unlike
@@ -351,7 +351,7 @@ pub fn read_codes(path: &Path, bits: Option<usize>, source: &str) -> Result<Opti
         return Ok(Some(Codes { sigs, signer: None }));
     }
     if n == 8 && &magic == b"SIMLSH\r\n" {
-        let f = simlsh::io::load_signatures(path)
+        let f = simlsh::persist::load_signatures(path)
             .with_context(|| format!("reading signatures from {}", path.display()))?;
         if let Some(b) = bits.filter(|&b| b != f.matrix.bits()) {
             bail!(

@@ -6,7 +6,8 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::time::Duration;
 
-use simlsh::io::{load_index, save_signatures, write_signatures_npy};
+use simlsh::io::write_signatures_npy;
+use simlsh::persist::{load_index, save_signatures};
 use simlsh::rng::Rng;
 use simlsh::{HammingIndex, LinearScan, SignatureMatrix, Signer};
 
@@ -464,7 +465,7 @@ fn killed_add_leaves_the_old_or_the_new_index() {
     let big = SignatureMatrix::from_parts(64, (0..n).map(|_| rng.next_u64()).collect::<Vec<u64>>())
         .unwrap();
     let idx = dir.join("big.idx");
-    LinearScan::build(&big).unwrap().save(&idx).unwrap();
+    simlsh::persist::save_index(&LinearScan::build(&big).unwrap(), &idx).unwrap();
     drop(big);
     let m = 1000;
     let more = dir.join("more.npy");

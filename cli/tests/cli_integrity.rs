@@ -10,7 +10,8 @@ use std::time::{Duration, Instant};
 
 use simlsh::SignatureMatrix;
 use simlsh::index::IndexSpec;
-use simlsh::io::{load_index, write_signatures_npy};
+use simlsh::io::write_signatures_npy;
+use simlsh::persist::load_index;
 use simlsh::rng::Rng;
 
 mod cli_common;
@@ -73,12 +74,8 @@ fn a_corrupt_index_is_never_rewritten_by_add_or_remove() {
     let mut refused = 0;
     for kind in ["linear", "manku:k=2", "mih", "permutation:q=4"] {
         let idx = dir.join("codes.idx");
-        kind.parse::<IndexSpec>()
-            .unwrap()
-            .build(&base)
-            .unwrap()
-            .save(&idx)
-            .unwrap();
+        let built = kind.parse::<IndexSpec>().unwrap().build(&base).unwrap();
+        simlsh::persist::save_index(built.as_ref(), &idx).unwrap();
         let good = std::fs::read(&idx).unwrap();
         for trial in 0..12 {
             let mut bad = good.clone();
@@ -316,7 +313,7 @@ fn recorded_paths_are_never_followed() {
         let mut i = load_index(&idx).unwrap();
         i.set_signer(Some(rec.clone().text_option(key, path).unwrap()))
             .unwrap();
-        i.save(&old).unwrap();
+        simlsh::persist::save_index(i.as_ref(), &old).unwrap();
         let t = Instant::now();
         let out = run(&[&"index", &"query", &old, &docs, &"--k", &"3"]);
         assert!(t.elapsed() < Duration::from_secs(60), "{path}: hung");
@@ -442,7 +439,7 @@ fn copy_on_load_answers_as_the_mapped_index() {
 fn corrupt_signature_files_are_not_carried_into_an_index() {
     let dir = tmp_dir("sigfile");
     let sigs = dir.join("codes.simlsh");
-    simlsh::io::save_signatures(&sigs, &codes(7, 300), None).unwrap();
+    simlsh::persist::save_signatures(&sigs, &codes(7, 300), None).unwrap();
     let idx = dir.join("codes.idx");
     ok(&run(&[
         &"index", &"build", &sigs, &idx, &"--kind", &"linear",

@@ -6,7 +6,8 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
 use simlsh::SignatureMatrix;
-use simlsh::io::{save_signatures, write_signatures_npy};
+use simlsh::io::write_signatures_npy;
+use simlsh::persist::save_signatures;
 use simlsh::rng::Rng;
 
 mod cli_common;

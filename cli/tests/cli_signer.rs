@@ -143,7 +143,7 @@ fn the_default_signer_is_hashed_gaussian_for_sparse_and_dense_rows() {
         .args(["--bits", "64", "-q"])
         .output()
         .unwrap());
-    let f = simlsh::io::load_signatures(&out).unwrap();
+    let f = simlsh::persist::load_signatures(&out).unwrap();
     assert_eq!(f.params["signer.kind"], "hashed-gaussian");
     let x = match read_vectors(
         Path::new(GLOVE),

@@ -149,7 +149,7 @@ fn sign_writes_the_library_signatures_as_npy_and_signature_files() {
         }
         let got = simlsh::io::read_signatures_npy(&npy, Some(bits)).unwrap();
         assert_eq!(got.as_slice(), want.as_slice());
-        let f = simlsh::io::load_signatures(&file).unwrap();
+        let f = simlsh::persist::load_signatures(&file).unwrap();
         assert_eq!(f.matrix.bits(), bits);
         assert_eq!(f.matrix.as_slice(), want.as_slice());
         assert_eq!(f.params["signer.kind"], "gaussian");

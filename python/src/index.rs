@@ -1,14 +1,14 @@
 //! Indexes: any kind of the library behind one class, FAISS-shaped results.
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, RwLock};
 
 use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
+use simlsh::fs::LockGuard;
 use simlsh::index::{HammingIndex, IndexSpec};
-use simlsh::io::{LoadOptions, LockGuard};
+use simlsh::persist::LoadOptions;
 use simlsh::signature::words_for;
 use simlsh::{Error, SignatureMatrix};
 
@@ -121,19 +121,6 @@ impl PyIndex {
     }
 }
 
-/// A fresh path in the temporary directory, for byte round trips through the file format.
-fn temp_path() -> PathBuf {
-    static N: AtomicU64 = AtomicU64::new(0);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos());
-    std::env::temp_dir().join(format!(
-        "simlsh-{}-{}-{nanos}.tmp",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    ))
-}
-
 #[pymethods]
 impl PyIndex {
     /// An empty index of `bits`-bit codes from an index specification (`linear`, `manku:k=3`,
@@ -174,7 +161,7 @@ impl PyIndex {
     fn load(py: Python<'_>, path: PathBuf, verify: bool, copy: bool) -> PyResult<Self> {
         let opts = LoadOptions::default().verify(verify).copy(copy);
         let idx = py
-            .detach(|| simlsh::io::load_index_with(&path, &opts))
+            .detach(|| simlsh::persist::load_index_with(&path, &opts))
             .py()?;
         let spec = idx.spec();
         Ok(Self::wrap(idx, spec))
@@ -191,45 +178,33 @@ impl PyIndex {
     /// (`O(file size)`; loading checks the header, parameters and section lengths only).
     #[staticmethod]
     fn verify(py: Python<'_>, path: PathBuf) -> PyResult<()> {
-        py.detach(|| simlsh::io::verify_index(&path)).py()
+        py.detach(|| simlsh::persist::verify_index(&path)).py()
     }
 
     /// Saves the index in the library's file format, atomically.
     fn save(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
-        py.detach(|| self.read().save(&path)).py()
+        py.detach(|| simlsh::persist::save_index(self.read().as_ref(), &path))
+            .py()
     }
 
-    /// The index file's bytes (for pickling).
+    /// The index file's bytes (for pickling): the bytes `save` writes, made in memory.
     fn to_bytes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
-        let path = temp_path();
         let r = py.detach(|| -> simlsh::Result<Vec<u8>> {
-            self.read().save(&path)?;
-            let b = std::fs::read(&path).map_err(|source| Error::Io {
-                path: path.clone(),
-                source,
-            });
-            let _ = std::fs::remove_file(&path);
-            b
+            let mut out = Vec::new();
+            simlsh::persist::write_index(self.read().as_ref(), &mut out)?;
+            Ok(out)
         });
         Ok(PyBytes::new(py, &r.py()?))
     }
 
-    /// An index from `to_bytes` output.
+    /// An index from `to_bytes` output, read in memory.
     #[staticmethod]
     fn from_bytes(py: Python<'_>, data: &[u8]) -> PyResult<Self> {
-        let path = temp_path();
         let idx = py
-            .detach(|| -> simlsh::Result<Box<dyn HammingIndex>> {
-                std::fs::write(&path, data).map_err(|source| Error::Io {
-                    path: path.clone(),
-                    source,
-                })?;
-                // Bytes from a pickle are checked whole before use.
-                let idx = simlsh::io::load_index_with(&path, &LoadOptions::default().verify(true));
-                // The map stays valid once the name is gone (where the system allows
-                // removing a mapped file; elsewhere the file stays in the temporary directory).
-                let _ = std::fs::remove_file(&path);
-                idx
+            .detach(|| {
+                // Bytes from a pickle are checked whole before use; the index keeps a copy.
+                let bytes = simlsh::storage::Bytes::copied(data);
+                simlsh::persist::read_index_with(bytes, &LoadOptions::default().verify(true))
             })
             .py()?;
         let spec = idx.spec();
@@ -523,7 +498,7 @@ impl PyIndex {
 }
 
 /// An exclusive advisory lock on an index file, the one `simlsh index add` and `index remove`
-/// take (the file's own lock, `simlsh::io::lock_exclusive`): held from before the file is read
+/// take (the file's own lock, `simlsh::fs::lock_exclusive`): held from before the file is read
 /// until its new version is in place, so that read-modify-writes by Python and the command
 /// line follow one another and none is lost. Released by `release()` or when collected.
 #[pyclass(name = "FileLock", module = "simlsh._simlsh", frozen)]
@@ -539,9 +514,9 @@ impl PyFileLock {
     #[pyo3(signature = (path, blocking = true))]
     fn new(py: Python<'_>, path: PathBuf, blocking: bool) -> PyResult<Self> {
         let guard = if blocking {
-            py.detach(|| simlsh::io::lock_exclusive(&path)).py()?
+            py.detach(|| simlsh::fs::lock_exclusive(&path)).py()?
         } else {
-            match simlsh::io::try_lock_exclusive(&path).py()? {
+            match simlsh::fs::try_lock_exclusive(&path).py()? {
                 Some(g) => g,
                 None => {
                     return Err(pyo3::exceptions::PyBlockingIOError::new_err(format!(

@@ -24,10 +24,8 @@ pub struct LinearScan {
     ids: Buf<u32>,
     /// Whether the contents are known to be valid (built here, or checked).
     validated: bool,
-    /// The signer of the codes, when recorded.
-    signer: Option<crate::index::SignerRecord>,
-    /// The file a loaded index was opened from, verified before the index is saved.
-    pub(crate) origin: Option<crate::io::persist::Origin>,
+    /// The signer of the codes and the source of a loaded index.
+    pub(crate) meta: crate::index::IndexMeta,
 }
 
 impl LinearScan {
@@ -39,8 +37,7 @@ impl LinearScan {
             codes: Buf::default(),
             ids: Buf::default(),
             validated: true,
-            signer: None,
-            origin: None,
+            meta: crate::index::IndexMeta::default(),
         })
     }
 
@@ -57,8 +54,7 @@ impl LinearScan {
             codes: sigs.as_slice().to_vec().into(),
             ids: (0..n).collect::<Vec<_>>().into(),
             validated: true,
-            signer: None,
-            origin: None,
+            meta: crate::index::IndexMeta::default(),
         })
     }
 
@@ -83,8 +79,7 @@ impl LinearScan {
             codes,
             ids,
             validated: false,
-            signer: None,
-            origin: None,
+            meta: crate::index::IndexMeta::default(),
         })
     }
 
@@ -122,35 +117,7 @@ impl LinearScan {
 }
 
 impl HammingIndex for LinearScan {
-    fn signer(&self) -> Option<&crate::index::SignerRecord> {
-        self.signer.as_ref()
-    }
-
-    fn set_signer(&mut self, signer: Option<crate::index::SignerRecord>) -> Result<()> {
-        crate::index::signer::set(&mut self.signer, self.bits, signer)
-    }
-
-    fn stage(&self, set: &mut crate::io::OutputSet, path: &std::path::Path) -> Result<()> {
-        LinearScan::stage(self, set, path)
-    }
-
-    fn verify_source(&self) -> Result<()> {
-        crate::io::persist::verify_origin(self.origin.as_ref())
-    }
-
-    fn is_verified(&self) -> bool {
-        self.origin
-            .as_ref()
-            .is_none_or(crate::io::persist::Origin::is_verified)
-    }
-
-    fn save(&self, path: &std::path::Path) -> Result<()> {
-        LinearScan::save(self, path)
-    }
-
-    fn kind(&self) -> &'static str {
-        "linear"
-    }
+    crate::index::meta::meta_methods!();
 
     fn spec(&self) -> super::IndexSpec {
         super::IndexSpec::Linear

@@ -25,10 +25,11 @@
 //!   ([`HammingIndex::signer`], [`HammingIndex::signer_spec`]).
 
 pub mod graph;
-mod linear;
-pub mod manku;
-pub(crate) mod mih;
-mod permutation;
+pub mod linear;
+pub mod meta;
+pub mod mih;
+pub mod permutation;
+pub mod permuted_tables;
 pub mod results;
 mod rows;
 pub mod signer;
@@ -36,12 +37,13 @@ pub mod spec;
 
 pub use graph::{GraphBuilder, GraphIndex};
 pub use linear::LinearScan;
-pub use manku::{PermutedTables, PermutedTablesBuilder, Plan};
+pub use meta::IndexMeta;
 pub use mih::{MultiIndex, MultiIndexBuilder, auto_substrings};
 pub use permutation::{
     DEFAULT_BEAM, DEFAULT_PERMUTATIONS, DEFAULT_SEED, PermutationBuilder, PermutationIndex, Recall,
     recall, recall_at_k,
 };
+pub use permuted_tables::{PermutedTables, PermutedTablesBuilder, Plan};
 pub use results::{KnnResults, NO_DISTANCE, NO_ID, RangeResults};
 pub use signer::SignerRecord;
 pub use spec::{
@@ -70,8 +72,11 @@ pub struct Hit {
 /// An index of `f`-bit signatures answering exact radius and k-NN queries (approximate k-NN
 /// for indexes that say so in [`exact_knn`](Self::exact_knn)).
 pub trait HammingIndex: Send + Sync {
-    /// Short name of the index type (`linear`, `manku`, `mih`, `permutation`, `graph`).
-    fn kind(&self) -> &'static str;
+    /// Short name of the index type (`linear`, `manku`, `mih`, `permutation`, `graph`): the
+    /// kind of its [`spec`](Self::spec).
+    fn kind(&self) -> &'static str {
+        self.spec().kind()
+    }
 
     /// The kind and parameters of this index ([`IndexSpec`]): building the same signatures
     /// with it gives the same index (for Manku, the planned design written out).
@@ -83,13 +88,29 @@ pub trait HammingIndex: Send + Sync {
     /// The signer that made the stored codes, when recorded ([`SignerRecord`]): saved in the
     /// index file and loaded back, kept through inserts and removals. Indexes of files
     /// written before it was recorded, or of codes whose signer is unknown, have none.
-    fn signer(&self) -> Option<&SignerRecord>;
+    fn signer(&self) -> Option<&SignerRecord> {
+        self.meta().signer()
+    }
 
     /// Records the signer that made the stored codes (`None` forgets it).
     ///
     /// # Errors
     /// [`Error::InvalidParameter`] when the record's width is not the index's.
-    fn set_signer(&mut self, signer: Option<SignerRecord>) -> Result<()>;
+    fn set_signer(&mut self, signer: Option<SignerRecord>) -> Result<()> {
+        let bits = self.bits();
+        self.meta_mut().set_signer(bits, signer)
+    }
+
+    /// What the index keeps besides its search structure ([`IndexMeta`]: the signer record,
+    /// the source it was loaded from).
+    fn meta(&self) -> &IndexMeta;
+
+    /// [`meta`](Self::meta), mutable.
+    fn meta_mut(&mut self) -> &mut IndexMeta;
+
+    /// The index as [`Any`](std::any::Any), so that code that knows the concrete types (the
+    /// [persistence module](crate::persist)) can reach them.
+    fn as_any(&self) -> &dyn std::any::Any;
 
     /// The spec of the recorded signer, which [`SignerSpec::build`] turns into the signer of
     /// the stored codes: `None` when none is recorded, an error when the record does not
@@ -125,46 +146,24 @@ pub trait HammingIndex: Send + Sync {
     /// at the `k`-th distance broken by the smaller id.
     fn knn_into(&self, query: &[u64], k: usize, out: &mut Vec<Hit>) -> Result<()>;
 
-    /// Saves the index to `path` in the [file format](crate::io::format), atomically; load it
-    /// back with [`crate::io::load_index`] (or the type's own `load`), memory-mapped. A loaded
-    /// index first verifies the file it came from ([`verify_source`](Self::verify_source)), so
-    /// that a corrupt file is never rewritten with a fresh checksum.
-    fn save(&self, path: &std::path::Path) -> Result<()>;
-
-    /// Stages the index file in `set` (an [`OutputSet`](crate::io::OutputSet)): it replaces
-    /// `path` when the set is committed, together with the set's other outputs, or never if
-    /// the set is dropped. As [`save`](Self::save) otherwise. The provided method saves to a
-    /// temporary file and copies it into the set; the crate's indexes write into the set
-    /// directly.
-    fn stage(&self, set: &mut crate::io::OutputSet, path: &std::path::Path) -> Result<()> {
-        let tmp = crate::io::atomic::stage::scratch_path();
-        let staged = self.save(&tmp).and_then(|()| {
-            set.write(path, |w| {
-                std::io::copy(&mut std::fs::File::open(&tmp)?, w).map(drop)
-            })
-        });
-        let _ = std::fs::remove_file(&tmp);
-        staged
-    }
-
-    /// Verifies the file a loaded index was opened from, once: its checksum and every
-    /// invariant of what it holds (as [`crate::io::verify_index`], `O(file size)`).
-    /// Loading opens a file in `O(1)` without reading its data, so a corrupt file answers
-    /// queries wrongly until verified; [`save`](Self::save) and [`stage`](Self::stage) call
-    /// this first, so that a corrupt file is never rewritten as sound. `Ok` at once for an
-    /// index built in memory or already verified.
+    /// Verifies the file (or bytes) a loaded index was opened from, once: its checksum and
+    /// every invariant of what it holds (as [`crate::persist::verify_index`],
+    /// `O(file size)`). Loading opens a file in `O(1)` without reading its data, so a corrupt
+    /// file answers queries wrongly until verified; [`save_index`](crate::persist::save_index)
+    /// and every other writer of an index call this first, so that a corrupt file is never
+    /// rewritten as sound. `Ok` at once for an index built in memory or already verified.
     ///
     /// # Errors
     /// [`Error::Checksum`] or
     /// [`Error::InvalidField`] naming the file.
     fn verify_source(&self) -> Result<()> {
-        Ok(())
+        self.meta().verify_source()
     }
 
     /// False for an index loaded from a file whose checksum and contents have not been
     /// verified yet ([`verify_source`](Self::verify_source)); true otherwise.
     fn is_verified(&self) -> bool {
-        true
+        self.meta().is_verified()
     }
 
     /// Checks every invariant of the index's arrays (sorted ids, table directories, each
@@ -172,7 +171,7 @@ pub trait HammingIndex: Send + Sync {
     /// process always passes. A loaded index is only checked for the shape of its arrays
     /// when opened (`O(1)` in the data); its searches never panic or read out of bounds
     /// whatever the contents, but a corrupt file can give wrong answers until this check
-    /// (or [`crate::io::verify_index`], which also verifies the checksum) rejects it. It
+    /// (or [`crate::persist::verify_index`], which also verifies the checksum) rejects it. It
     /// runs once before the first change of a loaded index.
     ///
     /// # Errors
@@ -376,7 +375,7 @@ pub(crate) fn check_code(bits: usize, code: &[u64]) -> Result<()> {
 /// largest one (a few bytes per id for scattered ids, 1 bit per id for dense runs). Indexes
 /// use it for the ids they store or have removed.
 #[derive(Clone, Debug, Default)]
-pub struct IdSet {
+pub(crate) struct IdSet {
     set: roaring::RoaringBitmap,
 }
 
@@ -401,6 +400,7 @@ impl IdSet {
     }
 
     /// Removes `id`; false if it was absent.
+    #[cfg(test)]
     pub fn remove(&mut self, id: Id) -> bool {
         self.set.remove(id)
     }

@@ -109,7 +109,7 @@ impl SignerRecord {
             .text_option("idf", EMBEDDED)?
             .text_option("idf_docs", idf.docs())?
             .text_option("idf_config", idf.config())?;
-        r.tables.insert(IDF_TABLE.into(), Buf::Owned(bytes));
+        r.tables.insert(IDF_TABLE.into(), Buf::owned(bytes));
         Ok(r)
     }
 
@@ -125,7 +125,7 @@ impl SignerRecord {
         let mut r = self.text_option("stop_words", EMBEDDED)?;
         r.tables.insert(
             STOP_TABLE.into(),
-            Buf::Owned(words.words().join("\n").into_bytes()),
+            Buf::owned(words.words().join("\n").into_bytes()),
         );
         Ok(r)
     }
@@ -583,9 +583,12 @@ mod tests {
             let mut idx = kind.parse::<IndexSpec>().unwrap().build(&codes).unwrap();
             assert!(idx.signer().is_none() && idx.signer_spec().is_none());
             let plain = dir.join(format!("{kind}-plain.idx"));
-            idx.save(&plain).unwrap();
+            crate::persist::save_index(idx.as_ref(), &plain).unwrap();
             assert!(
-                crate::io::load_index(&plain).unwrap().signer().is_none(),
+                crate::persist::load_index(&plain)
+                    .unwrap()
+                    .signer()
+                    .is_none(),
                 "{kind}"
             );
 
@@ -598,16 +601,16 @@ mod tests {
             idx.remove_batch(&[3, 1001]).unwrap();
             assert_eq!(idx.signer(), Some(&rec), "{kind}");
             let p = dir.join(format!("{kind}.idx"));
-            idx.save(&p).unwrap();
-            let mut back = crate::io::load_index(&p).unwrap();
+            crate::persist::save_index(idx.as_ref(), &p).unwrap();
+            let mut back = crate::persist::load_index(&p).unwrap();
             assert_eq!(back.signer(), Some(&rec), "{kind}");
             assert_eq!(back.signer_spec().unwrap().unwrap(), spec, "{kind}");
             assert_eq!(back.len(), idx.len());
             // A loaded index keeps it through a change and a second save.
             back.insert(2000, codes.row(7)).unwrap();
-            back.save(&p).unwrap();
-            assert_eq!(crate::io::load_index(&p).unwrap().signer(), Some(&rec));
-            crate::io::verify_index(&p).unwrap();
+            crate::persist::save_index(back.as_ref(), &p).unwrap();
+            assert_eq!(crate::persist::load_index(&p).unwrap().signer(), Some(&rec));
+            crate::persist::verify_index(&p).unwrap();
             back.set_signer(None).unwrap();
             assert!(back.signer().is_none());
         }
@@ -650,12 +653,12 @@ mod tests {
         for kind in ["linear", "manku:k=2", "mih", "permutation:q=4"] {
             let mut idx = kind.parse::<IndexSpec>().unwrap().build(&codes).unwrap();
             idx.set_signer(Some(rec.clone())).unwrap();
-            idx.save(&p).unwrap();
-            let mut back = crate::io::load_index(&p).unwrap();
+            crate::persist::save_index(idx.as_ref(), &p).unwrap();
+            let mut back = crate::persist::load_index(&p).unwrap();
             assert_eq!(back.signer(), Some(&rec), "{kind}");
             back.insert(9, &[4]).unwrap();
-            back.save(&p).unwrap();
-            let back = crate::io::load_index(&p).unwrap();
+            crate::persist::save_index(back.as_ref(), &p).unwrap();
+            let back = crate::persist::load_index(&p).unwrap();
             let got = back.signer().unwrap();
             assert_eq!(got.idf().unwrap().unwrap(), idf, "{kind}");
             assert_eq!(got.stop_words().unwrap().unwrap(), stop, "{kind}");
@@ -738,8 +741,8 @@ mod tests {
                 .build(&codes)
                 .unwrap();
             idx.set_signer(Some(rec)).unwrap();
-            idx.save(&p).unwrap();
-            let back = crate::io::load_index(&p).unwrap();
+            crate::persist::save_index(idx.as_ref(), &p).unwrap();
+            let back = crate::persist::load_index(&p).unwrap();
             let got = back.signer().unwrap();
             let mut want = tspec.clone();
             want.stop_words = StopWords::none();

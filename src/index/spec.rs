@@ -33,7 +33,6 @@
 //! # Ok::<(), simlsh::Error>(())
 //! ```
 
-use std::collections::BTreeMap;
 use std::fmt;
 use std::str::FromStr;
 
@@ -45,7 +44,6 @@ use super::{
     PermutationIndex, PermutedTables,
 };
 use crate::error::{Error, Result};
-use crate::io::FileKind;
 use crate::signature::SignatureMatrix;
 
 /// Default radius of Manku's permuted tables.
@@ -66,7 +64,7 @@ pub enum IndexSpec {
     Graph(GraphSpec),
 }
 
-/// How a Manku index picks its design (see [`crate::index::manku::design`]).
+/// How a Manku index picks its design (see [`crate::index::permuted_tables::design`]).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub enum MankuDesign {
     /// The planner's design of least query cost for the data size.
@@ -420,74 +418,6 @@ impl IndexSpec {
             IndexSpec::Mih(m) => Box::new(m.builder().empty(bits)?),
             IndexSpec::Permutation(p) => Box::new(p.builder().empty(bits)?),
             IndexSpec::Graph(g) => Box::new(g.builder().empty(bits)?),
-        })
-    }
-
-    /// The spec recorded in an index file's parameters (see [`crate::io::format`]), for an
-    /// index of `kind`.
-    ///
-    /// # Errors
-    /// [`Error::InvalidParameter`] naming the parameter that is missing or not valid, or
-    /// when `kind` is not an index.
-    pub fn from_params(kind: FileKind, params: &BTreeMap<String, String>) -> Result<IndexSpec> {
-        let get = |key: &'static str| -> Result<&str> {
-            params
-                .get(key)
-                .map(String::as_str)
-                .ok_or_else(|| Error::param(key, "missing from the file's parameters"))
-        };
-        let parse = |key: &'static str| -> Result<u64> {
-            let v = get(key)?;
-            v.parse()
-                .map_err(|_| Error::param(key, format!("`{v}` is not a valid number")))
-        };
-        let flag = |key: &'static str| -> Result<bool> {
-            let v = get(key)?;
-            v.parse()
-                .map_err(|_| Error::param(key, format!("`{v}` is not true or false")))
-        };
-        let size = |key: &'static str| -> Result<usize> {
-            usize::try_from(parse(key)?).map_err(|_| Error::param(key, "too large"))
-        };
-        Ok(match kind {
-            FileKind::LinearScan => IndexSpec::Linear,
-            FileKind::PermutedTables => IndexSpec::Manku(MankuSpec {
-                radius: u32::try_from(parse("radius")?)
-                    .map_err(|_| Error::param("radius", "too large"))?,
-                design: MankuDesign::Levels(
-                    // The file writes the levels comma-separated.
-                    levels("levels", &get("levels")?.trim().replace(',', "+"))
-                        .map_err(|_| Error::param("levels", "not a list of block counts"))?,
-                ),
-            }),
-            FileKind::MultiIndex => IndexSpec::Mih(MihSpec {
-                substrings: (!flag("auto_substrings")?)
-                    .then(|| size("substrings"))
-                    .transpose()?,
-                delta_limit: params
-                    .contains_key("delta_limit")
-                    .then(|| size("delta_limit"))
-                    .transpose()?,
-                fallback: flag("fallback")?,
-            }),
-            FileKind::Permutation => IndexSpec::Permutation(PermutationSpec {
-                permutations: size("permutations")?,
-                beam: size("beam")?,
-                seed: parse("seed")?,
-            }),
-            FileKind::Graph => IndexSpec::Graph(GraphSpec {
-                m: size("m")?,
-                ef: size("ef")?,
-                ef_construction: size("ef_construction")?,
-                seed: parse("seed")?,
-                fallback: flag("fallback")?,
-            }),
-            FileKind::Signatures => {
-                return Err(Error::param("kind", "a signature file is not an index"));
-            }
-            FileKind::Store => {
-                return Err(Error::param("kind", "a part of a store is not an index"));
-            }
         })
     }
 }

@@ -1,5 +1,7 @@
-//! Files: the versioned binary format of signature matrices and indexes, writes that lose
-//! nothing, and input formats.
+//! Input formats: the readers of vectors, texts and signatures.
+//!
+//! The crate's own file format (signature matrices and indexes) is in [`crate::persist`];
+//! atomic writes and locks are in [`crate::fs`].
 //!
 //! Inputs ([`InputFormat`] picks one by extension or name):
 //!
@@ -9,7 +11,8 @@
 //! - text: plain lines, JSON Lines and CSV / TSV, through [`documents()`] and
 //!   [`read_documents`];
 //! - signatures: `.npy` arrays of `uint64` ([`write_signatures_npy`],
-//!   [`read_signatures_npy`]) besides the crate's own format ([`save_signatures`]).
+//!   [`read_signatures_npy`]) besides the crate's own format
+//!   ([`save_signatures`](crate::persist::save_signatures)).
 //!
 //! Two readers sit behind cargo features, both on by default: `.npz` archives (`npz`, which
 //! brings in the `zip` crate) and JSON Lines / CSV / TSV documents (`documents`: `serde_json`
@@ -25,40 +28,27 @@
 //! format but `.npz` also reads standard input (the path `-`) or any reader
 //! ([`read_vectors_from`]). `tests/bad_input.rs` holds the readers to this with thousands of
 //! damaged and hostile inputs.
-//!
-//! Outputs ([`atomic`]): [`write_atomic`] replaces a file by a renamed temporary (keeping
-//! symbolic links, writing pipes and devices straight through, cleaning the temporaries of
-//! killed runs); [`OutputSet`] replaces several files together or none; [`check_distinct`]
-//! refuses an output that is an input; [`lock_exclusive`] serialises read-modify-write of a
-//! file by concurrent runs.
 
-pub mod atomic;
 pub mod csr;
 pub mod documents;
 pub mod float;
-pub mod format;
 pub mod input;
 pub mod limits;
 pub mod lines;
-pub mod lock;
 pub mod mtx;
 pub mod npy;
-pub mod persist;
 pub mod source;
 pub mod svmlight;
 pub mod vecs;
 
-pub use atomic::{OutputSet, check_distinct, write_atomic};
 pub use documents::{
     Document, Documents, TextOptions, check_id, documents, read_documents, read_documents_with_ids,
 };
-pub use format::{FileKind, IndexFile, Writer};
 pub use input::{
     InputFormat, VectorInput, VectorOptions, Vectors, read_vectors, read_vectors_from,
 };
 pub use limits::Limits;
 pub use lines::{BadLines, OnBadLine};
-pub use lock::{LockGuard, lock_exclusive, try_lock_exclusive};
 pub use mtx::{MatrixMarket, read_mtx, read_mtx_from};
 pub use npy::{
     Csr, read_npy_dense, read_npy_dense_from, read_signatures_npy, read_signatures_npy_from,
@@ -66,10 +56,6 @@ pub use npy::{
 };
 #[cfg(feature = "npz")]
 pub use npy::{read_npz, read_npz_csr};
-pub use persist::{
-    LoadOptions, SignatureFile, load_index, load_index_with, load_signatures, save_signatures,
-    stage_signatures, verify_index,
-};
 pub use source::is_stdin;
 pub use svmlight::{IndexBase, Svmlight, SvmlightOptions, read_svmlight, read_svmlight_from};
 pub use vecs::{read_vecs, read_vecs_from};

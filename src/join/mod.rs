@@ -2,7 +2,7 @@
 //! queries with an index, connected components of the pair graph, and the k-NN graph.
 //!
 //! [`self_join`] finds every unordered pair of rows within distance `r` with Manku's
-//! permuted tables (see [`crate::index::manku`]), built for the join alone: for each table,
+//! permuted tables (see [`crate::index::permuted_tables`]), built for the join alone: for each table,
 //! the rows are grouped by the table's key (a counting sort on the key's top bits) and every
 //! pair inside a group is checked. A pair is reported only by the first table whose key it
 //! shares, so there are no duplicates to remove. The design is planned for the join's cost
@@ -35,7 +35,7 @@ use rayon::prelude::*;
 use crate::cpu::{PopcntBody, with_popcnt};
 use crate::error::{Error, Result};
 use crate::hamming;
-use crate::index::manku::{Layout, Plan, counting_sort, join_plan};
+use crate::index::permuted_tables::{Layout, Plan, counting_sort, join_plan};
 use crate::index::{HammingIndex, Id};
 use crate::signature::SignatureMatrix;
 
@@ -221,7 +221,7 @@ where
 }
 
 /// The design [`self_join`] uses for `n` rows of `bits` bits at radius `r`: among the
-/// planner's designs (see [`crate::index::manku::design`]), the one of least
+/// planner's designs (see [`crate::index::permuted_tables::design`]), the one of least
 /// [`Plan::join_cost`] (per table, 8 units per row for the grouping, plus the expected pairs
 /// sharing a key). For 64-bit codes at radius 3 and a million rows: 4 blocks of 16 bits,
 /// each table keyed on one block.

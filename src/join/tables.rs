@@ -2,7 +2,7 @@
 //! per-partition step, the radius counterpart of [`Banding::keys`](super::Banding::keys) and
 //! [`band_partition`](super::band_partition).
 //!
-//! A [`TableKeys`] holds a design of permuted tables (see [`crate::index::manku::design`]):
+//! A [`TableKeys`] holds a design of permuted tables (see [`crate::index::permuted_tables::design`]):
 //! the `f` signature bits cut into blocks, each table keyed on a combination of blocks, so that
 //! two signatures within Hamming distance `k` agree on the whole key of at least one table
 //! (pigeonhole). A job emits [`TableKeys::keys`] (one `(table, key)` per table) for each
@@ -25,7 +25,7 @@
 use super::banded::{CappedGroup, IdPair};
 use crate::error::{Error, Result};
 use crate::hamming;
-use crate::index::manku::{Layout, Plan, join_plan};
+use crate::index::permuted_tables::{Layout, Plan, join_plan};
 use crate::signature::{SignatureMatrix, words_for};
 
 /// Runs at least this long are compared with the batched scan kernel.
@@ -89,7 +89,7 @@ impl TableKeysBuilder {
         self
     }
 
-    /// The design: blocks per level (see [`crate::index::manku::design`]), e.g. `[6]` for
+    /// The design: blocks per level (see [`crate::index::permuted_tables::design`]), e.g. `[6]` for
     /// Manku's 20 tables at `k = 3`; `[]` is one table with an empty key (every pair
     /// compared).
     pub fn levels(mut self, levels: Vec<usize>) -> Self {
@@ -114,7 +114,7 @@ impl TableKeysBuilder {
     ///
     /// # Errors
     /// [`Error::InvalidParameter`] if `bits` is 0, a level has no more blocks than the
-    /// radius, the design has more than [`MAX_TABLES`](crate::index::manku::MAX_TABLES)
+    /// radius, the design has more than [`MAX_TABLES`](crate::index::permuted_tables::MAX_TABLES)
     /// tables, or `max_group < 2`.
     pub fn build(self) -> Result<TableKeys> {
         if self.bits == 0 {

@@ -622,7 +622,7 @@ impl SignerSpec {
             && (!a.kind.needs_dim() || a.dim == b.dim)
     }
 
-    /// The spec as `signer.*` parameters, the keys [`io::save_signatures`](crate::io::save_signatures)
+    /// The spec as `signer.*` parameters, the keys [`persist::save_signatures`](crate::persist::save_signatures)
     /// records from a signer's [`SignerInfo::to_params`]: `signer.kind`, `signer.bits`,
     /// `signer.seed`, `signer.dim` when set, and the kind's parameters when set.
     pub fn to_params(&self) -> BTreeMap<String, String> {
@@ -645,7 +645,7 @@ impl SignerSpec {
     }
 
     /// The spec recorded in a file's parameters (`signer.*` keys, as written by
-    /// [`io::save_signatures`](crate::io::save_signatures) or [`to_params`](Self::to_params);
+    /// [`persist::save_signatures`](crate::persist::save_signatures) or [`to_params`](Self::to_params);
     /// other keys are ignored): building it gives the signer that made the file.
     ///
     /// Errors name the offending key: a missing or malformed value, an unknown kind or

@@ -12,7 +12,7 @@ use super::Config;
 use super::rows::Content;
 use crate::error::{Error, Result};
 use crate::index::IndexSpec;
-use crate::io::{FileKind, IndexFile, Writer};
+use crate::persist::{FileKind, IndexFile, Writer};
 use crate::signers::SignerSpec;
 use crate::text::{Idf, Mode, StopWords, Tokenizer, Weighting};
 

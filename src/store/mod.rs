@@ -59,13 +59,13 @@
 //! yet on disk and a new manifest, atomically, then deletes the log files and segments the
 //! manifest no longer needs. Every item is thus rewritten `O(log n)` times, and adding `m`
 //! items to a store of `n` costs `O(m log m)`, not a rebuild of `n`. Segment files use the
-//! versioned, checksummed [format](crate::io::format) and are memory-mapped when opened,
+//! versioned, checksummed [format](crate::persist::format) and are memory-mapped when opened,
 //! so opening a large store costs little and its pages are shared between processes.
 //!
 //! # Opening, recovery, readers
 //!
 //! [`Store::open`] takes the store's advisory lock (of its file `writer.lock`,
-//! [`crate::io::lock`]: one writer at a
+//! [`crate::fs::lock`]: one writer at a
 //! time), reads the manifest, maps the segments (verifying their checksums by default),
 //! and replays the log. A torn tail of the last log file (an interrupted write, never
 //! acknowledged) is cut off and reported ([`Store::recovery`]); a damaged record followed
@@ -122,8 +122,8 @@ use self::view::{Probe, Reach, SegRef, View};
 use self::writer::Job;
 use crate::error::{Error, Result};
 use crate::estimate::{DEFAULT_RECALL, Planner, RadiusRule};
+use crate::fs::LockGuard;
 use crate::index::{IndexSpec, MankuSpec, MihSpec};
-use crate::io::LockGuard;
 use crate::signature::words_for;
 use crate::signers::{AnySigner, Signer, SignerKind, SignerSpec};
 use crate::text::Tokenizer;
@@ -570,9 +570,9 @@ fn take_lock(dir: &Path, creating: bool) -> Result<Option<LockGuard>> {
         Err(source) => return Err(Error::Io { path: p, source }),
     }
     if creating {
-        crate::io::lock_exclusive(&p).map(Some)
+        crate::fs::lock_exclusive(&p).map(Some)
     } else {
-        crate::io::try_lock_exclusive(&p)
+        crate::fs::try_lock_exclusive(&p)
     }
 }
 

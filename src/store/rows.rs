@@ -114,12 +114,12 @@ impl Pay {
             Content::Codes => Pay::None,
             Content::Vectors { dim } => Pay::Dense {
                 dim,
-                data: Buf::Owned(Vec::new()),
+                data: Buf::owned(Vec::new()),
             },
             Content::Text => Pay::Sparse {
-                offsets: Buf::Owned(vec![0]),
-                keys: Buf::Owned(Vec::new()),
-                weights: Buf::Owned(Vec::new()),
+                offsets: Buf::owned(vec![0]),
+                keys: Buf::owned(Vec::new()),
+                weights: Buf::owned(Vec::new()),
             },
         }
     }
@@ -139,8 +139,8 @@ impl Rows {
     pub(crate) fn empty(words: usize, content: Content) -> Rows {
         Rows {
             words,
-            ids: Buf::Owned(Vec::new()),
-            codes: Buf::Owned(Vec::new()),
+            ids: Buf::owned(Vec::new()),
+            codes: Buf::owned(Vec::new()),
             pay: Pay::empty(content),
         }
     }

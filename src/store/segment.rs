@@ -1,5 +1,5 @@
 //! Segments: immutable sets of rows sorted by external id, each with a Hamming index over
-//! its rows (ids `0..n`), written once as two files of the [format](crate::io::format): the
+//! its rows (ids `0..n`), written once as two files of the [format](crate::persist::format): the
 //! rows (`seg-N.rows.simlsh`, kind [`FileKind::Store`]) and the index
 //! (`seg-N.index.simlsh`, the index's own kind), both memory-mapped when loaded.
 
@@ -9,7 +9,7 @@ use std::sync::OnceLock;
 use super::rows::{Content, Pay, Rows};
 use crate::error::{Error, Result};
 use crate::index::{HammingIndex, IndexSpec};
-use crate::io::{FileKind, IndexFile, Writer};
+use crate::persist::{FileKind, IndexFile, Writer};
 use crate::signature::SignatureMatrix;
 use crate::storage::Buf;
 
@@ -165,7 +165,7 @@ impl Segment {
     /// Writes the segment's two files (each atomically; the index first, so that a rows
     /// file is never present without its index).
     pub(crate) fn write(&self, dir: &Path, content: Content) -> Result<()> {
-        self.index.save(&index_path(dir, self.no))?;
+        crate::persist::save_index(self.index.as_ref(), &index_path(dir, self.no))?;
         let mut w = Writer::new(FileKind::Store);
         w.param("part", "segment")?
             .param("segment", self.no)?
@@ -276,9 +276,9 @@ impl Segment {
         match check {
             Check::Shapes => {}
             Check::Checksums => IndexFile::open(&ipath)?.verify()?,
-            Check::Full => crate::io::verify_index(&ipath)?,
+            Check::Full => crate::persist::verify_index(&ipath)?,
         }
-        let index = crate::io::load_index(&ipath)?;
+        let index = crate::persist::load_index(&ipath)?;
         if index.bits() != bits || index.len() != n {
             return Err(Error::Format {
                 path: ipath,

@@ -9,7 +9,7 @@ use super::Tokenizer;
 use super::scan::{self, Scratch};
 use crate::cpu::prefetch;
 use crate::error::{Error, Result};
-use crate::io::atomic::write_atomic;
+use crate::fs::atomic::write_atomic;
 use crate::io::lines::{LineReader, io_error, parse_error, utf8};
 use crate::rng::{hash_bytes, ln};
 
@@ -433,7 +433,7 @@ impl Idf {
     }
 
     /// Writes the table in the text format above to `w` (to stage it in an
-    /// [`OutputSet`](crate::io::OutputSet) with other outputs).
+    /// [`OutputSet`](crate::fs::OutputSet) with other outputs).
     pub fn write_to(&self, w: &mut dyn std::io::Write) -> std::io::Result<()> {
         writeln!(w, "{MAGIC} {IDF_FILE_VERSION}")?;
         writeln!(w, "{HASH_LINE}")?;

@@ -868,7 +868,7 @@ fn rechecksum(v: &mut [u8]) {
     }
 }
 
-/// Writes a simlsh file as `Writer::write` does (the layout of `simlsh::io::format`).
+/// Writes a simlsh file as `Writer::write` does (the layout of `simlsh::persist::format`).
 fn write_index(p: &IndexParts) -> Vec<u8> {
     let mut params = String::new();
     for (k, v) in &p.params {

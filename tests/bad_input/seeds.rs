@@ -199,7 +199,7 @@ fn codes(bits: usize, n: usize, seed: u64) -> SignatureMatrix {
 
 fn index_seed(dir: &Path, name: &str, idx: &dyn HammingIndex) -> Seed {
     let p = dir.join(format!("{name}.simlsh"));
-    idx.save(&p).unwrap();
+    simlsh::persist::save_index(idx, &p).unwrap();
     Seed {
         name: name.into(),
         targets: vec![Target::Index],
@@ -641,7 +641,7 @@ fn record_seeds(dir: &Path, codes: &SignatureMatrix) -> Vec<Seed> {
             continue;
         }
         let p = dir.join(format!("record-{i}.simlsh"));
-        idx.save(&p).unwrap();
+        simlsh::persist::save_index(&idx, &p).unwrap();
         out.push(Seed {
             name: format!("index record {name}"),
             targets: vec![Target::Record],
@@ -649,7 +649,7 @@ fn record_seeds(dir: &Path, codes: &SignatureMatrix) -> Vec<Seed> {
             bytes: std::fs::read(&p).unwrap(),
         });
         let p = dir.join(format!("signatures-{i}.simlsh"));
-        let mut w = simlsh::io::Writer::new(simlsh::io::FileKind::Signatures);
+        let mut w = simlsh::persist::Writer::new(simlsh::persist::FileKind::Signatures);
         w.param("bits", 64)
             .unwrap()
             .param("rows", codes.len())

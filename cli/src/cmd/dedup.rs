@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 use clap::Parser;
-use simlsh::io::OutputSet;
+use simlsh::fs::OutputSet;
 
 use super::sign::InputArgs;
 use crate::common::{Ctx, SignerArgs, check_paths, print_line};

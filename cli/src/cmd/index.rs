@@ -22,7 +22,7 @@ use simlsh::Hit;
 use simlsh::estimate;
 use simlsh::index::{IndexSpec, SignerRecord};
 use simlsh::io::input::InputFormat;
-use simlsh::io::{IndexFile, LoadOptions, load_index_with};
+use simlsh::persist::{IndexFile, LoadOptions, load_index_with};
 use simlsh::signature::SignatureMatrix;
 use simlsh::signers::{SignerKind, SignerSpec};
 use simlsh::storage::Buf;
@@ -374,7 +374,7 @@ fn open_index(path: &Path, opts: &LoadOptions) -> Result<Box<dyn HammingIndex>> 
 /// Stages `idx` to replace `path` at the end of the run, with the run's other outputs (the
 /// library's atomic write also removes the temporary files that killed runs left beside it).
 fn save_index(idx: &dyn HammingIndex, path: &Path, ctx: &mut Ctx) -> Result<()> {
-    ctx.stage(path, |set| idx.stage(set, path))
+    ctx.stage(path, |set| simlsh::persist::stage_index(idx, set, path))
         .with_context(|| format!("writing index {}", path.display()))
 }
 
@@ -383,7 +383,7 @@ fn save_index(idx: &dyn HammingIndex, path: &Path, ctx: &mut Ctx) -> Result<()> 
 /// index run one after the other and none is lost. The lock is the file's own: nothing is
 /// created beside it, and a path that is not an index file fails here.
 fn lock(path: &Path, ctx: &mut Ctx) -> Result<()> {
-    let guard = match simlsh::io::try_lock_exclusive(path)
+    let guard = match simlsh::fs::try_lock_exclusive(path)
         .with_context(|| format!("locking index {}", path.display()))?
     {
         Some(guard) => guard,
@@ -392,7 +392,7 @@ fn lock(path: &Path, ctx: &mut Ctx) -> Result<()> {
                 "waiting for another run changing {} to finish",
                 path.display()
             ));
-            simlsh::io::lock_exclusive(path)
+            simlsh::fs::lock_exclusive(path)
                 .with_context(|| format!("locking index {}", path.display()))?
         }
     };
@@ -1107,7 +1107,7 @@ fn query(a: QueryArgs, ctx: &mut Ctx) -> Result<()> {
 
 fn verify(a: VerifyArgs, ctx: &mut Ctx) -> Result<()> {
     ctx.phase("verify", |_| {
-        simlsh::io::verify_index(&a.index)
+        simlsh::persist::verify_index(&a.index)
             .with_context(|| format!("verifying index {}", a.index.display()))
     })?;
     print_line(format_args!("{}: ok", a.index.display()))

@@ -361,7 +361,7 @@ pub fn run(mut a: Args, ctx: &mut Ctx) -> Result<()> {
     ctx.phase("write", |ctx| {
         ctx.stage(&a.out, |set| {
             if simlsh_file {
-                io::stage_signatures(set, &a.out, sigs, Some(info))
+                simlsh::persist::stage_signatures(set, &a.out, sigs, Some(info))
             } else {
                 io::stage_signatures_npy(set, &a.out, sigs)
             }

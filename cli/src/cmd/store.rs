@@ -153,7 +153,7 @@ fn create(c: CreateArgs, ctx: &mut Ctx) -> Result<()> {
         Some(path) => {
             let sigs = match simlsh::io::read_signatures_npy(path, ctx.bits_given) {
                 Ok(s) => s.as_slice().to_vec(),
-                Err(_) => simlsh::io::load_signatures(path)?
+                Err(_) => simlsh::persist::load_signatures(path)?
                     .matrix
                     .as_slice()
                     .to_vec(),

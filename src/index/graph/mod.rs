@@ -150,8 +150,8 @@ pub struct GraphIndex {
     validated: bool,
     /// Id to node, built at the first change.
     by_id: Option<HashMap<Id, u32>>,
-    /// The signer of the codes, when recorded.
-    signer: Option<crate::index::SignerRecord>,
+    /// The signer of the codes and the source of a loaded index.
+    pub(crate) meta: crate::index::IndexMeta,
 }
 
 impl std::fmt::Debug for GraphIndex {
@@ -252,7 +252,7 @@ impl GraphIndex {
             pool: Pool::default(),
             validated: true,
             by_id: Some(HashMap::new()),
-            signer: None,
+            meta: crate::index::IndexMeta::default(),
         }
     }
 
@@ -910,7 +910,7 @@ impl GraphIndex {
             pool: Pool::default(),
             validated: false,
             by_id: None,
-            signer: None,
+            meta: crate::index::IndexMeta::default(),
         })
     }
 
@@ -964,9 +964,7 @@ impl GraphIndex {
 }
 
 impl HammingIndex for GraphIndex {
-    fn kind(&self) -> &'static str {
-        "graph"
-    }
+    crate::index::meta::meta_methods!();
 
     fn spec(&self) -> super::IndexSpec {
         super::IndexSpec::Graph(super::GraphSpec {
@@ -980,14 +978,6 @@ impl HammingIndex for GraphIndex {
 
     fn bits(&self) -> usize {
         self.bits
-    }
-
-    fn signer(&self) -> Option<&crate::index::SignerRecord> {
-        self.signer.as_ref()
-    }
-
-    fn set_signer(&mut self, signer: Option<crate::index::SignerRecord>) -> Result<()> {
-        crate::index::signer::set(&mut self.signer, self.bits, signer)
     }
 
     fn len(&self) -> usize {
@@ -1090,10 +1080,6 @@ impl HammingIndex for GraphIndex {
 
     fn knn_batch(&self, queries: &[u64], k: usize) -> Result<Vec<Vec<Hit>>> {
         self.knn_batch_with(queries, k, self.ef)
-    }
-
-    fn save(&self, path: &std::path::Path) -> Result<()> {
-        GraphIndex::save(self, path)
     }
 
     fn validate(&self) -> Result<()> {

@@ -134,8 +134,7 @@ impl MultiIndexBuilder {
             delta_ids: Vec::new(),
             pool: Pool::default(),
             validated: true,
-            signer: None,
-            origin: None,
+            meta: crate::index::IndexMeta::default(),
         };
         idx.install(Vec::new(), Vec::new());
         Ok(idx)

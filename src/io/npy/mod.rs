@@ -26,7 +26,6 @@
 use std::fs::File;
 use std::io::Read;
 use std::path::Path;
-use std::sync::Arc;
 
 use memmap2::Mmap;
 use ndarray::{Array2, ShapeBuilder};
@@ -40,12 +39,12 @@ pub use super::csr::Csr;
 #[cfg(feature = "npz")]
 pub use npz::{read_npz, read_npz_csr};
 
-use super::atomic::write_atomic;
 use super::lines::{format_error, io_error};
 use super::source::{Source, is_stdin, open};
 use crate::error::{Error, Result};
+use crate::fs::write_atomic;
 use crate::signature::{SignatureMatrix, words_for};
-use crate::storage::Buf;
+use crate::storage::{Buf, Bytes};
 use decode::{Avail, Fail, read_f32, read_ints};
 use header::{Header, HeaderError, read_full, read_header, write_header};
 
@@ -262,7 +261,7 @@ pub fn write_signatures_npy<S: AsRef<[u64]>>(path: &Path, sigs: &SignatureMatrix
 /// Stages the `.npy` array of [`write_signatures_npy`] in `set`, to replace `path` when the
 /// set is committed with its other outputs.
 pub fn stage_signatures_npy<S: AsRef<[u64]>>(
-    set: &mut crate::io::OutputSet,
+    set: &mut crate::fs::OutputSet,
     path: &Path,
     sigs: &SignatureMatrix<S>,
 ) -> Result<()> {
@@ -365,13 +364,13 @@ pub fn read_signatures_npy(path: &Path, bits: Option<usize>) -> Result<Signature
         Ok::<_, Error>(if h.fortran { c_order(v, n, words) } else { v })
     };
     let buf = if h.dtype.native() && !h.fortran {
-        let map = Arc::new(map);
-        match Buf::mapped(Arc::clone(&map), h.len, n * words) {
+        let map = Bytes::mapped(map);
+        match Buf::shared(map.clone(), h.len, n * words) {
             Some(b) => b,
-            None => Buf::Owned(owned(&map[h.len..])?),
+            None => Buf::owned(owned(&map[h.len..])?),
         }
     } else {
-        Buf::Owned(owned(&map[h.len..])?)
+        Buf::owned(owned(&map[h.len..])?)
     };
     signature_matrix(path, bits, buf)
 }
@@ -403,5 +402,5 @@ fn signatures_stream(
     .map_err(|f| data_error(&src.name, &h, f))?;
     check_stream_end(&mut src.reader, &src.name, &h)?;
     let v = if h.fortran { c_order(v, n, words) } else { v };
-    signature_matrix(&src.name, bits, Buf::Owned(v))
+    signature_matrix(&src.name, bits, Buf::owned(v))
 }

@@ -32,7 +32,7 @@ struct Staged {
 ///
 /// ```
 /// use std::io::Write;
-/// use simlsh::io::OutputSet;
+/// use simlsh::fs::OutputSet;
 ///
 /// let dir = std::env::temp_dir().join(format!("simlsh-doc-set-{}", std::process::id()));
 /// std::fs::create_dir_all(&dir)?;

@@ -85,8 +85,7 @@ impl PermutedTables {
             dead,
             main_ids: MainIds::Range(0),
             validated: false,
-            signer: None,
-            origin: None,
+            meta: crate::index::IndexMeta::default(),
         })
     }
 

@@ -6,7 +6,7 @@
 //! the file itself, held until the returned guard is dropped (or the process ends: the system
 //! releases the locks of a dead process).
 //!
-//! Writes replace a file by renaming a new one over it ([`write_atomic`](super::write_atomic)),
+//! Writes replace a file by renaming a new one over it ([`write_atomic`](crate::fs::write_atomic)),
 //! so a lock on the old file does not exclude a run that opens the new one. After taking the
 //! lock, [`lock_exclusive`] therefore checks that the path still names the file it locked
 //! (same device and inode); when another run replaced it meanwhile, it locks the new file
@@ -136,11 +136,11 @@ fn lock(path: &Path, block: bool) -> Result<Option<LockGuard>> {
 /// std::fs::create_dir_all(&dir)?;
 /// let index = dir.join("codes.simlsh");
 /// std::fs::write(&index, b"...")?;
-/// let guard = simlsh::io::lock_exclusive(&index)?;
+/// let guard = simlsh::fs::lock_exclusive(&index)?;
 /// // ... load the index, add to it, save it ...
-/// assert!(simlsh::io::try_lock_exclusive(&index)?.is_none()); // held
+/// assert!(simlsh::fs::try_lock_exclusive(&index)?.is_none()); // held
 /// drop(guard);
-/// assert!(simlsh::io::try_lock_exclusive(&index)?.is_some());
+/// assert!(simlsh::fs::try_lock_exclusive(&index)?.is_some());
 /// // Nothing was created beside the file.
 /// assert_eq!(std::fs::read_dir(&dir)?.count(), 1);
 /// # std::fs::remove_dir_all(&dir)?;

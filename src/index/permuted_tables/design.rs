@@ -273,7 +273,7 @@ pub(crate) fn table_keys(bits: usize, radius: u32, levels: &[usize]) -> Vec<Vec<
 /// reaches `p_min` (always when `p_min > f - k`).
 ///
 /// ```
-/// use simlsh::index::manku::min_tables;
+/// use simlsh::index::permuted_tables::min_tables;
 /// assert_eq!(min_tables(64.0, 3, 34.0, 16.0), Some((4, vec![4])));
 /// assert_eq!(min_tables(64.0, 3, 34.0, 28.0), Some((16, vec![4, 4])));
 /// assert_eq!(min_tables(64.0, 3, 34.0, 31.0), Some((20, vec![6])));
@@ -360,7 +360,7 @@ fn candidate_designs(bits: usize, radius: u32, d: f64) -> Vec<Vec<usize>> {
 /// go to the smaller index.
 ///
 /// ```
-/// use simlsh::index::manku::plan;
+/// use simlsh::index::permuted_tables::plan;
 /// let p = plan(64, 3, 1 << 34, u64::MAX).unwrap();
 /// assert_eq!((p.tables, p.levels.clone()), (20, vec![6]));
 /// assert_eq!(p.max_candidates_per_probe, 8.0);

@@ -19,7 +19,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::io::lock::flock;
+use crate::fs::lock::flock;
 
 /// Suffix of every temporary file.
 pub(crate) const SUFFIX: &str = ".simlsh-tmp";
@@ -79,17 +79,6 @@ fn check_may_follow(link: &Path, meta: &fs::Metadata) -> io::Result<()> {
 #[cfg(not(unix))]
 fn check_may_follow(_: &Path, _: &fs::Metadata) -> io::Result<()> {
     Ok(())
-}
-
-/// A fresh path in the system's temporary directory, for a file written and removed by the
-/// same call.
-pub(crate) fn scratch_path() -> PathBuf {
-    static N: AtomicU64 = AtomicU64::new(0);
-    std::env::temp_dir().join(format!(
-        ".simlsh-scratch.{}-{}{SUFFIX}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    ))
 }
 
 /// Where writing `path` goes (see the [module docs](self)).
@@ -244,7 +233,7 @@ pub(crate) fn clean_stale(dir: &Path, prefix: &str) -> usize {
 }
 
 /// Removes the stale temporaries of `path`'s outputs (those whose writer is gone, see the
-/// [module docs](self)); returns how many.
+/// [module docs](crate::fs::atomic)); returns how many.
 pub fn clean_stale_temporaries(path: &Path) -> io::Result<usize> {
     let dest = match resolve(path)? {
         Dest::Replace(p) => p,

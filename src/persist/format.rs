@@ -35,7 +35,7 @@
 //! that opening a file of 10^9 codes costs no more than one of 10^3. The checksum (a corrupt
 //! file) is verified on demand, by [`IndexFile::verify`] (`O(file size)`), as the `fst`
 //! crate does. Loading an index then checks every parameter and the length of every section
-//! against them ([`crate::io::persist`]). Each failure is a typed error ([`Error::Format`],
+//! against them ([`crate::persist`]). Each failure is a typed error ([`Error::Format`],
 //! [`Error::Version`], [`Error::Checksum`], [`Error::InvalidField`]) naming the file;
 //! nothing panics. Files are written atomically ([`write_atomic`]): a crash mid-write leaves
 //! the previous file intact.
@@ -48,22 +48,22 @@
 //! access to one of them kills the process with `SIGBUS`, which no error handling can catch.
 //! Where index files may be rewritten in place by other tools, open them with
 //! [`IndexFile::open_copied`] (or load with
-//! [`LoadOptions::copy`](crate::io::persist::LoadOptions::copy)): the file is read into
+//! [`LoadOptions::copy`](crate::persist::LoadOptions::copy)): the file is read into
 //! memory once, `O(file size)`, and later changes to it do not affect the copy.
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use bytemuck::Pod;
 use memmap2::{Mmap, MmapOptions};
+
 use xxhash_rust::xxh3::Xxh3;
 
-use super::atomic::{OutputSet, write_atomic};
 use crate::error::{Error, Result};
-use crate::storage::Buf;
+use crate::fs::{OutputSet, write_atomic};
+use crate::storage::{Buf, Bytes};
 
 /// The format version this build writes and reads.
 pub const VERSION: u32 = 1;
@@ -382,15 +382,16 @@ struct SectionDesc {
     len: usize,
 }
 
-/// An opened, verified file: its kind, parameters and arrays (memory-mapped).
+/// An opened, checked file (or bytes of one): its kind, parameters and arrays (memory-mapped, or
+/// borrowed from the bytes).
 #[derive(Debug)]
 pub struct IndexFile {
     path: PathBuf,
     kind: FileKind,
     params: BTreeMap<String, String>,
     sections: Vec<SectionDesc>,
-    map: Arc<Mmap>,
-    /// Checksum and contents verified (set by [`crate::io::persist`]).
+    bytes: Bytes,
+    /// Checksum and contents verified (set by [`crate::persist`]).
     sound: AtomicBool,
 }
 
@@ -459,14 +460,54 @@ impl IndexFile {
             // module docs (a truncation raises SIGBUS), with `open_copied` as the remedy.
             unsafe { Mmap::map(&file) }.map_err(io)?
         };
-        let b = &map[..];
+        Self::parse(path.to_path_buf(), Bytes::mapped(map))
+    }
+
+    /// Opens the bytes of a file, checked exactly as [`open`](Self::open) checks a file (the
+    /// header, version, footer, recorded length and section table: `O(sections)`;
+    /// [`verify`](Self::verify) checks the checksum). The arrays are borrowed from `bytes`
+    /// without copying when their start is aligned for `u64`, from an aligned copy otherwise.
+    /// Errors name the file `<bytes>`.
+    ///
+    /// ```
+    /// use simlsh::persist::{FileKind, IndexFile, Writer};
+    /// use simlsh::storage::Bytes;
+    ///
+    /// let mut w = Writer::new(FileKind::Signatures);
+    /// w.param("bits", 64)?.u64s("codes", &[7, 8, 9])?;
+    /// let mut bytes = Vec::new();
+    /// w.write_to(&mut bytes)?;
+    /// let f = IndexFile::from_bytes(Bytes::from(bytes))?;
+    /// f.verify()?;
+    /// assert_eq!(&f.u64s("codes")?[..], &[7, 8, 9]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::Format`] or [`Error::Version`].
+    pub fn from_bytes(bytes: Bytes) -> Result<Self> {
+        Self::parse(PathBuf::from("<bytes>"), bytes.aligned())
+    }
+
+    fn parse(path: PathBuf, bytes: Bytes) -> Result<Self> {
+        let fail = |reason: String| Error::Format {
+            path: path.clone(),
+            reason,
+        };
+        let len = bytes.len();
+        if len < HEADER + FOOTER {
+            return Err(fail(format!(
+                "{len} bytes is too short for a simlsh file (truncated or foreign)"
+            )));
+        }
+        let b = &bytes[..];
         if &b[..8] != MAGIC {
             return Err(fail("not a simlsh file (bad magic bytes)".into()));
         }
         let version = u32_at(b, 8);
         if version != VERSION {
             return Err(Error::Version {
-                path: path.to_path_buf(),
+                path: path.clone(),
                 expected: VERSION,
                 got: version,
             });
@@ -537,17 +578,17 @@ impl IndexFile {
             });
         }
         Ok(IndexFile {
-            path: path.to_path_buf(),
+            path,
             kind,
             params,
             sections,
-            map: Arc::new(map),
+            bytes,
             sound: AtomicBool::new(false),
         })
     }
 
     /// True once the whole file has been verified (checksum and the invariants of what it
-    /// holds) by [`crate::io::verify_index`] or before a loaded index was saved.
+    /// holds) by [`crate::persist::verify_index`] or before a loaded index was saved.
     pub(crate) fn is_sound(&self) -> bool {
         self.sound.load(Ordering::Acquire)
     }
@@ -563,7 +604,7 @@ impl IndexFile {
     /// # Errors
     /// [`Error::Checksum`] naming the file when the contents do not match.
     pub fn verify(&self) -> Result<()> {
-        let b = &self.map[..];
+        let b = &self.bytes[..];
         let body = b.len() - FOOTER;
         let stored = u64_at(&b[body..], 8);
         let computed = xxhash_rust::xxh3::xxh3_64(&b[..body]);
@@ -660,15 +701,15 @@ impl IndexFile {
             )));
         }
         if cfg!(target_endian = "little") {
-            Buf::mapped(Arc::clone(&self.map), s.offset, s.len)
+            Buf::shared(self.bytes.clone(), s.offset, s.len)
                 .ok_or_else(|| self.error(format!("section {name} is misaligned")))
         } else {
-            let bytes = &self.map[s.offset..s.offset + s.len * std::mem::size_of::<T>()];
+            let bytes = &self.bytes[s.offset..s.offset + s.len * std::mem::size_of::<T>()];
             let v: Vec<T> = bytemuck::pod_collect_to_vec::<u8, T>(bytes)
                 .into_iter()
                 .map(Elem::to_le)
                 .collect();
-            Ok(Buf::Owned(v))
+            Ok(Buf::owned(v))
         }
     }
 

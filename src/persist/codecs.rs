@@ -1,28 +1,31 @@
-//! Saving and loading signature matrices and indexes in the [format](super::format).
+//! The codecs: signature matrices and every index kind to and from the
+//! [format](super::format), through files, writers and bytes.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::io::Write;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::atomic::OutputSet;
 use super::format::{FileKind, IndexFile, Writer};
 use crate::error::{Error, Result};
+use crate::fs::OutputSet;
 use crate::index::graph::{Check, GraphParts};
+use crate::index::meta::Origin;
 use crate::index::mih::MultiIndexParts;
 use crate::index::{
-    GraphIndex, HammingIndex, IndexSpec, LinearScan, MultiIndex, PermutationIndex, PermutedTables,
+    GraphIndex, HammingIndex, LinearScan, MultiIndex, PermutationIndex, PermutedTables,
     SignerRecord, check_bits,
 };
 use crate::signature::SignatureMatrix;
 use crate::signers::SignerInfo;
-use crate::storage::Buf;
+use crate::storage::{Buf, Bytes};
 
 /// Records a signer's parameters as `signer.*` file parameters ([`SignerInfo::to_params`];
 /// [`SignerSpec::from_params`](crate::signers::SignerSpec::from_params) reads them back).
 ///
 /// # Errors
 /// [`Error::InvalidParameter`] for a signer parameter whose name is not a valid key.
-pub fn signer_params(w: &mut Writer<'_>, info: &SignerInfo) -> Result<()> {
+pub(crate) fn signer_params(w: &mut Writer<'_>, info: &SignerInfo) -> Result<()> {
     for (k, v) in info.to_params() {
         w.param(&k, v)?;
     }
@@ -89,7 +92,7 @@ pub fn load_signatures(path: &Path) -> Result<SignatureFile> {
 }
 
 /// The `bits` parameter, checked: `1 ..= MAX_BITS`.
-fn width(f: &IndexFile) -> Result<usize> {
+pub(super) fn width(f: &IndexFile) -> Result<usize> {
     let raw = f
         .param_opt("bits")
         .ok_or_else(|| f.field_error("param bits", "missing"))?;
@@ -124,19 +127,7 @@ fn into_field(f: &IndexFile, e: Error) -> Error {
 }
 
 impl LinearScan {
-    /// Saves the index (after verifying the file it was loaded from, if any: see
-    /// [`HammingIndex::verify_source`]).
-    pub fn save(&self, path: &Path) -> Result<()> {
-        self.with_writer(|w| w.write(path))
-    }
-
-    /// Stages the index file in `set`, to replace `path` when the set is committed.
-    pub fn stage(&self, set: &mut OutputSet, path: &Path) -> Result<()> {
-        self.with_writer(|w| w.stage(set, path))
-    }
-
     fn with_writer<R>(&self, f: impl FnOnce(&Writer<'_>) -> Result<R>) -> Result<R> {
-        verify_origin(self.origin.as_ref())?;
         let mut w = Writer::new(FileKind::LinearScan);
         w.param("bits", self.bits())?.param("len", self.len())?;
         w.u64s("codes", self.codes())?.u32s("ids", self.ids())?;
@@ -144,36 +135,18 @@ impl LinearScan {
         f(&w)
     }
 
-    /// Loads an index saved by [`save`](Self::save); its arrays are memory-mapped.
-    pub fn load(path: &Path) -> Result<Self> {
-        let f = Arc::new(IndexFile::open(path)?);
-        f.expect_kind(FileKind::LinearScan)?;
-        Self::from_file(&f)
-    }
-
     fn from_file(f: &Arc<IndexFile>) -> Result<Self> {
         let mut idx = LinearScan::from_parts(width(f)?, f.u64s("codes")?, f.u32s("ids")?)
             .map_err(|e| into_field(f, e))?;
         check_len(f, idx.len())?;
-        idx.origin = Some(Origin(Arc::clone(f)));
+        idx.meta.set_origin(Arc::new(FileOrigin(Arc::clone(f))));
         with_signer(f, idx)
     }
 }
 
 impl PermutedTables {
-    /// Saves the index (tables, pending inserts and removals included), after verifying the
-    /// file it was loaded from, if any ([`HammingIndex::verify_source`]).
-    pub fn save(&self, path: &Path) -> Result<()> {
-        self.with_writer(|w| w.write(path))
-    }
-
-    /// Stages the index file in `set`, to replace `path` when the set is committed.
-    pub fn stage(&self, set: &mut OutputSet, path: &Path) -> Result<()> {
-        self.with_writer(|w| w.stage(set, path))
-    }
-
+    /// The tables, pending inserts and removals included.
     fn with_writer<R>(&self, f: impl FnOnce(&Writer<'_>) -> Result<R>) -> Result<R> {
-        verify_origin(self.origin.as_ref())?;
         let (dir, keys, vals, codes, row_ids, delta_codes, delta_ids, dead) = self.parts();
         let levels: Vec<String> = self.levels().iter().map(ToString::to_string).collect();
         let mut w = Writer::new(FileKind::PermutedTables);
@@ -191,13 +164,6 @@ impl PermutedTables {
             .u32s("dead", &dead)?;
         record_signer(&mut w, self.signer())?;
         f(&w)
-    }
-
-    /// Loads an index saved by [`save`](Self::save); its tables are memory-mapped.
-    pub fn load(path: &Path) -> Result<Self> {
-        let f = Arc::new(IndexFile::open(path)?);
-        f.expect_kind(FileKind::PermutedTables)?;
-        Self::from_file(&f)
     }
 
     fn from_file(f: &Arc<IndexFile>) -> Result<Self> {
@@ -225,25 +191,14 @@ impl PermutedTables {
         )
         .map_err(|e| into_field(f, e))?;
         check_len(f, idx.len())?;
-        idx.origin = Some(Origin(Arc::clone(f)));
+        idx.meta.set_origin(Arc::new(FileOrigin(Arc::clone(f))));
         with_signer(f, idx)
     }
 }
 
 impl MultiIndex {
-    /// Saves the index (tables, pending inserts and removals included), after verifying the
-    /// file it was loaded from, if any ([`HammingIndex::verify_source`]).
-    pub fn save(&self, path: &Path) -> Result<()> {
-        self.with_writer(|w| w.write(path))
-    }
-
-    /// Stages the index file in `set`, to replace `path` when the set is committed.
-    pub fn stage(&self, set: &mut OutputSet, path: &Path) -> Result<()> {
-        self.with_writer(|w| w.stage(set, path))
-    }
-
+    /// The tables, pending inserts and removals included.
     fn with_writer<R>(&self, f: impl FnOnce(&Writer<'_>) -> Result<R>) -> Result<R> {
-        verify_origin(self.origin.as_ref())?;
         let p = self.to_parts();
         let mut w = Writer::new(FileKind::MultiIndex);
         w.param("bits", p.bits)?
@@ -264,13 +219,6 @@ impl MultiIndex {
             .u32s("delta_ids", &p.delta_ids)?;
         record_signer(&mut w, self.signer())?;
         f(&w)
-    }
-
-    /// Loads an index saved by [`save`](Self::save); its tables are memory-mapped.
-    pub fn load(path: &Path) -> Result<Self> {
-        let f = Arc::new(IndexFile::open(path)?);
-        f.expect_kind(FileKind::MultiIndex)?;
-        Self::from_file(&f)
     }
 
     fn from_file(f: &Arc<IndexFile>) -> Result<Self> {
@@ -294,26 +242,15 @@ impl MultiIndex {
         };
         let mut idx = MultiIndex::from_parts(parts).map_err(|e| into_field(f, e))?;
         check_len(f, idx.len())?;
-        idx.origin = Some(Origin(Arc::clone(f)));
+        idx.meta.set_origin(Arc::new(FileOrigin(Arc::clone(f))));
         with_signer(f, idx)
     }
 }
 
 impl PermutationIndex {
-    /// Saves the index, after verifying the file it was loaded from, if any
-    /// ([`HammingIndex::verify_source`]). Pending inserts and removals are merged first (into
-    /// a copy when the index is not compact, so `self` is unchanged).
-    pub fn save(&self, path: &Path) -> Result<()> {
-        self.with_writer(|w| w.write(path))
-    }
-
-    /// Stages the index file in `set`, to replace `path` when the set is committed.
-    pub fn stage(&self, set: &mut OutputSet, path: &Path) -> Result<()> {
-        self.with_writer(|w| w.stage(set, path))
-    }
-
+    /// Pending inserts and removals are merged first (into a copy when the index is not
+    /// compact, so `self` is unchanged).
     fn with_writer<R>(&self, f: impl FnOnce(&Writer<'_>) -> Result<R>) -> Result<R> {
-        verify_origin(self.origin.as_ref())?;
         if !self.is_compact() {
             let mut c = self.clone();
             c.compact()?;
@@ -331,13 +268,6 @@ impl PermutationIndex {
         w.u64s("keys", self.keys())?.u32s("order", self.order())?;
         record_signer(&mut w, self.signer())?;
         f(&w)
-    }
-
-    /// Loads an index saved by [`save`](Self::save); its arrays are memory-mapped.
-    pub fn load(path: &Path) -> Result<Self> {
-        let f = Arc::new(IndexFile::open(path)?);
-        f.expect_kind(FileKind::Permutation)?;
-        Self::from_file(&f)
     }
 
     fn from_file(f: &Arc<IndexFile>) -> Result<Self> {
@@ -361,15 +291,15 @@ impl PermutationIndex {
             ));
         }
         check_len(f, idx.len())?;
-        idx.origin = Some(Origin(Arc::clone(f)));
+        idx.meta.set_origin(Arc::new(FileOrigin(Arc::clone(f))));
         with_signer(f, idx)
     }
 }
 
 impl GraphIndex {
-    /// Saves the index: its arrays as they are (the graph, the exact-code table, the entry
-    /// points), and the last check.
-    pub fn save(&self, path: &Path) -> Result<()> {
+    /// The arrays as they are (the graph, the exact-code table, the entry points), and the
+    /// last check.
+    fn with_writer<R>(&self, f: impl FnOnce(&Writer<'_>) -> Result<R>) -> Result<R> {
         let p = self.parts();
         let mut w = Writer::new(FileKind::Graph);
         w.param("bits", p.bits)?
@@ -394,17 +324,10 @@ impl GraphIndex {
             .u32s("entries", &p.entries)?
             .u64s("entry_codes", &p.entry_codes)?;
         record_signer(&mut w, self.signer())?;
-        w.write(path)
+        f(&w)
     }
 
-    /// Loads an index saved by [`save`](Self::save); its arrays are memory-mapped.
-    pub fn load(path: &Path) -> Result<Self> {
-        let f = IndexFile::open(path)?;
-        f.expect_kind(FileKind::Graph)?;
-        Self::from_file(&f)
-    }
-
-    fn from_file(f: &IndexFile) -> Result<Self> {
+    fn from_file(f: &Arc<IndexFile>) -> Result<Self> {
         let check = Check {
             mode: param(f, "check.mode")?,
             nodes: param(f, "check.nodes")?,
@@ -412,7 +335,7 @@ impl GraphIndex {
             recall: param(f, "check.recall")?,
             distances: param(f, "check.distances")?,
         };
-        let idx = GraphIndex::from_parts(GraphParts {
+        let mut idx = GraphIndex::from_parts(GraphParts {
             bits: width(f)?,
             m: param(f, "m")?,
             ef: param(f, "ef")?,
@@ -431,6 +354,7 @@ impl GraphIndex {
         })
         .map_err(|e| into_field(f, e))?;
         check_len(f, idx.len())?;
+        idx.meta.set_origin(Arc::new(FileOrigin(Arc::clone(f))));
         with_signer(f, idx)
     }
 }
@@ -473,56 +397,21 @@ fn check_len(f: &IndexFile, len: usize) -> Result<()> {
     Ok(())
 }
 
-impl IndexFile {
-    /// The [`IndexSpec`] recorded in the file's parameters: the kind and parameters the
-    /// index was built with (files of earlier builds without a `permutations` parameter get
-    /// it from the length of the `perms` section).
-    ///
-    /// # Errors
-    /// [`Error::InvalidField`] naming the file and the parameter that is missing or not
-    /// valid, or [`Error::Format`] when the file holds signatures.
-    pub fn spec(&self) -> Result<IndexSpec> {
-        let mut params = self.params().clone();
-        if self.kind() == FileKind::Permutation && !params.contains_key("permutations") {
-            let bits = width(self)?;
-            let perms = self.section_len("perms")?;
-            params.insert("permutations".into(), (perms / bits).to_string());
-        }
-        IndexSpec::from_params(self.kind(), &params).map_err(|e| match e {
-            Error::InvalidParameter {
-                name: "kind",
-                reason,
-            } => self.error(reason),
-            Error::InvalidParameter { name, reason } => {
-                self.field_error(format!("param {name}"), reason)
-            }
-            other => self.error(other.to_string()),
-        })
-    }
-}
-
 /// The file a loaded index was opened from (shared by the index's copies), kept so that
 /// the contents it carries over are verified before they are written anywhere
 /// ([`HammingIndex::verify_source`]): an index opened in `O(1)` whose file is corrupt must not
 /// be saved with a fresh, valid checksum.
-#[derive(Clone, Debug)]
-pub(crate) struct Origin(Arc<IndexFile>);
+#[derive(Debug)]
+struct FileOrigin(Arc<IndexFile>);
 
-impl Origin {
-    /// Verifies the file once (checksum, then every invariant of what it holds).
-    pub(crate) fn verify(&self) -> Result<()> {
+impl Origin for FileOrigin {
+    fn verify(&self) -> Result<()> {
         verify_file(&self.0)
     }
 
-    /// True once the file has been verified.
-    pub(crate) fn is_verified(&self) -> bool {
+    fn is_verified(&self) -> bool {
         self.0.is_sound()
     }
-}
-
-/// Verifies the origin of an index, if it has one (see [`Origin`]).
-pub(crate) fn verify_origin(origin: Option<&Origin>) -> Result<()> {
-    origin.map_or(Ok(()), Origin::verify)
 }
 
 /// Verifies `f` whole (checksum, then the invariants of the index it holds), once.
@@ -536,15 +425,105 @@ fn verify_file(f: &Arc<IndexFile>) -> Result<()> {
     Ok(())
 }
 
-/// How [`load_index_with`] opens an index file.
+/// The file of `idx`, as the closure `f` takes it, after verifying the source `idx` was
+/// loaded from, if any ([`HammingIndex::verify_source`]).
+fn with_writer<R>(idx: &dyn HammingIndex, f: impl FnOnce(&Writer<'_>) -> Result<R>) -> Result<R> {
+    idx.verify_source()?;
+    let any = idx.as_any();
+    if let Some(i) = any.downcast_ref::<LinearScan>() {
+        i.with_writer(f)
+    } else if let Some(i) = any.downcast_ref::<PermutedTables>() {
+        i.with_writer(f)
+    } else if let Some(i) = any.downcast_ref::<MultiIndex>() {
+        i.with_writer(f)
+    } else if let Some(i) = any.downcast_ref::<PermutationIndex>() {
+        i.with_writer(f)
+    } else if let Some(i) = any.downcast_ref::<GraphIndex>() {
+        i.with_writer(f)
+    } else {
+        Err(Error::Unsupported(format!(
+            "saving an index of kind {}: only the crate's index kinds have a file format",
+            idx.kind()
+        )))
+    }
+}
+
+/// Saves an index to `path` in the [file format](super::format), atomically (a temporary
+/// file, fsynced and renamed: a crash leaves the old file or the new one); load it back with
+/// [`load_index`], memory-mapped. An index loaded from a file or bytes first verifies them
+/// ([`HammingIndex::verify_source`]), so that a corrupt file is never rewritten with a fresh
+/// checksum. The tables, pending inserts and removals are saved as they are (a permutation
+/// index merges its pending changes into a copy first).
 ///
 /// ```
-/// use simlsh::io::{LoadOptions, load_index_with};
+/// use simlsh::HammingIndex;
+/// use simlsh::persist::{load_index, save_index};
+/// # let dir = std::env::temp_dir().join(format!("simlsh-doc-save-{}", std::process::id()));
+/// # std::fs::create_dir_all(&dir)?;
+/// let codes = simlsh::SignatureMatrix::from_parts(64, vec![1u64, 2, 3])?;
+/// let idx = simlsh::LinearScan::build(&codes)?;
+/// let path = dir.join("codes.idx");
+/// save_index(&idx, &path)?;
+/// assert_eq!(load_index(&path)?.knn(&[3], 1)?, idx.knn(&[3], 1)?);
+/// # std::fs::remove_dir_all(&dir)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// # Errors
+/// [`Error::Io`] naming `path`; those of [`HammingIndex::verify_source`];
+/// [`Error::Unsupported`] for an index type outside the crate.
+pub fn save_index(idx: &dyn HammingIndex, path: &Path) -> Result<()> {
+    with_writer(idx, |w| w.write(path))
+}
+
+/// Stages the index file of [`save_index`] in `set` (an [`OutputSet`]): it replaces `path`
+/// when the set is committed, together with the set's other outputs, or never if the set is
+/// dropped.
+///
+/// # Errors
+/// As [`save_index`].
+pub fn stage_index(idx: &dyn HammingIndex, set: &mut OutputSet, path: &Path) -> Result<()> {
+    with_writer(idx, |w| w.stage(set, path))
+}
+
+/// Writes the index file of [`save_index`] to `out`, from the header to the footer: the same
+/// bytes, to any writer (a buffer, a socket); [`read_index`] opens them.
+///
+/// ```
+/// use simlsh::persist::{read_index, write_index};
+/// use simlsh::storage::Bytes;
+///
+/// let codes = simlsh::SignatureMatrix::from_parts(64, vec![1u64, 2, 3])?;
+/// let idx = simlsh::index::IndexSpec::Linear.build(&codes)?;
+/// let mut bytes = Vec::new();
+/// write_index(idx.as_ref(), &mut bytes)?;
+/// let back = read_index(Bytes::from(bytes))?;
+/// assert_eq!(back.knn(&[3], 2)?, idx.knn(&[3], 2)?);
+/// # Ok::<(), simlsh::Error>(())
+/// ```
+///
+/// # Errors
+/// [`Error::Io`] (naming `<writer>`) when `out` fails; those of
+/// [`HammingIndex::verify_source`]; [`Error::Unsupported`] for an index type outside the
+/// crate.
+pub fn write_index(idx: &dyn HammingIndex, out: &mut dyn Write) -> Result<()> {
+    with_writer(idx, |w| {
+        w.write_to(out).map_err(|source| Error::Io {
+            path: PathBuf::from("<writer>"),
+            source,
+        })
+    })
+}
+
+/// How [`load_index_with`] opens an index file, and [`read_index_with`] index bytes.
+///
+/// ```
+/// use simlsh::persist::{LoadOptions, load_index_with, save_index};
 /// # let dir = std::env::temp_dir().join(format!("simlsh-doc-load-{}", std::process::id()));
 /// # std::fs::create_dir_all(&dir)?;
 /// # let path = dir.join("codes.idx");
 /// # let codes = simlsh::SignatureMatrix::from_parts(64, vec![1u64, 2, 3])?;
-/// # simlsh::LinearScan::build(&codes)?.save(&path)?;
+/// # save_index(&simlsh::LinearScan::build(&codes)?, &path)?;
 /// // Read into memory and checked whole: safe from files truncated in place by other tools.
 /// let idx = load_index_with(&path, &LoadOptions::default().copy(true).verify(true))?;
 /// assert!(idx.is_verified());
@@ -569,7 +548,8 @@ impl LoadOptions {
     /// Reads the file into memory instead of mapping it ([`IndexFile::open_copied`]):
     /// `O(file size)`, and the index no longer depends on the file, which another program may
     /// then truncate or rewrite in place without harm (a mapped file truncated in place kills
-    /// the process with `SIGBUS`: see the [format docs](super::format)). Default `false`.
+    /// the process with `SIGBUS`: see the [format docs](super::format)). Default `false`. For
+    /// bytes ([`read_index_with`]), copies them into a buffer of the index's own.
     pub fn copy(mut self, on: bool) -> Self {
         self.copy = on;
         self
@@ -592,11 +572,42 @@ pub fn load_index(path: &Path) -> Result<Box<dyn HammingIndex>> {
 /// Those of [`load_index`], and with [`verify`](LoadOptions::verify) those of
 /// [`verify_index`].
 pub fn load_index_with(path: &Path, opts: &LoadOptions) -> Result<Box<dyn HammingIndex>> {
-    let f = Arc::new(if opts.copy {
+    let f = if opts.copy {
         IndexFile::open_copied(path)?
     } else {
         IndexFile::open(path)?
-    });
+    };
+    open_index(f, opts)
+}
+
+/// Opens the bytes of an index file ([`write_index`], [`save_index`] or the command line
+/// wrote them) exactly as [`load_index`] opens a file: the header, version, section table,
+/// every parameter and the length of every section are checked, in `O(1)` of the data; the
+/// checksum and contents are verified before the index is first saved, or at once with
+/// [`read_index_with`] and [`LoadOptions::verify`]. The arrays are borrowed from `bytes`
+/// without copying (see [`IndexFile::from_bytes`]). Errors name the file `<bytes>`.
+///
+/// # Errors
+/// As [`load_index`].
+pub fn read_index(bytes: Bytes) -> Result<Box<dyn HammingIndex>> {
+    read_index_with(bytes, &LoadOptions::default())
+}
+
+/// [`read_index`] with [`LoadOptions`]: verified whole first, or copied.
+///
+/// # Errors
+/// As [`load_index_with`].
+pub fn read_index_with(bytes: Bytes, opts: &LoadOptions) -> Result<Box<dyn HammingIndex>> {
+    let bytes = if opts.copy {
+        Bytes::copied(&bytes)
+    } else {
+        bytes
+    };
+    open_index(IndexFile::from_bytes(bytes)?, opts)
+}
+
+fn open_index(f: IndexFile, opts: &LoadOptions) -> Result<Box<dyn HammingIndex>> {
+    let f = Arc::new(f);
     if opts.verify {
         verify_file(&f)?;
     }

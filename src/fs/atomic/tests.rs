@@ -5,7 +5,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use super::*;
-use crate::io::lock::{lock_exclusive, try_lock_exclusive};
+use crate::fs::lock::{lock_exclusive, try_lock_exclusive};
 
 /// A fresh directory for one test.
 fn dir(name: &str) -> PathBuf {
@@ -201,7 +201,7 @@ fn temporaries_of_killed_writers_are_removed_and_live_ones_kept() {
     let out = d.join("out.bin");
     // A writer killed in the middle of its write leaves its temporary.
     let mut child = child_ready(
-        "io::atomic::tests::temporaries_of_killed_writers_are_removed_and_live_ones_kept",
+        "fs::atomic::tests::temporaries_of_killed_writers_are_removed_and_live_ones_kept",
         (CHILD, &out),
         "writing",
     );
@@ -214,7 +214,7 @@ fn temporaries_of_killed_writers_are_removed_and_live_ones_kept() {
     // A live writer's temporary (its lock held here) and another file's stay.
     let live = d.join(".out.bin.1-1.simlsh-tmp");
     let held = fs::File::create(&live).unwrap();
-    assert!(crate::io::lock::flock(&held, false).unwrap());
+    assert!(crate::fs::lock::flock(&held, false).unwrap());
     fs::write(d.join(".other.bin.5-5.simlsh-tmp"), b"not ours").unwrap();
     write_atomic(&out, |w| w.write_all(b"done")).unwrap();
     assert_eq!(fs::read(&out).unwrap(), b"done");
@@ -417,7 +417,7 @@ fn the_lock_excludes_other_processes_until_they_end() {
     let p = d.join("index.simlsh");
     fs::write(&p, "0").unwrap();
     let mut child = child_ready(
-        "io::atomic::tests::the_lock_excludes_other_processes_until_they_end",
+        "fs::atomic::tests::the_lock_excludes_other_processes_until_they_end",
         (CHILD, &p),
         "locked",
     );

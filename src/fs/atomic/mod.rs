@@ -10,12 +10,12 @@
 //! - [`OutputSet`]: several outputs, each written to its temporary first; they replace their
 //!   destinations only once all are complete, so a failed run replaces none.
 //! - Temporaries are named `.<name>.<pid>-<n>.simlsh-tmp` and locked while written; a killed
-//!   run's temporaries are removed by the next write to the same destination (see [`stage`]
-//!   and [`clean_stale_temporaries`]).
+//!   run's temporaries are removed by the next write to the same destination (see
+//!   [`clean_stale_temporaries`]).
 //! - [`check_distinct`]: refuses an output that is an input, or two outputs that are the same
 //!   file, by device and inode.
 //! - Read-modify-write of a file by concurrent runs needs a lock besides:
-//!   [`lock_exclusive`](crate::io::lock::lock_exclusive).
+//!   [`lock_exclusive`](crate::fs::lock::lock_exclusive).
 
 use std::fs::OpenOptions;
 use std::io::{BufWriter, Write};
@@ -23,7 +23,7 @@ use std::path::Path;
 
 mod same;
 mod set;
-pub mod stage;
+mod stage;
 
 pub use same::check_distinct;
 pub use set::OutputSet;

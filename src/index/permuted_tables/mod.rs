@@ -174,10 +174,8 @@ pub struct PermutedTables {
     main_ids: MainIds,
     /// Whether the contents are known to be valid (built here, or checked).
     validated: bool,
-    /// The signer of the codes, when recorded.
-    signer: Option<crate::index::SignerRecord>,
-    /// The file a loaded index was opened from, verified before the index is saved.
-    pub(crate) origin: Option<crate::io::persist::Origin>,
+    /// The signer of the codes and the source of a loaded index.
+    pub(crate) meta: crate::index::IndexMeta,
 }
 
 /// Merges two sorted runs of `(key, value)` pairs.
@@ -259,8 +257,7 @@ impl PermutedTables {
             dead: IdSet::default(),
             main_ids,
             validated: true,
-            signer: None,
-            origin: None,
+            meta: crate::index::IndexMeta::default(),
         }
     }
 
@@ -499,35 +496,7 @@ impl PermutedTables {
 }
 
 impl HammingIndex for PermutedTables {
-    fn signer(&self) -> Option<&crate::index::SignerRecord> {
-        self.signer.as_ref()
-    }
-
-    fn set_signer(&mut self, signer: Option<crate::index::SignerRecord>) -> Result<()> {
-        crate::index::signer::set(&mut self.signer, self.bits, signer)
-    }
-
-    fn stage(&self, set: &mut crate::io::OutputSet, path: &std::path::Path) -> Result<()> {
-        PermutedTables::stage(self, set, path)
-    }
-
-    fn verify_source(&self) -> Result<()> {
-        crate::io::persist::verify_origin(self.origin.as_ref())
-    }
-
-    fn is_verified(&self) -> bool {
-        self.origin
-            .as_ref()
-            .is_none_or(crate::io::persist::Origin::is_verified)
-    }
-
-    fn save(&self, path: &std::path::Path) -> Result<()> {
-        PermutedTables::save(self, path)
-    }
-
-    fn kind(&self) -> &'static str {
-        "manku"
-    }
+    crate::index::meta::meta_methods!();
 
     fn spec(&self) -> super::IndexSpec {
         super::IndexSpec::Manku(super::MankuSpec {
