@@ -388,6 +388,13 @@ pub struct Codes {
     pub signer: Option<String>,
 }
 
+/// Whether the listed signer kind holds an explicit matrix and so needs the dimension.
+fn needs_dim(k: &simlsh::signers::KindInfo) -> bool {
+    k.name
+        .parse::<SignerKind>()
+        .is_ok_and(|kind| kind.needs_dim())
+}
+
 /// The `--signer` help: every kind of the library's table, with its parameters.
 pub fn signer_help() -> String {
     let mut h = String::from(
@@ -401,7 +408,7 @@ pub fn signer_help() -> String {
     );
     for k in simlsh::signers::kinds() {
         h.push_str(&format!("\n  {}: {}", k.name, k.summary));
-        if k.needs_dim {
+        if needs_dim(k) {
             h.push_str(" [vectors only: needs the dimension]");
         }
         for p in k.params {
@@ -571,7 +578,7 @@ impl SignerArgs {
                         kind.name(),
                         simlsh::signers::kinds()
                             .iter()
-                            .filter(|k| !k.needs_dim)
+                            .filter(|k| !needs_dim(k))
                             .map(|k| k.name)
                             .collect::<Vec<_>>()
                             .join(", ")

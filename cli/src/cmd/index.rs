@@ -339,11 +339,11 @@ pub fn index_help() -> String {
         "The index: KIND or KIND:key=value,... (parameters left out take their defaults).\n",
     );
     for k in simlsh::index::kinds() {
-        h.push_str(&format!("\n  {}: {}", k.name, k.description));
+        h.push_str(&format!("\n  {}: {}", k.name, k.summary));
         for p in k.params {
             h.push_str(&format!(
                 "\n      {}:{}=…: {} (default {})",
-                k.name, p.key, p.description, p.default
+                k.name, p.name, p.summary, p.default
             ));
         }
     }
