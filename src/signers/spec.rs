@@ -379,7 +379,7 @@ impl SignerSpec {
     }
 
     /// Builds the signer. `dim` is the input dimension, needed by the explicit matrices
-    /// ([`KindInfo::needs_dim`]) unless the spec has one; hashed signers take any dimension
+    /// ([`SignerKind::needs_dim`]) unless the spec has one; hashed signers take any dimension
     /// and ignore it. A spec whose dimension differs from `dim` is an error (a matrix drawn for
     /// one dimension does not sign vectors of another).
     pub fn build(&self, dim: Option<u64>) -> Result<AnySigner> {
