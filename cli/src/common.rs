@@ -249,25 +249,6 @@ impl Ctx {
     }
 }
 
-/// Refuses to run when an output is an input (or two outputs are one file), through links:
-/// the input's files (the input, a saved IDF table read), `outputs`, and the run's own
-/// outputs (`--stats`, `--save-idf`).
-pub fn check_paths(
-    ctx: &Ctx,
-    input: &crate::cmd::sign::InputArgs,
-    outputs: &[&Path],
-) -> Result<()> {
-    let mut ins: Vec<&Path> = vec![&input.input];
-    ins.extend(input.text.idf.as_deref());
-    if let Some(f) = input.text.stop_words.as_deref().filter(|f| *f != "english") {
-        ins.push(Path::new(f));
-    }
-    let mut outs = outputs.to_vec();
-    outs.extend(ctx.stats.as_deref());
-    outs.extend(input.text.save_idf.as_deref());
-    check_distinct(&ins, &outs)
-}
-
 /// [`simlsh::io::check_distinct`] with `--stats` among the outputs.
 pub fn check_distinct(inputs: &[&Path], outputs: &[&Path]) -> Result<()> {
     let ins: Vec<&Path> = inputs
