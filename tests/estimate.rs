@@ -7,7 +7,7 @@ use ndarray::Array2;
 use rand::{RngExt, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use simlsh::estimate::{
-    BandingPlanner, IntervalMethod, JoinChoice, JoinPlanner, Planner, RadiusRule,
+    BandingPlanner, IntervalMethod, JoinChoice, JoinPlanner, RadiusPlanner, RadiusRule,
     binomial_interval, binomial_quantile, estimate, manku_table,
 };
 use simlsh::join::{Banding, banded_join};
@@ -75,7 +75,7 @@ fn radius_plan_recall_matches_simulation() {
     // Pairs exactly at the threshold are found with probability recall_at_threshold.
     const DRAWS: u64 = 20_000;
     let (t, f) = (0.9, 64u64);
-    let plan = Planner::new(t)
+    let plan = RadiusPlanner::new(t)
         .bits(f)
         .rule(RadiusRule::TargetRecall(0.9))
         .plan()
@@ -190,7 +190,7 @@ fn join_planner_radius_matches_the_radius_planner() {
             .bits(f)
             .plan()
             .unwrap();
-        let radius = Planner::new(t)
+        let radius = RadiusPlanner::new(t)
             .bits(f as u64)
             .rule(RadiusRule::TargetRecall(0.99))
             .plan()

@@ -140,7 +140,7 @@ fn planned_joins_find_planted_pairs_at_their_planned_recall() {
         .plan()
         .unwrap();
     let banding = plan.banding().unwrap();
-    let r = simlsh::estimate::Planner::new(0.8)
+    let r = simlsh::estimate::RadiusPlanner::new(0.8)
         .bits(bits as u64)
         .rule(simlsh::estimate::RadiusRule::TargetRecall(0.95))
         .plan()

@@ -249,25 +249,6 @@ impl Ctx {
     }
 }
 
-/// Refuses to run when an output is an input (or two outputs are one file), through links:
-/// the input's files (the input, a saved IDF table read), `outputs`, and the run's own
-/// outputs (`--stats`, `--save-idf`).
-pub fn check_paths(
-    ctx: &Ctx,
-    input: &crate::cmd::sign::InputArgs,
-    outputs: &[&Path],
-) -> Result<()> {
-    let mut ins: Vec<&Path> = vec![&input.input];
-    ins.extend(input.text.idf.as_deref());
-    if let Some(f) = input.text.stop_words.as_deref().filter(|f| *f != "english") {
-        ins.push(Path::new(f));
-    }
-    let mut outs = outputs.to_vec();
-    outs.extend(ctx.stats.as_deref());
-    outs.extend(input.text.save_idf.as_deref());
-    check_distinct(&ins, &outs)
-}
-
 /// [`simlsh::fs::check_distinct`] with `--stats` among the outputs.
 pub fn check_distinct(inputs: &[&Path], outputs: &[&Path]) -> Result<()> {
     let ins: Vec<&Path> = inputs
@@ -388,6 +369,13 @@ pub struct Codes {
     pub signer: Option<String>,
 }
 
+/// Whether the listed signer kind holds an explicit matrix and so needs the dimension.
+fn needs_dim(k: &simlsh::signers::KindInfo) -> bool {
+    k.name
+        .parse::<SignerKind>()
+        .is_ok_and(|kind| kind.needs_dim())
+}
+
 /// The `--signer` help: every kind of the library's table, with its parameters.
 pub fn signer_help() -> String {
     let mut h = String::from(
@@ -401,7 +389,7 @@ pub fn signer_help() -> String {
     );
     for k in simlsh::signers::kinds() {
         h.push_str(&format!("\n  {}: {}", k.name, k.summary));
-        if k.needs_dim {
+        if needs_dim(k) {
             h.push_str(" [vectors only: needs the dimension]");
         }
         for p in k.params {
@@ -571,7 +559,7 @@ impl SignerArgs {
                         kind.name(),
                         simlsh::signers::kinds()
                             .iter()
-                            .filter(|k| !k.needs_dim)
+                            .filter(|k| !needs_dim(k))
                             .map(|k| k.name)
                             .collect::<Vec<_>>()
                             .join(", ")

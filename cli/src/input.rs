@@ -11,9 +11,10 @@ use simlsh::io::input::{VectorOptions, Vectors as InputVectors, read_vectors};
 use simlsh::text::SignOptions;
 use simlsh::verify::{DenseVectors, SparseVectors};
 
-use crate::cmd::sign::{self, InputArgs};
 use crate::common::{Ctx, DEFAULT_BITS, InputShape, SignerArgs, memory_available, read_codes};
+use crate::names::Names;
 use crate::parquet::Table;
+use crate::sign::{self, InputArgs};
 
 /// The input vectors, for exact cosines.
 pub enum Exact {
@@ -23,52 +24,6 @@ pub enum Exact {
     Sparse(SparseVectors),
     /// A sparse matrix as read (borrowed by `CsrVectors` when used).
     Csr(Csr),
-}
-
-/// How rows are named in the outputs: 0-based record numbers, or the values of an id field.
-pub enum Names {
-    /// Row `i` is record `records[i]` (0-based, counting every record of the input).
-    Records(Vec<usize>),
-    /// Row `i` is `ids[i]`, the value of the field named `field`.
-    Ids { field: String, ids: Vec<String> },
-}
-
-impl Names {
-    /// Rows `0..n`.
-    pub fn rows(n: usize) -> Names {
-        Names::Records((0..n).collect())
-    }
-
-    /// The column header naming a row: `record`, or the id field's name.
-    pub fn header(&self) -> &str {
-        match self {
-            Names::Records(_) => "record",
-            Names::Ids { field, .. } => field,
-        }
-    }
-
-    /// The name of row `i`.
-    pub fn name(&self, i: usize) -> Name<'_> {
-        match self {
-            Names::Records(r) => Name::Record(r[i]),
-            Names::Ids { ids, .. } => Name::Id(&ids[i]),
-        }
-    }
-}
-
-/// One row's name, as written in the outputs.
-pub enum Name<'a> {
-    Record(usize),
-    Id(&'a str),
-}
-
-impl std::fmt::Display for Name<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Name::Record(r) => write!(f, "{r}"),
-            Name::Id(s) => f.write_str(s),
-        }
-    }
 }
 
 /// A verified cosine join to plan before signing: its threshold and recall target.

@@ -8,7 +8,9 @@ mod cmd;
 mod common;
 mod input;
 mod join;
+mod names;
 mod parquet;
+mod sign;
 mod table;
 
 use clap::{Parser, Subcommand};

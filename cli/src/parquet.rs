@@ -45,7 +45,7 @@ use parquet::file::properties::WriterProperties;
 use simlsh::SignatureMatrix;
 use simlsh::io::Csr;
 
-use crate::input::Names;
+use crate::names::Names;
 
 /// True when `path` names a Parquet file by its extension.
 pub fn is_parquet(path: &Path) -> bool {

@@ -4,7 +4,7 @@
 use std::io::Write;
 use std::path::Path;
 
-use crate::input::Names;
+use crate::names::Names;
 use crate::parquet::{Shape, Writer, is_parquet};
 
 /// Rows of one output table as they are produced.

@@ -5,7 +5,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use rayon::prelude::*;
 use simlsh::estimate::{
-    self, BitsPlanner, ErrorTarget, IntervalMethod, PairDistribution, Planner, RadiusRule,
+    self, BitsPlanner, ErrorTarget, IntervalMethod, PairDistribution, RadiusPlanner, RadiusRule,
 };
 
 use crate::errors::{IntoPy, value_error};
@@ -216,7 +216,7 @@ pub fn plan_radius<'py>(
     };
     let plan = py
         .detach(|| {
-            Planner::new(threshold)
+            RadiusPlanner::new(threshold)
                 .bits(bits)
                 .rule(rule)
                 .pairs(pairs)

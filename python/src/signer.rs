@@ -825,7 +825,8 @@ pub fn signer_kinds(py: Python<'_>) -> PyResult<Vec<Bound<'_, pyo3::types::PyDic
             let d = PyDict::new(py);
             d.set_item("name", k.name)?;
             d.set_item("summary", k.summary)?;
-            d.set_item("needs_dim", k.needs_dim)?;
+            let kind: SignerKind = k.name.parse().map_err(to_py)?;
+            d.set_item("needs_dim", kind.needs_dim())?;
             let params: Vec<Bound<'_, PyDict>> = k
                 .params
                 .iter()

@@ -23,7 +23,7 @@
 //!   [`binomial_pmf`], [`binomial_cdf`], [`binomial_sf`], [`binomial_quantile`],
 //!   [`binomial_interval`];
 //! * special functions: [`normal_quantile`], [`beta_inc`], [`beta_inc_inv`];
-//! * [`Planner`]: the Hamming radius for a cosine threshold, with its recall / precision / F1
+//! * [`RadiusPlanner`]: the Hamming radius for a cosine threshold, with its recall / precision / F1
 //!   table, and [`recall_at`] / [`manku_table`];
 //! * [`BitsPlanner`]: the number of bits for a target confidence-interval half-width;
 //! * [`BandingPlanner`]: bands and widths of a banded join for a cosine threshold and a recall
@@ -66,29 +66,24 @@
 //! # Ok::<(), simlsh::Error>(())
 //! ```
 
-mod banding;
 mod binomial;
-mod bits;
 mod interval;
-mod planner;
+mod plan;
 mod special;
 
 use std::f64::consts::PI;
 
-pub use banding::{
-    BAND_ROW_NS, BandingPlan, BandingPlanner, COSINE_BITS, DEFAULT_RECALL, DEFAULT_WIDTHS,
-    HammingJoinPlan, JoinChoice, JoinPlan, JoinPlanner, KERNEL_PAIR_NS, KERNEL_WORD_NS, PAIR_NS,
-    PAIR_WORD_NS, PLANNED_WIDTHS, PREFIX_WORDS, SIGN_NS_PER_FEATURE_BIT, background_candidates,
-    band_recall, banding_recall, filtered_band_recall,
-};
 pub use binomial::{
     MAX_TRIALS, binomial_cdf, binomial_interval, binomial_pmf, binomial_quantile, binomial_sf,
 };
-pub use bits::{BitsPlan, BitsPlanner, ErrorTarget, HalfWidth, expected_half_width};
 pub use interval::{Interval, IntervalMethod};
-pub use planner::{
-    MANKU_COSINES, PLANNER_MAX_BITS, PairDistribution, PlanRow, Planner, RadiusPlan, RadiusRule,
-    RecallPoint, manku_table, recall_at,
+pub use plan::{
+    BAND_ROW_NS, BandingPlan, BandingPlanner, BitsPlan, BitsPlanner, COSINE_BITS, DEFAULT_RECALL,
+    DEFAULT_WIDTHS, ErrorTarget, HalfWidth, HammingJoinPlan, JoinChoice, JoinPlan, JoinPlanner,
+    KERNEL_PAIR_NS, KERNEL_WORD_NS, MANKU_COSINES, PAIR_NS, PAIR_WORD_NS, PLANNED_WIDTHS,
+    PLANNER_MAX_BITS, PREFIX_WORDS, PairDistribution, PlanInputs, PlanRow, RadiusPlan,
+    RadiusPlanner, RadiusRule, RecallPoint, SIGN_NS_PER_FEATURE_BIT, background_candidates,
+    band_recall, banding_recall, expected_half_width, filtered_band_recall, manku_table, recall_at,
 };
 pub use special::{beta_inc, beta_inc_inv, normal_quantile};
 

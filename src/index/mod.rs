@@ -35,6 +35,7 @@ mod rows;
 pub mod signer;
 pub mod spec;
 
+pub use crate::util::spec::{KindInfo, ParamInfo};
 pub use graph::{GraphBuilder, GraphIndex};
 pub use linear::LinearScan;
 pub use meta::IndexMeta;
@@ -46,10 +47,7 @@ pub use permutation::{
 pub use permuted_tables::{PermutedTables, PermutedTablesBuilder, Plan};
 pub use results::{KnnResults, NO_DISTANCE, NO_ID, RangeResults};
 pub use signer::SignerRecord;
-pub use spec::{
-    GraphSpec, IndexSpec, KindInfo, MankuDesign, MankuSpec, MihSpec, ParamInfo, PermutationSpec,
-    kinds,
-};
+pub use spec::{GraphSpec, IndexSpec, MankuDesign, MankuSpec, MihSpec, PermutationSpec, kinds};
 
 use rayon::prelude::*;
 

@@ -45,6 +45,7 @@ use super::{
 };
 use crate::error::{Error, Result};
 use crate::signature::SignatureMatrix;
+use crate::util::spec::{self as grammar, KindInfo, ParamInfo, SpecText};
 
 /// Default radius of Manku's permuted tables.
 pub const DEFAULT_RADIUS: u32 = 3;
@@ -172,142 +173,113 @@ impl Default for IndexSpec {
     }
 }
 
-/// One parameter of an index kind, for help texts.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ParamInfo {
-    /// The key in the text form.
-    pub key: &'static str,
-    /// Its default, as text.
-    pub default: &'static str,
-    /// One line of description.
-    pub description: &'static str,
-}
-
-/// One index kind, for help texts and menus.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct KindInfo {
-    /// The kind's name (the text form's `KIND`, and [`HammingIndex::kind`]).
-    pub name: &'static str,
-    /// One line of description.
-    pub description: &'static str,
-    /// Whether k-NN answers are exact ([`HammingIndex::exact_knn`]).
-    pub exact_knn: bool,
-    /// Its parameters.
-    pub params: &'static [ParamInfo],
-}
-
 const KINDS: &[KindInfo] = &[
     KindInfo {
         name: "linear",
-        description: "brute force by hardware popcount: exact, no build, no extra memory",
-        exact_knn: true,
+        summary: "brute force by hardware popcount: exact, no build, no extra memory",
         params: &[],
     },
     KindInfo {
         name: "manku",
-        description: "Manku's permuted tables (2007): exact, fastest for radii up to k on codes of 64 bits",
-        exact_knn: true,
+        summary: "Manku's permuted tables (2007): exact, fastest for radii up to k on codes of 64 bits",
         params: &[
             ParamInfo {
-                key: "k",
+                name: "k",
                 default: "3",
-                description: "radius the tables answer by probing (larger radii scan)",
+                summary: "radius the tables answer by probing (larger radii scan)",
             },
             ParamInfo {
-                key: "levels",
+                name: "levels",
                 default: "planned",
-                description: "blocks per level, `+`-separated (4: 4 tables for k = 3; 4+4: 16)",
+                summary: "blocks per level, `+`-separated (4: 4 tables for k = 3; 4+4: 16)",
             },
             ParamInfo {
-                key: "blocks",
+                name: "blocks",
                 default: "planned",
-                description: "one level of this many blocks (same as levels=N)",
+                summary: "one level of this many blocks (same as levels=N)",
             },
             ParamInfo {
-                key: "tables",
+                name: "tables",
                 default: "none",
-                description: "the planned design with at most this many tables",
+                summary: "the planned design with at most this many tables",
             },
             ParamInfo {
-                key: "budget",
+                name: "budget",
                 default: "none",
-                description: "the planned design within this many bytes",
+                summary: "the planned design within this many bytes",
             },
         ],
     },
     KindInfo {
         name: "mih",
-        description: "multi-index hashing (Norouzi et al. 2012): exact at any radius and for k-NN",
-        exact_knn: true,
+        summary: "multi-index hashing (Norouzi et al. 2012): exact at any radius and for k-NN",
         params: &[
             ParamInfo {
-                key: "m",
+                name: "m",
                 default: "auto",
-                description: "substrings, between ceil(f/64) and f (auto: round(f / log2 N))",
+                summary: "substrings, between ceil(f/64) and f (auto: round(f / log2 N))",
             },
             ParamInfo {
-                key: "delta",
+                name: "delta",
                 default: "auto",
-                description: "inserted codes kept unindexed before a merge (auto: max(256, 8 sqrt N))",
+                summary: "inserted codes kept unindexed before a merge (auto: max(256, 8 sqrt N))",
             },
             ParamInfo {
-                key: "fallback",
+                name: "fallback",
                 default: "true",
-                description: "whether a search may scan when the cost model says it is cheaper",
+                summary: "whether a search may scan when the cost model says it is cheaper",
             },
         ],
     },
     KindInfo {
         name: "permutation",
-        description: "sorted random bit permutations (Charikar 2002): approximate k-NN for wide codes, exact radius",
-        exact_knn: false,
+        summary: "sorted random bit permutations (Charikar 2002): approximate k-NN for wide codes, exact radius",
         params: &[
             ParamInfo {
-                key: "q",
+                name: "q",
                 default: "16",
-                description: "number of permutations (memory and time grow with it)",
+                summary: "number of permutations (memory and time grow with it)",
             },
             ParamInfo {
-                key: "beam",
+                name: "beam",
                 default: "32",
-                description: "codes compared on each side of the query in each sorted list",
+                summary: "codes compared on each side of the query in each sorted list",
             },
             ParamInfo {
-                key: "seed",
+                name: "seed",
                 default: "0",
-                description: "seed of the permutations",
+                summary: "seed of the permutations",
             },
         ],
     },
     KindInfo {
         name: "graph",
-        description: "a navigable graph (pruned NN-Descent k-NN graph) searched by beam: approximate k-NN, sublinear on codes with close neighbours; exact radius",
-        exact_knn: false,
+        summary: "a navigable graph (pruned NN-Descent k-NN graph) searched by beam: approximate k-NN, sublinear on codes with close neighbours; exact radius",
         params: &[
             ParamInfo {
-                key: "m",
+                name: "m",
                 default: "32",
-                description: "out-degree: neighbours kept per code (memory 4 m bytes a code)",
+                summary: "out-degree: neighbours kept per code (memory 4 m bytes a code)",
             },
             ParamInfo {
-                key: "ef",
+                name: "ef",
                 default: "64",
-                description: "search beam: nodes a k-NN search keeps (recall and time grow with it)",
+                summary: "search beam: nodes a k-NN search keeps (recall and time grow with it)",
             },
             ParamInfo {
-                key: "efc",
+                name: "efc",
                 default: "64",
-                description: "beam of inserts after the build: a larger one inserts slower and links better",
+                summary: "beam of inserts after the build: a larger one inserts slower and links better",
             },
             ParamInfo {
-                key: "seed",
+                name: "seed",
                 default: "0",
-                description: "seed of the insertion order and the entry points",
+                summary: "seed of the insertion order and the entry points",
             },
             ParamInfo {
-                key: "fallback",
+                name: "fallback",
                 default: "true",
-                description: "whether k-NN scans when the build's check finds the graph no better",
+                summary: "whether k-NN scans when the build's check finds the graph no better",
             },
         ],
     },
@@ -323,14 +295,17 @@ pub fn kinds() -> &'static [KindInfo] {
     KINDS
 }
 
+/// What the errors of the text form name.
+const WHAT: &str = "index spec";
+
 fn bad(reason: impl Into<String>) -> Error {
-    Error::param("index spec", reason)
+    Error::param(WHAT, reason)
 }
 
 fn number<T: FromStr>(key: &str, value: &str) -> Result<T> {
     value
         .parse()
-        .map_err(|_| bad(format!("`{key}={value}`: not a valid number")))
+        .map_err(|_| bad(format!("`{key}={value}`: expected a whole number")))
 }
 
 fn positive(key: &str, value: &str) -> Result<usize> {
@@ -361,11 +336,15 @@ impl IndexSpec {
 
     /// The description of the kind in [`kinds()`].
     pub fn info(&self) -> &'static KindInfo {
-        let name = self.kind();
-        KINDS
-            .iter()
-            .find(|k| k.name == name)
-            .expect("every kind is listed")
+        grammar::info_of(KINDS, self.kind())
+    }
+
+    /// Whether k-NN answers of the kind are exact ([`HammingIndex::exact_knn`]).
+    pub fn exact_knn(&self) -> bool {
+        match self {
+            IndexSpec::Linear | IndexSpec::Manku(_) | IndexSpec::Mih(_) => true,
+            IndexSpec::Permutation(_) | IndexSpec::Graph(_) => false,
+        }
     }
 
     /// The spec with its seed replaced by `seed`, for kinds that draw random numbers
@@ -480,46 +459,15 @@ impl FromStr for IndexSpec {
     /// [`Error::InvalidParameter`] (`index spec`) naming the unknown kind or key, the
     /// repeated key, or the value that is not valid.
     fn from_str(s: &str) -> Result<Self> {
-        let s = s.trim();
-        let (kind, rest) = s.split_once(':').unwrap_or((s, ""));
-        let kind = kind.trim();
-        let mut pairs: Vec<(&str, &str)> = Vec::new();
-        for item in rest.split(',').map(str::trim).filter(|i| !i.is_empty()) {
-            let (k, v) = item
-                .split_once('=')
-                .ok_or_else(|| bad(format!("`{item}`: expected KEY=VALUE")))?;
-            let (k, v) = (k.trim(), v.trim());
-            if pairs.iter().any(|&(p, _)| p == k) {
-                return Err(bad(format!("`{k}` is given twice")));
-            }
-            pairs.push((k, v));
-        }
-        let info = KINDS.iter().find(|i| i.name == kind).ok_or_else(|| {
-            let names: Vec<&str> = KINDS.iter().map(|k| k.name).collect();
-            bad(format!(
-                "unknown index kind `{kind}`: expected one of {}",
-                names.join(", ")
-            ))
-        })?;
-        for &(k, _) in &pairs {
-            if !info.params.iter().any(|p| p.key == k) {
-                let keys: Vec<&str> = info.params.iter().map(|p| p.key).collect();
-                return Err(bad(if keys.is_empty() {
-                    format!("`{kind}` takes no parameters, `{k}` given")
-                } else {
-                    format!(
-                        "`{kind}` has no parameter `{k}`: expected {}",
-                        keys.join(", ")
-                    )
-                }));
-            }
-        }
+        let t = SpecText::parse(WHAT, s)?;
+        let kind = t.kind_in("index kind", KINDS)?.name;
+        let pairs = t.pairs();
         Ok(match kind {
             "linear" => IndexSpec::Linear,
             "manku" => {
                 let mut m = MankuSpec::default();
                 let mut design_keys = 0;
-                for &(k, v) in &pairs {
+                for &(k, v) in pairs {
                     match k {
                         "k" => m.radius = number(k, v)?,
                         "levels" | "blocks" => {
@@ -541,7 +489,7 @@ impl FromStr for IndexSpec {
             }
             "mih" => {
                 let mut m = MihSpec::default();
-                for &(k, v) in &pairs {
+                for &(k, v) in pairs {
                     match k {
                         "m" => m.substrings = Some(positive(k, v)?),
                         "delta" => m.delta_limit = Some(positive(k, v)?),
@@ -556,7 +504,7 @@ impl FromStr for IndexSpec {
             }
             "graph" => {
                 let mut g = GraphSpec::default();
-                for &(k, v) in &pairs {
+                for &(k, v) in pairs {
                     match k {
                         "m" => g.m = positive(k, v)?,
                         "ef" => g.ef = positive(k, v)?,
@@ -576,7 +524,7 @@ impl FromStr for IndexSpec {
             }
             _ => {
                 let mut p = PermutationSpec::default();
-                for &(k, v) in &pairs {
+                for &(k, v) in pairs {
                     match k {
                         "q" => p.permutations = positive(k, v)?,
                         "beam" => p.beam = positive(k, v)?,
@@ -592,71 +540,69 @@ impl FromStr for IndexSpec {
 impl fmt::Display for IndexSpec {
     /// The text form: the kind, then the parameters that differ from their defaults.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut params: Vec<String> = Vec::new();
+        let mut params: Vec<(&str, String)> = Vec::new();
         match self {
             IndexSpec::Linear => {}
             IndexSpec::Manku(m) => {
                 if m.radius != DEFAULT_RADIUS {
-                    params.push(format!("k={}", m.radius));
+                    params.push(("k", m.radius.to_string()));
                 }
                 match &m.design {
                     MankuDesign::Planned => {}
-                    MankuDesign::Levels(l) if l.is_empty() => params.push("levels=scan".into()),
+                    MankuDesign::Levels(l) if l.is_empty() => {
+                        params.push(("levels", "scan".into()))
+                    }
                     MankuDesign::Levels(l) => {
                         let l: Vec<String> = l.iter().map(ToString::to_string).collect();
-                        params.push(format!("levels={}", l.join("+")));
+                        params.push(("levels", l.join("+")));
                     }
-                    MankuDesign::MaxTables(t) => params.push(format!("tables={t}")),
-                    MankuDesign::Budget(b) => params.push(format!("budget={b}")),
+                    MankuDesign::MaxTables(t) => params.push(("tables", t.to_string())),
+                    MankuDesign::Budget(b) => params.push(("budget", b.to_string())),
                 }
             }
             IndexSpec::Mih(m) => {
                 if let Some(s) = m.substrings {
-                    params.push(format!("m={s}"));
+                    params.push(("m", s.to_string()));
                 }
                 if let Some(d) = m.delta_limit {
-                    params.push(format!("delta={d}"));
+                    params.push(("delta", d.to_string()));
                 }
                 if !m.fallback {
-                    params.push("fallback=false".into());
+                    params.push(("fallback", "false".into()));
                 }
             }
             IndexSpec::Permutation(p) => {
                 let d = PermutationSpec::default();
                 if p.permutations != d.permutations {
-                    params.push(format!("q={}", p.permutations));
+                    params.push(("q", p.permutations.to_string()));
                 }
                 if p.beam != d.beam {
-                    params.push(format!("beam={}", p.beam));
+                    params.push(("beam", p.beam.to_string()));
                 }
                 if p.seed != d.seed {
-                    params.push(format!("seed={}", p.seed));
+                    params.push(("seed", p.seed.to_string()));
                 }
             }
             IndexSpec::Graph(g) => {
                 let d = GraphSpec::default();
                 if g.m != d.m {
-                    params.push(format!("m={}", g.m));
+                    params.push(("m", g.m.to_string()));
                 }
                 if g.ef != d.ef {
-                    params.push(format!("ef={}", g.ef));
+                    params.push(("ef", g.ef.to_string()));
                 }
                 if g.ef_construction != d.ef_construction {
-                    params.push(format!("efc={}", g.ef_construction));
+                    params.push(("efc", g.ef_construction.to_string()));
                 }
                 if g.seed != d.seed {
-                    params.push(format!("seed={}", g.seed));
+                    params.push(("seed", g.seed.to_string()));
                 }
                 if !g.fallback {
-                    params.push("fallback=false".into());
+                    params.push(("fallback", "false".into()));
                 }
             }
         }
-        f.write_str(self.kind())?;
-        if !params.is_empty() {
-            write!(f, ":{}", params.join(","))?;
-        }
-        Ok(())
+        grammar::write(f, self.kind(), &params)
     }
 }
 
@@ -708,9 +654,9 @@ mod tests {
     #[test]
     fn bad_text_forms_are_errors_naming_the_problem() {
         for (s, needle) in [
-            ("", "unknown index kind ``"),
+            ("", "no kind"),
             ("hnsw", "unknown index kind `hnsw`"),
-            ("linear:k=3", "takes no parameters"),
+            ("linear:k=3", "no parameter `k`: it takes none"),
             ("manku:r=3", "no parameter `r`"),
             ("manku:k=x", "`k=x`"),
             ("manku:k=3,k=4", "given twice"),
@@ -719,7 +665,7 @@ mod tests {
             ("manku:levels=4+0", "at least 1"),
             ("mih:m=0", "at least 1"),
             ("mih:fallback=maybe", "true or false"),
-            ("permutation:q", "KEY=VALUE"),
+            ("permutation:q", "key=value"),
             ("permutation:beam=-1", "`beam=-1`"),
             ("graph:m=1", "at least 2"),
             ("graph:ef=0", "at least 1"),
@@ -733,7 +679,7 @@ mod tests {
     #[test]
     fn kinds_describe_every_parameter_the_parser_takes() {
         for k in kinds() {
-            assert!(!k.description.is_empty());
+            assert!(!k.summary.is_empty());
             let spec: IndexSpec = k.name.parse().unwrap();
             assert_eq!(spec.kind(), k.name);
             assert_eq!(spec.info(), k);

@@ -39,6 +39,7 @@ mod pooled;
 pub mod sparse;
 mod spec;
 
+pub use crate::util::spec::{KindInfo, ParamInfo};
 pub use accumulator::Accumulator;
 pub use any::AnySigner;
 pub use fwht::{FwhtBuilder, FwhtSigner};
@@ -48,7 +49,7 @@ pub use hyperplane::{
     Distribution, HyperplaneBuilder, HyperplaneSigner, ZERO_TARGET, zero_projection_fraction,
 };
 pub use pooled::{PooledBuilder, PooledSigner};
-pub use spec::{DEFAULT_POOL, InputKind, KindInfo, ParamInfo, SignerKind, SignerSpec, kinds};
+pub use spec::{DEFAULT_POOL, InputKind, SignerKind, SignerSpec, kinds};
 
 use ndarray::ArrayRef2;
 use rayon::prelude::*;

@@ -48,6 +48,7 @@ use super::{
     PooledSigner, Signer, SignerInfo,
 };
 use crate::error::{Error, Result};
+use crate::util::spec::{self as grammar, KindInfo, ParamInfo, SpecText};
 
 /// The default pool size of [`SignerKind::Pooled`] (Van Durme & Lall's recommendation).
 pub const DEFAULT_POOL: usize = 10_000;
@@ -124,41 +125,15 @@ impl SignerKind {
     }
 }
 
-/// One signer kind, for help texts and menus: see [`kinds`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct KindInfo {
-    /// The name, as in the string form of [`SignerKind`] and in [`SignerInfo::kind`].
-    pub name: &'static str,
-    /// One line: what the signer is and when to use it.
-    pub summary: &'static str,
-    /// Whether [`SignerSpec::build`] needs the input dimension (an explicit matrix).
-    pub needs_dim: bool,
-    /// The parameters of the string form.
-    pub params: &'static [ParamInfo],
-}
-
-/// One parameter of a signer kind, for help texts.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ParamInfo {
-    /// The key in the text form (`kind:key=value`).
-    pub name: &'static str,
-    /// Its default, as text.
-    pub default: &'static str,
-    /// What it sets, in one line.
-    pub summary: &'static str,
-}
-
 const KINDS: &[KindInfo] = &[
     KindInfo {
         name: "gaussian",
         summary: "explicit Gaussian D × f matrix (Charikar 2002): the exact 1 − θ/π collision law",
-        needs_dim: true,
         params: &[],
     },
     KindInfo {
         name: "super-bit",
         summary: "Gaussian hyperplanes orthonormalised in batches (Ji et al. 2012): lowest error on dense vectors",
-        needs_dim: true,
         params: &[ParamInfo {
             name: "depth",
             default: "min(D, f)",
@@ -168,13 +143,11 @@ const KINDS: &[KindInfo] = &[
     KindInfo {
         name: "rademacher",
         summary: "explicit ±1 D × f matrix stored as bits (Achlioptas 2003)",
-        needs_dim: true,
         params: &[],
     },
     KindInfo {
         name: "very-sparse",
         summary: "explicit sparse ±1 matrix (Li, Hastie & Church 2006): for dense inputs",
-        needs_dim: true,
         params: &[
             ParamInfo {
                 name: "density",
@@ -191,13 +164,11 @@ const KINDS: &[KindInfo] = &[
     KindInfo {
         name: "hashing-trick",
         summary: "±1 columns hashed from each feature (Manku et al. 2007): no matrix, any dimension, tokens; fastest",
-        needs_dim: false,
         params: &[],
     },
     KindInfo {
         name: "pooled",
         summary: "hashed picks from a pool of Gaussians (Van Durme & Lall 2010): any dimension, tokens",
-        needs_dim: false,
         params: &[ParamInfo {
             name: "pool",
             default: "10000",
@@ -207,7 +178,6 @@ const KINDS: &[KindInfo] = &[
     KindInfo {
         name: "hashed-gaussian",
         summary: "quantised Gaussian columns hashed from each feature: no matrix, any dimension, tokens; unbiased when a few features dominate",
-        needs_dim: false,
         params: &[],
     },
     KindInfo {
@@ -243,18 +213,23 @@ impl SignerKind {
         }
     }
 
-    /// Whether the kind holds an explicit `D × f` matrix and so needs the input dimension.
+    /// Whether the kind holds an explicit `D × f` matrix and so needs the input dimension
+    /// (the hashed kinds take any dimension).
     pub fn needs_dim(&self) -> bool {
-        self.info().needs_dim
+        match self {
+            SignerKind::Gaussian
+            | SignerKind::SuperBit { .. }
+            | SignerKind::Rademacher
+            | SignerKind::VerySparse { .. } => true,
+            SignerKind::HashingTrick | SignerKind::Pooled { .. } | SignerKind::HashedGaussian => {
+                false
+            }
+        }
     }
 
     /// The description of the kind in [`kinds`].
     pub fn info(&self) -> &'static KindInfo {
-        let name = self.name();
-        KINDS
-            .iter()
-            .find(|k| k.name == name)
-            .expect("every kind is listed")
+        grammar::info_of(KINDS, self.name())
     }
 
     /// The hash a hashed kind records in files (`signer.hash`).
@@ -289,93 +264,33 @@ impl SignerKind {
 
 impl fmt::Display for SignerKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())?;
-        for (k, (key, value)) in self.set_params().iter().enumerate() {
-            write!(f, "{}{key}={value}", if k == 0 { ':' } else { ',' })?;
-        }
-        Ok(())
+        grammar::write(f, self.name(), &self.set_params())
     }
 }
 
-fn bad(reason: impl Into<String>) -> Error {
-    Error::param("signer spec", reason)
-}
-
-/// The `key=value` pairs of a string form or of a file, taken one by one; leftovers are
-/// errors.
-struct Params<'a> {
-    kind: &'static str,
-    pairs: Vec<(&'a str, &'a str)>,
-}
-
-impl<'a> Params<'a> {
-    fn take<T: FromStr>(&mut self, key: &'static str, what: &str) -> Result<Option<T>> {
-        let Some(k) = self.pairs.iter().position(|p| p.0 == key) else {
-            return Ok(None);
-        };
-        let (_, v) = self.pairs.remove(k);
-        v.parse()
-            .map(Some)
-            .map_err(|_| bad(format!("`{key}={v}`: `{v}` is not {what}")))
-    }
-
-    fn finish(self) -> Result<()> {
-        match self.pairs.first() {
-            None => Ok(()),
-            Some((key, _)) => {
-                let doc = KINDS.iter().find(|k| k.name == self.kind).expect("listed");
-                let known: Vec<&str> = doc.params.iter().map(|p| p.name).collect();
-                Err(bad(format!(
-                    "the {} signer has no parameter `{key}` ({})",
-                    self.kind,
-                    if known.is_empty() {
-                        "it takes none".to_string()
-                    } else {
-                        format!("it takes {}", known.join(", "))
-                    }
-                )))
-            }
-        }
-    }
-}
-
-/// Parses a kind's name and parameters (already split into pairs).
-fn kind_from(name: &str, pairs: Vec<(&str, &str)>) -> Result<SignerKind> {
-    let Some(doc) = KINDS.iter().find(|k| k.name == name) else {
-        let names: Vec<&str> = KINDS.iter().map(|k| k.name).collect();
-        return Err(bad(format!(
-            "unknown signer `{name}` (one of {})",
-            names.join(", ")
-        )));
-    };
-    for (k, a) in pairs.iter().enumerate() {
-        if pairs[..k].iter().any(|b| b.0 == a.0) {
-            return Err(bad(format!("parameter `{}` given twice", a.0)));
-        }
-    }
-    let mut p = Params {
-        kind: doc.name,
-        pairs,
-    };
-    let kind = match doc.name {
+/// The kind of a parsed text form (or of a file's `signer.*` pairs), its parameters checked
+/// against the kind's.
+fn kind_from(t: &SpecText<'_>) -> Result<SignerKind> {
+    let info = t.kind_in("signer", KINDS)?;
+    Ok(match info.name {
         "gaussian" => SignerKind::Gaussian,
         "super-bit" => SignerKind::SuperBit {
-            depth: p.take("depth", "a whole number")?,
+            depth: t.get("depth", "a whole number")?,
         },
         "rademacher" => SignerKind::Rademacher,
         "very-sparse" => {
-            let density: Option<f64> = p.take("density", "a number")?;
+            let density: Option<f64> = t.get("density", "a number")?;
             if let Some(d) = density.filter(|d| !(*d > 0.0 && *d <= 1.0)) {
-                return Err(bad(format!("`density={d}` is not in (0, 1]")));
+                return Err(t.bad(format!("`density={d}` is not in (0, 1]")));
             }
             SignerKind::VerySparse {
                 density,
-                nnz: p.take("nnz", "a whole number")?,
+                nnz: t.get("nnz", "a whole number")?,
             }
         }
         "hashing-trick" => SignerKind::HashingTrick,
         "pooled" => SignerKind::Pooled {
-            pool: p.take("pool", "a whole number")?.unwrap_or(DEFAULT_POOL),
+            pool: t.get("pool", "a whole number")?.unwrap_or(DEFAULT_POOL),
         },
         "hashed-gaussian" => SignerKind::HashedGaussian,
         "fwht" => SignerKind::Fwht {
@@ -384,26 +299,19 @@ fn kind_from(name: &str, pairs: Vec<(&str, &str)>) -> Result<SignerKind> {
                 .unwrap_or(DEFAULT_BUCKETS),
         },
         _ => unreachable!("every listed kind is parsed"),
-    };
-    p.finish()?;
-    Ok(kind)
+    })
 }
 
 impl FromStr for SignerKind {
     type Err = Error;
 
     fn from_str(s: &str) -> Result<Self> {
-        let (name, args) = s.split_once(':').unwrap_or((s, ""));
-        let mut pairs = Vec::new();
-        for a in args.split(',').map(str::trim).filter(|a| !a.is_empty()) {
-            let (k, v) = a
-                .split_once('=')
-                .ok_or_else(|| bad(format!("`{a}` in `{s}` is not a `key=value` parameter")))?;
-            pairs.push((k.trim(), v.trim()));
-        }
-        kind_from(name.trim(), pairs)
+        kind_from(&SpecText::parse(WHAT, s)?)
     }
 }
+
+/// What the errors of the text form name.
+const WHAT: &str = "signer spec";
 
 /// A signer, fully described: its kind and parameters, width, seed and (for the explicit
 /// matrices, when known) input dimension. [`build`](Self::build) makes the signer;
@@ -499,7 +407,7 @@ impl SignerSpec {
     }
 
     /// Builds the signer. `dim` is the input dimension, needed by the explicit matrices
-    /// ([`KindInfo::needs_dim`]) unless the spec has one; hashed signers take any dimension
+    /// ([`SignerKind::needs_dim`]) unless the spec has one; hashed signers take any dimension
     /// and ignore it. A spec whose dimension differs from `dim` is an error (a matrix drawn for
     /// one dimension does not sign vectors of another).
     pub fn build(&self, dim: Option<u64>) -> Result<AnySigner> {
@@ -678,7 +586,9 @@ impl SignerSpec {
         match kind {
             "hashing-trick" | "hashed-gaussian" | "fwht" => {
                 let hash = get(params, "signer.hash")?;
-                let ours = kind_from(kind, Vec::new())?.hash().expect("a hashed kind");
+                let ours = kind_from(&SpecText::from_pairs(WHAT, kind, Vec::new())?)?
+                    .hash()
+                    .expect("a hashed kind");
                 if hash != ours {
                     return Err(Error::param(
                         "signer.hash",
@@ -704,7 +614,7 @@ impl SignerSpec {
             _ => {}
         }
         let spec = SignerSpec {
-            kind: kind_from(kind, pairs)?,
+            kind: kind_from(&SpecText::from_pairs(WHAT, kind, pairs)?)?,
             bits,
             seed,
             dim,

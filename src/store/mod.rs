@@ -20,7 +20,7 @@
 //! - [`Within::Radius`]: every live item whose code is within Hamming distance `r`
 //!   (inclusive), sorted by `(distance, id)`.
 //! - [`Within::Cosine`]: every live item whose exact cosine with the query reaches `τ`, among
-//!   the candidates within the radius the [planner](crate::estimate::Planner) gives for `τ` at
+//!   the candidates within the radius the [planner](crate::estimate::RadiusPlanner) gives for `τ` at
 //!   the store's recall target (by default [`DEFAULT_RECALL`]:
 //!   a pair at exactly `τ` is a candidate with probability ≥ 0.99, pairs above it more
 //!   often), sorted by decreasing cosine then id: the same rule as the batch verified join
@@ -121,7 +121,7 @@ use self::segment::Segment;
 use self::view::{Probe, Reach, SegRef, View};
 use self::writer::Job;
 use crate::error::{Error, Result};
-use crate::estimate::{DEFAULT_RECALL, Planner, RadiusRule};
+use crate::estimate::{DEFAULT_RECALL, RadiusPlanner, RadiusRule};
 use crate::fs::LockGuard;
 use crate::index::{IndexSpec, MankuSpec, MihSpec};
 use crate::signature::words_for;
@@ -1097,7 +1097,7 @@ impl Store {
         if let Some(&r) = self.inner.radii.read().expect("not poisoned").get(&key) {
             return Ok(r);
         }
-        let plan = Planner::new(t)
+        let plan = RadiusPlanner::new(t)
             .bits(self.inner.config.bits as u64)
             .rule(RadiusRule::TargetRecall(self.inner.config.recall))
             .plan()?;

@@ -2,12 +2,52 @@
 //! `super-bit:depth=16`, `manku:k=3,levels=4` or `bands:f=1024,b=71,w=12`. Parsing checks
 //! the shape once (a `KEY=VALUE` item, no key given twice, only the kind's keys) and gives
 //! typed values with errors that name the key and the value; [`write`] makes the text form
-//! back from the kind and the parameters that differ from their defaults.
+//! back from the kind and the parameters that differ from their defaults. [`KindInfo`] and
+//! [`ParamInfo`] describe the kinds of every family (signers, indexes) for help texts and
+//! menus, and [`SpecText::kind_in`] finds the parsed kind among them.
 
 use std::fmt;
 use std::str::FromStr;
 
 use crate::error::{Error, Result};
+
+/// One kind of a spec family (a signer, an index), for help texts and menus: see
+/// [`signers::kinds`](crate::signers::kinds) and [`index::kinds`](crate::index::kinds).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KindInfo {
+    /// The name, as in the text form's `KIND`.
+    pub name: &'static str,
+    /// One line: what the kind is and when to use it.
+    pub summary: &'static str,
+    /// The parameters of the text form.
+    pub params: &'static [ParamInfo],
+}
+
+/// One parameter of a kind, for help texts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ParamInfo {
+    /// The key in the text form (`kind:key=value`).
+    pub name: &'static str,
+    /// Its default, as text.
+    pub default: &'static str,
+    /// What it sets, in one line.
+    pub summary: &'static str,
+}
+
+impl KindInfo {
+    /// The keys of the kind's parameters, in the order of the table.
+    pub fn keys(&self) -> Vec<&'static str> {
+        self.params.iter().map(|p| p.name).collect()
+    }
+}
+
+/// The entry of `kinds` named `name`: every kind of a family is listed.
+pub(crate) fn info_of(kinds: &'static [KindInfo], name: &str) -> &'static KindInfo {
+    kinds
+        .iter()
+        .find(|k| k.name == name)
+        .expect("every kind is listed")
+}
 
 /// A parsed text form: the kind and its `KEY=VALUE` pairs, in order.
 #[derive(Debug)]
@@ -38,13 +78,52 @@ impl<'a> SpecText<'a> {
             let (k, v) = item
                 .split_once('=')
                 .ok_or_else(|| bad(format!("`{item}` in `{s}` is not a `key=value` parameter")))?;
-            let (k, v) = (k.trim(), v.trim());
-            if pairs.iter().any(|&(p, _)| p == k) {
-                return Err(bad(format!("parameter `{k}` given twice in `{s}`")));
+            pairs.push((k.trim(), v.trim()));
+        }
+        Self::from_pairs(what, kind, pairs)
+    }
+
+    /// A text form already split (the parameters a file records, say).
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] (named `what`) for a key given twice.
+    pub fn from_pairs(
+        what: &'static str,
+        kind: &'a str,
+        pairs: Vec<(&'a str, &'a str)>,
+    ) -> Result<Self> {
+        for (k, a) in pairs.iter().enumerate() {
+            if pairs[..k].iter().any(|b| b.0 == a.0) {
+                return Err(Error::param(
+                    what,
+                    format!("parameter `{}` given twice", a.0),
+                ));
             }
-            pairs.push((k, v));
         }
         Ok(SpecText { what, kind, pairs })
+    }
+
+    /// The kind's entry in `kinds`, with every given key checked against its parameters.
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] (named `what`) for an unknown kind (`family` names it:
+    /// `signer`, `index kind`), naming the known ones, or a key the kind does not take.
+    pub fn kind_in(&self, family: &str, kinds: &'static [KindInfo]) -> Result<&'static KindInfo> {
+        let info = kinds.iter().find(|k| k.name == self.kind).ok_or_else(|| {
+            let names: Vec<&str> = kinds.iter().map(|k| k.name).collect();
+            self.bad(format!(
+                "unknown {family} `{}`: expected one of {}",
+                self.kind,
+                names.join(", ")
+            ))
+        })?;
+        self.only(&info.keys())?;
+        Ok(info)
+    }
+
+    /// The `KEY=VALUE` pairs, in the order given.
+    pub fn pairs(&self) -> &[(&'a str, &'a str)] {
+        &self.pairs
     }
 
     /// An error about this text, named by its `what`.
@@ -56,9 +135,10 @@ impl<'a> SpecText<'a> {
     pub fn only(&self, keys: &[&str]) -> Result<()> {
         match self.pairs.iter().find(|(k, _)| !keys.contains(k)) {
             None => Ok(()),
-            Some((k, _)) if keys.is_empty() => {
-                Err(self.bad(format!("`{}` takes no parameters, `{k}` given", self.kind)))
-            }
+            Some((k, _)) if keys.is_empty() => Err(self.bad(format!(
+                "`{}` has no parameter `{k}`: it takes none",
+                self.kind
+            ))),
             Some((k, _)) => Err(self.bad(format!(
                 "`{}` has no parameter `{k}`: expected {}",
                 self.kind,
@@ -135,5 +215,47 @@ mod tests {
         let t = SpecText::parse("x spec", "radius").unwrap();
         assert_eq!(t.kind, "radius");
         assert!(t.only(&[]).is_ok());
+    }
+
+    #[test]
+    fn kinds_are_found_and_their_keys_checked() {
+        const KINDS: &[KindInfo] = &[
+            KindInfo {
+                name: "a",
+                summary: "no parameters",
+                params: &[],
+            },
+            KindInfo {
+                name: "b",
+                summary: "one",
+                params: &[ParamInfo {
+                    name: "x",
+                    default: "1",
+                    summary: "x",
+                }],
+            },
+        ];
+        let t = SpecText::parse("x spec", "b:x=2").unwrap();
+        assert_eq!(t.kind_in("thing", KINDS).unwrap().name, "b");
+        assert_eq!(info_of(KINDS, "a").summary, "no parameters");
+        let e = SpecText::parse("x spec", "c")
+            .unwrap()
+            .kind_in("thing", KINDS);
+        let e = e.unwrap_err().to_string();
+        assert!(e.contains("unknown thing `c`: expected one of a, b"), "{e}");
+        let e = SpecText::parse("x spec", "a:x=1")
+            .unwrap()
+            .kind_in("thing", KINDS);
+        assert!(
+            e.unwrap_err()
+                .to_string()
+                .contains("no parameter `x`: it takes none")
+        );
+        let e = SpecText::parse("x spec", "b:y=1")
+            .unwrap()
+            .kind_in("thing", KINDS);
+        assert!(e.unwrap_err().to_string().contains("expected x"));
+        let e = SpecText::from_pairs("x spec", "b", vec![("x", "1"), ("x", "2")]);
+        assert!(e.unwrap_err().to_string().contains("given twice"));
     }
 }

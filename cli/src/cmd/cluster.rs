@@ -7,11 +7,11 @@ use std::path::PathBuf;
 use anyhow::Result;
 use clap::Parser;
 
-use super::sign::InputArgs;
-use crate::common::{Ctx, SignerArgs, check_paths, print_line, to_stdout};
+use crate::common::{Ctx, SignerArgs, print_line, to_stdout};
 use crate::input::prepare_with;
 use crate::join::{Clusters, JoinArgs};
 use crate::parquet::Shape;
+use crate::sign::InputArgs;
 use crate::table::Rows;
 
 const EXAMPLE: &str = "Examples:
@@ -49,7 +49,7 @@ pub struct Args {
 pub fn run(mut a: Args, ctx: &mut Ctx) -> Result<()> {
     let _spool = a.input.spool_stdin()?;
     let outputs: Vec<&std::path::Path> = a.out.iter().map(PathBuf::as_path).collect();
-    check_paths(ctx, &a.input, &outputs)?;
+    a.input.check_paths(ctx, &outputs)?;
     let p = prepare_with(
         &a.input,
         &a.signer,

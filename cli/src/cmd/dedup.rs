@@ -6,11 +6,11 @@ use anyhow::Result;
 use clap::Parser;
 use simlsh::fs::OutputSet;
 
-use super::sign::InputArgs;
-use crate::common::{Ctx, SignerArgs, check_paths, print_line};
+use crate::common::{Ctx, SignerArgs, print_line};
 use crate::input::{Prepared, prepare_with};
 use crate::join::{Clusters, Found, JoinArgs, Mode};
 use crate::parquet::Shape;
+use crate::sign::InputArgs;
 use crate::table::Rows;
 
 const EXAMPLE: &str = "Examples:
@@ -70,7 +70,7 @@ pub fn run(mut a: Args, ctx: &mut Ctx) -> Result<()> {
         .flatten()
         .map(PathBuf::as_path)
         .collect();
-    check_paths(ctx, &a.input, &outputs)?;
+    a.input.check_paths(ctx, &outputs)?;
     let p = prepare_with(
         &a.input,
         &a.signer,

@@ -14,8 +14,8 @@ use simlsh::estimate;
 use simlsh::index::{HammingIndex, LinearScan};
 use simlsh::io::input::{VectorOptions, Vectors, read_vectors};
 
-use super::sign::format_of;
 use crate::common::{Ctx, SignerArgs, to_stdout};
+use crate::sign::format_of;
 
 const EXAMPLE: &str = "Examples:
   simlsh eval datasets/glove-6B-50d-10k/vectors.fvecs --signer gaussian --bits 256 --pairs 20000 --plot eval.svg
@@ -128,7 +128,7 @@ pub fn run(a: Args, ctx: &mut Ctx) -> Result<()> {
         ctx.bits(),
         ctx,
     )?;
-    let sigs = ctx.phase("sign", |ctx| super::sign::sign_dense(&x, &signer, ctx))?;
+    let sigs = ctx.phase("sign", |ctx| crate::sign::sign_dense(&x, &signer, ctx))?;
     let bits = sigs.bits() as u64;
 
     // Random pairs (i != j) of nonzero rows, seeded, compared chunk by chunk.

@@ -29,11 +29,11 @@ use simlsh::storage::Buf;
 use simlsh::text::Tokenizer;
 use simlsh::verify::{CsrVectors, Vectors};
 
-use super::sign::{InputArgs, TextArgs, WeightingArg};
 use crate::common::{
-    Ctx, SignerArgs, check_distinct, check_paths, human_bytes, print_line, read_codes, to_stdout,
+    Ctx, SignerArgs, check_distinct, human_bytes, print_line, read_codes, to_stdout,
 };
 use crate::input::{Exact, prepare};
+use crate::sign::{InputArgs, TextArgs, WeightingArg};
 
 const EXAMPLE: &str = "Examples:
   simlsh index build codes.npy codes.idx --kind manku:k=3
@@ -339,11 +339,11 @@ pub fn index_help() -> String {
         "The index: KIND or KIND:key=value,... (parameters left out take their defaults).\n",
     );
     for k in simlsh::index::kinds() {
-        h.push_str(&format!("\n  {}: {}", k.name, k.description));
+        h.push_str(&format!("\n  {}: {}", k.name, k.summary));
         for p in k.params {
             h.push_str(&format!(
                 "\n      {}:{}=…: {} (default {})",
-                k.name, p.key, p.description, p.default
+                k.name, p.name, p.summary, p.default
             ));
         }
     }
@@ -581,7 +581,7 @@ fn sign_input(
 
 fn build(mut a: BuildArgs, ctx: &mut Ctx) -> Result<()> {
     let _spool = a.input.spool_stdin()?;
-    check_paths(ctx, &a.input, &[&a.out])?;
+    a.input.check_paths(ctx, &[&a.out])?;
     let bits = ctx.bits_given;
     let read = ctx.phase("read", |_| read_stored(&a.input, bits, "--bits"))?;
     let (sigs, record) = match read {
@@ -848,7 +848,7 @@ fn read_for_index(
     if let Some(k) = &a.signer {
         check_kind(k, rec, &a.index)?;
     }
-    if !crate::parquet::is_parquet(path) && super::sign::format_of(path, a.input_format)?.is_text()
+    if !crate::parquet::is_parquet(path) && crate::sign::format_of(path, a.input_format)?.is_text()
     {
         // Documents: the index must record how its documents were tokenised.
         text_args(rec, a)?;

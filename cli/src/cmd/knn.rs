@@ -11,10 +11,10 @@ use simlsh::join::{ApproxKnn, KnnMethod};
 use simlsh::{Hit, SignatureMatrix};
 
 use super::index::QUERY_BATCH;
-use super::sign::InputArgs;
-use crate::common::{Ctx, SignerArgs, check_paths, to_stdout};
+use crate::common::{Ctx, SignerArgs, to_stdout};
 use crate::input::{Exact, prepare};
 use crate::parquet::Shape;
+use crate::sign::InputArgs;
 use crate::table::Rows;
 use simlsh::verify::{CsrVectors, rerank_graph};
 
@@ -107,7 +107,7 @@ pub fn run(mut a: Args, ctx: &mut Ctx) -> Result<()> {
         bail!("--rerank {m} must be at least --k {}", a.k);
     }
     let outputs: Vec<&std::path::Path> = a.out.iter().map(PathBuf::as_path).collect();
-    check_paths(ctx, &a.input, &outputs)?;
+    a.input.check_paths(ctx, &outputs)?;
     let p = prepare(
         &a.input,
         &a.signer,

@@ -8,8 +8,8 @@ use simlsh::index::IndexSpec;
 use simlsh::signers::SignerSpec;
 use simlsh::store::{Content, Store};
 
-use super::sign::{TextArgs, WeightingArg, tokenizer};
 use crate::common::Ctx;
+use crate::sign::{TextArgs, WeightingArg, tokenizer};
 
 /// Create, verify or describe a store: the durable, incremental index that `simlsh serve`
 /// serves (codes, vectors or documents under u64 ids, a write-ahead log, segments).

@@ -2,14 +2,14 @@
 
 use std::f64::consts::{FRAC_PI_2, PI};
 
-use super::binomial::{cdf_row, cdf_unchecked};
-use super::{check_bits, check_cosine};
 use crate::error::{Error, Result};
+use crate::estimate::binomial::{cdf_row, cdf_unchecked};
+use crate::estimate::{check_bits, check_cosine};
 
-/// Largest signature width the radius [`Planner`] accepts (its table can have f + 1 rows).
+/// Largest signature width the radius [`RadiusPlanner`] accepts (its table can have f + 1 rows).
 pub const PLANNER_MAX_BITS: u64 = 1 << 20;
 
-/// Worst-case recall beyond which the [`Planner`] table stops: past it the recall is saturated
+/// Worst-case recall beyond which the [`RadiusPlanner`] table stops: past it the recall is saturated
 /// to within this margin and precision can only fall.
 const SATURATED_RECALL: f64 = 1.0 - 1e-12;
 
@@ -71,7 +71,7 @@ pub fn manku_table() -> Vec<RecallPoint> {
         .collect()
 }
 
-/// How the [`Planner`] picks the Hamming radius r.
+/// How the [`RadiusPlanner`] picks the Hamming radius r.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub enum RadiusRule {
     /// r = round(f·acos(t)/π), the expected distance at the threshold rounded to the nearest
@@ -142,7 +142,7 @@ pub struct PlanRow {
     pub f1: f64,
 }
 
-/// The result of [`Planner::plan`]: the chosen radius and the whole trade-off table.
+/// The result of [`RadiusPlanner::plan`]: the chosen radius and the whole trade-off table.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RadiusPlan {
     /// The cosine threshold t.
@@ -167,7 +167,7 @@ impl RadiusPlan {
     ///
     /// # Panics
     ///
-    /// If `radius` is not a row of `rows`, which [`Planner::plan`] never produces (only a plan
+    /// If `radius` is not a row of `rows`, which [`RadiusPlanner::plan`] never produces (only a plan
     /// assembled by hand can be inconsistent).
     pub fn chosen(&self) -> &PlanRow {
         &self.rows[self.radius as usize]
@@ -188,29 +188,29 @@ impl RadiusPlan {
 /// # Example
 ///
 /// ```
-/// use simlsh::estimate::{Planner, RadiusRule};
-/// let plan = Planner::new(0.9).bits(256).rule(RadiusRule::TargetRecall(0.99)).plan()?;
+/// use simlsh::estimate::{RadiusPlanner, RadiusRule};
+/// let plan = RadiusPlanner::new(0.9).bits(256).rule(RadiusRule::TargetRecall(0.99)).plan()?;
 /// let row = plan.chosen();
 /// assert!(row.recall_at_threshold >= 0.99);
 /// assert!(plan.rows[plan.radius as usize - 1].recall_at_threshold < 0.99);
 /// // The expected-distance rule finds pairs at the threshold about half the time.
-/// let plan = Planner::new(0.9).bits(256).plan()?;
+/// let plan = RadiusPlanner::new(0.9).bits(256).plan()?;
 /// assert_eq!(plan.radius, 37); // round(256 · acos(0.9) / π) = round(36.77)
 /// assert!((plan.chosen().recall_at_threshold - 0.5).abs() < 0.1);
 /// # Ok::<(), simlsh::Error>(())
 /// ```
 #[derive(Debug, Clone, PartialEq)]
-pub struct Planner {
+pub struct RadiusPlanner {
     threshold: f64,
     bits: u64,
     rule: RadiusRule,
     pairs: PairDistribution,
 }
 
-impl Planner {
+impl RadiusPlanner {
     /// A planner for the cosine threshold t (in [−1, 1]), with the defaults above.
     pub fn new(threshold: f64) -> Self {
-        Planner {
+        RadiusPlanner {
             threshold,
             bits: 64,
             rule: RadiusRule::default(),
@@ -283,7 +283,7 @@ impl Planner {
             RadiusRule::ExpectedDistance | RadiusRule::MaxF1 => {}
         }
         let expected_radius = (expected_distance.round() as u64).min(f);
-        let r_end = super::binomial_quantile(saturation, f, p_t)?
+        let r_end = crate::estimate::binomial_quantile(saturation, f, p_t)?
             .max(min_rows)
             .max(expected_radius);
 
@@ -535,7 +535,7 @@ mod tests {
             (0.0, 128),
             (-0.5, 64),
         ] {
-            let plan = Planner::new(t).bits(f).plan().unwrap();
+            let plan = RadiusPlanner::new(t).bits(f).plan().unwrap();
             let p_t = t.acos() / PI;
             for (r, row) in plan.rows.iter().enumerate() {
                 assert_eq!(row.radius, r as u64);
@@ -574,7 +574,7 @@ mod tests {
         // Mean P[Bin(f, θ/π) <= r] over θ uniform on each class, by numerical integration of
         // the exact CDF (a polynomial in θ/π of degree f; Simpson's error is below 1e-9 here).
         for &(t, f, max_angle) in &[(0.9, 64u64, FRAC_PI_2), (0.7, 128, PI), (0.95, 32, 1.0)] {
-            let plan = Planner::new(t)
+            let plan = RadiusPlanner::new(t)
                 .bits(f)
                 .pairs(PairDistribution::UniformAngle {
                     max_angle,
@@ -608,7 +608,7 @@ mod tests {
             .map(|_| (rng.random_range(0.6..1.0), rng.random_range(0.0..3.0)))
             .collect();
         let (t, f) = (0.9, 64u64);
-        let plan = Planner::new(t)
+        let plan = RadiusPlanner::new(t)
             .bits(f)
             .pairs(PairDistribution::Weighted(pairs.clone()))
             .plan()
@@ -636,12 +636,12 @@ mod tests {
         }
         // A plain sample is the same as unit weights.
         let cosines: Vec<f64> = pairs.iter().map(|p| p.0).collect();
-        let sample = Planner::new(t)
+        let sample = RadiusPlanner::new(t)
             .bits(f)
             .pairs(PairDistribution::Cosines(cosines.clone()))
             .plan()
             .unwrap();
-        let unit = Planner::new(t)
+        let unit = RadiusPlanner::new(t)
             .bits(f)
             .pairs(PairDistribution::Weighted(
                 cosines.iter().map(|&c| (c, 1.0)).collect(),
@@ -653,7 +653,7 @@ mod tests {
 
     #[test]
     fn radius_rules() {
-        let base = Planner::new(0.9).bits(256);
+        let base = RadiusPlanner::new(0.9).bits(256);
         // Expected distance, rounded: 256·acos(0.9)/π = 36.77.
         let plan = base.clone().plan().unwrap();
         assert_eq!(plan.radius, 37);
@@ -686,7 +686,7 @@ mod tests {
 
     #[test]
     fn true_fraction_sets_precision() {
-        let plan = Planner::new(0.9)
+        let plan = RadiusPlanner::new(0.9)
             .pairs(PairDistribution::UniformAngle {
                 max_angle: FRAC_PI_2,
                 true_fraction: Some(0.01),
@@ -698,37 +698,37 @@ mod tests {
         let want = 0.01 * row.recall / (0.01 * row.recall + 0.99 * row.false_positive_rate);
         assert!((row.precision - want).abs() <= 1e-15);
         // With fewer true pairs the same radius is less precise.
-        let natural = Planner::new(0.9).plan().unwrap();
+        let natural = RadiusPlanner::new(0.9).plan().unwrap();
         assert!(natural.chosen().precision > row.precision);
     }
 
     #[test]
     fn invalid_settings_are_rejected() {
         let bad = [
-            Planner::new(f64::NAN),
-            Planner::new(1.5),
-            Planner::new(0.9).bits(0),
-            Planner::new(0.9).bits(PLANNER_MAX_BITS + 1),
-            Planner::new(0.9).rule(RadiusRule::TargetRecall(1.0)),
-            Planner::new(0.9).rule(RadiusRule::TargetRecall(0.0)),
-            Planner::new(0.9).rule(RadiusRule::Fixed(65)),
-            Planner::new(0.9).pairs(PairDistribution::UniformAngle {
+            RadiusPlanner::new(f64::NAN),
+            RadiusPlanner::new(1.5),
+            RadiusPlanner::new(0.9).bits(0),
+            RadiusPlanner::new(0.9).bits(PLANNER_MAX_BITS + 1),
+            RadiusPlanner::new(0.9).rule(RadiusRule::TargetRecall(1.0)),
+            RadiusPlanner::new(0.9).rule(RadiusRule::TargetRecall(0.0)),
+            RadiusPlanner::new(0.9).rule(RadiusRule::Fixed(65)),
+            RadiusPlanner::new(0.9).pairs(PairDistribution::UniformAngle {
                 max_angle: 0.0,
                 true_fraction: None,
             }),
-            Planner::new(0.9).pairs(PairDistribution::UniformAngle {
+            RadiusPlanner::new(0.9).pairs(PairDistribution::UniformAngle {
                 max_angle: FRAC_PI_2,
                 true_fraction: Some(1.5),
             }),
             // All pair angles are below the threshold angle: no false pairs for the fraction.
-            Planner::new(0.0).pairs(PairDistribution::UniformAngle {
+            RadiusPlanner::new(0.0).pairs(PairDistribution::UniformAngle {
                 max_angle: 1.0,
                 true_fraction: Some(0.5),
             }),
-            Planner::new(1.0),
-            Planner::new(0.9).pairs(PairDistribution::Cosines(vec![0.1, 0.2])),
-            Planner::new(0.9).pairs(PairDistribution::Cosines(vec![0.95, f64::NAN])),
-            Planner::new(0.9).pairs(PairDistribution::Weighted(vec![(0.95, -1.0)])),
+            RadiusPlanner::new(1.0),
+            RadiusPlanner::new(0.9).pairs(PairDistribution::Cosines(vec![0.1, 0.2])),
+            RadiusPlanner::new(0.9).pairs(PairDistribution::Cosines(vec![0.95, f64::NAN])),
+            RadiusPlanner::new(0.9).pairs(PairDistribution::Weighted(vec![(0.95, -1.0)])),
         ];
         for planner in bad {
             assert!(planner.plan().is_err(), "{planner:?}");

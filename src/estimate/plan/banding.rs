@@ -1,31 +1,15 @@
-//! Planning a cosine-threshold join: bands and widths for the banded join, the radius of the
-//! exact Hamming join, and the choice between them.
+//! Planning a banded cosine join: the bands and widths that reach a recall target at the
+//! threshold at the least expected cost, and the recall of a banding.
 
 use std::f64::consts::PI;
 
-use super::binomial::{binomial_quantile, cdf_unchecked};
-use super::planner::{Planner, RadiusRule};
-use super::{check_bits, check_cosine};
+use super::{BAND_ROW_NS, PlanInputs, pair_ns, plan_input_setters};
 use crate::error::{Error, Result};
+use crate::estimate::binomial::{binomial_quantile, cdf_unchecked};
+use crate::estimate::{check_bits, check_cosine};
 
 /// Signature widths a [`BandingPlanner`] considers by default.
 pub const DEFAULT_WIDTHS: [usize; 7] = [64, 128, 256, 512, 1024, 2048, 4096];
-
-/// The widths a verified cosine join chooses from when the signatures are yet to be made
-/// ([`JoinPlanner::features`]): 256 bits up to tens of thousands of rows, wider as the rows
-/// grow (banding more rows needs longer bands to keep random candidates down).
-pub const PLANNED_WIDTHS: [usize; 5] = [256, 512, 1024, 2048, 4096];
-
-/// The width of a cosine join whose signatures are not planned (no vectors to verify with, or
-/// verification off): at 64 bits a cosine threshold such as 0.8 is a Hamming radius of 13,
-/// and LSH bands reaching the planned recall are 4 bits wide, so narrow that on a large input
-/// most band keys are shared by more rows than a group may hold; 256 bits give bands of 7–12
-/// bits.
-pub const COSINE_BITS: usize = 256;
-
-/// Default recall target of the planners: pairs exactly at the threshold are found with
-/// probability at least 0.99 (pairs above it more often).
-pub const DEFAULT_RECALL: f64 = 0.99;
 
 /// Share of the miss budget `1 − target` given to the Hamming filter of a banded plan.
 const FILTER_SHARE: f64 = 0.01;
@@ -36,60 +20,6 @@ const PREFIX_SHARE: f64 = 0.01;
 /// Words of the prefix filter: plans of signatures wider than this many 64-bit words check
 /// the first ones first ([`crate::join::BandingBuilder::prefix_filter`]).
 pub const PREFIX_WORDS: usize = 4;
-
-/// Cost model (nanoseconds on one core, fitted to `benches/join.rs` on 300k planted rows):
-/// putting one row into one band (key, radix sort, run scan, fetching the row).
-pub const BAND_ROW_NS: f64 = 35.0;
-
-/// Cost model: one pair check of `f`-bit codes in a run of fewer than 48 rows (XOR, popcount
-/// with early exit, first-band test), fixed part.
-pub const PAIR_NS: f64 = 2.5;
-
-/// Cost model: one pair check in a small run, per 64-bit word of the codes.
-pub const PAIR_WORD_NS: f64 = 0.5;
-
-/// Cost model: one pair check in a run of 48 rows or more of codes of at most 8 words (the
-/// batched scan kernel, specialised up to 8 words; it also compares each pair in both orders
-/// within a tile), fixed part.
-pub const KERNEL_PAIR_NS: f64 = 0.0;
-
-/// Cost model: one pair check in a big run, per 64-bit word of the codes.
-pub const KERNEL_WORD_NS: f64 = 0.4;
-
-/// Nanoseconds of one pair check of `bits`-bit codes in runs of `run` rows on average.
-fn pair_ns(bits: usize, run: f64) -> f64 {
-    let words = bits.div_ceil(64) as f64;
-    if run >= crate::join::BIG_RUN as f64 && words <= 8.0 {
-        KERNEL_PAIR_NS + KERNEL_WORD_NS * words
-    } else {
-        PAIR_NS + PAIR_WORD_NS * words
-    }
-}
-
-/// Validates a recall target.
-fn check_recall(target: f64) -> Result<f64> {
-    if !(target > 0.0 && target < 1.0) {
-        return Err(Error::param(
-            "recall",
-            format!("the recall target must lie strictly between 0 and 1, got {target}"),
-        ));
-    }
-    Ok(target)
-}
-
-/// Validates a planner's allowed widths (not empty) and signing cost (finite, ≥ 0).
-fn check_widths_and_cost(widths: &[usize], sign_ns_per_bit: f64) -> Result<()> {
-    if widths.is_empty() {
-        return Err(Error::param("widths", "no signature width to choose from"));
-    }
-    if !(sign_ns_per_bit.is_finite() && sign_ns_per_bit >= 0.0) {
-        return Err(Error::param(
-            "sign_cost",
-            format!("must be finite and >= 0, got {sign_ns_per_bit}"),
-        ));
-    }
-    Ok(())
-}
 
 /// The probability that one bit of the signatures of two vectors with cosine `c` agrees:
 /// `1 − acos(c)/π`.
@@ -352,62 +282,30 @@ impl BandingPlan {
 /// ```
 #[derive(Clone, Debug, PartialEq)]
 pub struct BandingPlanner {
-    threshold: f64,
-    recall: f64,
-    rows: u64,
-    widths: Vec<usize>,
+    inputs: PlanInputs,
     filter: bool,
-    sign_ns_per_bit: f64,
 }
 
 impl BandingPlanner {
     /// A planner for the threshold τ: recall 0.99, one million rows, the widths
     /// [`DEFAULT_WIDTHS`], the Hamming filter on, signing not counted.
     pub fn new(threshold: f64) -> Self {
+        Self::from_inputs(PlanInputs::new(threshold, &DEFAULT_WIDTHS))
+    }
+
+    /// A planner for `inputs`, the Hamming filter on.
+    pub fn from_inputs(inputs: PlanInputs) -> Self {
         BandingPlanner {
-            threshold,
-            recall: DEFAULT_RECALL,
-            rows: 1_000_000,
-            widths: DEFAULT_WIDTHS.to_vec(),
+            inputs,
             filter: true,
-            sign_ns_per_bit: 0.0,
         }
     }
 
-    /// The recall target at τ, in (0, 1).
-    pub fn recall(mut self, target: f64) -> Self {
-        self.recall = target;
-        self
-    }
-
-    /// The number of rows `n`.
-    pub fn rows(mut self, n: u64) -> Self {
-        self.rows = n;
-        self
-    }
-
-    /// A fixed signature width (the signatures exist).
-    pub fn bits(mut self, f: usize) -> Self {
-        self.widths = vec![f];
-        self
-    }
-
-    /// The signature widths to choose from.
-    pub fn widths(mut self, widths: &[usize]) -> Self {
-        self.widths = widths.to_vec();
-        self
-    }
+    plan_input_setters!();
 
     /// Use the Hamming filter (default true).
     pub fn filter(mut self, on: bool) -> Self {
         self.filter = on;
-        self
-    }
-
-    /// Counts signing in the cost: nanoseconds per row per signature bit (the hashing trick
-    /// costs about 0.07 ns per nonzero per bit, so 0.07 × the mean nonzeros per row).
-    pub fn sign_cost(mut self, ns_per_row_per_bit: f64) -> Self {
-        self.sign_ns_per_bit = ns_per_row_per_bit;
         self
     }
 
@@ -418,15 +316,13 @@ impl BandingPlanner {
     /// (0, 1), no widths or a width of 0, a negative or non-finite signing cost, or when no
     /// layout of the allowed widths reaches the target.
     pub fn plan(&self) -> Result<BandingPlan> {
-        let t = check_cosine("threshold", self.threshold)?;
-        let target = check_recall(self.recall)?;
-        check_widths_and_cost(&self.widths, self.sign_ns_per_bit)?;
+        let (t, target) = self.inputs.check()?;
         let p = agree(t);
         let q = 1.0 - p;
         let miss = 1.0 - target;
-        let n = self.rows as f64;
+        let n = self.inputs.rows as f64;
         let mut best: Option<Best> = None;
-        for &f in &self.widths {
+        for &f in &self.inputs.widths {
             check_bits(f as u64)?;
             let (radius, mut need) = if self.filter && q > 0.0 {
                 let r = binomial_quantile(1.0 - FILTER_SHARE * miss, f as u64, q)?;
@@ -459,8 +355,8 @@ impl BandingPlanner {
                 };
                 let run = n * 0.5f64.powi(w as i32);
                 let cost = b as f64 * n * BAND_ROW_NS
-                    + background_candidates(self.rows, b, w) * pair_ns(checked_bits, run)
-                    + self.sign_ns_per_bit * f as f64 * n;
+                    + background_candidates(self.inputs.rows, b, w) * pair_ns(checked_bits, run)
+                    + self.inputs.sign_ns_per_bit * f as f64 * n;
                 if best.is_none_or(|x| cost < x.0) {
                     best = Some((cost, f, b, w, radius, prefix));
                 }
@@ -471,7 +367,7 @@ impl BandingPlanner {
                 "widths",
                 format!(
                     "no band layout within widths {:?} reaches recall {target} at cosine {t}",
-                    self.widths
+                    self.inputs.widths
                 ),
             ));
         };
@@ -490,7 +386,7 @@ impl BandingPlanner {
             prefix,
             band_recall,
             recall: recall.max(0.0),
-            candidates: background_candidates(self.rows, bands, width),
+            candidates: background_candidates(self.inputs.rows, bands, width),
             cost_ns,
         })
     }
@@ -516,251 +412,11 @@ fn prefix_miss(words: usize, r: u32, q: f64) -> f64 {
     1.0 - cdf_unchecked(u64::from(r), 64 * words as u64, q)
 }
 
-/// Which join a [`JoinPlanner`] chose.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum JoinChoice {
-    /// The exact Hamming join at [`HammingJoinPlan::radius`].
-    Hamming,
-    /// The banded join of [`JoinPlan::banded`].
-    Banded,
-}
-
-/// The exact Hamming join's side of a [`JoinPlan`].
-#[derive(Clone, Debug, PartialEq)]
-pub struct HammingJoinPlan {
-    /// The smallest radius whose binomial recall at τ reaches the target
-    /// ([`RadiusRule::TargetRecall`]).
-    pub radius: u64,
-    /// Its recall at τ, `P(Bin(f, acos(τ)/π) ≤ r)`.
-    pub recall: f64,
-    /// Expected pair checks of the join's design, [`crate::index::Plan::join_cost`].
-    pub pair_checks: f64,
-    /// Expected time on one core, nanoseconds, by the same cost model as banding.
-    pub cost_ns: f64,
-}
-
-/// The result of [`JoinPlanner::plan`]: the signature width, both options at that width and
-/// the cheaper one.
-#[derive(Clone, Debug, PartialEq)]
-pub struct JoinPlan {
-    /// The signature width `f` chosen (the one given, or the cheapest of the allowed widths).
-    pub bits: usize,
-    /// The cheaper option.
-    pub choice: JoinChoice,
-    /// The exact Hamming join.
-    pub hamming: HammingJoinPlan,
-    /// The banded join, if a layout of the signatures' width reaches the target.
-    pub banded: Option<BandingPlan>,
-    /// Expected time on one core, nanoseconds: the chosen join's cost plus signing `n` rows
-    /// at `f` bits ([`JoinPlanner::sign_cost`]).
-    pub cost_ns: f64,
-}
-
-impl JoinPlan {
-    /// The chosen join's candidate [`Scheme`](crate::join::Scheme): the radius of the exact
-    /// Hamming join, or the banding.
-    ///
-    /// # Errors
-    /// [`Error::InvalidParameter`] when banding was chosen without a layout (never for a plan
-    /// made by [`JoinPlanner::plan`]).
-    pub fn scheme(&self) -> Result<crate::join::Scheme> {
-        use crate::join::Scheme;
-        match (self.choice, &self.banded) {
-            (JoinChoice::Hamming, _) => Ok(Scheme::Radius {
-                radius: u32::try_from(self.hamming.radius)
-                    .map_err(|_| Error::param("radius", "over 2^32"))?,
-            }),
-            (JoinChoice::Banded, Some(b)) => Ok(Scheme::Bands(b.banding()?)),
-            (JoinChoice::Banded, None) => {
-                Err(Error::param("bits", "no banding fits these signatures"))
-            }
-        }
-    }
-}
-
-/// Cost model of signing (nanoseconds per feature, i.e. nonzero, per signature bit): the
-/// marginal cost of a wider signature with the hashed Gaussian signer on documents as
-/// `simlsh dedup` signs them (10⁶ documents of 40 words: 8.6 s at 1,024 bits, 17.5 s at
-/// 4,096). Times the mean number of features per row, it is [`JoinPlanner::sign_cost`].
-pub const SIGN_NS_PER_FEATURE_BIT: f64 = 0.075;
-
-/// Chooses between the exact Hamming join and the banded join for a cosine threshold τ, a
-/// recall target at τ (default 0.99), `n` rows and `f`-bit signatures, and, when the
-/// signatures are yet to be made, the width `f` itself among the allowed widths
-/// ([`widths`](Self::widths)), signing counted ([`sign_cost`](Self::sign_cost)).
-///
-/// The Hamming join finds a pair when its distance is within the radius; the radius that
-/// reaches the target grows with `f·acos(τ)/π`, and its cost with the radius relative to
-/// `f`: cheap near τ = 1 (small `r/f`, many permuted tables with long keys), all `n²/2`
-/// pairs when `r/f` approaches ¼ or so. Banding's cost depends on τ and `n` only through the
-/// layout; it wins for thresholds far from 1 on wide signatures. Banding on more rows needs
-/// longer bands to keep the random candidates (`n²/2 · 2^−w` per band) down, hence more
-/// bands and wider signatures: the chosen width grows with `n`.
-///
-/// ```
-/// use simlsh::estimate::{JoinChoice, JoinPlanner};
-///
-/// // Near-duplicates at 64 bits: the exact join.
-/// let near = JoinPlanner::new(0.99).rows(1_000_000).bits(64).plan()?;
-/// assert_eq!(near.choice, JoinChoice::Hamming);
-/// // Cosine 0.8 on 312k rows of 1024 bits: banding.
-/// let far = JoinPlanner::new(0.8).recall(0.95).rows(312_000).bits(1024).plan()?;
-/// assert_eq!(far.choice, JoinChoice::Banded);
-/// assert!(far.banded.unwrap().cost_ns < far.hamming.cost_ns / 10.0);
-/// // Choosing the width for rows of 40 features: wider for more rows.
-/// let widths = [256, 512, 1024, 2048, 4096];
-/// let plan = |n| JoinPlanner::new(0.8).rows(n).widths(&widths).sign_cost(0.075 * 40.0).plan();
-/// let (small, large) = (plan(100_000)?, plan(10_000_000)?);
-/// assert!(small.bits < large.bits);
-/// # Ok::<(), simlsh::Error>(())
-/// ```
-#[derive(Clone, Debug, PartialEq)]
-pub struct JoinPlanner {
-    threshold: f64,
-    recall: f64,
-    rows: u64,
-    widths: Vec<usize>,
-    sign_ns_per_bit: f64,
-    memory: Option<u64>,
-}
-
-impl JoinPlanner {
-    /// A planner for the threshold τ: recall 0.99, one million rows, 256 bits, signing not
-    /// counted.
-    pub fn new(threshold: f64) -> Self {
-        JoinPlanner {
-            threshold,
-            recall: DEFAULT_RECALL,
-            rows: 1_000_000,
-            widths: vec![256],
-            sign_ns_per_bit: 0.0,
-            memory: None,
-        }
-    }
-
-    /// The recall target at τ, in (0, 1).
-    pub fn recall(mut self, target: f64) -> Self {
-        self.recall = target;
-        self
-    }
-
-    /// The number of rows `n`.
-    pub fn rows(mut self, n: u64) -> Self {
-        self.rows = n;
-        self
-    }
-
-    /// The signatures' width `f` (they exist).
-    pub fn bits(mut self, f: usize) -> Self {
-        self.widths = vec![f];
-        self
-    }
-
-    /// The widths to choose from (the signatures are yet to be made), e.g.
-    /// [`DEFAULT_WIDTHS`] less those that do not fit in memory.
-    pub fn widths(mut self, widths: &[usize]) -> Self {
-        self.widths = widths.to_vec();
-        self
-    }
-
-    /// Counts signing in the cost: nanoseconds per row per signature bit
-    /// ([`SIGN_NS_PER_FEATURE_BIT`] × the mean features per row).
-    pub fn sign_cost(mut self, ns_per_row_per_bit: f64) -> Self {
-        self.sign_ns_per_bit = ns_per_row_per_bit;
-        self
-    }
-
-    /// The signatures are yet to be made from rows of `mean` features (nonzeros) on average:
-    /// the width is chosen among [`PLANNED_WIDTHS`], signing counted at
-    /// [`SIGN_NS_PER_FEATURE_BIT`] per feature and bit (rows of fewer than one feature count
-    /// as one). The same as `.widths(&PLANNED_WIDTHS).sign_cost(SIGN_NS_PER_FEATURE_BIT ×
-    /// mean)`, the plan of `simlsh dedup --cosine` without `--bits`.
-    pub fn features(self, mean: f64) -> Self {
-        let mean = if mean.is_finite() { mean.max(1.0) } else { 1.0 };
-        self.widths(&PLANNED_WIDTHS)
-            .sign_cost(SIGN_NS_PER_FEATURE_BIT * mean)
-    }
-
-    /// Only widths whose signatures of the planned rows fit in `bytes` (`rows · f / 8`) are
-    /// considered; the narrowest allowed width is always kept. Callers pass a share of the
-    /// memory they may use (the command line: a third of what is available).
-    pub fn memory(mut self, bytes: u64) -> Self {
-        self.memory = Some(bytes);
-        self
-    }
-
-    /// The widths considered: the allowed ones that fit the memory budget (the narrowest
-    /// always).
-    fn fitting_widths(&self) -> Vec<usize> {
-        let narrowest = self.widths.iter().copied().min();
-        self.widths
-            .iter()
-            .copied()
-            .filter(|&f| {
-                Some(f) == narrowest
-                    || self
-                        .memory
-                        .is_none_or(|m| self.rows.saturating_mul(f as u64 / 8) <= m)
-            })
-            .collect()
-    }
-
-    /// Plans both joins at each allowed width and picks the cheapest (join and signing).
-    ///
-    /// # Errors
-    /// [`Error::InvalidParameter`] for a threshold outside [−1, 1], a recall target outside
-    /// (0, 1), no widths, a width outside 1 ..= 2²⁰, or a negative or non-finite signing cost.
-    pub fn plan(&self) -> Result<JoinPlan> {
-        check_widths_and_cost(&self.widths, self.sign_ns_per_bit)?;
-        let mut best: Option<JoinPlan> = None;
-        for f in self.fitting_widths() {
-            let plan = self.plan_at(f)?;
-            if best.as_ref().is_none_or(|b| plan.cost_ns < b.cost_ns) {
-                best = Some(plan);
-            }
-        }
-        Ok(best.expect("at least one width"))
-    }
-
-    /// Both joins at width `f`.
-    fn plan_at(&self, f: usize) -> Result<JoinPlan> {
-        let target = check_recall(self.recall)?;
-        let radius = Planner::new(self.threshold)
-            .bits(f as u64)
-            .rule(RadiusRule::TargetRecall(target))
-            .plan()?;
-        let r = radius.radius;
-        let design = crate::join::self_join_plan(f, r as u32, self.rows as usize)?;
-        let pair_checks = design.join_cost();
-        let hamming = HammingJoinPlan {
-            radius: r,
-            recall: radius.chosen().recall_at_threshold,
-            pair_checks,
-            cost_ns: pair_checks * pair_ns(f, f64::INFINITY),
-        };
-        let banded = BandingPlanner::new(self.threshold)
-            .recall(target)
-            .rows(self.rows)
-            .bits(f)
-            .plan()
-            .ok();
-        let (choice, join_ns) = match &banded {
-            Some(b) if b.cost_ns < hamming.cost_ns => (JoinChoice::Banded, b.cost_ns),
-            _ => (JoinChoice::Hamming, hamming.cost_ns),
-        };
-        Ok(JoinPlan {
-            bits: f,
-            choice,
-            hamming,
-            banded,
-            cost_ns: join_ns + self.sign_ns_per_bit * f as f64 * self.rows as f64,
-        })
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::estimate::binomial::cdf_unchecked;
+    use crate::estimate::{JoinChoice, JoinPlanner, SIGN_NS_PER_FEATURE_BIT};
 
     /// `P(some band agrees ∧ distance ≤ r)` by enumerating every pattern of per-band
     /// distances (tiny layouts only).

@@ -2,9 +2,9 @@
 
 use std::f64::consts::PI;
 
-use super::interval::{cospi, proportion_bounds};
-use super::{IntervalMethod, check_bits, check_cosine, check_level};
 use crate::error::{Error, Result};
+use crate::estimate::interval::{cospi, proportion_bounds};
+use crate::estimate::{IntervalMethod, check_bits, check_cosine, check_level};
 
 /// The precision target of a [`BitsPlanner`].
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -34,13 +34,13 @@ impl HalfWidth {
 }
 
 /// The half-widths of the angle and cosine confidence intervals expected with f bits for a pair
-/// with true cosine c: the intervals of [`super::estimate`] computed at the expected Hamming
+/// with true cosine c: the intervals of [`estimate`](crate::estimate::estimate) computed at the expected Hamming
 /// distance h = f·acos(c)/π.
 ///
 /// h need not be an integer: the Wilson formula takes any real h, and the Clopper–Pearson bounds
 /// extend to real h through the incomplete beta function (lo = I⁻¹(α/2; h, f − h + 1),
 /// hi = 1 − I⁻¹(α/2; f − h, h + 1)), so the half-width is a smooth, decreasing function of f.
-/// Where f·acos(c)/π is an integer it is exactly the half-width [`super::estimate`] reports.
+/// Where f·acos(c)/π is an integer it is exactly the half-width [`estimate`](crate::estimate::estimate) reports.
 ///
 /// # Errors
 ///

@@ -1,0 +1,277 @@
+//! Checking the pairs of a band's runs of equal keys: the first-band rule, the Hamming
+//! and prefix filters, the big-run kernel and the capped runs.
+
+use super::*;
+
+impl Banding {
+    /// Walks the bands `< below` on which the rows whose XOR is `xor` agree, in increasing
+    /// order, until `accept` returns true; returns whether it did.
+    #[inline]
+    pub(super) fn any_agree_below(
+        &self,
+        xor: &[u64],
+        below: usize,
+        mut accept: impl FnMut(usize) -> bool,
+    ) -> bool {
+        let w = self.width as usize;
+        let end = below * w;
+        for wi in 0..end.div_ceil(64) {
+            let lim = end - wi * 64;
+            let m = if lim >= 64 {
+                u64::MAX
+            } else {
+                (1u64 << lim) - 1
+            };
+            let (f, h) = (self.fields[wi] & m, self.tops[wi] & m);
+            let x = xor[wi];
+            let lo = f & !h;
+            // A band's top bit is set in `((x & lo) + lo) | x` iff any of its bits is: the sum
+            // carries into the top bit exactly when a lower bit is set, and never beyond it.
+            let mut zero = !(((x & lo) + lo) | x) & h;
+            while zero != 0 {
+                let band = (wi * 64 + zero.trailing_zeros() as usize) / w;
+                if accept(band) {
+                    return true;
+                }
+                zero &= zero - 1;
+            }
+            if let Some(k) = self.straddle[wi] {
+                let k = k as usize;
+                if k < below && band_bits(xor, k * w, self.width) == 0 && accept(k) {
+                    return true;
+                }
+            }
+        }
+        false
+    }
+
+    /// Whether the pair (rows `a`, `b`, XOR `xor`) was already reported by a band before
+    /// `band`: some earlier band agrees in a run that was not capped.
+    #[inline]
+    pub(super) fn reported_before(
+        &self,
+        band: usize,
+        xor: &[u64],
+        a: &[u64],
+        capped: &CappedSet,
+    ) -> bool {
+        if capped.is_empty() {
+            self.any_agree_below(xor, band, |_| true)
+        } else {
+            self.any_agree_below(xor, band, |k| !capped.contains(k, self.key(k, a)))
+        }
+    }
+
+    pub(super) fn check_sigs(&self, bits: usize) -> Result<()> {
+        if bits != self.bits {
+            return Err(Error::BitsMismatch {
+                expected: self.bits,
+                got: bits,
+            });
+        }
+        Ok(())
+    }
+
+    /// Scans the runs of equal keys of `entries` (sorted by key, then row), calling `emit` for
+    /// each pair this band reports; returns the number of pairs compared.
+    pub(super) fn scan_runs<'r, R, E>(
+        &self,
+        band: usize,
+        entries: &[(u64, u32)],
+        row: R,
+        capped: &CappedSet,
+        emit: E,
+    ) -> u64
+    where
+        R: Fn(u32) -> &'r [u64],
+        E: FnMut(u32, u32, u32),
+    {
+        with_popcnt(ScanRuns {
+            banding: self,
+            band,
+            entries,
+            row,
+            capped,
+            emit,
+        })
+    }
+
+    #[inline(always)]
+    pub(super) fn scan_runs_body<'r, R, E>(
+        &self,
+        band: usize,
+        entries: &[(u64, u32)],
+        row: R,
+        capped: &CappedSet,
+        mut emit: E,
+    ) -> u64
+    where
+        R: Fn(u32) -> &'r [u64],
+        E: FnMut(u32, u32, u32),
+    {
+        let words = words_for(self.bits);
+        let mut xor = vec![0u64; words];
+        let mut checked = 0u64;
+        let (mut codes, mut found) = (Vec::new(), Vec::new());
+        // Rows are fetched at random: prefetch those of the next runs, PREFETCH_AHEAD entries
+        // beyond the current run, skipping rows alone with their key.
+        let lines = (words * 8).div_ceil(64).min(PREFETCH_LINES);
+        let paired = |i: usize| {
+            (i > 0 && entries[i - 1].0 == entries[i].0)
+                || (i + 1 < entries.len() && entries[i + 1].0 == entries[i].0)
+        };
+        let mut ahead = 0;
+        let mut start = 0;
+        for run in entries.chunk_by(|x, y| x.0 == y.0) {
+            start += run.len();
+            let end = (start + PREFETCH_AHEAD).min(entries.len());
+            while ahead < end {
+                if paired(ahead) {
+                    let r = row(entries[ahead].1);
+                    for l in 0..lines {
+                        prefetch(r[l * 8..].as_ptr());
+                    }
+                }
+                ahead += 1;
+            }
+            if run.len() < 2 || run.len() > self.max_group {
+                continue;
+            }
+            checked += (run.len() * (run.len() - 1) / 2) as u64;
+            if run.len() >= BIG_RUN {
+                self.big_run(band, run, &row, capped, &mut codes, &mut found);
+                for &(ra, rb, d) in &found {
+                    emit(ra, rb, d);
+                }
+                continue;
+            }
+            for (p, &(_, ra)) in run.iter().enumerate() {
+                let a = row(ra);
+                for &(_, rb) in &run[p + 1..] {
+                    let b = row(rb);
+                    let Some(d) = self.filtered_distance(a, b) else {
+                        continue;
+                    };
+                    for ((x, &u), &v) in xor.iter_mut().zip(a).zip(b) {
+                        *x = u ^ v;
+                    }
+                    if !self.reported_before(band, &xor, a, capped) {
+                        emit(ra, rb, d);
+                    }
+                }
+            }
+        }
+        checked
+    }
+
+    /// The pairs of a big run: its codes (only their prefix words under a prefix filter)
+    /// gathered into `codes` and compared tile by tile with the batched scan kernel at the
+    /// filter's radius, the survivors of a prefix checked on their full codes; the pairs this
+    /// band reports replace `found`, sorted by rows (the kernel's order is its tiling's).
+    pub(super) fn big_run<'r>(
+        &self,
+        band: usize,
+        run: &[(u64, u32)],
+        row: &impl Fn(u32) -> &'r [u64],
+        capped: &CappedSet,
+        codes: &mut Vec<u64>,
+        found: &mut Vec<(u32, u32, u32)>,
+    ) {
+        let full = words_for(self.bits);
+        let (w, radius) = self.prefix.unwrap_or((full, self.max_distance));
+        codes.clear();
+        for &(_, r) in run {
+            codes.extend_from_slice(&row(r)[..w]);
+        }
+        found.clear();
+        let mut xor = vec![0u64; full];
+        for a0 in (0..run.len()).step_by(RUN_TILE) {
+            let a1 = (a0 + RUN_TILE).min(run.len());
+            hamming::scan_radius(
+                &codes[a0 * w..a1 * w],
+                &codes[a0 * w..],
+                w,
+                radius,
+                |qa, cb, d| {
+                    let (a, b) = (a0 + qa, a0 + cb);
+                    if b <= a {
+                        return;
+                    }
+                    let (ra, rb) = (run[a].1, run[b].1);
+                    let (ca, cb) = (row(ra), row(rb));
+                    let d = if self.prefix.is_some() {
+                        let d = hamming::scalar::distance_upto(ca, cb, self.max_distance);
+                        if d > self.max_distance {
+                            return;
+                        }
+                        d
+                    } else {
+                        d
+                    };
+                    for ((x, &u), &v) in xor.iter_mut().zip(ca).zip(cb) {
+                        *x = u ^ v;
+                    }
+                    if !self.reported_before(band, &xor, ca, capped) {
+                        found.push((ra, rb, d));
+                    }
+                },
+            )
+            .expect("shapes are consistent");
+        }
+        found.sort_unstable();
+    }
+
+    /// The runs of `entries` longer than the cap.
+    pub(super) fn capped_runs(
+        &self,
+        band: usize,
+        entries: &[(u64, u32)],
+        out: &mut Vec<CappedGroup>,
+    ) {
+        for run in entries.chunk_by(|x, y| x.0 == y.0) {
+            if run.len() > self.max_group {
+                out.push(CappedGroup {
+                    band: band as u32,
+                    key: run[0].0,
+                    rows: run.len(),
+                });
+            }
+        }
+    }
+}
+
+/// [`Banding::scan_runs`]'s arguments, run with hardware popcount where there is one.
+pub(super) struct ScanRuns<'a, R, E> {
+    banding: &'a Banding,
+    band: usize,
+    entries: &'a [(u64, u32)],
+    row: R,
+    capped: &'a CappedSet,
+    emit: E,
+}
+
+impl<'r, R, E> PopcntBody for ScanRuns<'_, R, E>
+where
+    R: Fn(u32) -> &'r [u64],
+    E: FnMut(u32, u32, u32),
+{
+    type Output = u64;
+
+    #[inline(always)]
+    fn run(self) -> u64 {
+        self.banding
+            .scan_runs_body(self.band, self.entries, self.row, self.capped, self.emit)
+    }
+}
+
+/// Runs at least this long are compared with the batched scan kernel.
+pub(crate) const BIG_RUN: usize = 48;
+
+/// Rows per tile of a big run's scan.
+pub(super) const RUN_TILE: usize = 64;
+
+/// Entries whose rows are prefetched beyond the run being checked.
+pub(super) const PREFETCH_AHEAD: usize = 24;
+
+/// Cache lines prefetched per row (the first ones, read first by the early-exit distance).
+pub(super) const PREFETCH_LINES: usize = 4;
