@@ -24,6 +24,7 @@
 //!   index and in its file, so that queries are signed like the index
 //!   ([`HammingIndex::signer`], [`HammingIndex::signer_spec`]).
 
+mod featureless;
 pub mod graph;
 mod linear;
 pub mod manku;
@@ -34,6 +35,7 @@ mod rows;
 pub mod signer;
 pub mod spec;
 
+pub use featureless::Featureless;
 pub use graph::{GraphBuilder, GraphIndex};
 pub use linear::LinearScan;
 pub use manku::{PermutedTables, PermutedTablesBuilder, Plan};
