@@ -15,6 +15,8 @@ I64 = npt.NDArray[np.int64]
 F32 = npt.NDArray[np.float32]
 I32 = npt.NDArray[np.int32]
 F64 = npt.NDArray[np.float64]
+#: Vectors: dense float32 rows, or a CSR matrix's (indptr, indices, data, cols).
+Vectors = F32 | tuple[I64, I64, F32, int]
 
 class Signer:
     @staticmethod
@@ -197,14 +199,9 @@ def plan_bits(
 def banded_join(
     codes: U64, bits: int, scheme: Scheme, threads: int | None = None
 ) -> tuple[tuple[I64, I64, I32], dict[str, Any]]: ...
-def verified_join_dense(
-    codes: U64, bits: int, x: npt.NDArray[np.float32], threshold: float, scheme: Scheme | None = None,
+def verified_join(
+    codes: U64, bits: int, x: Vectors, threshold: float, scheme: Scheme | None = None,
     recall: float | None = None, threads: int | None = None,
-) -> tuple[tuple[I64, I64, I32, F64], dict[str, Any]]: ...
-def verified_join_csr(
-    codes: U64, bits: int, indptr: I64, indices: I64, data: npt.NDArray[np.float32], cols: int,
-    threshold: float, scheme: Scheme | None = None, recall: float | None = None,
-    threads: int | None = None,
 ) -> tuple[tuple[I64, I64, I32, F64], dict[str, Any]]: ...
 def rerank_dense(
     queries: npt.NDArray[np.float32], base: npt.NDArray[np.float32], ids: I64, k: int,
@@ -267,7 +264,7 @@ def cosines_text(
     tokenizer: Tokenizer, a_offsets: npt.NDArray[Any], a_data: npt.NDArray[np.uint8],
     b_offsets: npt.NDArray[Any], b_data: npt.NDArray[np.uint8], threads: int | None = None,
 ) -> F64: ...
-def cosines_dense(a: npt.NDArray[np.float32], b: npt.NDArray[np.float32]) -> F64: ...
+def cosines(a: Vectors, b: Vectors) -> F64: ...
 def cosines_csr(
     a_indptr: I64, a_indices: I64, a_data: npt.NDArray[np.float32], b_indptr: I64, b_indices: I64,
     b_data: npt.NDArray[np.float32], cols: int,

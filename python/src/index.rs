@@ -4,16 +4,15 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
-use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray1, PyReadonlyArray2};
+use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
-use simlsh::index::{Featureless, HammingIndex, Hit, IndexSpec};
+use simlsh::Error;
+use simlsh::index::{Featureless, HammingIndex, IndexSpec};
 use simlsh::io::{LoadOptions, LockGuard};
-use simlsh::signature::words_for;
-use simlsh::{Error, SignatureMatrix};
 
+use crate::arrays::{Knn, KnnOut, codes, contiguous, ids_u32};
 use crate::errors::{IntoPy, to_py, value_error};
-use crate::signer::contiguous;
 use crate::text::PyTokenizer;
 use crate::threads::Threads;
 
@@ -32,99 +31,6 @@ fn query_chunk(kind: &str, len: usize) -> usize {
         "linear" | "permutation" | "graph" => ((1usize << 28) / len.max(1)).clamp(256, QUERY_CHUNK),
         _ => QUERY_CHUNK,
     }
-}
-
-/// FAISS's `(D, I)`: distances (`int32`) and ids (`int64`), `(n, k)`.
-pub type Knn<'py> = (Bound<'py, PyArray2<i32>>, Bound<'py, PyArray2<i64>>);
-
-/// Distance reported for a missing neighbour (fewer than k stored), as FAISS does.
-pub const NO_DISTANCE: i32 = i32::MAX;
-
-/// A `rows × k` result array filled with `fill`, allocated fallibly: a `MemoryError` naming
-/// `what` when the process cannot hold it (a `k` far beyond the stored codes), never an abort.
-pub fn result_array<T: Clone>(rows: usize, k: usize, fill: T, what: &str) -> PyResult<Vec<T>> {
-    let cells = rows.saturating_mul(k);
-    let what = format!("{what} of {rows} rows × k = {k}");
-    simlsh::memory::filled(cells, fill, &what).py()
-}
-
-/// FAISS's `(D, I)` of `n` queries × `k` being filled (D34: one layout for searches and
-/// graphs): `-1` ids and distance 2^31 - 1 where a row has fewer than `k` hits.
-pub struct KnnOut {
-    d: Vec<i32>,
-    ids: Vec<i64>,
-    n: usize,
-    k: usize,
-}
-
-impl KnnOut {
-    /// The padded arrays, allocated fallibly (`what` names them in a `MemoryError`).
-    pub fn new(n: usize, k: usize, what: &str) -> PyResult<Self> {
-        Ok(KnnOut {
-            d: result_array(n, k, NO_DISTANCE, &format!("{what} distances"))?,
-            ids: result_array(n, k, -1i64, &format!("{what} ids"))?,
-            n,
-            k,
-        })
-    }
-
-    /// Writes the hits of rows `first..` (at most `k` per row).
-    pub fn put(&mut self, first: usize, hits: &[Vec<Hit>]) {
-        for (q, hs) in hits.iter().enumerate() {
-            let at = (first + q) * self.k;
-            for (c, h) in hs.iter().take(self.k).enumerate() {
-                // Every real distance fits an i32.
-                self.d[at + c] = i32::try_from(h.distance).unwrap_or(NO_DISTANCE);
-                self.ids[at + c] = i64::from(h.id);
-            }
-        }
-    }
-
-    /// The `(n, k)` arrays.
-    pub fn into_py(self, py: Python<'_>) -> Knn<'_> {
-        let (n, k) = (self.n, self.k);
-        (
-            ndarray::Array2::from_shape_vec((n, k), self.d)
-                .expect("n × k")
-                .into_pyarray(py),
-            ndarray::Array2::from_shape_vec((n, k), self.ids)
-                .expect("n × k")
-                .into_pyarray(py),
-        )
-    }
-}
-
-/// A `(N, words)` array of `uint64` codes as a signature matrix of `bits` bits (borrowed, not
-/// copied): it must be C-contiguous, with `words_for(bits)` columns and no bit set beyond
-/// `bits`.
-pub fn codes<'a>(
-    a: &'a PyReadonlyArray2<'_, u64>,
-    bits: usize,
-) -> PyResult<SignatureMatrix<&'a [u64]>> {
-    let (_, w) = a.as_array().dim();
-    simlsh::signature::check_bits(bits).py()?;
-    if w != words_for(bits) {
-        return Err(value_error(format!(
-            "codes have {w} words per row, but {bits}-bit signatures have {}",
-            words_for(bits)
-        )));
-    }
-    let s = a.as_slice().map_err(|_| {
-        value_error("codes must be a C-contiguous array (use numpy.ascontiguousarray)")
-    })?;
-    SignatureMatrix::from_parts(bits, s).py()
-}
-
-/// Ids as `u32`.
-pub fn ids_u32(ids: &[i64]) -> PyResult<Vec<u32>> {
-    ids.iter()
-        .enumerate()
-        .map(|(k, &i)| {
-            u32::try_from(i).map_err(|_| {
-                value_error(format!("ids[{k}] = {i} is not in 0..2^32 (ids are uint32)"))
-            })
-        })
-        .collect()
 }
 
 /// An index of any kind, behind a lock: searches and saves share it, `add` and `remove` hold

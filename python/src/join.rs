@@ -5,9 +5,9 @@ use pyo3::prelude::*;
 use simlsh::index::HammingIndex;
 use simlsh::join::{self, Pair};
 
+use crate::arrays::{Knn, KnnOut, codes, contiguous};
 use crate::errors::{IntoPy, to_py, value_error};
-use crate::index::{Knn, KnnOut, PyIndex, codes};
-use crate::signer::contiguous;
+use crate::index::PyIndex;
 use crate::threads::Threads;
 
 /// Rows of the k-NN graph per chunk (between two checks for Ctrl-C).
