@@ -195,7 +195,7 @@ class Index:
         self._core.save(os.fspath(path))
 
     @property
-    def signer(self) -> "Signer | None":
+    def signer(self) -> Signer | None:
         """The signer recorded with the codes (an index built by ``simlsh index build`` from
         vectors or documents), rebuilt from its parameters: it signs queries as the stored
         codes were signed. ``None`` when the index records none (codes added from Python)."""
@@ -209,7 +209,7 @@ class Index:
         return signer(spec, bits=bits, seed=seed, dim=dim if kind not in _HASHED_KINDS else None)
 
     @property
-    def tokenizer(self) -> "Tokenizer | None":
+    def tokenizer(self) -> Tokenizer | None:
         """The tokenizer recorded with codes of documents (its options, stop words and TF-IDF
         table, embedded in the index file), fitted: ``index.signer.sign(texts,
         tokenizer=index.tokenizer)`` signs query documents as ``simlsh index query`` does.
@@ -228,7 +228,7 @@ class Index:
         return self._core.verified
 
     @classmethod
-    def load(cls, path: str | os.PathLike, *, verify: bool = False, copy: bool = False) -> "Index":
+    def load(cls, path: str | os.PathLike, *, verify: bool = False, copy: bool = False) -> Index:
         """Loads an index file of any kind (memory-mapped: no copy, pages shared between
         processes). Equivalent to :func:`load_index`."""
         return load_index(path, verify=verify, copy=copy)

@@ -27,7 +27,8 @@ thread count. Signatures are NumPy ``uint64`` arrays of shape ``(N, words)``,
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any
+from collections.abc import Sequence
 
 import numpy as np
 
