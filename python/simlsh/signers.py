@@ -43,6 +43,8 @@ __all__ = ["Signer", "HyperplaneSigner", "HashingTrick", "HashedGaussian", "Pool
 KINDS = tuple(k["name"] for k in _simlsh.signer_kinds())
 #: The kinds that hash their features (no matrix, any dimension, ids or tokens).
 HASHED = tuple(k["name"] for k in _simlsh.signer_kinds() if not k["needs_dim"])
+#: The kinds that hold an explicit ``dim x bits`` matrix (``HyperplaneSigner``'s distributions).
+_MATRICES = tuple(k for k in KINDS if k not in HASHED)
 
 
 class Signer:
@@ -173,9 +175,13 @@ class HyperplaneSigner(Signer):
             self._params["density"] = density
         if depth is not None:
             self._params["depth"] = depth
-        self._core = _simlsh.Signer.hyperplane(
-            _count(dim, "dim"), _count(bits, "bits"), _seed(seed), distribution, density, depth
-        )
+        if distribution not in _MATRICES:
+            raise ValueError(
+                f"invalid parameter `distribution`: unknown distribution `{distribution}` ({', '.join(_MATRICES)})"
+            )
+        given = {k: v for k, v in (("density", density), ("depth", depth)) if v is not None}
+        spec = distribution + (":" + ",".join(f"{k}={v!r}" for k, v in given.items()) if given else "")
+        self._core = _simlsh.Signer.from_spec(spec, _count(bits, "bits"), _seed(seed), _count(dim, "dim"))
 
     @property
     def distribution(self) -> str:
@@ -198,7 +204,7 @@ class HashingTrick(Signer):
 
     def __init__(self, *, bits: int, seed: int = 0):
         self._params = dict(bits=bits, seed=seed)
-        self._core = _simlsh.Signer.hashing_trick(_count(bits, "bits"), _seed(seed))
+        self._core = _simlsh.Signer.from_spec("hashing-trick", _count(bits, "bits"), _seed(seed))
 
 
 class HashedGaussian(Signer):
@@ -219,7 +225,7 @@ class HashedGaussian(Signer):
 
     def __init__(self, *, bits: int, seed: int = 0):
         self._params = dict(bits=bits, seed=seed)
-        self._core = _simlsh.Signer.hashed_gaussian(_count(bits, "bits"), _seed(seed))
+        self._core = _simlsh.Signer.from_spec("hashed-gaussian", _count(bits, "bits"), _seed(seed))
 
 
 class PooledSigner(Signer):
@@ -229,9 +235,11 @@ class PooledSigner(Signer):
 
     __slots__ = ()
 
-    def __init__(self, *, bits: int, seed: int = 0, pool_size: int = 10_000):
-        self._params = dict(bits=bits, seed=seed, pool_size=pool_size)
-        self._core = _simlsh.Signer.pooled(_count(bits, "bits"), _seed(seed), _count(pool_size, "pool_size"))
+    def __init__(self, *, bits: int, seed: int = 0, pool_size: int | None = None):
+        # The pool's size defaults to the library's (its `pooled` spec).
+        spec = "pooled" if pool_size is None else f"pooled:pool={_count(pool_size, 'pool_size')}"
+        self._core = _simlsh.Signer.from_spec(spec, _count(bits, "bits"), _seed(seed))
+        self._params = dict(bits=bits, seed=seed, pool_size=int(self._core.info()["params"]["pool"]))
 
 
 def signer(spec: str, *, bits: int, seed: int = 0, dim: int | None = None, **params: Any) -> Signer:

@@ -10,10 +10,7 @@ use pyo3::types::PyDict;
 use rayon::prelude::*;
 use simlsh::signature::{check_bits, words_for};
 use simlsh::signers::sparse::{CsrArrays, CsrIndex};
-use simlsh::signers::{
-    AnySigner, Distribution, HashedGaussian, HashingTrick, HyperplaneSigner, PooledSigner,
-    SignerKind, SignerSpec,
-};
+use simlsh::signers::{AnySigner, SignerKind, SignerSpec};
 use simlsh::{Error, SignatureMatrix, Signer};
 use sprs::SpIndex;
 
@@ -45,31 +42,6 @@ const TEXT_CHUNK: usize = 8_192;
 #[pyclass(name = "Signer", module = "simlsh._simlsh", frozen)]
 pub struct PySigner {
     pub inner: Arc<AnySigner>,
-}
-
-fn distribution(name: &str, density: Option<f64>, depth: Option<usize>) -> PyResult<Distribution> {
-    let d = match name {
-        "gaussian" => Distribution::Gaussian,
-        "super-bit" => Distribution::SuperBit { depth },
-        "rademacher" => Distribution::Rademacher,
-        "very-sparse" => Distribution::VerySparse { density },
-        _ => {
-            return Err(value_error(format!(
-                "invalid parameter `distribution`: unknown distribution `{name}` (gaussian, super-bit, rademacher, very-sparse)"
-            )));
-        }
-    };
-    if density.is_some() && name != "very-sparse" {
-        return Err(value_error(
-            "invalid parameter `density`: only the very-sparse distribution takes a density",
-        ));
-    }
-    if depth.is_some() && name != "super-bit" {
-        return Err(value_error(
-            "invalid parameter `depth`: only the super-bit distribution takes a depth",
-        ));
-    }
-    Ok(d)
 }
 
 /// Output buffer of `n` signatures of `w` words, filled chunk by chunk.
@@ -328,75 +300,25 @@ pub(crate) fn arrow_strings<'a, O: SpIndex>(
 
 #[pymethods]
 impl PySigner {
-    /// An explicit-matrix signer (`HyperplaneSigner`): `distribution` is `gaussian`,
-    /// `super-bit`, `rademacher` or `very-sparse`.
+    /// A signer from its specification, the library's `SignerSpec` text form (`gaussian`,
+    /// `super-bit:depth=32`, `very-sparse:density=0.01`, `pooled:pool=10000`, ...), at width
+    /// `bits` and `seed` (the library's default when `None`), for inputs of dimension `dim`
+    /// (which the explicit matrices need and hashed signers ignore).
     #[staticmethod]
-    #[pyo3(signature = (dim, bits, seed = 0, distribution = "gaussian", density = None, depth = None))]
-    fn hyperplane(
+    #[pyo3(signature = (spec, bits, seed = None, dim = None))]
+    fn from_spec(
         py: Python<'_>,
-        dim: u64,
+        spec: &str,
         bits: usize,
-        seed: u64,
-        distribution: &str,
-        density: Option<f64>,
-        depth: Option<usize>,
+        seed: Option<u64>,
+        dim: Option<u64>,
     ) -> PyResult<Self> {
-        let d = self::distribution(distribution, density, depth)?;
+        let mut s: SignerSpec = spec.parse().py()?;
         check_bits(bits).py()?;
-        let s = py
-            .detach(|| {
-                HyperplaneSigner::builder()
-                    .dim(dim)
-                    .bits(bits)
-                    .seed(seed)
-                    .distribution(d)
-                    .build()
-            })
-            .py()?;
+        s.bits = bits;
+        s.seed = seed.unwrap_or(s.seed);
         Ok(PySigner {
-            inner: Arc::new(s.into()),
-        })
-    }
-
-    /// The hashing trick (`HashingTrick`).
-    #[staticmethod]
-    #[pyo3(signature = (bits, seed = 0))]
-    fn hashing_trick(bits: usize, seed: u64) -> PyResult<Self> {
-        check_bits(bits).py()?;
-        let s = HashingTrick::builder().bits(bits).seed(seed).build().py()?;
-        Ok(PySigner {
-            inner: Arc::new(s.into()),
-        })
-    }
-
-    /// The hashed Gaussian signer (`HashedGaussian`).
-    #[staticmethod]
-    #[pyo3(signature = (bits, seed = 0))]
-    fn hashed_gaussian(bits: usize, seed: u64) -> PyResult<Self> {
-        check_bits(bits).py()?;
-        let s = HashedGaussian::builder()
-            .bits(bits)
-            .seed(seed)
-            .build()
-            .py()?;
-        Ok(PySigner {
-            inner: Arc::new(s.into()),
-        })
-    }
-
-    /// The pooled signer (`PooledSigner`).
-    #[staticmethod]
-    #[pyo3(signature = (bits, seed = 0, pool_size = 10_000))]
-    fn pooled(bits: usize, seed: u64, pool_size: usize) -> PyResult<Self> {
-        check_bits(bits).py()?;
-        let s = PooledSigner::builder()
-            .bits(bits)
-            .seed(seed)
-            .pool_size(pool_size)
-            .build()
-            .py()?;
-        Ok(PySigner {
-            inner: Arc::new(s.into()),
+            inner: Arc::new(py.detach(|| s.build(dim)).py()?),
         })
     }
 
