@@ -1305,12 +1305,24 @@ fn queries_without_features_match_nothing() {
     let out = ok(&run(&[&"index", &"query", &idx, &codes, &"--radius", &"0"]));
     let hits = parse_tsv(&out, 3, 64);
     assert_eq!(hits, vec![vec![], vec![(0, 0)], vec![]], "{out}");
-    // Without the index's signer (codes of unknown origin), an all-zero code is a code.
+    // Without the index's signer (codes added as codes), the same rule (Python's too); with
+    // --zero-codes an all-zero code is a code.
     let raw = dir.join("raw.idx");
     ok(&run(&[
         &"index", &"build", &codes, &raw, &"--kind", &"linear",
     ]));
     let out = ok(&run(&[&"index", &"query", &raw, &codes, &"--radius", &"0"]));
+    let hits = parse_tsv(&out, 3, 64);
+    assert_eq!(hits, vec![vec![], vec![(1, 0)], vec![]], "{out}");
+    let out = ok(&run(&[
+        &"index",
+        &"query",
+        &raw,
+        &codes,
+        &"--radius",
+        &"0",
+        &"--zero-codes",
+    ]));
     let hits = parse_tsv(&out, 3, 64);
     assert_eq!(hits[0], vec![(0, 0), (2, 0)], "{out}");
     std::fs::remove_dir_all(&dir).unwrap();

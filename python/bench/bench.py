@@ -90,14 +90,14 @@ def main() -> int:
         for bits in (64, 256):
             s = simlsh.HashingTrick(bits=bits, seed=0)
             r = rust(["w1", "hashing-trick", "--f", str(bits)])
-            t = median_time(lambda: s.sign(X, threads=T), a.repeat)
+            t = median_time(lambda s=s: s.sign(X, threads=T), a.repeat)
             report(f"W1 hashing trick f={bits} (100k sparse rows)", t, f"{t / nnz * 1e9:.2f} ns/nonzero", r)
     if "w2" in only:
         x = load(a.dir, "w2.x.f32", np.float32).reshape(-1, 384)
         for bits in (64, 256):
             s = simlsh.HyperplaneSigner(dim=384, bits=bits, seed=0)
             r = rust(["w2", "gaussian", "--f", str(bits)])
-            t = median_time(lambda: s.sign(x, threads=T), a.repeat)
+            t = median_time(lambda s=s: s.sign(x, threads=T), a.repeat)
             report(f"W2 gaussian f={bits} (100k x 384 dense)", t, f"{len(x) / t / 1e6:.2f} M rows/s", r)
     if "w3" in only:
         codes = np.ascontiguousarray(load(a.dir, "w3.index.u64", np.uint64)).reshape(-1, 1)
@@ -108,7 +108,7 @@ def main() -> int:
             t0 = time.perf_counter()
             idx.add(codes, threads=T)
             build = time.perf_counter() - t0
-            t = median_time(lambda: idx.range_search(q, 3, threads=T), a.repeat)
+            t = median_time(lambda idx=idx: idx.range_search(q, 3, threads=T), a.repeat)
             report(f"W3 {name} radius 3 (10k queries, 1M codes)", t,
                    f"{len(q) / t / 1e6:.2f} M queries/s; build {build:.2f} s; {idx.memory / len(idx):.1f} B/code", r)
     if "w4" in only:

@@ -68,7 +68,7 @@ def main() -> None:
         ids = [i for i, _ in rows]
         docs = [d for _, d in rows]
         texts.update(rows)
-        for (i, doc), r in zip(rows, target.check_insert(ids, texts=docs, cosine=args.cosine)):
+        for (i, _doc), r in zip(rows, target.check_insert(ids, texts=docs, cosine=args.cosine)):
             if r.inserted:
                 kept += 1
             else:

@@ -82,7 +82,7 @@ def main() -> None:
     n_kept = pq.read_metadata(out["kept"]).num_rows
     print(f"{len(rows)} tweets: {pq.read_metadata(out['pairs']).num_rows} pairs at cosine >= {THRESHOLD} "
           f"({report['scheme']}), {report['empty']} without words, {n_kept} kept, {secs:.1f} s on {args.master}")
-    for name, path in out.items():
+    for path in out.values():
         print(f"  {path}")
     spark.stop()
 

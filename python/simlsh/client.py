@@ -173,7 +173,7 @@ class Client:
             self._conn.close()
             self._conn = None
 
-    def __enter__(self) -> "Client":
+    def __enter__(self) -> Client:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -16,7 +16,8 @@ and the cosine ``cos(pi*h/f)`` (Charikar 2002), with exact binomial confidence i
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple, Sequence
+from typing import Any, NamedTuple
+from collections.abc import Sequence
 
 import numpy as np
 

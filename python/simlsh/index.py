@@ -66,6 +66,15 @@ __all__ = [
 ]
 
 
+def _named(q: np.ndarray, featureless) -> np.ndarray | None:
+    """The queries that take part, when ``featureless`` names those without features (a mask
+    or row numbers); ``None`` for ``"zero"`` and ``False``, which the library's rule decides
+    (all-zero codes are no one's neighbours, or codes are codes)."""
+    if featureless is False or (isinstance(featureless, str) and featureless == "zero"):
+        return None
+    return _active(q, featureless)
+
+
 class Index:
     """An index of any kind given by its specification, the compact text form shared with the
     command line (``simlsh index build --index SPEC``) and the Rust library's ``IndexSpec``:
@@ -152,23 +161,10 @@ class Index:
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 0:
             raise ValueError(f"k must be a non-negative integer, got {k!r}")
         k = int(k)
-        active = _active(q, featureless)
-        stored = self._stored_empty() if featureless is not False else None
-        if active is None and stored is None:
-            return self._core.search(q, k, threads=threads)
-        rows = np.arange(q.shape[0]) if active is None else np.flatnonzero(active)
-        extra = 0 if stored is None else stored.size
-        d, i = self._core.search(np.ascontiguousarray(q[rows]), k + extra, threads=threads)
-        if extra:
-            # Stored rows without features left out: the others keep their order.
-            gone = np.isin(i, stored)
-            order = np.argsort(gone, axis=1, kind="stable")
-            d, i = np.take_along_axis(d, order, 1)[:, :k], np.take_along_axis(i, order, 1)[:, :k]
-            gone = np.take_along_axis(gone, order, 1)[:, :k]
-            d[gone], i[gone] = 2**31 - 1, -1
-        D = np.full((q.shape[0], k), 2**31 - 1, dtype=np.int32)
-        I = np.full((q.shape[0], k), -1, dtype=np.int64)
-        D[rows], I[rows] = d, i
+        D, I = self._core.search(q, k, featureless is not False, threads=threads)
+        active = _named(q, featureless)
+        if active is not None:
+            D[~active], I[~active] = 2**31 - 1, -1
         return D, I
 
     def range_search(
@@ -181,24 +177,14 @@ class Index:
         q, _ = as_codes(queries, self.bits, "queries")
         if isinstance(radius, bool) or not isinstance(radius, (int, np.integer)) or not 0 <= radius < 2**32:
             raise ValueError(f"radius must be an integer in 0..2^32, got {radius!r}")
-        lims, D, I = self._core.range_search(q, int(radius), threads=threads)
-        active = _active(q, featureless)
-        stored = self._stored_empty() if featureless is not False else None
-        if active is None and stored is None:
+        lims, D, I = self._core.range_search(q, int(radius), featureless is not False, threads=threads)
+        active = _named(q, featureless)
+        if active is None:
             return lims, D, I
-        of = np.repeat(np.arange(q.shape[0]), np.diff(lims))
-        keep = np.ones(I.shape[0], bool) if stored is None else ~np.isin(I, stored)
-        if active is not None:
-            keep &= active[of]
-        counts = np.bincount(of[keep], minlength=q.shape[0])
+        keep = np.repeat(active, np.diff(lims))
+        counts = np.bincount(np.repeat(np.arange(q.shape[0]), np.diff(lims))[keep], minlength=q.shape[0])
         lims = np.concatenate([[0], np.cumsum(counts)]).astype(lims.dtype)
         return lims, D[keep], I[keep]
-
-    def _stored_empty(self) -> np.ndarray | None:
-        """The ids of the stored all-zero codes, ``None`` when there are none."""
-        zero = np.zeros((1, max(1, (self.bits + 63) // 64)), dtype=np.uint64)
-        _, _, ids = self._core.range_search(zero, 0, threads=None)
-        return ids if ids.size else None
 
     def save(self, path: str | os.PathLike) -> None:
         """Saves the index in the library's file format (read by :func:`load_index` and the
@@ -209,7 +195,7 @@ class Index:
         self._core.save(os.fspath(path))
 
     @property
-    def signer(self) -> "Signer | None":
+    def signer(self) -> Signer | None:
         """The signer recorded with the codes (an index built by ``simlsh index build`` from
         vectors or documents), rebuilt from its parameters: it signs queries as the stored
         codes were signed. ``None`` when the index records none (codes added from Python)."""
@@ -223,7 +209,7 @@ class Index:
         return signer(spec, bits=bits, seed=seed, dim=dim if kind not in _HASHED_KINDS else None)
 
     @property
-    def tokenizer(self) -> "Tokenizer | None":
+    def tokenizer(self) -> Tokenizer | None:
         """The tokenizer recorded with codes of documents (its options, stop words and TF-IDF
         table, embedded in the index file), fitted: ``index.signer.sign(texts,
         tokenizer=index.tokenizer)`` signs query documents as ``simlsh index query`` does.
@@ -242,7 +228,7 @@ class Index:
         return self._core.verified
 
     @classmethod
-    def load(cls, path: str | os.PathLike, *, verify: bool = False, copy: bool = False) -> "Index":
+    def load(cls, path: str | os.PathLike, *, verify: bool = False, copy: bool = False) -> Index:
         """Loads an index file of any kind (memory-mapped: no copy, pages shared between
         processes). Equivalent to :func:`load_index`."""
         return load_index(path, verify=verify, copy=copy)

@@ -242,15 +242,11 @@ def verified_join(
     if type(X).__module__.startswith("scipy.sparse"):
         if X.format != "csr" or X.dtype != np.float32:
             raise TypeError("sparse vectors must be a float32 CSR matrix (X.tocsr().astype(np.float32))")
-        out = _simlsh.verified_join_csr(
-            codes, bits, X.indptr.astype(np.int64, copy=False), X.indices.astype(np.int64, copy=False),
-            X.data, X.shape[1], float(threshold), **kw,
-        )
+        X = (X.indptr.astype(np.int64, copy=False), X.indices.astype(np.int64, copy=False), X.data, X.shape[1])
     else:
         if not isinstance(X, np.ndarray) or X.dtype != np.float32 or X.ndim != 2:
             raise TypeError("dense vectors must be a 2-D float32 NumPy array (X.astype(np.float32))")
-        out = _simlsh.verified_join_dense(codes, bits, X, float(threshold), **kw)
-    pairs, report = out
+    pairs, report = _simlsh.verified_join(codes, bits, X, float(threshold), **kw)
     return (*pairs, report) if return_report else pairs
 
 

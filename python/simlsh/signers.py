@@ -27,7 +27,8 @@ thread count. Signatures are NumPy ``uint64`` arrays of shape ``(N, words)``,
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -42,6 +43,8 @@ __all__ = ["Signer", "HyperplaneSigner", "HashingTrick", "HashedGaussian", "Pool
 KINDS = tuple(k["name"] for k in _simlsh.signer_kinds())
 #: The kinds that hash their features (no matrix, any dimension, ids or tokens).
 HASHED = tuple(k["name"] for k in _simlsh.signer_kinds() if not k["needs_dim"])
+#: The kinds that hold an explicit ``dim x bits`` matrix (``HyperplaneSigner``'s distributions).
+_MATRICES = tuple(k for k in KINDS if k not in HASHED)
 
 
 class Signer:
@@ -172,9 +175,13 @@ class HyperplaneSigner(Signer):
             self._params["density"] = density
         if depth is not None:
             self._params["depth"] = depth
-        self._core = _simlsh.Signer.hyperplane(
-            _count(dim, "dim"), _count(bits, "bits"), _seed(seed), distribution, density, depth
-        )
+        if distribution not in _MATRICES:
+            raise ValueError(
+                f"invalid parameter `distribution`: unknown distribution `{distribution}` ({', '.join(_MATRICES)})"
+            )
+        given = {k: v for k, v in (("density", density), ("depth", depth)) if v is not None}
+        spec = distribution + (":" + ",".join(f"{k}={v!r}" for k, v in given.items()) if given else "")
+        self._core = _simlsh.Signer.from_spec(spec, _count(bits, "bits"), _seed(seed), _count(dim, "dim"))
 
     @property
     def distribution(self) -> str:
@@ -182,7 +189,18 @@ class HyperplaneSigner(Signer):
         return self._params["distribution"]
 
 
-class HashingTrick(Signer):
+class _Hashed(Signer):
+    """A signer of hashed features (no matrix, any dimension): its kind and ``bits``, ``seed``."""
+
+    __slots__ = ()
+    _KIND: str
+
+    def __init__(self, *, bits: int, seed: int = 0):
+        self._params = dict(bits=bits, seed=seed)
+        self._core = _simlsh.Signer.from_spec(self._KIND, _count(bits, "bits"), _seed(seed))
+
+
+class HashingTrick(_Hashed):
     """The hashing trick (Manku, Jain & Das Sarma 2007): each feature (an integer id, i.e. a
     sparse column, or a string token) hashed to ``bits`` bits by seeded XXH3, ``V[j] += w`` or
     ``-= w``. No matrix, any dimension; the fastest signer per nonzero.
@@ -194,13 +212,10 @@ class HashingTrick(Signer):
     """
 
     __slots__ = ()
-
-    def __init__(self, *, bits: int, seed: int = 0):
-        self._params = dict(bits=bits, seed=seed)
-        self._core = _simlsh.Signer.hashing_trick(_count(bits, "bits"), _seed(seed))
+    _KIND = "hashing-trick"
 
 
-class HashedGaussian(Signer):
+class HashedGaussian(_Hashed):
     """The hashed Gaussian signer: no matrix, each feature (an integer id or a string token)
     hashed to a column of quantised Gaussian values, so that a few heavy features shared by two
     rows do not decide their bits the way the hashing trick's ``±1`` columns let them. Its
@@ -208,17 +223,14 @@ class HashedGaussian(Signer):
     the hashing trick over-collides by up to 0.18 on rows sharing a dominant coordinate; it
     costs about 1.4× the hashing trick per nonzero. The command line's default signer.
 
-    >>> s = HashedGaussian(bits=64, seed=1)
-    >>> a, b = s.sign([["the", "quick", "brown", "fox"], ["the", "quick", "brown", "dog"]])
-    >>> int(hamming(a, b)) < 32
-    True
+    >>> s = HashedGaussian(bits=128, seed=1)
+    >>> a, b = s.sign([["near", "duplicate", "documents"], ["near", "duplicate", "documents"]])
+    >>> int(hamming(a, b))
+    0
     """
 
     __slots__ = ()
-
-    def __init__(self, *, bits: int, seed: int = 0):
-        self._params = dict(bits=bits, seed=seed)
-        self._core = _simlsh.Signer.hashed_gaussian(_count(bits, "bits"), _seed(seed))
+    _KIND = "hashed-gaussian"
 
 
 class PooledSigner(Signer):
@@ -228,9 +240,11 @@ class PooledSigner(Signer):
 
     __slots__ = ()
 
-    def __init__(self, *, bits: int, seed: int = 0, pool_size: int = 10_000):
-        self._params = dict(bits=bits, seed=seed, pool_size=pool_size)
-        self._core = _simlsh.Signer.pooled(_count(bits, "bits"), _seed(seed), _count(pool_size, "pool_size"))
+    def __init__(self, *, bits: int, seed: int = 0, pool_size: int | None = None):
+        # The pool's size defaults to the library's (its `pooled` spec).
+        spec = "pooled" if pool_size is None else f"pooled:pool={_count(pool_size, 'pool_size')}"
+        self._core = _simlsh.Signer.from_spec(spec, _count(bits, "bits"), _seed(seed))
+        self._params = dict(bits=bits, seed=seed, pool_size=int(self._core.info()["params"]["pool"]))
 
 
 def signer(spec: str, *, bits: int, seed: int = 0, dim: int | None = None, **params: Any) -> Signer:

@@ -41,14 +41,15 @@ whatever the number of partitions or executors.
 from __future__ import annotations
 
 import math
-from typing import Any, Iterator
+from typing import Any
+from collections.abc import Iterator
 
 import numpy as np
 import pyarrow as pa
 
 from . import _simlsh
 from .arrow import (
-    _dense_values, _first_null, _string_buffers, codes_from_arrow, codes_to_arrow, scheme_keys, scheme_pairs,
+    _dense_values, _first_null, _string_buffers, codes_to_arrow, scheme_keys, scheme_pairs,
 )
 from .join import Scheme, _scheme, plan_join
 from .signers import Signer, signer as make_signer
@@ -323,7 +324,7 @@ def plan(
     return _plan(src, inp, threshold, signer, tokenizer, recall)
 
 
-def _plan(src, inp: "_Input", threshold: float, signer, tokenizer, recall):
+def _plan(src, inp: _Input, threshold: float, signer, tokenizer, recall):
     n = src.count()
     tok = fit_tokenizer(src, inp.cols[0], tokenizer) if inp.kind == "text" else None
     if signer is not None:
@@ -336,7 +337,7 @@ def _plan(src, inp: "_Input", threshold: float, signer, tokenizer, recall):
     return chosen, tok, p
 
 
-def _mean_features(src, inp: "_Input", tok: Tokenizer | None, n: int) -> float:
+def _mean_features(src, inp: _Input, tok: Tokenizer | None, n: int) -> float:
     """The mean feature count the command line plans the width with."""
     F, _, _ = _spark()
     if inp.kind == "text":
@@ -604,12 +605,12 @@ def _verify(cands, docs, id_col, inp: _Input, signer: Signer, tok: Tokenizer, th
             elif inp.kind == "dense":
                 xa = np.ascontiguousarray(_dense_values(_one_chunk(bt.column("a_0"))), dtype=np.float32)
                 xb = np.ascontiguousarray(_dense_values(_one_chunk(bt.column("b_0"))), dtype=np.float32)
-                c = _simlsh.cosines_dense(xa, xb)
+                c = _simlsh.cosines(xa, xb)
             else:
                 pa_, ia, va = _csr(bt, side("a"))
                 pb, ib, vb = _csr(bt, side("b"))
                 cols = dim if dim is not None else int(max(ia.max(initial=0), ib.max(initial=0))) + 1
-                c = _simlsh.cosines_csr(pa_, ia, va, pb, ib, vb, cols)
+                c = _simlsh.cosines((pa_, ia, va, cols), (pb, ib, vb, cols))
             keep = np.flatnonzero(c >= threshold)
             yield pa.RecordBatch.from_arrays(
                 [_one_chunk(bt.column("a")).take(pa.array(keep)), _one_chunk(bt.column("b")).take(pa.array(keep)),
@@ -663,7 +664,7 @@ def _star_components(edges, extra, max_iterations: int):
     # Symmetric, loop-free, deduplicated edges (u, v).
     e = edges.where(F.col("a") != F.col("b"))
     e = e.select(F.least("a", "b").alias("u"), F.greatest("a", "b").alias("v")).distinct()
-    for it in range(max_iterations):
+    for _ in range(max_iterations):
         # Large star: each node u links its larger neighbours to its smallest neighbour m(u).
         sym = e.select("u", "v").unionByName(e.select(F.col("v").alias("u"), F.col("u").alias("v")))
         m = sym.groupBy("u").agg(F.least(F.min("v"), F.first("u")).alias("m"))

@@ -22,7 +22,7 @@ acknowledged write is on disk (write-ahead log, group commit) and visible to the
 from __future__ import annotations
 
 import os
-from typing import Any, NamedTuple, Sequence
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -111,7 +111,7 @@ class Store:
         seed: int = 0,
         recall: float | None = None,
         delta_limit: int | None = None,
-    ) -> "Store":
+    ) -> Store:
         """A new store in directory ``path`` (created; it must be empty).
 
         ``content``: ``codes`` (radius and k queries), ``vectors`` (``dim`` floats per item,
@@ -141,7 +141,7 @@ class Store:
     @classmethod
     def open(
         cls, path: str | os.PathLike, *, durability: str = "sync", read_only: bool = False, verify: bool = True
-    ) -> "Store":
+    ) -> Store:
         """Opens the store at ``path`` (replaying its log): ``durability`` ``sync`` (writes
         acknowledged once on disk) or ``os`` (once handed to the system: survives the process
         being killed, not a power loss). ``read_only`` opens its last checkpoint without the
@@ -208,7 +208,7 @@ class Store:
     def __len__(self) -> int:
         return len(self._core)
 
-    def __enter__(self) -> "Store":
+    def __enter__(self) -> Store:
         return self
 
     def __exit__(self, *exc) -> None:

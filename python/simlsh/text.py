@@ -21,7 +21,8 @@ dedup`` and the Rust library.
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Sequence
+from typing import Any
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 
@@ -45,8 +46,8 @@ class Idf:
 
     @classmethod
     def fit(
-        cls, docs: Iterable[str], tokenizer: "Tokenizer | None" = None, *, threads: int | None = None
-    ) -> "Idf":
+        cls, docs: Iterable[str], tokenizer: Tokenizer | None = None, *, threads: int | None = None
+    ) -> Idf:
         """Counts the document frequencies of ``docs`` tokenised by ``tokenizer`` (default
         :class:`Tokenizer()`); the weighting and ``top_k`` of the tokenizer play no part."""
         tok = tokenizer if tokenizer is not None else Tokenizer()
@@ -54,7 +55,7 @@ class Idf:
         return cls(_simlsh.Idf.fit(tok._core, docs, threads=threads))
 
     @classmethod
-    def merge(cls, tables: Iterable["Idf"]) -> "Idf":
+    def merge(cls, tables: Iterable[Idf]) -> Idf:
         """The table of a corpus from the tables of its parts (fitted with the same tokenizer
         options): document counts and frequencies added, as fitting the whole would give; the
         distributed fit of :mod:`simlsh.spark`."""
@@ -65,7 +66,7 @@ class Idf:
         return _merge_idf(tables)
 
     @classmethod
-    def load(cls, path) -> "Idf":
+    def load(cls, path) -> Idf:
         """Loads a table saved by :meth:`save` (or by ``simlsh sign --save-idf``)."""
         return cls(_simlsh.Idf.load(str(path)))
 
@@ -192,12 +193,12 @@ class Tokenizer:
         return self._core.is_fitted
 
     @property
-    def idf(self) -> "Idf | None":
+    def idf(self) -> Idf | None:
         """The TF-IDF table, once fitted or given."""
         core = self._core.idf
         return Idf(core) if core is not None else None
 
-    def fit(self, docs: Iterable[str], *, threads: int | None = None) -> "Tokenizer":
+    def fit(self, docs: Iterable[str], *, threads: int | None = None) -> Tokenizer:
         """This tokenizer with its TF-IDF table fitted on ``docs`` (the same tokenizer for
         other weightings)."""
         p = self.params
@@ -209,7 +210,7 @@ class Tokenizer:
         return out
 
     @classmethod
-    def _from_core(cls, core: _simlsh.Tokenizer) -> "Tokenizer":
+    def _from_core(cls, core: _simlsh.Tokenizer) -> Tokenizer:
         """A tokenizer around a native one (e.g. an index's recorded tokenizer), its
         parameters read from it."""
         out = cls.__new__(cls)
@@ -219,7 +220,7 @@ class Tokenizer:
         out._params = p
         return out
 
-    def with_params(self, **changes: Any) -> "Tokenizer":
+    def with_params(self, **changes: Any) -> Tokenizer:
         """A tokenizer with these parameters changed."""
         p = self.params
         p.update(changes)

@@ -8,8 +8,8 @@ use simlsh::estimate::{
     self, BitsPlanner, ErrorTarget, IntervalMethod, PairDistribution, RadiusPlanner, RadiusRule,
 };
 
+use crate::arrays::contiguous;
 use crate::errors::{IntoPy, value_error};
-use crate::signer::contiguous;
 
 fn method(name: &str) -> PyResult<IntervalMethod> {
     match name {

@@ -1,19 +1,20 @@
 //! Indexes: any kind of the library behind one class, FAISS-shaped results.
 
 use std::path::PathBuf;
-use std::sync::{Mutex, RwLock};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
 
-use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray1, PyReadonlyArray2};
+use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 use simlsh::fs::LockGuard;
-use simlsh::index::{HammingIndex, IndexSpec};
+use simlsh::index::{Featureless, HammingIndex, IndexSpec};
 use simlsh::persist::LoadOptions;
 use simlsh::signature::words_for;
 use simlsh::{Error, SignatureMatrix};
 
+use crate::arrays::{Knn, KnnOut, codes, contiguous, ids_u32};
 use crate::errors::{IntoPy, to_py, value_error};
-use crate::signer::contiguous;
 use crate::text::PyTokenizer;
 use crate::threads::Threads;
 
@@ -34,53 +35,6 @@ fn query_chunk(kind: &str, len: usize) -> usize {
     }
 }
 
-/// FAISS's `(D, I)`: distances (`int32`) and ids (`int64`), `(n, k)`.
-pub type Knn<'py> = (Bound<'py, PyArray2<i32>>, Bound<'py, PyArray2<i64>>);
-
-/// Distance reported for a missing neighbour (fewer than k stored), as FAISS does.
-pub const NO_DISTANCE: i32 = i32::MAX;
-
-/// A `rows × k` result array filled with `fill`, allocated fallibly: a `MemoryError` naming
-/// `what` when the process cannot hold it (a `k` far beyond the stored codes), never an abort.
-pub fn result_array<T: Clone>(rows: usize, k: usize, fill: T, what: &str) -> PyResult<Vec<T>> {
-    let cells = rows.saturating_mul(k);
-    let what = format!("{what} of {rows} rows × k = {k}");
-    simlsh::memory::filled(cells, fill, &what).py()
-}
-
-/// A `(N, words)` array of `uint64` codes as a signature matrix of `bits` bits (borrowed, not
-/// copied): it must be C-contiguous, with `words_for(bits)` columns and no bit set beyond
-/// `bits`.
-pub fn codes<'a>(
-    a: &'a PyReadonlyArray2<'_, u64>,
-    bits: usize,
-) -> PyResult<SignatureMatrix<&'a [u64]>> {
-    let (_, w) = a.as_array().dim();
-    simlsh::signature::check_bits(bits).py()?;
-    if w != words_for(bits) {
-        return Err(value_error(format!(
-            "codes have {w} words per row, but {bits}-bit signatures have {}",
-            words_for(bits)
-        )));
-    }
-    let s = a.as_slice().map_err(|_| {
-        value_error("codes must be a C-contiguous array (use numpy.ascontiguousarray)")
-    })?;
-    SignatureMatrix::from_parts(bits, s).py()
-}
-
-/// Ids as `u32`.
-pub fn ids_u32(ids: &[i64]) -> PyResult<Vec<u32>> {
-    ids.iter()
-        .enumerate()
-        .map(|(k, &i)| {
-            u32::try_from(i).map_err(|_| {
-                value_error(format!("ids[{k}] = {i} is not in 0..2^32 (ids are uint32)"))
-            })
-        })
-        .collect()
-}
-
 /// An index of any kind, behind a lock: searches and saves share it, `add` and `remove` hold
 /// it alone for their whole call, so that an add is seen (and saved) whole or not at all.
 #[pyclass(name = "Index", module = "simlsh._simlsh", frozen)]
@@ -90,6 +44,8 @@ pub struct PyIndex {
     /// The first default id of the next add: one past the largest id ever stored (known once
     /// computed or set; changed only under the index's write lock).
     next_id: std::sync::Mutex<Option<u64>>,
+    /// The featureless-row rule of the stored codes, found on the first search after a change.
+    featureless: Mutex<Option<Arc<Featureless>>>,
 }
 
 impl PyIndex {
@@ -106,7 +62,27 @@ impl PyIndex {
             inner: RwLock::new(idx),
             spec,
             next_id: std::sync::Mutex::new(None),
+            featureless: Mutex::new(None),
         }
+    }
+
+    /// The featureless-row rule of the stored codes (`on`), or none (`!on`: codes as codes).
+    fn featureless(&self, on: bool) -> PyResult<Arc<Featureless>> {
+        if !on {
+            return Ok(Arc::new(Featureless::none()));
+        }
+        // The index's lock first, as `add` and `remove` take them.
+        let idx = self.read();
+        let mut cached = self.featureless.lock().unwrap_or_else(|p| p.into_inner());
+        if cached.is_none() {
+            *cached = Some(Arc::new(Featureless::of(&**idx).py()?));
+        }
+        Ok(cached.clone().expect("set above"))
+    }
+
+    /// Forgets the featureless rule (the stored codes changed), under the write lock.
+    fn changed(&self) {
+        *self.featureless.lock().unwrap_or_else(|p| p.into_inner()) = None;
     }
 
     /// One past the largest id stored in `idx` (0 when empty): every stored code is within
@@ -248,6 +224,7 @@ impl PyIndex {
         let spec = &self.spec;
         t.run(py, || -> simlsh::Result<()> {
             let mut idx = self.write();
+            self.changed();
             let mut next = self.next_id.lock().unwrap_or_else(|p| p.into_inner());
             let ids = match ids {
                 Some(ids) => {
@@ -291,67 +268,57 @@ impl PyIndex {
     /// Removes `ids`; returns how many were stored.
     fn remove(&self, py: Python<'_>, ids: PyReadonlyArray1<'_, i64>) -> PyResult<usize> {
         let ids = ids_u32(contiguous(&ids, "ids")?)?;
-        py.detach(|| self.write().remove_batch(&ids)).py()
+        py.detach(|| {
+            let mut idx = self.write();
+            self.changed();
+            idx.remove_batch(&ids)
+        })
+        .py()
     }
 
     /// The `k` nearest stored codes of each query: `(D, I)`, `(n, k)` arrays of distances
     /// (`int32`) and ids (`int64`), sorted by (distance, id); missing neighbours (fewer than
-    /// `k` stored) have id -1 and distance 2^31 - 1.
-    #[pyo3(signature = (queries, k, threads = None))]
+    /// `k` stored) have id -1 and distance 2^31 - 1. With `featureless`, the library's rule
+    /// ([`Featureless`]): all-zero codes are no one's neighbours.
+    #[pyo3(signature = (queries, k, featureless = true, threads = None))]
     fn search<'py>(
         &self,
         py: Python<'py>,
         queries: PyReadonlyArray2<'py, u64>,
         k: usize,
+        featureless: bool,
         threads: Option<i64>,
     ) -> PyResult<Knn<'py>> {
         let t = Threads::new(threads)?;
         let (bits, chunk, len) = self.with(|i| (i.bits(), query_chunk(i.kind(), i.len()), i.len()));
         let q = self::codes(&queries, bits)?;
-        let n = q.len();
+        let rule = self.featureless(featureless)?;
         // The arrays have FAISS's k columns, padded; the search asks for at most as many
         // neighbours as are stored, so a k far beyond them costs only the arrays (or a
         // MemoryError when they cannot be allocated).
-        let mut d = result_array(n, k, NO_DISTANCE, "search distances")?;
-        let mut ids = result_array(n, k, -1i64, "search ids")?;
-        let found_k = k.min(len);
-        t.chunked(py, n, chunk, |r| {
-            let found = self
-                .read()
-                .knn_flat(q.slice_rows(r.clone()).as_slice(), found_k)
+        let mut out = KnnOut::new(q.len(), k, "search")?;
+        t.chunked(py, q.len(), chunk, |r| {
+            let rows = q.slice_rows(r.clone());
+            let hits = rule
+                .knn_batch(&**self.read(), rows.as_slice(), k.min(len))
                 .py()?;
-            for (row, q) in r.clone().enumerate() {
-                let src = row * found_k..(row + 1) * found_k;
-                let dst = q * k..q * k + found_k;
-                ids[dst.clone()].copy_from_slice(&found.ids[src.clone()]);
-                for (dst, &src) in d[dst].iter_mut().zip(&found.distances[src]) {
-                    // FAISS's padding of binary searches, and every real distance fits an
-                    // i32.
-                    *dst = i32::try_from(src).unwrap_or(NO_DISTANCE);
-                }
-            }
+            out.put(r.start, &hits);
             Ok(())
         })?;
-        Ok((
-            ndarray::Array2::from_shape_vec((n, k), d)
-                .expect("n × k")
-                .into_pyarray(py),
-            ndarray::Array2::from_shape_vec((n, k), ids)
-                .expect("n × k")
-                .into_pyarray(py),
-        ))
+        Ok(out.into_py(py))
     }
 
     /// Every stored code within distance `radius` (inclusive) of each query, FAISS's
     /// `(lims, D, I)`: the hits of query `q` are `D[lims[q]:lims[q+1]]`,
-    /// `I[lims[q]:lims[q+1]]`, sorted by (distance, id).
-    #[pyo3(signature = (queries, radius, threads = None))]
+    /// `I[lims[q]:lims[q+1]]`, sorted by (distance, id). `featureless` as in `search`.
+    #[pyo3(signature = (queries, radius, featureless = true, threads = None))]
     #[allow(clippy::type_complexity)]
     fn range_search<'py>(
         &self,
         py: Python<'py>,
         queries: PyReadonlyArray2<'py, u64>,
         radius: u32,
+        featureless: bool,
         threads: Option<i64>,
     ) -> PyResult<(
         Bound<'py, PyArray1<i64>>,
@@ -361,19 +328,18 @@ impl PyIndex {
         let t = Threads::new(threads)?;
         let (bits, chunk) = self.with(|i| (i.bits(), query_chunk(i.kind(), i.len())));
         let q = self::codes(&queries, bits)?;
-        let n = q.len();
-        let mut lims = Vec::with_capacity(n + 1);
-        lims.push(0i64);
+        let rule = self.featureless(featureless)?;
+        let mut lims = vec![0i64];
         let (mut d, mut ids) = (Vec::new(), Vec::new());
-        t.chunked(py, n, chunk, |r| {
-            let found = self
-                .read()
-                .radius_flat(q.slice_rows(r).as_slice(), radius)
+        t.chunked(py, q.len(), chunk, |r| {
+            let hits = rule
+                .radius_batch(&**self.read(), q.slice_rows(r).as_slice(), radius)
                 .py()?;
-            let base = ids.len();
-            lims.extend(found.lims[1..].iter().map(|&l| (base + l) as i64));
-            ids.extend_from_slice(&found.ids);
-            d.extend(found.distances.iter().map(|&x| x as i32));
+            for h in hits.iter() {
+                ids.extend(h.iter().map(|h| i64::from(h.id)));
+                d.extend(h.iter().map(|h| h.distance as i32));
+                lims.push(ids.len() as i64);
+            }
             Ok(())
         })?;
         Ok((

@@ -5,9 +5,9 @@ use pyo3::prelude::*;
 use simlsh::index::HammingIndex;
 use simlsh::join::{self, Pair};
 
+use crate::arrays::{Knn, KnnOut, codes, contiguous};
 use crate::errors::{IntoPy, to_py, value_error};
-use crate::index::{Knn, NO_DISTANCE, PyIndex, codes, result_array};
-use crate::signer::contiguous;
+use crate::index::PyIndex;
 use crate::threads::Threads;
 
 /// Rows of the k-NN graph per chunk (between two checks for Ctrl-C).
@@ -101,17 +101,7 @@ pub fn knn_graph<'py>(
     let t = Threads::new(threads)?;
     let m = self::codes(&codes, bits)?;
     let n = m.len();
-    let mut d = result_array(n, k, NO_DISTANCE, "k-NN graph distances")?;
-    let mut ids = result_array(n, k, -1i64, "k-NN graph ids")?;
-    let mut fill = |first: usize, hits: Vec<Vec<simlsh::Hit>>| {
-        for (q, hs) in hits.iter().enumerate() {
-            let row = first + q;
-            for (c, h) in hs.iter().enumerate() {
-                d[row * k + c] = h.distance as i32;
-                ids[row * k + c] = h.id as i64;
-            }
-        }
-    };
+    let mut out = KnnOut::new(n, k, "k-NN graph")?;
     match index {
         // The exact graph in one call: every pair compared once (`hamming::self_knn`).
         None => {
@@ -121,23 +111,16 @@ pub fn knn_graph<'py>(
                 }
                 exact => exact,
             };
-            fill(0, t.run(py, || join::knn_graph_by(&m, k, &method)).py()?.0)
+            out.put(0, &t.run(py, || join::knn_graph_by(&m, k, &method)).py()?.0)
         }
         Some(ix) => t.chunked(py, n, GRAPH_CHUNK, |r| {
             let first = r.start;
             let hits = ix
                 .with(|idx: &dyn HammingIndex| join::knn_graph_rows(idx, &m, r, k))
                 .py()?;
-            fill(first, hits);
+            out.put(first, &hits);
             Ok(())
         })?,
     }
-    Ok((
-        ndarray::Array2::from_shape_vec((n, k), d)
-            .expect("n × k")
-            .into_pyarray(py),
-        ndarray::Array2::from_shape_vec((n, k), ids)
-            .expect("n × k")
-            .into_pyarray(py),
-    ))
+    Ok(out.into_py(py))
 }

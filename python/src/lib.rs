@@ -3,6 +3,7 @@
 //! API (keyword arguments, input dispatch, pickling, scikit-learn) lives in the pure-Python
 //! modules of `simlsh`; this module does the work, off the GIL, on rayon's threads.
 
+mod arrays;
 mod errors;
 mod estimate;
 mod index;
@@ -32,8 +33,7 @@ fn _simlsh(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(join::clusters, m)?)?;
     m.add_function(wrap_pyfunction!(join::knn_graph, m)?)?;
     m.add_function(wrap_pyfunction!(verify::banded_join, m)?)?;
-    m.add_function(wrap_pyfunction!(verify::verified_join_dense, m)?)?;
-    m.add_function(wrap_pyfunction!(verify::verified_join_csr, m)?)?;
+    m.add_function(wrap_pyfunction!(verify::verified_join, m)?)?;
     m.add_function(wrap_pyfunction!(rerank::rerank_dense, m)?)?;
     m.add_function(wrap_pyfunction!(rerank::rerank_csr, m)?)?;
     m.add_function(wrap_pyfunction!(scheme::plan_join, m)?)?;
@@ -46,8 +46,7 @@ fn _simlsh(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(partition::row_hashes, m)?)?;
     m.add_function(wrap_pyfunction!(partition::sign_text_counts, m)?)?;
     m.add_function(wrap_pyfunction!(partition::cosines_text, m)?)?;
-    m.add_function(wrap_pyfunction!(partition::cosines_dense, m)?)?;
-    m.add_function(wrap_pyfunction!(partition::cosines_csr, m)?)?;
+    m.add_function(wrap_pyfunction!(partition::cosines, m)?)?;
     m.add_function(wrap_pyfunction!(estimate::angle, m)?)?;
     m.add_function(wrap_pyfunction!(estimate::cosine, m)?)?;
     m.add_function(wrap_pyfunction!(estimate::expected_hamming, m)?)?;

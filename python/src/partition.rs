@@ -2,16 +2,16 @@
 //! out): documents signed with their feature counts, row hashes for exact duplicates, and
 //! exact cosines of paired rows (the keys and pairs of a partition are the `Scheme`'s).
 
-use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray1, PyReadonlyArray2};
+use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray1};
 use pyo3::prelude::*;
 use simlsh::Error;
 use simlsh::signature::words_for;
 use simlsh::text::SignOptions;
-use simlsh::verify::{CsrVectors, DenseVectors, SparseVectors, Vectors};
-use sprs::{CompressedStorage, CsMatViewI};
+use simlsh::verify::{SparseVectors, Vectors};
 
+use crate::arrays::{Vecs, VectorsArg, contiguous};
 use crate::errors::{IntoPy, to_py, value_error};
-use crate::signer::{Idx, PySigner, arrow_strings, check_indptr, check_rows, contiguous};
+use crate::signer::{PySigner, arrow_strings};
 use crate::text::PyTokenizer;
 use crate::threads::Threads;
 
@@ -125,105 +125,38 @@ pub fn cosines_text<'py>(
     Ok(c.py()?.into_pyarray(py))
 }
 
-/// The exact cosine of each pair of dense rows (`a[i]`, `b[i]`), `float32` matrices of
-/// equal shape: the verified join's cosine, bit for bit.
+/// The exact cosine of each pair of rows (`a[i]`, `b[i]`), vectors of one kind (dense
+/// `float32` of equal shape, or CSR matrices of sorted rows with as many rows): the verified
+/// join's cosine, bit for bit.
 #[pyfunction]
-pub fn cosines_dense<'py>(
+pub fn cosines<'py>(
     py: Python<'py>,
-    a: PyReadonlyArray2<'py, f32>,
-    b: PyReadonlyArray2<'py, f32>,
+    a: VectorsArg<'py>,
+    b: VectorsArg<'py>,
 ) -> PyResult<Bound<'py, PyArray1<f64>>> {
-    let (a, b) = (a.as_array(), b.as_array());
-    if a.dim() != b.dim() {
-        return Err(value_error(format!(
-            "a and b differ in shape: {:?} and {:?}",
+    let (ra, rb) = (a.rows("a")?, b.rows("b")?);
+    let (va, vb) = py.detach(|| Ok::<_, PyErr>((ra.vectors("a")?, rb.vectors("b")?)))?;
+    fn each<V: Vectors>(a: &V, b: &V) -> PyResult<Vec<f64>> {
+        if a.len() != b.len() {
+            return Err(to_py(Error::LengthMismatch {
+                what: "a vs b rows",
+                left: a.len(),
+                right: b.len(),
+            }));
+        }
+        Ok((0..a.len()).map(|i| a.cosine_with(i, b, i)).collect())
+    }
+    let c = match (&va, &vb) {
+        (Vecs::Dense(a), Vecs::Dense(b)) if a.dim() != b.dim() => Err(value_error(format!(
+            "a and b differ in shape: {} and {} columns",
             a.dim(),
             b.dim()
-        )));
-    }
-    let c = py.detach(|| -> simlsh::Result<Vec<f64>> {
-        let (va, vb) = (DenseVectors::new(a)?, DenseVectors::new(b)?);
-        Ok((0..va.len()).map(|i| va.cosine_with(i, &vb, i)).collect())
-    });
-    Ok(c.py()?.into_pyarray(py))
-}
-
-/// One side of [`cosines_csr`]: a checked CSR view.
-fn csr_view<'a>(
-    indptr: &'a [i64],
-    indices: &'a [i64],
-    data: &'a [f32],
-    cols: usize,
-    side: &str,
-) -> PyResult<CsMatViewI<'a, f32, u64, i64>> {
-    if indices.len() != data.len() {
-        return Err(to_py(Error::LengthMismatch {
-            what: "sparse indices vs data",
-            left: indices.len(),
-            right: data.len(),
-        }));
-    }
-    check_indptr(indptr, indices.len()).py()?;
-    let rows = indptr.len() - 1;
-    if !check_rows(indptr, indices, 0..rows, cols).py()? {
-        return Err(value_error(format!(
-            "{side}: exact cosines need sorted sparse indices without duplicates"
-        )));
-    }
-    let nnz = indptr[rows] as usize;
-    let u = <i64 as Idx>::unsigned(indices);
-    // SAFETY: `check_indptr` and `check_rows` verified indptr (from 0, non-decreasing, within
-    // the indices) and every row (strictly increasing, in 0..cols, so equal as unsigned).
-    Ok(unsafe {
-        CsMatViewI::new_unchecked(
-            CompressedStorage::CSR,
-            (rows, cols),
-            indptr,
-            &u[..nnz],
-            &data[..nnz],
-        )
-    })
-}
-
-/// The exact cosine of each pair of sparse rows (`a[i]`, `b[i]`), two CSR matrices (sorted
-/// indices, `float32` data) with the same number of rows: the verified join's cosine, bit for
-/// bit.
-#[pyfunction]
-#[allow(clippy::too_many_arguments)]
-pub fn cosines_csr<'py>(
-    py: Python<'py>,
-    a_indptr: PyReadonlyArray1<'py, i64>,
-    a_indices: PyReadonlyArray1<'py, i64>,
-    a_data: PyReadonlyArray1<'py, f32>,
-    b_indptr: PyReadonlyArray1<'py, i64>,
-    b_indices: PyReadonlyArray1<'py, i64>,
-    b_data: PyReadonlyArray1<'py, f32>,
-    cols: usize,
-) -> PyResult<Bound<'py, PyArray1<f64>>> {
-    let a = csr_view(
-        contiguous(&a_indptr, "a_indptr")?,
-        contiguous(&a_indices, "a_indices")?,
-        contiguous(&a_data, "a_data")?,
-        cols,
-        "a",
-    )?;
-    let b = csr_view(
-        contiguous(&b_indptr, "b_indptr")?,
-        contiguous(&b_indices, "b_indices")?,
-        contiguous(&b_data, "b_data")?,
-        cols,
-        "b",
-    )?;
-    if a.rows() != b.rows() {
-        return Err(to_py(Error::LengthMismatch {
-            what: "a vs b rows",
-            left: a.rows(),
-            right: b.rows(),
-        }));
-    }
-    let c = py.detach(|| -> simlsh::Result<Vec<f64>> {
-        let (va, vb) = (CsrVectors::new(a)?, CsrVectors::new(b)?);
-        Ok((0..va.len()).map(|i| va.cosine_with(i, &vb, i)).collect())
-    });
-    Ok(c.py()?.into_pyarray(py))
+        ))),
+        (Vecs::Dense(a), Vecs::Dense(b)) => each(a, b),
+        (Vecs::Csr(a), Vecs::Csr(b)) => each(a, b),
+        _ => Err(value_error(
+            "a and b must be vectors of one kind (dense or CSR)",
+        )),
+    }?;
+    Ok(c.into_pyarray(py))
 }

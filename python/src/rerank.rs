@@ -5,9 +5,9 @@ use numpy::{PyArray2, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::prelude::*;
 use rayon::prelude::*;
 
+use crate::arrays::contiguous;
+use crate::arrays::result_array;
 use crate::errors::value_error;
-use crate::index::result_array;
-use crate::signer::contiguous;
 use crate::threads::Threads;
 
 type Reranked<'py> = (Bound<'py, PyArray2<f32>>, Bound<'py, PyArray2<i64>>);
@@ -56,12 +56,7 @@ fn layout<'py>(py: Python<'py>, rows: Vec<Vec<(i64, f64)>>, k: usize) -> PyResul
             i[q * k + c] = id;
         }
     }
-    let d = ndarray::Array2::from_shape_vec((nq, k), d).map_err(|e| value_error(e.to_string()))?;
-    let i = ndarray::Array2::from_shape_vec((nq, k), i).map_err(|e| value_error(e.to_string()))?;
-    Ok((
-        numpy::PyArray2::from_owned_array(py, d),
-        numpy::PyArray2::from_owned_array(py, i),
-    ))
+    Ok(crate::arrays::layout(py, k, d, i))
 }
 
 /// Scores every query (`f(q)`: its best candidates) in parallel, in chunks between which

@@ -9,9 +9,9 @@ use simlsh::estimate::JoinPlanner;
 use simlsh::join::{Banding, CappedGroup, Pass, Scheme, TableKeys, partition};
 use simlsh::signature::words_for;
 
+use crate::arrays::codes;
+use crate::arrays::contiguous;
 use crate::errors::{IntoPy, value_error};
-use crate::index::codes;
-use crate::signer::contiguous;
 use crate::threads::Threads;
 
 /// A join's candidate scheme ([`simlsh::join::Scheme`]).

@@ -9,13 +9,12 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use rayon::prelude::*;
 use simlsh::signature::{check_bits, words_for};
-use simlsh::signers::{
-    AnySigner, Distribution, HashedGaussian, HashingTrick, HyperplaneSigner, PooledSigner,
-    SignerKind, SignerSpec,
-};
+use simlsh::signers::sparse::{CsrArrays, CsrIndex};
+use simlsh::signers::{AnySigner, SignerKind, SignerSpec};
 use simlsh::{Error, SignatureMatrix, Signer};
-use sprs::{CompressedStorage, CsMatViewI, SpIndex};
+use sprs::SpIndex;
 
+use crate::arrays::contiguous;
 use crate::errors::{IntoPy, shift_rows, to_py, value_error};
 use crate::text::PyTokenizer;
 use crate::threads::Threads;
@@ -43,31 +42,6 @@ const TEXT_CHUNK: usize = 8_192;
 #[pyclass(name = "Signer", module = "simlsh._simlsh", frozen)]
 pub struct PySigner {
     pub inner: Arc<AnySigner>,
-}
-
-fn distribution(name: &str, density: Option<f64>, depth: Option<usize>) -> PyResult<Distribution> {
-    let d = match name {
-        "gaussian" => Distribution::Gaussian,
-        "super-bit" => Distribution::SuperBit { depth },
-        "rademacher" => Distribution::Rademacher,
-        "very-sparse" => Distribution::VerySparse { density },
-        _ => {
-            return Err(value_error(format!(
-                "invalid parameter `distribution`: unknown distribution `{name}` (gaussian, super-bit, rademacher, very-sparse)"
-            )));
-        }
-    };
-    if density.is_some() && name != "very-sparse" {
-        return Err(value_error(
-            "invalid parameter `density`: only the very-sparse distribution takes a density",
-        ));
-    }
-    if depth.is_some() && name != "super-bit" {
-        return Err(value_error(
-            "invalid parameter `depth`: only the super-bit distribution takes a depth",
-        ));
-    }
-    Ok(d)
 }
 
 /// Output buffer of `n` signatures of `w` words, filled chunk by chunk.
@@ -108,109 +82,6 @@ fn check_width(signer: &AnySigner, cols: usize) -> PyResult<()> {
         })),
         _ => Ok(()),
     }
-}
-
-/// Checks a CSR matrix's `indptr` against its `nnz` indices: it starts at 0, never decreases
-/// and ends within the indices. The library's errors, naming the row.
-pub fn check_indptr<P: SpIndex>(indptr: &[P], nnz: usize) -> Result<(), Error> {
-    let bad = |reason: String| Error::param("indptr", reason);
-    if indptr.is_empty() {
-        return Err(bad(
-            "indptr is empty (it has one entry per row plus one)".into()
-        ));
-    }
-    let at = |k: usize| indptr[k].try_index();
-    if at(0) != Some(0) {
-        return Err(bad("indptr must start at 0".into()));
-    }
-    let rows = indptr.len() - 1;
-    if let Some(r) = (0..rows).find(|&r| match (at(r), at(r + 1)) {
-        (Some(a), Some(b)) => a > b,
-        _ => true,
-    }) {
-        return Err(bad(format!("row {r}: indptr decreases (or is negative)")));
-    }
-    let last = at(rows).expect("checked above");
-    if last > nnz {
-        return Err(Error::LengthMismatch {
-            what: "indptr[-1] vs the number of indices",
-            left: last,
-            right: nnz,
-        });
-    }
-    Ok(())
-}
-
-/// Checks the rows `rows` of a CSR matrix (indptr checked) of `cols` columns: every index
-/// non-negative and below `cols`; returns whether every row is strictly increasing. The
-/// library's error naming the first bad row otherwise.
-pub fn check_rows<I: Idx, P: SpIndex>(
-    indptr: &[P],
-    indices: &[I],
-    rows: Range<usize>,
-    cols: usize,
-) -> Result<bool, Error> {
-    // Branch-free passes over the unsigned view (they vectorise): a negative index reads as
-    // at least 2^31 (2^63), so one comparison with `limit` finds it and the ones beyond
-    // `cols`; the order of non-negative values is the same signed and unsigned.
-    let unsigned = I::unsigned(indices);
-    let limit = I::U::from_usize(cols.min(I::max_value().index() + 1));
-    let span = |r: usize| indptr[r].index()..indptr[r + 1].index();
-    let (a, b) = (indptr[rows.start].index(), indptr[rows.end].index());
-    if unsigned[a..b].iter().fold(true, |ok, &c| ok & (c < limit)) {
-        return Ok(rows.into_iter().all(|r| {
-            let ids = &unsigned[span(r)];
-            ids[1.min(ids.len())..]
-                .iter()
-                .zip(ids)
-                .fold(true, |ok, (b, a)| ok & (a < b))
-        }));
-    }
-    let k = (a..b)
-        .find(|&k| unsigned[k] >= limit)
-        .expect("an index out of range");
-    let r = rows
-        .into_iter()
-        .find(|&r| span(r).contains(&k))
-        .expect("the row of an index");
-    Err(match indices[k].try_index() {
-        Some(c) if indices[k] >= I::zero() => Error::IndexOutOfRange {
-            row: r,
-            col: c as u64,
-            dim: cols as u64,
-        },
-        _ => Error::param("indices", format!("row {r}: negative feature index")),
-    })
-}
-
-/// Rows `lo..hi` of a CSR matrix whose rows may be unsorted or hold duplicate indices, sorted
-/// and with duplicates summed (SciPy's meaning of duplicates, by the library's rule: in `f64`,
-/// rounded once, as every reader of the command line): `(indptr, indices, data)` of the chunk,
-/// indptr from 0.
-fn sorted_rows<I: SpIndex + Sync + Send, P: SpIndex + Sync>(
-    indptr: &[P],
-    indices: &[I],
-    data: &[f32],
-    base: usize,
-) -> (Vec<usize>, Vec<I>, Vec<f32>) {
-    let rows: Vec<(Vec<I>, Vec<f32>)> = (0..indptr.len() - 1)
-        .into_par_iter()
-        .map(|r| {
-            let (a, b) = (indptr[r].index() - base, indptr[r + 1].index() - base);
-            let (mut ids, mut vals) = (Vec::with_capacity(b - a), Vec::with_capacity(b - a));
-            simlsh::signers::sparse::merge_into(&indices[a..b], &data[a..b], &mut ids, &mut vals);
-            (ids, vals)
-        })
-        .collect();
-    let mut p = Vec::with_capacity(rows.len() + 1);
-    p.push(0usize);
-    let (mut ids, mut vals) = (Vec::new(), Vec::new());
-    for (i, v) in rows {
-        ids.extend(i);
-        vals.extend(v);
-        p.push(ids.len());
-    }
-    (p, ids, vals)
 }
 
 impl PySigner {
@@ -298,37 +169,25 @@ impl PySigner {
 
     /// Signs a CSR matrix given by its arrays, in chunks of rows. `data` is converted to
     /// `f32` chunk by chunk when it is not already.
-    fn csr<'py, I: Idx, P: SpIndex + Sync, T: Data>(
+    fn csr<'py, I: CsrIndex, P: SpIndex + Sync, T: Data>(
         &self,
         py: Python<'py>,
-        indptr: &[P],
-        indices: &[I],
-        data: &[T],
-        cols: usize,
+        m: CsrArrays<'_, P, I, T>,
         t: &Threads,
     ) -> PyResult<Bound<'py, PyArray2<u64>>> {
-        if indices.len() != data.len() {
-            return Err(to_py(Error::LengthMismatch {
-                what: "sparse indices vs data",
-                left: indices.len(),
-                right: data.len(),
-            }));
-        }
-        check_indptr(indptr, indices.len()).py()?;
         if let Some(d) = self.inner.dim()
-            && cols as u64 > d
+            && m.cols() as u64 > d
         {
             return Err(to_py(Error::DimensionMismatch {
                 expected: d,
-                got: cols as u64,
+                got: m.cols() as u64,
             }));
         }
-        let rows = indptr.len() - 1;
-        let bits = self.bits();
+        let (rows, bits) = (m.rows(), self.bits());
         let mut out = Out::new(rows, bits);
         let w = out.w;
         let signer = &*self.inner;
-        let per_row = indices.len().div_ceil(rows.max(1)) * bits;
+        let per_row = m.indices().len().div_ceil(rows.max(1)) * bits;
         t.chunked(py, rows, sign_chunk(per_row), |r: Range<usize>| {
             // Blocks of rows checked and signed in one parallel pass, so that each block's
             // indices are still in cache when signed; the first bad row (by number) is
@@ -339,55 +198,22 @@ impl PySigner {
                 .map(|(k, dst)| {
                     let lo = r.start + k * CSR_BLOCK;
                     let hi = lo + dst.len() / w;
-                    let sorted = check_rows(indptr, indices, lo..hi, cols)?;
-                    let indices = I::unsigned(indices);
-                    let (a, b) = (indptr[lo].index(), indptr[hi].index());
-                    let vals = T::as_f32(&data[a..b]).map_err(|(k, v)| {
-                        let row = lo + indptr[lo..=hi].partition_point(|p| p.index() <= a + k) - 1;
+                    let (a, b) = (m.span(lo).start, m.span(hi - 1).end);
+                    let vals = T::as_f32(&m.data()[a..b]).map_err(|(k, v)| {
+                        let row =
+                            lo + m.indptr()[lo..=hi].partition_point(|p| p.index() <= a + k) - 1;
+                        let why = simlsh::io::float::F32Range::of(v)
+                            .expect("a value float32 does not hold");
+                        let col = m.indices()[a + k].index();
                         Error::param(
                             "data",
-                            format!(
-                                "row {row}, column {}: value {v:e} {}",
-                                indices[a + k].index(),
-                                simlsh::io::float::F32Range::of(v)
-                                    .expect("a value float32 does not hold")
-                            ),
+                            format!("row {row}, column {col}: value {v:e} {why}"),
                         )
-                    })?;
-                    let sigs = if sorted {
-                        // SAFETY: `check_indptr` verified that indptr starts at 0, never
-                        // decreases and ends within the indices; `check_rows` that each row
-                        // of `lo..hi` is strictly increasing (`sorted`) with indices in
-                        // `0..cols` (so equal as unsigned values). `indptr[lo..=hi]` is
-                        // offset by `a`, the start of the block's indices and data (sprs
-                        // subtracts the first indptr entry, as in its own `slice_outer`).
-                        let m: CsMatViewI<'_, f32, I::U, P> = unsafe {
-                            CsMatViewI::new_unchecked(
-                                CompressedStorage::CSR,
-                                (hi - lo, cols),
-                                &indptr[lo..=hi],
-                                &indices[a..b],
-                                &vals[..],
-                            )
-                        };
-                        signer.sign_csr(m)
-                    } else {
-                        let (p, ids, v) = sorted_rows(&indptr[lo..=hi], &indices[a..b], &vals, a);
-                        // SAFETY: as above, and `sorted_rows` made each row strictly
-                        // increasing (sorted, duplicates merged) with indptr from 0 to the
-                        // length of `ids`.
-                        let m: CsMatViewI<'_, f32, I::U, usize> = unsafe {
-                            CsMatViewI::new_unchecked(
-                                CompressedStorage::CSR,
-                                (hi - lo, cols),
-                                &p[..],
-                                &ids[..],
-                                &v[..],
-                            )
-                        };
-                        signer.sign_csr(m)
-                    }
-                    .map_err(|e| shift_rows(e, lo))?;
+                    });
+                    let sigs = m
+                        .block(lo..hi, vals?)
+                        .and_then(|block| signer.sign_csr(block.view()))
+                        .map_err(|e| shift_rows(e, lo))?;
                     dst.copy_from_slice(sigs.as_slice());
                     Ok(())
                 })
@@ -418,28 +244,6 @@ impl PySigner {
             Ok(())
         })?;
         Ok(out.into_py(py))
-    }
-}
-
-/// A signed index type of SciPy's arrays and its unsigned twin.
-pub trait Idx: SpIndex + Sync + Send {
-    /// The unsigned type of the same width.
-    type U: SpIndex + Sync + Send + PartialOrd;
-    /// The same bits as the unsigned type (equal values for non-negative indices).
-    fn unsigned(s: &[Self]) -> &[Self::U];
-}
-
-impl Idx for i32 {
-    type U = u32;
-    fn unsigned(s: &[i32]) -> &[u32] {
-        bytemuck::cast_slice(s)
-    }
-}
-
-impl Idx for i64 {
-    type U = u64;
-    fn unsigned(s: &[i64]) -> &[u64] {
-        bytemuck::cast_slice(s)
     }
 }
 
@@ -496,75 +300,25 @@ pub(crate) fn arrow_strings<'a, O: SpIndex>(
 
 #[pymethods]
 impl PySigner {
-    /// An explicit-matrix signer (`HyperplaneSigner`): `distribution` is `gaussian`,
-    /// `super-bit`, `rademacher` or `very-sparse`.
+    /// A signer from its specification, the library's `SignerSpec` text form (`gaussian`,
+    /// `super-bit:depth=32`, `very-sparse:density=0.01`, `pooled:pool=10000`, ...), at width
+    /// `bits` and `seed` (the library's default when `None`), for inputs of dimension `dim`
+    /// (which the explicit matrices need and hashed signers ignore).
     #[staticmethod]
-    #[pyo3(signature = (dim, bits, seed = 0, distribution = "gaussian", density = None, depth = None))]
-    fn hyperplane(
+    #[pyo3(signature = (spec, bits, seed = None, dim = None))]
+    fn from_spec(
         py: Python<'_>,
-        dim: u64,
+        spec: &str,
         bits: usize,
-        seed: u64,
-        distribution: &str,
-        density: Option<f64>,
-        depth: Option<usize>,
+        seed: Option<u64>,
+        dim: Option<u64>,
     ) -> PyResult<Self> {
-        let d = self::distribution(distribution, density, depth)?;
+        let mut s: SignerSpec = spec.parse().py()?;
         check_bits(bits).py()?;
-        let s = py
-            .detach(|| {
-                HyperplaneSigner::builder()
-                    .dim(dim)
-                    .bits(bits)
-                    .seed(seed)
-                    .distribution(d)
-                    .build()
-            })
-            .py()?;
+        s.bits = bits;
+        s.seed = seed.unwrap_or(s.seed);
         Ok(PySigner {
-            inner: Arc::new(s.into()),
-        })
-    }
-
-    /// The hashing trick (`HashingTrick`).
-    #[staticmethod]
-    #[pyo3(signature = (bits, seed = 0))]
-    fn hashing_trick(bits: usize, seed: u64) -> PyResult<Self> {
-        check_bits(bits).py()?;
-        let s = HashingTrick::builder().bits(bits).seed(seed).build().py()?;
-        Ok(PySigner {
-            inner: Arc::new(s.into()),
-        })
-    }
-
-    /// The hashed Gaussian signer (`HashedGaussian`).
-    #[staticmethod]
-    #[pyo3(signature = (bits, seed = 0))]
-    fn hashed_gaussian(bits: usize, seed: u64) -> PyResult<Self> {
-        check_bits(bits).py()?;
-        let s = HashedGaussian::builder()
-            .bits(bits)
-            .seed(seed)
-            .build()
-            .py()?;
-        Ok(PySigner {
-            inner: Arc::new(s.into()),
-        })
-    }
-
-    /// The pooled signer (`PooledSigner`).
-    #[staticmethod]
-    #[pyo3(signature = (bits, seed = 0, pool_size = 10_000))]
-    fn pooled(bits: usize, seed: u64, pool_size: usize) -> PyResult<Self> {
-        check_bits(bits).py()?;
-        let s = PooledSigner::builder()
-            .bits(bits)
-            .seed(seed)
-            .pool_size(pool_size)
-            .build()
-            .py()?;
-        Ok(PySigner {
-            inner: Arc::new(s.into()),
+            inner: Arc::new(py.detach(|| s.build(dim)).py()?),
         })
     }
 
@@ -668,10 +422,12 @@ impl PySigner {
                 let i = indices.extract::<PyReadonlyArray1<'py, $i>>()?;
                 let (p, i) = (contiguous(&p, "indptr")?, contiguous(&i, "indices")?);
                 if let Ok(d) = data.extract::<PyReadonlyArray1<'py, f32>>() {
-                    self.csr(py, p, i, contiguous(&d, "data")?, cols, &t)
+                    let m = CsrArrays::new(p, i, contiguous(&d, "data")?, cols).py()?;
+                    self.csr(py, m, &t)
                 } else {
                     let d = data.extract::<PyReadonlyArray1<'py, f64>>()?;
-                    self.csr(py, p, i, contiguous(&d, "data")?, cols, &t)
+                    let m = CsrArrays::new(p, i, contiguous(&d, "data")?, cols).py()?;
+                    self.csr(py, m, &t)
                 }
             }};
         }
@@ -783,18 +539,6 @@ impl PySigner {
     }
 }
 
-/// The elements of a 1-D array that must be contiguous.
-pub fn contiguous<'a, T: numpy::Element>(
-    a: &'a PyReadonlyArray1<'_, T>,
-    name: &str,
-) -> PyResult<&'a [T]> {
-    a.as_slice().map_err(|_| {
-        value_error(format!(
-            "{name} must be a contiguous array (use numpy.ascontiguousarray)"
-        ))
-    })
-}
-
 /// The kind of the signer used when none is chosen, for `input` (`dense`, `sparse` or
 /// `text`): the library's `SignerKind::default_for`, as the command line's default.
 #[pyfunction]
@@ -864,16 +608,12 @@ pub fn canonical_csr<'py>(
         contiguous(&indices, "indices")?,
         contiguous(&data, "data")?,
     );
-    if i.len() != d.len() {
-        return Err(to_py(Error::LengthMismatch {
-            what: "sparse indices vs data",
-            left: i.len(),
-            right: d.len(),
-        }));
-    }
-    check_indptr(p, i.len()).py()?;
-    let (rp, ri, rd) = py.detach(|| sorted_rows(p, i, d, 0));
+    // Indices are checked against the largest representable column (SciPy checked them
+    // against its shape).
+    let m = CsrArrays::new(p, i, d, usize::MAX).py()?;
+    let (rp, ri, rd) = py.detach(|| m.canonical(0..m.rows())).py()?.into_parts();
     let rp: Vec<i64> = rp.into_iter().map(|x| x as i64).collect();
+    let ri: Vec<i64> = bytemuck::cast_vec(ri);
     Ok((
         rp.into_pyarray(py),
         ri.into_pyarray(py),

@@ -7,8 +7,8 @@ use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;
 use simlsh::text::{Idf, Mode, StopWords, Tokenizer, TokenizerSpec, Weighting, WeightingKind};
 
+use crate::arrays::contiguous;
 use crate::errors::{IntoPy, value_error};
-use crate::signer::contiguous;
 use crate::threads::Threads;
 
 /// A tokenizer (documents to weighted features): the library's spec and, once its weights are

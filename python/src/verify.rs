@@ -1,18 +1,16 @@
 //! The banded join and the verified (exact-cosine) join, candidates from a `Scheme`.
 
-use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1, PyReadonlyArray2};
+use numpy::{IntoPyArray, PyArray1, PyReadonlyArray2};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
-use simlsh::Error;
 use simlsh::join::{self, CappedGroup, Scheme};
-use simlsh::verify::{CsrVectors, DenseVectors, Vectors, VerifiedJoin, VerifiedPair};
-use sprs::{CompressedStorage, CsMatViewI};
+use simlsh::verify::{Vectors, VerifiedJoin, VerifiedPair};
 
-use crate::errors::{IntoPy, to_py, value_error};
-use crate::index::codes;
+use crate::arrays::{VectorsArg, codes};
+use crate::errors::{IntoPy, value_error};
 use crate::scheme::PyScheme;
-use crate::signer::{Idx, check_indptr, check_rows, contiguous};
 use crate::threads::Threads;
+use crate::with_vectors;
 
 type PairArrays<'py> = (
     Bound<'py, PyArray1<i64>>,
@@ -143,16 +141,17 @@ fn verified_join_spec(
         .py()
 }
 
-/// The verified self-join of dense `float32` vectors: the pairs whose exact cosine reaches
-/// `threshold` among the candidates of their signatures.
+/// The verified self-join of vectors (dense `float32` rows, or a CSR matrix with sorted
+/// indices): the pairs whose exact cosine reaches `threshold` among the candidates of their
+/// signatures.
 #[pyfunction]
 #[pyo3(signature = (codes, bits, x, threshold, scheme = None, recall = None, threads = None))]
 #[allow(clippy::too_many_arguments)]
-pub fn verified_join_dense<'py>(
+pub fn verified_join<'py>(
     py: Python<'py>,
     codes: PyReadonlyArray2<'py, u64>,
     bits: usize,
-    x: PyReadonlyArray2<'py, f32>,
+    x: VectorsArg<'py>,
     threshold: f64,
     scheme: Option<PyRef<'py, PyScheme>>,
     recall: Option<f64>,
@@ -161,64 +160,7 @@ pub fn verified_join_dense<'py>(
     let t = Threads::new(threads)?;
     let m = self::codes(&codes, bits)?;
     let join = verified_join_spec(threshold, bits, m.len(), scheme.as_deref(), recall)?;
-    let view = x.as_array();
-    let vectors = t.run(py, || DenseVectors::new(view)).py()?;
-    run_verified(py, &t, &join, &m, &vectors)
-}
-
-/// The verified self-join of the rows of a CSR matrix (sorted indices, `float32` data).
-#[pyfunction]
-#[pyo3(signature = (codes, bits, indptr, indices, data, cols, threshold, scheme = None,
-    recall = None, threads = None))]
-#[allow(clippy::too_many_arguments)]
-pub fn verified_join_csr<'py>(
-    py: Python<'py>,
-    codes: PyReadonlyArray2<'py, u64>,
-    bits: usize,
-    indptr: PyReadonlyArray1<'py, i64>,
-    indices: PyReadonlyArray1<'py, i64>,
-    data: PyReadonlyArray1<'py, f32>,
-    cols: usize,
-    threshold: f64,
-    scheme: Option<PyRef<'py, PyScheme>>,
-    recall: Option<f64>,
-    threads: Option<i64>,
-) -> PyResult<(Verified<'py>, Bound<'py, PyDict>)> {
-    let t = Threads::new(threads)?;
-    let m = self::codes(&codes, bits)?;
-    let join = verified_join_spec(threshold, bits, m.len(), scheme.as_deref(), recall)?;
-    let (p, i, d) = (
-        contiguous(&indptr, "indptr")?,
-        contiguous(&indices, "indices")?,
-        contiguous(&data, "data")?,
-    );
-    if i.len() != d.len() {
-        return Err(to_py(Error::LengthMismatch {
-            what: "sparse indices vs data",
-            left: i.len(),
-            right: d.len(),
-        }));
-    }
-    check_indptr(p, i.len()).py()?;
-    let rows = p.len() - 1;
-    if !t.run(py, || check_rows(p, i, 0..rows, cols)).py()? {
-        return Err(value_error(
-            "the verified join needs sorted sparse indices without duplicates (X.sort_indices(), X.sum_duplicates())",
-        ));
-    }
-    let nnz = p[rows] as usize;
-    let u = <i64 as Idx>::unsigned(i);
-    // SAFETY: `check_indptr` and `check_rows` verified indptr (from 0, non-decreasing, within
-    // the indices) and every row (strictly increasing, in 0..cols, so equal as unsigned).
-    let mat: CsMatViewI<'_, f32, u64, i64> = unsafe {
-        CsMatViewI::new_unchecked(
-            CompressedStorage::CSR,
-            (rows, cols),
-            p,
-            &u[..nnz],
-            &d[..nnz],
-        )
-    };
-    let vectors = t.run(py, || CsrVectors::new(mat)).py()?;
-    run_verified(py, &t, &join, &m, &vectors)
+    let rows = x.rows("x")?;
+    let vectors = t.run(py, || rows.vectors("x"))?;
+    with_vectors!(&vectors, |v| run_verified(py, &t, &join, &m, v))
 }

@@ -103,7 +103,7 @@ def lost_adds_threads(trials: int) -> tuple[int, int]:
         batches = [codes(10 * t + k, 20_000) for k in range(4)]
         barrier = threading.Barrier(4)
 
-        def add(c):
+        def add(c, idx=idx, barrier=barrier):
             barrier.wait()
             try:
                 idx.add(c)

@@ -9,7 +9,6 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-import simlsh
 
 from conftest import ROOT, read_fvecs, run_cli
 
@@ -74,7 +73,7 @@ def test_spark_ml_vectors_and_index_value_lists_read_as_sparse_rows(cli, tmp_pat
     rng = np.random.default_rng(3)
     n, dim = 500, 1000
     rows = []
-    for i in range(n):
+    for _ in range(n):
         idx = np.sort(rng.choice(dim, size=rng.integers(1, 30), replace=False)).astype(np.int32)
         rows.append((idx, rng.normal(size=len(idx))))
     # A Spark ML SparseVector column: struct<type: int8, size: int32, indices: array<int32>, values: array<double>>.

@@ -387,3 +387,67 @@ def test_index_searches_keep_rows_without_features_apart(cli, tmp_path):
         # A mask names the queries without features.
         D, I = idx.search(codes[:1], 2, featureless=np.array([True]))
         assert (I == -1).all()
+
+
+def cli_hits(cli, tmp_path, index, queries, *args) -> dict[int, list[tuple[int, int]]]:
+    """``simlsh index query``'s hits ``{query: [(id, distance), ...]}`` in its order."""
+    out = tmp_path / "hits.tsv"
+    run_cli(cli, "index", "query", index, queries, *args, "--out", out)
+    hits: dict[int, list[tuple[int, int]]] = {}
+    for line in out.read_text().splitlines():
+        if line and not line.startswith("query"):
+            q, i, d, *_ = line.split("\t")
+            hits.setdefault(int(q), []).append((int(i), int(d)))
+    return hits
+
+
+@pytest.mark.parametrize("kind", ["linear", "mih"])
+@pytest.mark.parametrize("signed", [True, False], ids=["signer", "raw-codes"])
+def test_index_query_and_python_leave_featureless_rows_out_alike(cli, tmp_path, kind, signed):
+    """An index holding all-zero codes (rows without features), with its signer recorded (built
+    from documents by the command line) or of raw codes (no signer): ``simlsh index query`` and
+    ``Index.search``/``range_search`` follow the library's one rule (all-zero codes are no one's
+    neighbours, all-zero queries have none) and give the same hits, by k and by radius."""
+    docs = tweets(150)
+    docs[10:10], docs[70:70] = FEATURELESS[1:3], FEATURELESS[1:]
+    idx_path = tmp_path / "x.idx"
+    if signed:
+        (tmp_path / "docs.txt").write_text("\n".join(docs) + "\n")
+        run_cli(cli, "index", "build", tmp_path / "docs.txt", idx_path, "--kind", kind, "--bits", 64, "--seed", 2)
+        idx = simlsh.load_index(idx_path)
+        assert idx.signer is not None
+        queries = docs[::9] + FEATURELESS[1:]
+        (tmp_path / "q.txt").write_text("\n".join(queries) + "\n")
+        q, q_path = idx.signer.sign(queries, tokenizer=idx.tokenizer), tmp_path / "q.txt"
+        codes = idx.signer.sign(docs, tokenizer=idx.tokenizer)
+    else:
+        codes = simlsh.HashedGaussian(bits=64, seed=2).sign(docs, tokenizer=simlsh.Tokenizer(weighting="tf"))
+        np.save(tmp_path / "codes.npy", codes)
+        run_cli(cli, "index", "build", tmp_path / "codes.npy", idx_path, "--kind", kind, "--bits", 64)
+        idx = simlsh.load_index(idx_path)
+        assert idx.signer is None
+        q, q_path = np.ascontiguousarray(codes[::9]), tmp_path / "q.npy"
+        np.save(q_path, q)
+    zero = set(np.flatnonzero(~codes.any(axis=1)).tolist())
+    assert len(zero) == 5 and len(idx) == len(docs)
+    empty_queries = set(np.flatnonzero(~q.any(axis=1)).tolist())
+    assert empty_queries
+    for args in (("--k", 6), ("--radius", 24)):
+        got = cli_hits(cli, tmp_path, idx_path, q_path, *args)
+        if args[0] == "--k":
+            D, I = idx.search(q, 6)
+            want = {r: [(int(i), int(d)) for i, d in zip(I[r], D[r]) if i >= 0] for r in range(len(q))}
+        else:
+            lims, D, I = idx.range_search(q, 24)
+            want = {r: list(zip(I[lims[r]:lims[r + 1]].tolist(), D[lims[r]:lims[r + 1]].tolist())) for r in range(len(q))}
+        want = {r: h for r, h in want.items() if h}
+        assert got == want, args
+        assert not any(i in zero for h in got.values() for i, _ in h)
+        assert not set(got) & empty_queries
+        assert all(len(h) == 6 for r, h in got.items()) if args[0] == "--k" else got
+    # Codes as codes (Python's featureless=False, the command line's --zero-codes) find the
+    # zero codes again, alike.
+    got = cli_hits(cli, tmp_path, idx_path, q_path, "--k", 6, "--zero-codes")
+    D, I = idx.search(q, 6, featureless=False)
+    assert got == {r: [(int(i), int(d)) for i, d in zip(I[r], D[r])] for r in range(len(q))}
+    assert zero <= set(I[sorted(empty_queries)].ravel().tolist())

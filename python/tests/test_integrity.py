@@ -101,7 +101,7 @@ def test_concurrent_adds_lose_nothing(kind):
         batches = [_codes(100 * trial + t, 20_000) for t in range(4)]
         barrier = threading.Barrier(4)
 
-        def add(c):
+        def add(c, idx=idx, barrier=barrier):
             barrier.wait()
             idx.add(c)
 

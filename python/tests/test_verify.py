@@ -6,7 +6,6 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 import pytest
-import scipy.sparse as sp
 
 import simlsh
 from simlsh import arrow

@@ -24,6 +24,7 @@
 //!   index and in its file, so that queries are signed like the index
 //!   ([`HammingIndex::signer`], [`HammingIndex::signer_spec`]).
 
+mod featureless;
 pub mod graph;
 pub mod linear;
 pub mod meta;
@@ -36,6 +37,7 @@ pub mod signer;
 pub mod spec;
 
 pub use crate::util::spec::{KindInfo, ParamInfo};
+pub use featureless::Featureless;
 pub use graph::{GraphBuilder, GraphIndex};
 pub use linear::LinearScan;
 pub use meta::IndexMeta;

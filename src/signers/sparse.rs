@@ -6,6 +6,14 @@
 //! silently dropping or keeping a duplicate would change the vector. Use [`sort_and_merge`] to
 //! bring a row into that form explicitly: duplicates are merged by summing their weights.
 
+use std::borrow::Cow;
+use std::ops::Range;
+
+use rayon::prelude::*;
+use sprs::{CompressedStorage, CsMatViewI, SpIndex};
+
+use crate::error::{Error, Result};
+
 /// Sorts `(ids, weights)` by id and merges duplicate ids by summing their weights (in `f64`,
 /// in input order, rounded once to `f32`). Entries whose merged weight is exactly zero are
 /// kept (they do not change the signature).
@@ -40,6 +48,319 @@ pub fn merge_into<I: Copy + Ord>(
         }
         out_ids.push(id);
         out_weights.push(sum as f32);
+    }
+}
+
+/// A signed index type of foreign CSR arrays (SciPy's `int32` or `int64`) and its unsigned
+/// twin, which `sprs` views take: the same bits, equal values for non-negative indices.
+pub trait CsrIndex: SpIndex + Sync + Send {
+    /// The unsigned type of the same width.
+    type U: SpIndex + Sync + Send + PartialOrd;
+    /// The same bits as the unsigned type.
+    fn unsigned(s: &[Self]) -> &[Self::U];
+}
+
+impl CsrIndex for i32 {
+    type U = u32;
+    fn unsigned(s: &[i32]) -> &[u32] {
+        bytemuck::cast_slice(s)
+    }
+}
+
+impl CsrIndex for i64 {
+    type U = u64;
+    fn unsigned(s: &[i64]) -> &[u64] {
+        bytemuck::cast_slice(s)
+    }
+}
+
+/// The arrays of a CSR matrix from a foreign source (SciPy, Arrow), borrowed and checked once
+/// ([`new`](Self::new)): `indptr` starts at 0, never decreases and ends within the `indices`,
+/// which `data` matches in length. Its rows may still be unsorted or hold duplicates
+/// ([`check_rows`](Self::check_rows) says which, and finds indices out of range);
+/// [`view`](Self::view) is the sorted matrix as `sprs` takes it, [`canonical`](Self::canonical)
+/// the matrix with each row sorted and duplicates summed by [`merge_into`]'s rule (`f64`,
+/// rounded once), as every reader of the command line gives them.
+///
+/// ```
+/// use simlsh::signers::sparse::CsrArrays;
+///
+/// // Row 0 repeats column 2: 1e8 + 1 - 1e8 sums to 1 in f64 (0 in f32).
+/// let m = CsrArrays::new(&[0i64, 3, 4][..], &[2i64, 2, 2, 0][..], &[1e8f32, 1.0, -1e8, 5.0][..], 3)?;
+/// assert!(!m.check_rows(0..2)?);
+/// assert!(m.view().is_err());
+/// let (p, i, d) = m.canonical(0..2)?.into_parts();
+/// assert_eq!((p, i, d), (vec![0, 1, 2], vec![2u64, 0], vec![1.0f32, 5.0]));
+/// # Ok::<(), simlsh::Error>(())
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub struct CsrArrays<'a, P, I, T = f32> {
+    indptr: &'a [P],
+    indices: &'a [I],
+    data: &'a [T],
+    cols: usize,
+}
+
+impl<'a, P: SpIndex + Sync, I: CsrIndex, T: Copy + Sync> CsrArrays<'a, P, I, T> {
+    /// Checks the lengths and `indptr`.
+    ///
+    /// # Errors
+    /// [`Error::LengthMismatch`] when `indices` and `data` differ in length or `indptr` ends
+    /// beyond them; [`Error::InvalidParameter`] naming the row where `indptr` is empty, does
+    /// not start at 0, or decreases.
+    pub fn new(indptr: &'a [P], indices: &'a [I], data: &'a [T], cols: usize) -> Result<Self> {
+        if indices.len() != data.len() {
+            return Err(Error::LengthMismatch {
+                what: "sparse indices vs data",
+                left: indices.len(),
+                right: data.len(),
+            });
+        }
+        let bad = |reason: String| Error::param("indptr", reason);
+        if indptr.is_empty() {
+            return Err(bad(
+                "indptr is empty (it has one entry per row plus one)".into()
+            ));
+        }
+        let at = |k: usize| indptr[k].try_index();
+        if at(0) != Some(0) {
+            return Err(bad("indptr must start at 0".into()));
+        }
+        let rows = indptr.len() - 1;
+        if let Some(r) = (0..rows).find(|&r| match (at(r), at(r + 1)) {
+            (Some(a), Some(b)) => a > b,
+            _ => true,
+        }) {
+            return Err(bad(format!("row {r}: indptr decreases (or is negative)")));
+        }
+        let last = at(rows).expect("checked above");
+        if last > indices.len() {
+            return Err(Error::LengthMismatch {
+                what: "indptr[-1] vs the number of indices",
+                left: last,
+                right: indices.len(),
+            });
+        }
+        Ok(CsrArrays {
+            indptr,
+            indices,
+            data,
+            cols,
+        })
+    }
+
+    /// Number of rows.
+    pub fn rows(&self) -> usize {
+        self.indptr.len() - 1
+    }
+
+    /// Number of columns.
+    pub fn cols(&self) -> usize {
+        self.cols
+    }
+
+    /// `indptr`.
+    pub fn indptr(&self) -> &'a [P] {
+        self.indptr
+    }
+
+    /// The indices as their unsigned twins (the matrix's columns, once checked).
+    pub fn indices(&self) -> &'a [I::U] {
+        I::unsigned(self.indices)
+    }
+
+    /// The values.
+    pub fn data(&self) -> &'a [T] {
+        self.data
+    }
+
+    /// The span of row `r` in `indices` and `data`.
+    pub fn span(&self, r: usize) -> Range<usize> {
+        self.indptr[r].index()..self.indptr[r + 1].index()
+    }
+
+    /// Checks rows `rows`: every index non-negative and below the columns; returns whether
+    /// every row is strictly increasing (sorted, no duplicates).
+    ///
+    /// # Errors
+    /// [`Error::IndexOutOfRange`] or [`Error::InvalidParameter`] (a negative index) naming
+    /// the first bad row.
+    pub fn check_rows(&self, rows: Range<usize>) -> Result<bool> {
+        // Branch-free passes over the unsigned view (they vectorise): a negative index reads
+        // as at least 2^31 (2^63), so one comparison with `limit` finds it and the ones
+        // beyond the columns; the order of non-negative values is the same signed and
+        // unsigned.
+        let unsigned = self.indices();
+        let limit = I::U::from_usize(self.cols.min(I::max_value().index() + 1));
+        let (a, b) = (
+            self.indptr[rows.start].index(),
+            self.indptr[rows.end].index(),
+        );
+        if unsigned[a..b].iter().fold(true, |ok, &c| ok & (c < limit)) {
+            return Ok(rows.into_iter().all(|r| {
+                let ids = &unsigned[self.span(r)];
+                ids[1.min(ids.len())..]
+                    .iter()
+                    .zip(ids)
+                    .fold(true, |ok, (b, a)| ok & (a < b))
+            }));
+        }
+        let k = (a..b)
+            .find(|&k| unsigned[k] >= limit)
+            .expect("an index out of range");
+        let r = rows
+            .into_iter()
+            .find(|&r| self.span(r).contains(&k))
+            .expect("the row of an index");
+        Err(match self.indices[k].try_index() {
+            Some(c) if self.indices[k] >= I::zero() => Error::IndexOutOfRange {
+                row: r,
+                col: c as u64,
+                dim: self.cols as u64,
+            },
+            _ => Error::param("indices", format!("row {r}: negative feature index")),
+        })
+    }
+
+    /// The sorted matrix as a `sprs` view, every row checked.
+    ///
+    /// # Errors
+    /// As [`check_rows`](Self::check_rows); [`Error::Unsupported`] when a row is unsorted or
+    /// holds a duplicate (see [`canonical`](Self::canonical)).
+    pub fn view(&self) -> Result<CsMatViewI<'a, T, I::U, P>> {
+        if !self.check_rows(0..self.rows())? {
+            return Err(Error::Unsupported(
+                "sorted sparse indices without duplicates are needed (SciPy: X.sort_indices(), \
+                 X.sum_duplicates())"
+                    .into(),
+            ));
+        }
+        let nnz = self.indptr[self.rows()].index();
+        // SAFETY: `new` verified indptr (from 0, non-decreasing, within the indices) and
+        // `check_rows` every row (strictly increasing, in 0..cols, so equal as unsigned).
+        Ok(unsafe {
+            CsMatViewI::new_unchecked(
+                CompressedStorage::CSR,
+                (self.rows(), self.cols),
+                self.indptr,
+                &self.indices()[..nnz],
+                &self.data[..nnz],
+            )
+        })
+    }
+}
+
+impl<'a, P: SpIndex + Sync, I: CsrIndex> CsrArrays<'a, P, I, f32> {
+    /// Rows `rows` sorted, duplicates summed ([`merge_into`]): [`block`](Self::block) of
+    /// the matrix's own values.
+    ///
+    /// # Errors
+    /// As [`check_rows`](Self::check_rows).
+    pub fn canonical(&self, rows: Range<usize>) -> Result<CsrBlock<'a, I::U>> {
+        let s = self.indptr[rows.start].index()..self.indptr[rows.end].index();
+        self.block(rows, Cow::Borrowed(&self.data[s]))
+    }
+}
+
+impl<'a, P: SpIndex + Sync, I: CsrIndex, T: Copy + Sync> CsrArrays<'a, P, I, T> {
+    /// Rows `rows` (checked) as a sorted matrix over `values`, the rows' values as `f32`
+    /// (`values[k]` of entry `indptr[rows.start] + k`): borrowed where every row is sorted,
+    /// else each row sorted and its duplicates summed ([`merge_into`]: `f64`, rounded once).
+    ///
+    /// # Errors
+    /// As [`check_rows`](Self::check_rows); [`Error::LengthMismatch`] when `values` does not
+    /// hold one value per entry of the rows.
+    pub fn block(&self, rows: Range<usize>, values: Cow<'a, [f32]>) -> Result<CsrBlock<'a, I::U>> {
+        let first = self.indptr[rows.start].index();
+        let s = first..self.indptr[rows.end].index();
+        if values.len() != s.len() {
+            return Err(Error::LengthMismatch {
+                what: "entries of the rows vs values",
+                left: s.len(),
+                right: values.len(),
+            });
+        }
+        let shape = (rows.len(), self.cols);
+        if self.check_rows(rows.clone())? {
+            let indptr = self.indptr[rows.start..=rows.end]
+                .iter()
+                .map(|p| p.index() - first)
+                .collect();
+            return Ok(CsrBlock {
+                indptr,
+                indices: Cow::Borrowed(&self.indices()[s]),
+                data: values,
+                shape,
+            });
+        }
+        let unsigned = self.indices();
+        let merged: Vec<(Vec<I::U>, Vec<f32>)> = rows
+            .into_par_iter()
+            .map(|r| {
+                let (a, b) = (self.span(r).start - first, self.span(r).end - first);
+                let (mut ids, mut vals) = (Vec::with_capacity(b - a), Vec::with_capacity(b - a));
+                merge_into(
+                    &unsigned[first + a..first + b],
+                    &values[a..b],
+                    &mut ids,
+                    &mut vals,
+                );
+                (ids, vals)
+            })
+            .collect();
+        let mut indptr = Vec::with_capacity(merged.len() + 1);
+        indptr.push(0usize);
+        let (mut ids, mut vals) = (Vec::new(), Vec::new());
+        for (i, v) in merged {
+            ids.extend(i);
+            vals.extend(v);
+            indptr.push(ids.len());
+        }
+        Ok(CsrBlock {
+            indptr,
+            indices: Cow::Owned(ids),
+            data: Cow::Owned(vals),
+            shape,
+        })
+    }
+}
+
+/// Rows of a [`CsrArrays`] in canonical form (sorted, no duplicates, indices in range), borrowed
+/// or merged: [`view`](Self::view) is the matrix every signer and [`CsrVectors`] take.
+///
+/// [`CsrVectors`]: crate::verify::CsrVectors
+#[derive(Clone, Debug)]
+pub struct CsrBlock<'a, U: Clone> {
+    indptr: Vec<usize>,
+    indices: Cow<'a, [U]>,
+    data: Cow<'a, [f32]>,
+    shape: (usize, usize),
+}
+
+impl<U: SpIndex> CsrBlock<'_, U> {
+    /// The rows as a `sprs` view.
+    pub fn view(&self) -> CsMatViewI<'_, f32, U, usize> {
+        // SAFETY: `CsrArrays::block` built `indptr` from 0, non-decreasing, ending at the
+        // number of indices and values, and checked (`check_rows`) or made (`merge_into`)
+        // every row strictly increasing with indices below the columns.
+        unsafe {
+            CsMatViewI::new_unchecked(
+                CompressedStorage::CSR,
+                self.shape,
+                &self.indptr[..],
+                &self.indices[..],
+                &self.data[..],
+            )
+        }
+    }
+
+    /// `(indptr, indices, data)`, owned.
+    pub fn into_parts(self) -> (Vec<usize>, Vec<U>, Vec<f32>) {
+        (
+            self.indptr,
+            self.indices.into_owned(),
+            self.data.into_owned(),
+        )
     }
 }
 

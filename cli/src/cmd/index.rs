@@ -193,6 +193,10 @@ struct QueryArgs {
     /// The k nearest stored codes.
     #[arg(long)]
     k: Option<usize>,
+    /// All-zero codes are codes like any other (by default they are rows without features,
+    /// as in joins: an all-zero query has no hits and a stored all-zero code is never one).
+    #[arg(long)]
+    zero_codes: bool,
     /// Graph index: the search beam (nodes a search keeps; the index's own by default).
     #[arg(long, requires = "k")]
     ef: Option<usize>,
@@ -1029,39 +1033,26 @@ fn query(a: QueryArgs, ctx: &mut Ctx) -> Result<()> {
         None => None,
     };
     let sigs = &queries.sigs;
-    // Stored rows without features (the all-zero codes of an index of signatures: empty
-    // documents, zero vectors) are no one's neighbours, as in joins: asked for beyond k and
-    // left out.
-    let stored_empty: std::collections::HashSet<u32> = if idx.signer().is_some() {
-        let zero = vec![0u64; simlsh::signature::words_for(idx.bits())];
-        idx.radius(&zero, 0)?.into_iter().map(|h| h.id).collect()
+    // Rows without features (all-zero codes: empty documents, zero vectors) are no one's
+    // neighbours, as in joins: the library's rule, as Python's searches follow it.
+    let featureless = if a.zero_codes {
+        simlsh::index::Featureless::none()
     } else {
-        std::collections::HashSet::new()
+        simlsh::index::Featureless::of(idx.as_ref())?
     };
     let wanted = a.rerank.or(a.k);
-    let mut found = ctx.phase("search", |ctx| {
+    let found = ctx.phase("search", |ctx| {
         type Search<'a> = Box<dyn Fn(&[u64]) -> simlsh::Result<Vec<Vec<Hit>>> + 'a>;
-        let index = idx.as_ref();
-        let extra = stored_empty.len();
+        let (index, rule) = (idx.as_ref(), &featureless);
         let search: Search = match (a.radius, wanted) {
-            (Some(r), _) => Box::new(move |q| index.radius_batch(q, r)),
-            (None, Some(k)) => Box::new(move |q| index.knn_batch(q, k.saturating_add(extra))),
+            (Some(r), _) => Box::new(move |q| rule.radius_batch(index, q, r)),
+            (None, Some(k)) => Box::new(move |q| rule.knn_batch(index, q, k)),
             (None, None) => bail!("give --radius or --k"),
         };
         ctx.batched(sigs.len(), QUERY_BATCH, "searching", |r| {
             Ok(search(sigs.slice_rows(r).as_slice())?)
         })
     })?;
-    if !stored_empty.is_empty() {
-        for hits in &mut found {
-            hits.retain(|h| !stored_empty.contains(&h.id));
-            if a.radius.is_none()
-                && let Some(k) = wanted
-            {
-                hits.truncate(k);
-            }
-        }
-    }
     let f = idx.bits() as u64;
     let results: Vec<Vec<Row>> = match (&base, a.k) {
         (Some(base), Some(k)) => ctx.phase("rerank", |_| {
@@ -1088,8 +1079,10 @@ fn query(a: QueryArgs, ctx: &mut Ctx) -> Result<()> {
     // Queries without features match nothing (as rows without features pair with no one in
     // joins): their all-zero signature says nothing of their direction.
     let mut results = results;
-    for &q in &queries.empty {
-        results[q as usize].clear();
+    if !a.zero_codes {
+        for &q in &queries.empty {
+            results[q as usize].clear();
+        }
     }
     let hits: usize = results.iter().map(Vec::len).sum();
     ctx.phase("write", |ctx| match &a.out {

@@ -1,0 +1,166 @@
+//! Rows without features in index searches: the one rule of every front end.
+//!
+//! A simlsh signer gives the all-zero code to every row without features (an empty document,
+//! a zero vector), and to a row with features only with probability `2^-f` for Gaussian
+//! hyperplanes: the all-zero code says nothing of a direction. As rows without features pair
+//! with no one in joins, they are no one's neighbours in searches: an all-zero query has no
+//! hits, and a stored all-zero code is never returned. The rule holds for every index,
+//! whether or not it records the signer of its codes (codes added from Python record none).
+//! [`Featureless::none`] searches codes as codes, for codes that are not signatures.
+//!
+//! ```
+//! use simlsh::index::{Featureless, HammingIndex, LinearScan};
+//! use simlsh::SignatureMatrix;
+//!
+//! let codes = SignatureMatrix::from_parts(64, vec![0u64, 0b1, 0b11])?;
+//! let index = LinearScan::build(&codes)?;
+//! let rule = Featureless::of(&index)?;
+//! assert_eq!(rule.stored(), &[0]);
+//! // The nearest of 0b1: 0b1 itself, then 0b11; the all-zero code at distance 1 is left out.
+//! let hits = rule.knn_batch(&index, &[0b1, 0], 2)?;
+//! assert_eq!(hits[0].iter().map(|h| h.id).collect::<Vec<_>>(), vec![1, 2]);
+//! assert!(hits[1].is_empty()); // an all-zero query has no neighbours
+//! // Codes as codes: the all-zero code is a neighbour like any other.
+//! let all = Featureless::none().knn_batch(&index, &[0b1], 2)?;
+//! assert_eq!(all[0].iter().map(|h| h.id).collect::<Vec<_>>(), vec![1, 0]);
+//! # Ok::<(), simlsh::Error>(())
+//! ```
+
+use super::{HammingIndex, Hit, Id, check_queries};
+use crate::error::Result;
+
+/// The featureless-row rule of one index's searches: the ids of its stored all-zero codes
+/// (found once, with one exact radius-0 search), left out of every result, and all-zero
+/// queries answered with no hits. Computed again after the index changes.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Featureless {
+    /// Whether the rule applies (false: codes as codes).
+    active: bool,
+    /// Ids of the stored all-zero codes, sorted.
+    stored: Vec<Id>,
+}
+
+impl Featureless {
+    /// The rule for `index`: its stored all-zero codes are featureless.
+    ///
+    /// # Errors
+    /// The index's errors.
+    pub fn of(index: &dyn HammingIndex) -> Result<Self> {
+        let mut stored: Vec<Id> = if index.is_empty() {
+            Vec::new()
+        } else {
+            let zero = vec![0u64; crate::signature::words_for(index.bits())];
+            index.radius(&zero, 0)?.into_iter().map(|h| h.id).collect()
+        };
+        stored.sort_unstable();
+        Ok(Featureless {
+            active: true,
+            stored,
+        })
+    }
+
+    /// No rule: every code is searched as a code (codes that are not signatures of vectors).
+    pub fn none() -> Self {
+        Featureless::default()
+    }
+
+    /// Whether the rule applies.
+    pub fn is_active(&self) -> bool {
+        self.active
+    }
+
+    /// The ids of the stored featureless codes, sorted.
+    pub fn stored(&self) -> &[Id] {
+        &self.stored
+    }
+
+    /// Whether `code` is a featureless row's code under this rule (all zero).
+    pub fn is_featureless(&self, code: &[u64]) -> bool {
+        self.active && code.iter().all(|&w| w == 0)
+    }
+
+    /// Whether a hit is a stored featureless code.
+    fn hides(&self, h: &Hit) -> bool {
+        self.stored.binary_search(&h.id).is_ok()
+    }
+
+    /// The `k` nearest stored codes of each query (row-major), as
+    /// [`HammingIndex::knn_batch`], the featureless ones left out: `k` plus their number are
+    /// asked for, so that each query still gets its `k` nearest others.
+    ///
+    /// # Errors
+    /// As [`HammingIndex::knn_batch`].
+    pub fn knn_batch(
+        &self,
+        index: &dyn HammingIndex,
+        queries: &[u64],
+        k: usize,
+    ) -> Result<Vec<Vec<Hit>>> {
+        let ask = k.saturating_add(self.stored.len()).min(index.len().max(k));
+        self.filtered(index, queries, |q| index.knn_batch(q, ask), Some(k))
+    }
+
+    /// Every stored code within `r` of each query, as [`HammingIndex::radius_batch`], the
+    /// featureless ones left out.
+    ///
+    /// # Errors
+    /// As [`HammingIndex::radius_batch`].
+    pub fn radius_batch(
+        &self,
+        index: &dyn HammingIndex,
+        queries: &[u64],
+        r: u32,
+    ) -> Result<Vec<Vec<Hit>>> {
+        self.filtered(index, queries, |q| index.radius_batch(q, r), None)
+    }
+
+    /// `search` of the queries that have features, their hits filtered (and cut to `k`).
+    fn filtered(
+        &self,
+        index: &dyn HammingIndex,
+        queries: &[u64],
+        search: impl Fn(&[u64]) -> Result<Vec<Vec<Hit>>>,
+        k: Option<usize>,
+    ) -> Result<Vec<Vec<Hit>>> {
+        if !self.active {
+            return search(queries);
+        }
+        let w = check_queries(index.bits(), queries)?;
+        let zero: Vec<bool> = queries
+            .chunks_exact(w)
+            .map(|q| self.is_featureless(q))
+            .collect();
+        let found = if zero.iter().any(|&z| z) {
+            let kept: Vec<u64> = queries
+                .chunks_exact(w)
+                .zip(&zero)
+                .filter(|(_, z)| !**z)
+                .flat_map(|(q, _)| q.iter().copied())
+                .collect();
+            let mut hits = search(&kept)?.into_iter();
+            zero.iter()
+                .map(|&z| {
+                    if z {
+                        Vec::new()
+                    } else {
+                        hits.next().unwrap_or_default()
+                    }
+                })
+                .collect()
+        } else {
+            search(queries)?
+        };
+        Ok(found
+            .into_iter()
+            .map(|mut hits| {
+                if !self.stored.is_empty() {
+                    hits.retain(|h| !self.hides(h));
+                }
+                if let Some(k) = k {
+                    hits.truncate(k);
+                }
+                hits
+            })
+            .collect())
+    }
+}
