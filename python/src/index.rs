@@ -1,7 +1,6 @@
 //! Indexes: any kind of the library behind one class, FAISS-shaped results.
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1, PyReadonlyArray2};
@@ -10,8 +9,7 @@ use pyo3::types::{PyBytes, PyDict};
 use simlsh::fs::LockGuard;
 use simlsh::index::{Featureless, HammingIndex, IndexSpec};
 use simlsh::persist::LoadOptions;
-use simlsh::signature::words_for;
-use simlsh::{Error, SignatureMatrix};
+use simlsh::Error;
 
 use crate::arrays::{Knn, KnnOut, codes, contiguous, ids_u32};
 use crate::errors::{IntoPy, to_py, value_error};

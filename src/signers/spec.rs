@@ -183,7 +183,6 @@ const KINDS: &[KindInfo] = &[
     KindInfo {
         name: "fwht",
         summary: "features hashed into d signed buckets, then fast Walsh–Hadamard rotations (FJLT, FALCONN): cost nnz + f·log d, for wide signatures",
-        needs_dim: false,
         params: &[ParamInfo {
             name: "buckets",
             default: "1024",
@@ -221,9 +220,10 @@ impl SignerKind {
             | SignerKind::SuperBit { .. }
             | SignerKind::Rademacher
             | SignerKind::VerySparse { .. } => true,
-            SignerKind::HashingTrick | SignerKind::Pooled { .. } | SignerKind::HashedGaussian => {
-                false
-            }
+            SignerKind::HashingTrick
+            | SignerKind::Pooled { .. }
+            | SignerKind::HashedGaussian
+            | SignerKind::Fwht { .. } => false,
         }
     }
 
@@ -294,9 +294,7 @@ fn kind_from(t: &SpecText<'_>) -> Result<SignerKind> {
         },
         "hashed-gaussian" => SignerKind::HashedGaussian,
         "fwht" => SignerKind::Fwht {
-            buckets: p
-                .take("buckets", "a whole number")?
-                .unwrap_or(DEFAULT_BUCKETS),
+            buckets: t.get("buckets", "a whole number")?.unwrap_or(DEFAULT_BUCKETS),
         },
         _ => unreachable!("every listed kind is parsed"),
     })
