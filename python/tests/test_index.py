@@ -123,7 +123,7 @@ def test_pickles_in_memory_with_no_usable_temporary_directory(tmp_path, monkeypa
             for index in (idx, loaded):
                 want = index.range_search(q, 7), index.search(q, 6)
                 other = pickle.loads(pickle.dumps(index))
-                assert type(other) is type(index) and other.spec == index.spec
+                assert other.kind == index.kind and other.spec == index.spec
                 assert len(other) == len(index)
                 got = other.range_search(q, 7), other.search(q, 6)
                 for a, b in zip(got[0] + got[1], want[0] + want[1]):
