@@ -164,3 +164,80 @@ impl Featureless {
             .collect())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::SignatureMatrix;
+    use crate::index::{LinearScan, MultiIndex};
+    use crate::rng::mix64;
+
+    /// The rule by brute force: featureless queries have no hits, featureless stored codes
+    /// are none; the others by (distance, id).
+    fn oracle(codes: &[u64], w: usize, q: &[u64], within: impl Fn(usize, u32) -> bool) -> Vec<Hit> {
+        if q.iter().all(|&x| x == 0) {
+            return Vec::new();
+        }
+        let mut hits: Vec<Hit> = codes
+            .chunks_exact(w)
+            .enumerate()
+            .filter(|(_, c)| c.iter().any(|&x| x != 0))
+            .map(|(id, c)| Hit {
+                distance: c.iter().zip(q).map(|(a, b)| (a ^ b).count_ones()).sum(),
+                id: id as Id,
+            })
+            .collect();
+        hits.sort();
+        hits.into_iter()
+            .enumerate()
+            .filter(|(rank, h)| within(*rank, h.distance))
+            .map(|(_, h)| h)
+            .collect()
+    }
+
+    #[test]
+    fn searches_leave_featureless_rows_out_as_brute_force_does() {
+        let (bits, n, w) = (128, 300, 2);
+        // Few random bits set, so that radius searches find many; every 7th code all zero.
+        let codes: Vec<u64> = (0..n * w)
+            .map(|i| {
+                let r = mix64(i as u64 + 11);
+                if (i / w) % 7 == 3 {
+                    0
+                } else {
+                    r & mix64(r) & mix64(r ^ 5)
+                }
+            })
+            .collect();
+        let queries: Vec<u64> = codes[..40 * w].to_vec();
+        let sigs = SignatureMatrix::from_parts(bits, codes.clone()).unwrap();
+        let indexes: Vec<Box<dyn HammingIndex>> = vec![
+            Box::new(LinearScan::build(&sigs).unwrap()),
+            Box::new(MultiIndex::build(&sigs).unwrap()),
+        ];
+        for index in &indexes {
+            let rule = Featureless::of(index.as_ref()).unwrap();
+            assert_eq!(rule.stored().len(), n.div_ceil(7));
+            let knn = rule.knn_batch(index.as_ref(), &queries, 5).unwrap();
+            let radius = rule.radius_batch(index.as_ref(), &queries, 20).unwrap();
+            for (q, code) in queries.chunks_exact(w).enumerate() {
+                assert_eq!(
+                    knn[q],
+                    oracle(&codes, w, code, |rank, _| rank < 5),
+                    "knn {q}"
+                );
+                assert_eq!(
+                    radius[q],
+                    oracle(&codes, w, code, |_, d| d <= 20),
+                    "radius {q}"
+                );
+            }
+            // Without the rule: the index's own answers.
+            let none = Featureless::none();
+            assert_eq!(
+                none.knn_batch(index.as_ref(), &queries, 5).unwrap(),
+                index.knn_batch(&queries, 5).unwrap()
+            );
+        }
+    }
+}

@@ -369,6 +369,43 @@ mod tests {
     use super::*;
 
     #[test]
+    fn csr_arrays_check_and_canonicalise() {
+        // Rows: sorted; unsorted with a duplicate; empty.
+        let (p, i, d) = (
+            vec![0i32, 2, 5, 5],
+            vec![1i32, 3, 4, 0, 4],
+            vec![1f32, 2.0, 3.0, 4.0, 5.0],
+        );
+        let m = CsrArrays::new(&p[..], &i[..], &d[..], 5).unwrap();
+        assert!(m.check_rows(0..1).unwrap() && !m.check_rows(0..3).unwrap());
+        assert!(m.view().is_err());
+        let (bp, bi, bd) = m.canonical(0..3).unwrap().into_parts();
+        assert_eq!(
+            (bp, bi, bd),
+            (
+                vec![0, 2, 4, 4],
+                vec![1u32, 3, 0, 4],
+                vec![1.0, 2.0, 4.0, 8.0]
+            )
+        );
+        // A sorted block is borrowed as is, its indptr from 0.
+        let (bp, bi, _) = m.canonical(0..1).unwrap().into_parts();
+        assert_eq!((bp, bi), (vec![0, 2], vec![1u32, 3]));
+        // Bad arrays: each error names what is wrong.
+        let e = |p: &[i32], i: &[i32], cols| {
+            CsrArrays::new(p, i, &d[..i.len()], cols)
+                .and_then(|m| m.check_rows(0..m.rows()))
+                .unwrap_err()
+                .to_string()
+        };
+        assert!(e(&[1, 2], &[0, 1], 5).contains("start at 0"));
+        assert!(e(&[0, 2, 1], &[0, 1], 5).contains("row 1: indptr decreases"));
+        assert!(e(&[0, 3], &[0, 1], 5).contains("indptr[-1]"));
+        assert!(e(&[0, 1, 2], &[0, -1], 5).contains("row 1: negative feature index"));
+        assert!(e(&[0, 1, 2], &[0, 5], 5).contains('5'));
+    }
+
+    #[test]
     fn sorts_and_sums_duplicates() {
         let (mut i, mut w) = (vec![5, 1, 5, 3, 1], vec![1.0, 2.0, 0.5, -1.0, -2.0]);
         sort_and_merge(&mut i, &mut w);
