@@ -10,8 +10,8 @@ use pyo3::types::PyDict;
 use rayon::prelude::*;
 use simlsh::signature::{check_bits, words_for};
 use simlsh::signers::{
-    AnySigner, Distribution, HashedGaussian, HashingTrick, HyperplaneSigner, PooledSigner,
-    SignerKind, SignerSpec,
+    AnySigner, Distribution, FwhtSigner, HashedGaussian, HashingTrick, HyperplaneSigner,
+    PooledSigner, SignerKind, SignerSpec,
 };
 use simlsh::{Error, SignatureMatrix, Signer};
 use sprs::{CompressedStorage, CsMatViewI, SpIndex};
@@ -552,6 +552,23 @@ impl PySigner {
         })
     }
 
+    /// The structured-rotation signer (`FwhtSigner`); `buckets` defaults to the library's.
+    #[staticmethod]
+    #[pyo3(signature = (bits, seed = 0, buckets = None))]
+    fn fwht(bits: usize, seed: u64, buckets: Option<usize>) -> PyResult<Self> {
+        check_bits(bits).py()?;
+        let b = FwhtSigner::builder().bits(bits).seed(seed);
+        let s = match buckets {
+            Some(d) => b.buckets(d),
+            None => b,
+        }
+        .build()
+        .py()?;
+        Ok(PySigner {
+            inner: Arc::new(s.into()),
+        })
+    }
+
     /// The pooled signer (`PooledSigner`).
     #[staticmethod]
     #[pyo3(signature = (bits, seed = 0, pool_size = 10_000))]
@@ -582,6 +599,7 @@ impl PySigner {
                 density: Some(v), ..
             } => d.set_item("density", v)?,
             SignerKind::Pooled { pool } => d.set_item("pool_size", pool)?,
+            SignerKind::Fwht { buckets } => d.set_item("buckets", buckets)?,
             _ => {}
         }
         Ok((s.kind.name().to_string(), d))
