@@ -44,14 +44,14 @@ from .index import (
     verify_index,
 )
 from .join import Scheme, banded_join, clusters, knn_graph, plan_join, rerank, self_join, verified_join
-from .signers import HashedGaussian, HashingTrick, HyperplaneSigner, PooledSigner, Signer, hamming, signer
+from .signers import FwhtSigner, HashedGaussian, HashingTrick, HyperplaneSigner, PooledSigner, Signer, hamming, signer
 from .text import Idf, Tokenizer
 from .store import CheckResult, Match, Store
 from .client import Client
 
 __all__ = [
     "FormatError", "__version__",
-    "Signer", "HyperplaneSigner", "HashingTrick", "HashedGaussian", "PooledSigner", "signer", "hamming",
+    "Signer", "HyperplaneSigner", "HashingTrick", "HashedGaussian", "FwhtSigner", "PooledSigner", "signer", "hamming",
     "Tokenizer", "Idf",
     "Store", "Client", "Match", "CheckResult",
     "Index", "LinearScan", "PermutedTables", "MultiIndex", "PermutationIndex", "GraphIndex", "load_index",

@@ -36,7 +36,7 @@ from . import _simlsh
 from ._codes import shift_rows
 from .text import Tokenizer, _texts
 
-__all__ = ["Signer", "HyperplaneSigner", "HashingTrick", "HashedGaussian", "PooledSigner", "signer", "hamming", "KINDS"]
+__all__ = ["Signer", "HyperplaneSigner", "HashingTrick", "HashedGaussian", "FwhtSigner", "PooledSigner", "signer", "hamming", "KINDS"]
 
 #: Signer kinds by name, as the command line's ``--signer`` and ``Signer.info()["kind"]``: the
 #: library's table (``signers::kinds()``).
@@ -233,6 +233,27 @@ class HashedGaussian(_Hashed):
     _KIND = "hashed-gaussian"
 
 
+class FwhtSigner(Signer):
+    """Wide signatures at ``nnz + f·log d`` per row: features (integer ids or string tokens)
+    hashed into ``buckets`` signed buckets, then fast Walsh–Hadamard rotations with random signs
+    (``H·D3·H·D2·H·D1``, as FJLT and FALCONN). About 4× faster than :class:`HashedGaussian` at
+    4,096 bits on rows of ~120 features; ``buckets`` (a power of two) defaults to the library's.
+
+    >>> s = FwhtSigner(bits=1024, seed=1)
+    >>> a, b = s.sign([["the", "quick", "brown", "fox"], ["the", "quick", "brown", "dog"]])
+    >>> int(hamming(a, b)) < 512
+    True
+    """
+
+    __slots__ = ()
+
+    def __init__(self, *, bits: int, seed: int = 0, buckets: int | None = None):
+        # The number of buckets defaults to the library's (its `fwht` spec).
+        spec = "fwht" if buckets is None else f"fwht:buckets={_count(buckets, 'buckets')}"
+        self._core = _simlsh.Signer.from_spec(spec, _count(bits, "bits"), _seed(seed))
+        self._params = dict(bits=bits, seed=seed) if buckets is None else dict(bits=bits, seed=seed, buckets=buckets)
+
+
 class PooledSigner(Signer):
     """Pooled random values (Van Durme & Lall 2010): the entry for (feature, bit) is a hashed
     pick from a pool of ``pool_size`` seeded Gaussians; features are ids or tokens, memory is
@@ -251,7 +272,7 @@ def signer(spec: str, *, bits: int, seed: int = 0, dim: int | None = None, **par
     """A signer from its specification, the text form shared with the command line
     (``--signer``) and the Rust library's ``SignerSpec``: a kind, ``gaussian``, ``super-bit``,
     ``rademacher``, ``very-sparse`` (these need ``dim``), ``hashing-trick``,
-    ``hashed-gaussian`` or ``pooled``,
+    ``hashed-gaussian``, ``fwht`` or ``pooled``,
     optionally with parameters (``super-bit:depth=32``, ``very-sparse:density=0.01``,
     ``pooled:pool=10000``); parameters may also be given by keyword (``depth``, ``density``,
     ``pool_size``).
@@ -277,6 +298,10 @@ def signer(spec: str, *, bits: int, seed: int = 0, dim: int | None = None, **par
         if dim is not None or given:
             raise ValueError(f"the hashed Gaussian signer takes only bits and seed, not {sorted(given) or ['dim']}")
         return HashedGaussian(bits=bits, seed=seed)
+    if kind == "fwht":
+        if dim is not None:
+            raise ValueError("the fwht signer takes no dim (its features are hashed)")
+        return FwhtSigner(bits=bits, seed=seed, **given)
     if kind == "pooled":
         if dim is not None:
             raise ValueError("the pooled signer takes no dim (its features are hashed)")
@@ -288,7 +313,7 @@ def signer(spec: str, *, bits: int, seed: int = 0, dim: int | None = None, **par
 
 def _signer_from_params(cls_name: str, params: dict[str, Any]) -> Signer:
     cls = {"HyperplaneSigner": HyperplaneSigner, "HashingTrick": HashingTrick,
-           "HashedGaussian": HashedGaussian, "PooledSigner": PooledSigner}[cls_name]
+           "HashedGaussian": HashedGaussian, "FwhtSigner": FwhtSigner, "PooledSigner": PooledSigner}[cls_name]
     return cls(**params)
 
 

@@ -336,6 +336,7 @@ impl PySigner {
                 density: Some(v), ..
             } => d.set_item("density", v)?,
             SignerKind::Pooled { pool } => d.set_item("pool_size", pool)?,
+            SignerKind::Fwht { buckets } => d.set_item("buckets", buckets)?,
             _ => {}
         }
         Ok((s.kind.name().to_string(), d))
