@@ -22,7 +22,6 @@
 //! * exact binomial helpers, also the tolerances of the crate's statistical tests:
 //!   [`binomial_pmf`], [`binomial_cdf`], [`binomial_sf`], [`binomial_quantile`],
 //!   [`binomial_interval`];
-//! * special functions: [`normal_quantile`], [`beta_inc`], [`beta_inc_inv`];
 //! * [`RadiusPlanner`]: the Hamming radius for a cosine threshold, with its recall / precision / F1
 //!   table, and [`recall_at`] / [`manku_table`];
 //! * [`BitsPlanner`]: the number of bits for a target confidence-interval half-width;
@@ -85,7 +84,6 @@ pub use plan::{
     RadiusPlanner, RadiusRule, RecallPoint, SIGN_NS_PER_FEATURE_BIT, background_candidates,
     band_recall, banding_recall, expected_half_width, filtered_band_recall, manku_table, recall_at,
 };
-pub use special::{beta_inc, beta_inc_inv, normal_quantile};
 
 use crate::error::{Error, Result};
 use interval::{cospi, proportion_bounds};
