@@ -68,6 +68,7 @@
 mod binomial;
 mod interval;
 mod plan;
+mod quality;
 mod special;
 
 use std::f64::consts::PI;
@@ -84,6 +85,7 @@ pub use plan::{
     RadiusPlanner, RadiusRule, RecallPoint, SIGN_NS_PER_FEATURE_BIT, background_candidates,
     band_recall, banding_recall, expected_half_width, filtered_band_recall, manku_table, recall_at,
 };
+pub use quality::{MeanInterval, QualityCheck, median, quality_check, student_t_975};
 
 use crate::error::{Error, Result};
 use interval::{cospi, proportion_bounds};
