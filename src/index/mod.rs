@@ -29,6 +29,7 @@ mod linear;
 pub mod manku;
 pub(crate) mod mih;
 mod permutation;
+mod recall;
 pub mod results;
 mod rows;
 pub mod signer;
@@ -40,9 +41,9 @@ pub use linear::LinearScan;
 pub use manku::{PermutedTables, PermutedTablesBuilder, Plan};
 pub use mih::{MultiIndex, MultiIndexBuilder, auto_substrings};
 pub use permutation::{
-    DEFAULT_BEAM, DEFAULT_PERMUTATIONS, DEFAULT_SEED, PermutationBuilder, PermutationIndex, Recall,
-    recall, recall_at_k,
+    DEFAULT_BEAM, DEFAULT_PERMUTATIONS, DEFAULT_SEED, PermutationBuilder, PermutationIndex,
 };
+pub use recall::{Recall, recall, recall_at_k};
 pub use results::{KnnResults, NO_DISTANCE, NO_ID, RangeResults};
 pub use signer::SignerRecord;
 pub use spec::{GraphSpec, IndexSpec, MankuDesign, MankuSpec, MihSpec, PermutationSpec, kinds};
