@@ -10,7 +10,7 @@
 //! | layer | module | main items |
 //! |---|---|---|
 //! | signatures | [`signature`] | [`Signature`], [`SignatureMatrix`] (packed `u64` words, views, `ndarray` conversions) |
-//! | signers | [`signers`] | the [`Signer`] trait, [`HyperplaneSigner`], [`HashingTrick`], [`HashedGaussian`], [`PooledSigner`], [`signers::FwhtSigner`], streaming [`Accumulator`]; [`SignerSpec`] and [`signers::kinds`] name every kind in one text form (`super-bit:depth=16`); [`signers::sparse`] checks and sorts sparse rows, [`signers::kernels`] holds the accumulation kernels |
+//! | signers | [`signers`] | the [`Signer`] trait, [`HyperplaneSigner`], [`HashingTrick`], [`HashedGaussian`], [`PooledSigner`], [`signers::FwhtSigner`], streaming [`Accumulator`]; [`SignerSpec`] and [`signers::kinds`] name every kind in one text form (`super-bit:depth=16`); [`signers::sparse`] checks and sorts sparse rows, a crate-private `signers::kernels` holds the accumulation kernels |
 //! | estimates and plans | [`estimate`] | [`estimate::estimate`] (angle and cosine with intervals), binomial tails; [`estimate::RadiusPlanner`] (Hamming radius for a cosine threshold), [`estimate::BitsPlanner`] (width for an error), [`estimate::BandingPlanner`] and [`estimate::JoinPlanner`] (banding, and banded or Hamming join, for a recall at a threshold) |
 //! | CPU dispatch | [`cpu`] | [`cpu::features`] and `SIMLSH_FORCE_SCALAR`: the one choice of scalar or x86 kernels, and the prefetch and POPCNT helpers every index and join shares |
 //! | popcount kernels | [`hamming`] | [`hamming::distance`], [`hamming::scan_radius`], [`hamming::scan_knn`]; [`hamming::scalar`] is the reference set |
@@ -168,9 +168,6 @@ pub mod memory;
 pub mod persist;
 pub mod rng;
 pub mod signature;
-// The lints that `rust-version = "1.89"` turns on are fixed everywhere but here, where a signer
-// is being added in parallel: remove this once `src/signers` has its `if let` chains.
-#[allow(clippy::collapsible_if)]
 pub mod signers;
 pub mod storage;
 pub mod store;

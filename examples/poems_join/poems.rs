@@ -9,7 +9,6 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use rayon::prelude::*;
 use simlsh::signature::words_for;
-use simlsh::signers::pack_into;
 use simlsh::text::{Features, Idf, Mode, Tokenizer, Weighting, idf_key};
 use simlsh::verify::{SparseVectors, Vectors};
 use simlsh::{SignatureMatrix, Signer};
@@ -98,12 +97,9 @@ pub fn sign<S: Signer>(signer: &S, feats: &[Features]) -> Result<SignatureMatrix
     out.par_chunks_mut(w * 64)
         .enumerate()
         .try_for_each(|(c, chunk)| {
-            let mut acc = signer.new_acc();
             for (r, dst) in chunk.chunks_exact_mut(w).enumerate() {
                 let f = &feats[c * 64 + r];
-                acc.fill(0.0);
-                signer.accumulate_tokens(&f.token_refs(), &f.weights, &mut acc)?;
-                pack_into(&acc, bits, dst);
+                dst.copy_from_slice(signer.sign_tokens(&f.token_refs(), &f.weights)?.words());
             }
             Ok::<(), simlsh::Error>(())
         })?;

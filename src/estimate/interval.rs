@@ -27,7 +27,7 @@ pub enum IntervalMethod {
     ///
     /// hi solves P(Bin(f, hi) <= h) = α/2, i.e. hi = 1 − I⁻¹(α/2; f − h, h + 1) (1 if h = f),
     ///
-    /// with I⁻¹ the inverse regularized incomplete beta function ([`super::beta_inc_inv`]).
+    /// with I⁻¹ the inverse regularized incomplete beta function.
     /// For h = 0 this gives hi = 1 − (α/2)^(1/f).
     #[default]
     ClopperPearson,

@@ -22,7 +22,6 @@
 //! * exact binomial helpers, also the tolerances of the crate's statistical tests:
 //!   [`binomial_pmf`], [`binomial_cdf`], [`binomial_sf`], [`binomial_quantile`],
 //!   [`binomial_interval`];
-//! * special functions: [`normal_quantile`], [`beta_inc`], [`beta_inc_inv`];
 //! * [`RadiusPlanner`]: the Hamming radius for a cosine threshold, with its recall / precision / F1
 //!   table, and [`recall_at`] / [`manku_table`];
 //! * [`BitsPlanner`]: the number of bits for a target confidence-interval half-width;
@@ -69,6 +68,7 @@
 mod binomial;
 mod interval;
 mod plan;
+mod quality;
 mod special;
 
 use std::f64::consts::PI;
@@ -85,7 +85,7 @@ pub use plan::{
     RadiusPlanner, RadiusRule, RecallPoint, SIGN_NS_PER_FEATURE_BIT, background_candidates,
     band_recall, banding_recall, expected_half_width, filtered_band_recall, manku_table, recall_at,
 };
-pub use special::{beta_inc, beta_inc_inv, normal_quantile};
+pub use quality::{MeanInterval, QualityCheck, median, quality_check, student_t_975};
 
 use crate::error::{Error, Result};
 use interval::{cospi, proportion_bounds};

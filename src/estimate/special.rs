@@ -15,6 +15,7 @@
 //! and the starting point of the inversion).
 
 use super::binomial::{MAX_TRIALS, tails};
+#[cfg(test)]
 use crate::error::{Error, Result};
 
 /// ln(2π).
@@ -170,6 +171,7 @@ pub(crate) fn ln_dbinom(k: f64, m: f64, p: f64, q: f64) -> f64 {
     lc - 0.5 * lf
 }
 
+#[cfg(test)]
 /// Quantile function of the standard normal distribution, Φ⁻¹(p).
 ///
 /// Wichura's algorithm AS 241 (PPND16), accurate to about 1 part in 10¹⁶ over the whole range.
@@ -378,6 +380,7 @@ fn beta_density(a: f64, b: f64, x: f64, y: f64) -> f64 {
     beta_front(a, b, x, y) * a / (x * y)
 }
 
+#[cfg(test)]
 fn check_shape(name: &'static str, v: f64) -> Result<()> {
     if v.is_finite() && v > 0.0 {
         Ok(())
@@ -389,6 +392,7 @@ fn check_shape(name: &'static str, v: f64) -> Result<()> {
     }
 }
 
+#[cfg(test)]
 /// The regularized incomplete beta function Iₓ(a, b) = B(x; a, b) / B(a, b), the CDF of the
 /// Beta(a, b) distribution.
 ///
@@ -430,6 +434,7 @@ pub fn beta_inc(a: f64, b: f64, x: f64) -> Result<f64> {
     Ok(beta_inc_pair(a, b, x, 1.0 - x).0)
 }
 
+#[cfg(test)]
 /// Inverse of the regularized incomplete beta function in x: the x in [0, 1] with
 /// Iₓ(a, b) = y (the y-quantile of the Beta(a, b) distribution).
 ///

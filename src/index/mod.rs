@@ -31,6 +31,7 @@ pub mod meta;
 pub mod mih;
 pub mod permutation;
 pub mod permuted_tables;
+mod recall;
 pub mod results;
 mod rows;
 pub mod signer;
@@ -43,10 +44,10 @@ pub use linear::LinearScan;
 pub use meta::IndexMeta;
 pub use mih::{MultiIndex, MultiIndexBuilder, auto_substrings};
 pub use permutation::{
-    DEFAULT_BEAM, DEFAULT_PERMUTATIONS, DEFAULT_SEED, PermutationBuilder, PermutationIndex, Recall,
-    recall, recall_at_k,
+    DEFAULT_BEAM, DEFAULT_PERMUTATIONS, DEFAULT_SEED, PermutationBuilder, PermutationIndex,
 };
 pub use permuted_tables::{PermutedTables, PermutedTablesBuilder, Plan};
+pub use recall::{Recall, recall, recall_at_k};
 pub use results::{KnnResults, NO_DISTANCE, NO_ID, RangeResults};
 pub use signer::SignerRecord;
 pub use spec::{GraphSpec, IndexSpec, MankuDesign, MankuSpec, MihSpec, PermutationSpec, kinds};

@@ -48,14 +48,14 @@ impl<'s, S: Signer + ?Sized> Accumulator<'s, S> {
     /// Adds features in the order given (any order; repeated ids add up).
     pub fn add_chunk(&mut self, ids: &[u64], weights: &[f32]) -> Result<()> {
         check_weights_ids(0, ids, weights)?;
-        if let Some(d) = self.signer.dim() {
-            if let Some(&bad) = ids.iter().find(|&&i| i >= d) {
-                return Err(Error::IndexOutOfRange {
-                    row: 0,
-                    col: bad,
-                    dim: d,
-                });
-            }
+        if let Some(d) = self.signer.dim()
+            && let Some(&bad) = ids.iter().find(|&&i| i >= d)
+        {
+            return Err(Error::IndexOutOfRange {
+                row: 0,
+                col: bad,
+                dim: d,
+            });
         }
         self.signer.accumulate(ids, weights, &mut self.acc);
         self.features += ids.len() as u64;

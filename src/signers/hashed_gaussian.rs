@@ -20,7 +20,7 @@
 //! signs, [`TABLES`]), picked by 3 hash bits; even groups of 8 bits use table 0, odd groups
 //! table 1, and the magnitudes ([`MAGNITUDES`]) minimise the largest deviation of the
 //! collision law for one dominant coordinate. The hash bits are two AES rounds of the
-//! feature's XXH3 key and a counter ([`stream_block`]): 256 bits per 64 bits of signature.
+//! feature's XXH3 key and a counter (`stream_block`): 256 bits per 64 bits of signature.
 //! The AVX2 kernel looks the values up 8 lanes at a time (`vpermps` on a table multiplied by
 //! the weight once per feature) and computes the AES rounds in registers (AES-NI); the
 //! scalar reference (a software AES round) gives the same bits.
@@ -156,7 +156,7 @@ impl HashedGaussianBuilder {
 ///
 /// **Hash.** A feature's key is seeded XXH3-64 of its bytes (the 8 little-endian bytes of an
 /// id, or the UTF-8 bytes of a token), with seeds derived from the signer's seed. Block `k` of
-/// 64 bits of the column takes the 256 bits [`stream_block`]`(key, k)` (two AES rounds of the
+/// 64 bits of the column takes the 256 bits `stream_block``(key, k)` (two AES rounds of the
 /// key and a counter); bit `64k + 8g + l` takes the value
 /// [`TABLES`]`[g % 2][(d[l] >> 3g) & 7]` of its word `d[l]`.
 ///

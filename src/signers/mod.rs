@@ -34,7 +34,7 @@ pub mod fwht;
 pub mod hashed_gaussian;
 mod hashing;
 mod hyperplane;
-pub mod kernels;
+pub(crate) mod kernels;
 mod pooled;
 pub mod sparse;
 mod spec;
@@ -48,6 +48,7 @@ pub use hashing::{HashingTrick, HashingTrickBuilder};
 pub use hyperplane::{
     Distribution, HyperplaneBuilder, HyperplaneSigner, ZERO_TARGET, zero_projection_fraction,
 };
+pub use kernels::kernel_name;
 pub use pooled::{PooledBuilder, PooledSigner};
 pub use spec::{DEFAULT_POOL, InputKind, SignerKind, SignerSpec, kinds};
 
@@ -224,13 +225,13 @@ pub trait SignerExt: Signer {
                 "sparse input must be CSR (row-major), not CSC".into(),
             ));
         }
-        if let Some(d) = self.dim() {
-            if x.cols() as u64 > d {
-                return Err(Error::DimensionMismatch {
-                    expected: d,
-                    got: x.cols() as u64,
-                });
-            }
+        if let Some(d) = self.dim()
+            && x.cols() as u64 > d
+        {
+            return Err(Error::DimensionMismatch {
+                expected: d,
+                got: x.cols() as u64,
+            });
         }
         let bits = self.bits();
         let w = words_for(bits);
@@ -266,7 +267,7 @@ impl<S: Signer + ?Sized> SignerExt for S {}
 
 /// Signs a dense matrix row by row through [`Signer::accumulate`] (the canonical order),
 /// skipping zero entries. The default [`Signer::sign_dense`].
-pub fn sign_dense_gather<S: Signer + ?Sized>(
+pub(crate) fn sign_dense_gather<S: Signer + ?Sized>(
     signer: &S,
     x: &ArrayRef2<f32>,
 ) -> Result<SignatureMatrix> {
@@ -299,20 +300,25 @@ pub fn sign_dense_gather<S: Signer + ?Sized>(
 }
 
 /// Packs the signs of `acc` (`bit j = acc[j] > 0`) into `words_for(bits)` words.
-pub fn pack(acc: &[f32], bits: usize) -> Vec<u64> {
+pub(crate) fn pack(acc: &[f32], bits: usize) -> Vec<u64> {
     let mut out = vec![0; words_for(bits)];
     pack_into(acc, bits, &mut out);
     out
 }
 
 /// [`pack`] into an existing buffer.
-pub fn pack_into(acc: &[f32], bits: usize, out: &mut [u64]) {
+pub(crate) fn pack_into(acc: &[f32], bits: usize, out: &mut [u64]) {
     kernels::pack_signs(acc, bits, out)
 }
 
 /// Checks one sparse row: equal lengths, strictly increasing ids, ids below `dim`, finite
 /// weights. `row` is used in error messages.
-pub fn check_sparse_row(row: usize, ids: &[u64], weights: &[f32], dim: Option<u64>) -> Result<()> {
+pub(crate) fn check_sparse_row(
+    row: usize,
+    ids: &[u64],
+    weights: &[f32],
+    dim: Option<u64>,
+) -> Result<()> {
     check_row(row, ids, weights, dim)
 }
 
@@ -388,14 +394,14 @@ fn check_row<I: SpIndex>(row: usize, ids: &[I], weights: &[f32], dim: Option<u64
             format!("row {row}: negative feature index"),
         ));
     }
-    if let (Some(d), Some(&last)) = (dim, ids.last()) {
-        if last.try_index().is_none_or(|l| l as u64 >= d) {
-            return Err(Error::IndexOutOfRange {
-                row,
-                col: col(ids.len() - 1),
-                dim: d,
-            });
-        }
+    if let (Some(d), Some(&last)) = (dim, ids.last())
+        && last.try_index().is_none_or(|l| l as u64 >= d)
+    {
+        return Err(Error::IndexOutOfRange {
+            row,
+            col: col(ids.len() - 1),
+            dim: d,
+        });
     }
     Ok(())
 }
@@ -432,13 +438,13 @@ pub(crate) fn check_weights(row: usize, weights: &[f32], n: usize) -> Result<()>
 
 /// Checks a dense matrix: width within `dim`, all values finite.
 pub(crate) fn check_dense(x: &ArrayRef2<f32>, dim: Option<u64>) -> Result<()> {
-    if let Some(d) = dim {
-        if x.ncols() as u64 != d {
-            return Err(Error::DimensionMismatch {
-                expected: d,
-                got: x.ncols() as u64,
-            });
-        }
+    if let Some(d) = dim
+        && x.ncols() as u64 != d
+    {
+        return Err(Error::DimensionMismatch {
+            expected: d,
+            got: x.ncols() as u64,
+        });
     }
     // A branch-free pass per row first (it vectorises); locate the offender only on failure.
     for (r, row) in x.rows().into_iter().enumerate() {

@@ -53,8 +53,8 @@
 
 use std::borrow::Cow;
 use std::fs::{self, File};
-use std::io::{self, BufWriter, Write};
-use std::path::{Path, PathBuf};
+use std::io::{self, Write};
+use std::path::Path;
 
 use ndarray::{Array2, ArrayView2};
 use rayon::prelude::*;
@@ -74,6 +74,7 @@ pub const WORKLOADS: [&str; 5] = ["w1", "w2", "w3", "w4", "w5"];
 /// Number of row pairs `(2k, 2k + 1)` used by the published W1 / W2 quality check.
 pub const QUALITY_PAIRS: usize = 1_000;
 
+pub use simlsh::estimate::{QualityCheck, quality_check};
 pub use simlsh::rng::mix64;
 
 pub mod dominance;
@@ -466,55 +467,6 @@ pub fn dense_pairs_cosine(x: ArrayView2<'_, f32>) -> Vec<f64> {
             (dot / (na.sqrt() * nb.sqrt())).clamp(-1.0, 1.0)
         })
         .collect()
-}
-
-/// Result of the W1 / W2 signature quality check (see [`quality_check`]).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct QualityCheck {
-    /// Root mean square of `hamming / f - angle / pi` over the pairs.
-    pub rmse: f64,
-    /// The RMSE expected of a correct random-hyperplane hash: `sqrt(mean(p (1 - p) / f))`
-    /// with `p = angle / pi`.
-    pub ideal_rmse: f64,
-}
-
-/// The published quality check: given the exact cosines of row pairs and the Hamming
-/// distances of their `bits`-bit signatures, the RMSE of `hamming / bits` against
-/// `angle / pi`, beside the ideal RMSE of a correct random-hyperplane hash.
-///
-/// # Errors
-///
-/// [`Error::LengthMismatch`] if the slices differ in length, [`Error::InvalidParameter`] if
-/// they are empty, `bits` is 0, or a cosine is not finite.
-pub fn quality_check(cosines: &[f64], hamming: &[u32], bits: usize) -> Result<QualityCheck> {
-    if cosines.len() != hamming.len() {
-        return Err(Error::LengthMismatch {
-            what: "quality_check: cosines and hamming distances",
-            left: cosines.len(),
-            right: hamming.len(),
-        });
-    }
-    if cosines.is_empty() {
-        return Err(Error::param("cosines", "no pairs"));
-    }
-    if bits == 0 {
-        return Err(Error::param("bits", "must be positive"));
-    }
-    if let Some(c) = cosines.iter().find(|c| !c.is_finite()) {
-        return Err(Error::param("cosines", format!("{c} is not finite")));
-    }
-    let f = bits as f64;
-    let (mut se, mut var) = (0.0, 0.0);
-    for (&c, &h) in cosines.iter().zip(hamming) {
-        let p = c.clamp(-1.0, 1.0).acos() / std::f64::consts::PI;
-        se += (f64::from(h) / f - p).powi(2);
-        var += p * (1.0 - p) / f;
-    }
-    let n = cosines.len() as f64;
-    Ok(QualityCheck {
-        rmse: (se / n).sqrt(),
-        ideal_rmse: (var / n).sqrt(),
-    })
 }
 
 // ------------------------------------------------------------------------------------ W3
@@ -1091,36 +1043,6 @@ pub struct RawFile<'a> {
     pub data: RawData<'a>,
 }
 
-/// Writes `data` to `path` atomically: a temporary file in the same directory, flushed and
-/// fsynced, then renamed over `path`.
-fn write_atomic(path: &Path, data: &RawData<'_>) -> Result<()> {
-    let io_err = |path: &Path| {
-        let path = path.to_path_buf();
-        move |source| Error::Io { path, source }
-    };
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp: PathBuf = path.with_file_name(format!(".{name}.tmp{}", std::process::id()));
-    let written = (|| -> io::Result<()> {
-        let mut w = BufWriter::with_capacity(1 << 20, File::create(&tmp)?);
-        data.write_le(&mut w)?;
-        let file = w.into_inner().map_err(io::IntoInnerError::into_error)?;
-        file.sync_all()
-    })();
-    if let Err(e) = written {
-        // Best effort: the temporary file is useless now, and the write error is the one
-        // worth reporting.
-        let _ = fs::remove_file(&tmp);
-        return Err(io_err(&tmp)(e));
-    }
-    fs::rename(&tmp, path).map_err(|e| {
-        let _ = fs::remove_file(&tmp);
-        io_err(path)(e)
-    })
-}
-
 /// Generates the published workloads named in `which` (`"w1"` .. `"w5"`, see
 /// [`WORKLOADS`]) and writes their harness files into `dir` (created if missing): raw
 /// little-endian arrays, row-major, no header, named as the harness names them
@@ -1145,7 +1067,7 @@ pub fn write_raw(dir: &Path, which: &[&str]) -> Result<()> {
     })?;
     let write_all = |files: Vec<RawFile<'_>>| -> Result<()> {
         for f in files {
-            write_atomic(&dir.join(f.name), &f.data)?;
+            simlsh::io::write_atomic(&dir.join(f.name), |mut w| f.data.write_le(&mut w))?;
         }
         Ok(())
     };

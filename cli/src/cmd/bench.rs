@@ -8,10 +8,10 @@ use clap::Parser;
 use plotters::prelude::*;
 use serde_json::json;
 use simlsh::estimate;
+use simlsh::estimate::{MeanInterval as Interval, quality_check};
 use simlsh::rng::Rng;
 use simlsh::signers::SignerKind;
 use simlsh::signers::{AnySigner, Signer, SignerSpec};
-use simlsh_workloads::quality_check;
 use sprs::CsMatI;
 
 use crate::common::{Ctx, human_bytes, to_stdout};
@@ -62,38 +62,6 @@ pub struct Args {
 
 fn parse_kind(s: &str) -> std::result::Result<SignerKind, String> {
     s.parse().map_err(|e: simlsh::Error| e.to_string())
-}
-
-/// A mean over seeds with the half-width of its 95% interval (Student t).
-#[derive(Clone, Copy, Debug)]
-struct Interval {
-    mean: f64,
-    half: f64,
-}
-
-impl Interval {
-    fn of(xs: &[f64]) -> Interval {
-        let n = xs.len() as f64;
-        let mean = xs.iter().sum::<f64>() / n;
-        if xs.len() < 2 {
-            return Interval { mean, half: 0.0 };
-        }
-        let var = xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0);
-        Interval {
-            mean,
-            half: student_t_975(xs.len() - 1) * (var / n).sqrt(),
-        }
-    }
-}
-
-/// The 97.5% quantile of Student's t with `df` degrees of freedom (two-sided 95% interval).
-fn student_t_975(df: usize) -> f64 {
-    const T: [f64; 30] = [
-        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
-        2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
-        2.052, 2.048, 2.045, 2.042,
-    ];
-    T.get(df.saturating_sub(1)).copied().unwrap_or(1.96)
 }
 
 /// One configuration of the study: measured, or skipped (with the reason).

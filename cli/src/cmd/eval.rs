@@ -177,7 +177,9 @@ pub fn run(a: Args, ctx: &mut Ctx) -> Result<()> {
     let q = a.queries.min(n);
     let k = a.k.min(n - 1);
     let recall = ctx.phase("recall", |ctx| {
-        ctx.spin("measuring recall", || recall_at_k(&x, &sigs, &rows, q, k))
+        ctx.spin("measuring recall", || {
+            cosine_knn_recall(&x, &sigs, &rows, q, k)
+        })
     })?;
 
     to_stdout(|w| {
@@ -220,7 +222,7 @@ pub fn run(a: Args, ctx: &mut Ctx) -> Result<()> {
 /// Mean over the first `q` of `rows` (the nonzero rows) of |signature k-NN ∩ exact cosine
 /// top-k| / k, among `rows`, each row's own index excluded; the signature k-NN ties broken by
 /// the smaller row, the exact top-k by descending cosine then the smaller row.
-fn recall_at_k(
+fn cosine_knn_recall(
     x: &Array2<f32>,
     sigs: &simlsh::SignatureMatrix,
     rows: &[usize],

@@ -13,12 +13,10 @@ use crate::util::pool::Pool;
 
 mod builder;
 mod keys;
-mod recall;
 mod search;
 
 pub use self::builder::PermutationBuilder;
 use self::keys::{KeyTable, bucket_sort, cmp_entry, prefix_key};
-pub use self::recall::{Recall, recall, recall_at_k};
 use self::search::Scratch;
 
 /// Default number of permutations `q`.
@@ -64,7 +62,7 @@ const MIN_MERGE: usize = 64;
 /// [`exact_knn`](HammingIndex::exact_knn) is false. With `B ≥ N` every list is read whole and
 /// the answer equals the exact k-NN. The window is widened to `⌈k/2⌉` per side when `k > 2B`,
 /// and shifted at the ends of a list, so a query always gets `min(k, len)` results. Recall
-/// grows with `q` and `B` (see [`recall_at_k`]): the permutations of a seed for `q` are the
+/// grows with `q` and `B` (see [`recall_at_k`](crate::index::recall_at_k)): the permutations of a seed for `q` are the
 /// first `q` of those for any larger `q`, and a wider beam reads a superset of the window, so
 /// with the same seed a larger `q` or `B` never lowers recall.
 ///
