@@ -6,10 +6,10 @@ use std::sync::{Arc, Mutex, RwLock};
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
+use simlsh::Error;
 use simlsh::fs::LockGuard;
 use simlsh::index::{Featureless, HammingIndex, IndexSpec};
 use simlsh::persist::LoadOptions;
-use simlsh::Error;
 
 use crate::arrays::{Knn, KnnOut, codes, contiguous, ids_u32};
 use crate::errors::{IntoPy, to_py, value_error};

@@ -299,14 +299,7 @@ pub(crate) fn sign_dense_gather<S: Signer + ?Sized>(
     Ok(out)
 }
 
-/// Packs the signs of `acc` (`bit j = acc[j] > 0`) into `words_for(bits)` words.
-pub(crate) fn pack(acc: &[f32], bits: usize) -> Vec<u64> {
-    let mut out = vec![0; words_for(bits)];
-    pack_into(acc, bits, &mut out);
-    out
-}
-
-/// [`pack`] into an existing buffer.
+/// Packs the signs of `acc` (`bit j = acc[j] > 0`) into the `words_for(bits)` words of `out`.
 pub(crate) fn pack_into(acc: &[f32], bits: usize, out: &mut [u64]) {
     kernels::pack_signs(acc, bits, out)
 }

@@ -294,7 +294,9 @@ fn kind_from(t: &SpecText<'_>) -> Result<SignerKind> {
         },
         "hashed-gaussian" => SignerKind::HashedGaussian,
         "fwht" => SignerKind::Fwht {
-            buckets: t.get("buckets", "a whole number")?.unwrap_or(DEFAULT_BUCKETS),
+            buckets: t
+                .get("buckets", "a whole number")?
+                .unwrap_or(DEFAULT_BUCKETS),
         },
         _ => unreachable!("every listed kind is parsed"),
     })

@@ -1067,7 +1067,7 @@ pub fn write_raw(dir: &Path, which: &[&str]) -> Result<()> {
     })?;
     let write_all = |files: Vec<RawFile<'_>>| -> Result<()> {
         for f in files {
-            simlsh::io::write_atomic(&dir.join(f.name), |mut w| f.data.write_le(&mut w))?;
+            simlsh::fs::write_atomic(&dir.join(f.name), |mut w| f.data.write_le(&mut w))?;
         }
         Ok(())
     };
