@@ -20,7 +20,7 @@
 //! TF-IDF rows of the bundled poems (118 nonzeros, `cargo bench --bench fwht`, one thread, CPU
 //! time) it signs in 1.41 / 1.43 / 4.89 µs per row at f = 256 / 1,024 / 4,096 against
 //! 1.49 / 5.26 / 19.8 µs for [`HashedGaussian`](super::HashedGaussian): 1.06×, 3.7× and
-//! 4.0× faster. The transform's AVX2 kernel ([`super::kernels::fwht`]) does the first three
+//! 4.0× faster. The transform's AVX2 kernel (`kernels::fwht`) does the first three
 //! stages inside each register. The rotation is applied once per vector, after its features are added
 //! (see [`Signer::finish_into`]).
 //!

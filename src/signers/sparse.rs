@@ -1,7 +1,7 @@
 //! Helpers for sparse rows.
 //!
 //! Signers take sparse rows whose indices are strictly increasing and reject anything else
-//! with [`Error::UnsortedIndices`](crate::Error::UnsortedIndices), naming the row and the
+//! with [`Error::UnsortedIndices`], naming the row and the
 //! index: silently reordering would change the order of floating-point additions, and
 //! silently dropping or keeping a duplicate would change the vector. Use [`sort_and_merge`] to
 //! bring a row into that form explicitly: duplicates are merged by summing their weights.
