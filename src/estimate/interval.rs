@@ -82,9 +82,19 @@ pub(crate) fn proportion_bounds(h: f64, f: f64, level: f64, method: IntervalMeth
             let z2 = z * z;
             let s = (z2 + 4.0 * h * (f - h) / f).sqrt();
             let big = 2.0 * h + z2 + z * s;
+            // At h = 0 and h = f the bounds are exactly 0 and 1; the formulas give them only up
+            // to rounding (256 of 256 at level 0.5 gave hi = 1 − 2⁻⁵³, an interval without p̂).
             Interval {
-                lo: (2.0 * h * h / (f * big)).clamp(0.0, 1.0),
-                hi: (big / (2.0 * (f + z2))).clamp(0.0, 1.0),
+                lo: if h <= 0.0 {
+                    0.0
+                } else {
+                    (2.0 * h * h / (f * big)).clamp(0.0, 1.0)
+                },
+                hi: if h >= f {
+                    1.0
+                } else {
+                    (big / (2.0 * (f + z2))).clamp(0.0, 1.0)
+                },
             }
         }
         IntervalMethod::ClopperPearson => {
@@ -205,6 +215,18 @@ mod tests {
                     (e.p_interval.hi - (centre + half).min(1.0)).abs() <= 1e-14,
                     "{h}/{f}"
                 );
+            }
+        }
+        // The ends hold the estimate exactly, whatever the rounding of the formula.
+        for f in [1u64, 64, 256, 1000, 99_999] {
+            for level in [0.5, 0.8, 0.95, 0.9999] {
+                let all = estimate(f, f, level, IntervalMethod::Wilson)
+                    .unwrap()
+                    .p_interval;
+                let none = estimate(0, f, level, IntervalMethod::Wilson)
+                    .unwrap()
+                    .p_interval;
+                assert_eq!((all.hi, none.lo), (1.0, 0.0), "f={f} level={level}");
             }
         }
         // Symmetry: the interval for f − h is the mirror image.
