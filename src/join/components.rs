@@ -293,9 +293,10 @@ impl SharedUnionFind {
     /// `labels[i]` is the **smallest member** of `i`'s component (the root of its tree),
     /// computed in parallel; the same labels as [`UnionFind::labels`] on the same unions.
     pub fn labels(&self) -> Vec<u32> {
-        (0..self.len() as u32)
+        // Over `usize`: at n = 2^32 points `n as u32` is 0 and would give no labels.
+        (0..self.len())
             .into_par_iter()
-            .map(|i| self.find(i))
+            .map(|i| self.find(i as u32))
             .collect()
     }
 }
