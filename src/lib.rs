@@ -27,6 +27,12 @@
 //! | errors | [`error`] | [`Error`] (typed, naming the file, row or value), [`Result`] |
 //! | randomness | [`rng`] | platform-independent seeded generators and hashes (Xoshiro256++, XXH3) |
 //!
+//! Result types name their fields one way: `distance` is always a Hamming distance (`cosine`
+//! an exact cosine); `i < j` are the two ends of a pair (rows in [`join::Pair`] and
+//! [`verify::VerifiedPair`], caller ids in [`join::IdPair`]); `row` is one position in the
+//! searched rows ([`hamming::Neighbor`]), `query` a query's row ([`join::Match`]) and `id` a
+//! stored id ([`index::Hit`], [`store::Match`]).
+//!
 //! Sign, compare, estimate:
 //!
 //! ```

@@ -202,7 +202,7 @@ proptest! {
         let mut mapped: Vec<Pair> = got
             .iter()
             .map(|p| {
-                let (i, j) = (back[&p.a], back[&p.b]);
+                let (i, j) = (back[&p.i], back[&p.j]);
                 Pair { i: i.min(j), j: i.max(j), distance: p.distance }
             })
             .collect();

@@ -236,8 +236,8 @@ impl PyScheme {
         let found = py
             .detach(|| partition(&self.inner, &groups, ids, m.as_slice(), &capped, pass))
             .py()?;
-        let a: Vec<u64> = found.pairs.iter().map(|p| p.a).collect();
-        let b: Vec<u64> = found.pairs.iter().map(|p| p.b).collect();
+        let a: Vec<u64> = found.pairs.iter().map(|p| p.i).collect();
+        let b: Vec<u64> = found.pairs.iter().map(|p| p.j).collect();
         let d: Vec<i32> = found.pairs.iter().map(|p| p.distance as i32).collect();
         let cg: Vec<i32> = found.capped.iter().map(|c| c.band as i32).collect();
         let ck: Vec<u64> = found.capped.iter().map(|c| c.key).collect();

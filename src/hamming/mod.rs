@@ -118,16 +118,16 @@ pub use crate::cpu::FORCE_SCALAR_ENV;
 /// must fit in a `u32`.
 pub const MAX_WORDS: usize = (u32::MAX / 64) as usize;
 
-/// One result of a k-nearest-neighbour scan: a code's index and its distance to the query.
+/// One result of a k-nearest-neighbour scan: a code's row and its distance to the query.
 ///
-/// The derived order is by `dist`, then by `index`, which is the order of [`scan_knn`]'s
+/// The derived order is by `distance`, then by `row`, which is the order of [`scan_knn`]'s
 /// results.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Neighbor {
     /// Hamming distance to the query.
-    pub dist: u32,
-    /// Index of the code (0-based position in the scanned codes).
-    pub index: usize,
+    pub distance: u32,
+    /// Row of the code (0-based position in the scanned codes).
+    pub row: usize,
 }
 
 /// Codes of at most this many bits keep a distance histogram in [`TopK`] (4 bytes per
@@ -200,10 +200,10 @@ impl TopK {
         self.thr
     }
 
-    /// Offers code `index` at distance `dist`; the caller has checked `dist < threshold()`
-    /// and offers codes in increasing index order.
+    /// Offers code `row` at distance `distance`; the caller has checked `distance < threshold()`
+    /// and offers codes in increasing row order.
     #[inline]
-    pub(crate) fn push(&mut self, dist: u32, index: usize) {
+    pub(crate) fn push(&mut self, distance: u32, row: usize) {
         let k = self.k;
         match &mut self.sel {
             Select::Hist {
@@ -216,8 +216,8 @@ impl TopK {
                 if hist.is_empty() {
                     hist.resize(*cut, 0);
                 }
-                buf.push(Neighbor { dist, index });
-                hist[dist as usize] += 1;
+                buf.push(Neighbor { distance, row });
+                hist[distance as usize] += 1;
                 *below += 1;
                 if *below >= k {
                     while *below >= k {
@@ -227,15 +227,15 @@ impl TopK {
                     self.thr = self.thr.min(*cut as u64);
                     if buf.len() >= *limit {
                         let c = *cut as u32;
-                        buf.retain(|n| n.dist <= c);
+                        buf.retain(|n| n.distance <= c);
                         *limit = (2 * buf.len()).max(2 * k + 64);
                     }
                 }
             }
             Select::Lazy(top) => {
-                top.offer(Neighbor { dist, index });
+                top.offer(Neighbor { distance, row });
                 if let Some(worst) = top.worst() {
-                    self.thr = self.thr.min(u64::from(worst.dist));
+                    self.thr = self.thr.min(u64::from(worst.distance));
                 }
             }
         }
@@ -314,7 +314,7 @@ impl TopK {
             Select::Hist { mut buf, cut, .. } => {
                 // Every code closer than `cut`, and the first (smallest indexes) at `cut`.
                 let c = cut as u32;
-                buf.retain(|n| n.dist <= c);
+                buf.retain(|n| n.distance <= c);
                 buf.sort_unstable();
                 buf.truncate(self.k);
                 buf

@@ -234,8 +234,8 @@ impl Kernels {
                 row.sort_unstable();
                 row.into_iter()
                     .map(|key| Neighbor {
-                        dist: (key >> 32) as u32,
-                        index: (key & 0xffff_ffff) as usize,
+                        distance: (key >> 32) as u32,
+                        row: (key & 0xffff_ffff) as usize,
                     })
                     .collect()
             })
@@ -270,7 +270,7 @@ impl Kernels {
                     .map(move |nearest| {
                         nearest
                             .get(rank - 1)
-                            .map_or(u32::MAX, |nb| nb.dist.saturating_add(1))
+                            .map_or(u32::MAX, |nb| nb.distance.saturating_add(1))
                     })
             })
             .collect()
@@ -402,7 +402,7 @@ impl Kernels {
                     .collect();
                 let found = self.scan_knn_unchecked(&queries, codes, w, k.saturating_add(1));
                 chunk.iter().zip(found).map(move |(&i, mut found)| {
-                    if let Some(pos) = found.iter().position(|nb| nb.index == i) {
+                    if let Some(pos) = found.iter().position(|nb| nb.row == i) {
                         found.remove(pos);
                     }
                     found.truncate(k);
@@ -454,8 +454,8 @@ mod tests {
                 let mut all: Vec<Neighbor> = (0..n)
                     .filter(|&j| j != i)
                     .map(|j| Neighbor {
-                        dist: dist_words(&codes[i * w..], &codes[j * w..], w),
-                        index: j,
+                        distance: dist_words(&codes[i * w..], &codes[j * w..], w),
+                        row: j,
                     })
                     .collect();
                 all.sort_unstable();
@@ -566,8 +566,8 @@ mod tests {
         let kern = Kernels::dispatched();
         let got = kern.self_knn_sampled(&codes, 2, 2, Sample { size: 100, rank: 1 });
         assert_eq!(got, brute(&codes, 2, 2));
-        assert_eq!(got[0].iter().map(|nb| nb.index).collect::<Vec<_>>(), [1, 2]);
-        assert_eq!(got[5].iter().map(|nb| nb.index).collect::<Vec<_>>(), [0, 1]);
+        assert_eq!(got[0].iter().map(|nb| nb.row).collect::<Vec<_>>(), [1, 2]);
+        assert_eq!(got[5].iter().map(|nb| nb.row).collect::<Vec<_>>(), [0, 1]);
     }
 
     #[test]

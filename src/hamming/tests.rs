@@ -102,7 +102,7 @@ fn brute_knn(queries: &[u64], codes: &[u64], w: usize, k: usize) -> Vec<Vec<Neig
         all.truncate(k);
         out.push(
             all.into_iter()
-                .map(|(dist, index)| Neighbor { dist, index })
+                .map(|(distance, row)| Neighbor { distance, row })
                 .collect(),
         );
     }
@@ -363,7 +363,7 @@ fn scan_knn_breaks_ties_by_smaller_index() {
                 .take(k)
                 .collect();
             let first = &expected[0];
-            assert_eq!(first.iter().map(|nb| nb.index).collect::<Vec<_>>(), copies);
+            assert_eq!(first.iter().map(|nb| nb.row).collect::<Vec<_>>(), copies);
             for kern in Kernels::available() {
                 assert_eq!(
                     kern.scan_knn(&queries, &codes, w, k).unwrap(),
@@ -380,8 +380,8 @@ fn scan_knn_breaks_ties_by_smaller_index() {
         let got = kern.scan_knn(&[7], &codes, 1, 10).unwrap();
         let want: Vec<Neighbor> = (0..10)
             .map(|index| Neighbor {
-                dist: (42u64 ^ 7).count_ones(),
-                index,
+                distance: (42u64 ^ 7).count_ones(),
+                row: index,
             })
             .collect();
         assert_eq!(got, vec![want], "{}", kern.name());

@@ -208,7 +208,7 @@ impl HammingIndex for LinearScan {
     fn knn_into(&self, query: &[u64], k: usize, out: &mut Vec<Hit>) -> Result<()> {
         check_code(self.bits, query)?;
         let res = hamming::scan_knn(query, &self.codes, self.words(), k)?;
-        self.hits(res[0].iter().map(|n| (n.index, n.dist)), out);
+        self.hits(res[0].iter().map(|n| (n.row, n.distance)), out);
         Ok(())
     }
 
@@ -243,8 +243,8 @@ impl HammingIndex for LinearScan {
                     .map(|ns| {
                         ns.into_iter()
                             .map(|n| Hit {
-                                distance: n.dist,
-                                id: self.ids[n.index],
+                                distance: n.distance,
+                                id: self.ids[n.row],
                             })
                             .collect()
                     })

@@ -529,11 +529,11 @@ pub(crate) fn approx_knn(
         let l = &mut lists[v * k..(v + 1) * k];
         for (slot, nb) in found[0]
             .iter()
-            .filter(|nb| nb.index != v)
+            .filter(|nb| nb.row != v)
             .take(k)
             .enumerate()
         {
-            l[slot] = (u64::from(nb.dist) << 32) | nb.index as u64;
+            l[slot] = (u64::from(nb.distance) << 32) | nb.row as u64;
         }
         stats.distances += n as u64;
     }

@@ -123,8 +123,8 @@ pub fn knn_graph<S: AsRef<[u64]>>(sigs: &SignatureMatrix<S>, k: usize) -> Result
         .map(|row| {
             row.into_iter()
                 .map(|nb| Hit {
-                    distance: nb.dist,
-                    id: nb.index as u32,
+                    distance: nb.distance,
+                    id: nb.row as u32,
                 })
                 .collect()
         })

@@ -359,7 +359,7 @@ pub fn partition(
         };
         let mine = scheme.group_pairs(g, &gid, &gsig, capped, |p| {
             if pass == Pass::Missed {
-                let (ra, rb) = (row_of(p.a), row_of(p.b));
+                let (ra, rb) = (row_of(p.i), row_of(p.j));
                 let (sa, sb) = (&gsig[ra * w..(ra + 1) * w], &gsig[rb * w..(rb + 1) * w]);
                 let first = scheme
                     .first_agreeing(sa, sb)

@@ -328,8 +328,8 @@ pub fn table_partition(
             let (ra, rb) = (sigs.row(run[p].2), sigs.row(run[q].2));
             if !keys.reported_before(t, ra, rb, &capped) {
                 sink(IdPair {
-                    a: run[p].1.min(run[q].1),
-                    b: run[p].1.max(run[q].1),
+                    i: run[p].1.min(run[q].1),
+                    j: run[p].1.max(run[q].1),
                     distance: d,
                 });
             }
@@ -468,8 +468,8 @@ mod tests {
                 .map(|p| {
                     let (a, b) = (ids[p.i as usize], ids[p.j as usize]);
                     IdPair {
-                        a: a.min(b),
-                        b: a.max(b),
+                        i: a.min(b),
+                        j: a.max(b),
                         distance: p.distance,
                     }
                 })
@@ -546,8 +546,8 @@ mod tests {
                 });
                 if d <= 2 && shared {
                     want.push(IdPair {
-                        a: i as u64,
-                        b: j as u64,
+                        i: i as u64,
+                        j: j as u64,
                         distance: d,
                     });
                 }

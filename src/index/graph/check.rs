@@ -121,11 +121,11 @@ pub(super) fn run(idx: &GraphIndex) -> Check {
             let exact: Vec<Hit> = hamming::scan_knn(code, &idx.codes, w, K + 1)
                 .expect("whole codes")[0]
                 .iter()
-                .filter(|nb| nb.index as u32 != x)
+                .filter(|nb| nb.row as u32 != x)
                 .take(K)
                 .map(|nb| Hit {
-                    distance: nb.dist,
-                    id: nb.index as u32,
+                    distance: nb.distance,
+                    id: nb.row as u32,
                 })
                 .collect();
             (graph, exact, o.distances)

@@ -454,7 +454,7 @@ impl GraphIndex {
     /// The `k` nearest by scanning every node code (distances exact).
     fn scan_knn(&self, query: &[u64], k: usize, out: &mut Vec<Hit>) -> Result<()> {
         let found = hamming::scan_knn(query, &self.codes, self.words(), k)?;
-        self.expand(found[0].iter().map(|n| (n.dist, n.index as u32)), k, out);
+        self.expand(found[0].iter().map(|n| (n.distance, n.row as u32)), k, out);
         Ok(())
     }
 
@@ -596,7 +596,7 @@ impl GraphIndex {
                 hamming::scan_knn(qs, &centres, w, 1)
                     .expect("whole codes")
                     .into_iter()
-                    .map(|nb| nb[0].index as u32)
+                    .map(|nb| nb[0].row as u32)
             })
             .collect();
         let mut order: Vec<u32> = (0..n as u32).collect();

@@ -631,7 +631,7 @@ impl MultiIndex {
                 self.delta_knn(q, sc)?;
                 let mut thr = threshold(&sc.heap);
                 for nb in nbrs {
-                    let kk = key(nb.dist, self.ids[nb.index]);
+                    let kk = key(nb.distance, self.ids[nb.row]);
                     if kk < thr {
                         sc.heap.offer(kk);
                         thr = threshold(&sc.heap);

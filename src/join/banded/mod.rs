@@ -250,13 +250,13 @@ impl CappedSet {
     }
 }
 
-/// A candidate pair of [`band_partition`], by the caller's ids: `a < b`.
+/// A candidate pair of [`band_partition`], by the caller's ids: `i < j`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct IdPair {
     /// The smaller id.
-    pub a: u64,
+    pub i: u64,
     /// The larger id.
-    pub b: u64,
+    pub j: u64,
     /// Their Hamming distance.
     pub distance: u32,
 }

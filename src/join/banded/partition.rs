@@ -79,8 +79,8 @@ pub fn band_partition(
         |ra, rb, distance| {
             let (a, b) = (ids[ra as usize], ids[rb as usize]);
             sink(IdPair {
-                a: a.min(b),
-                b: a.max(b),
+                i: a.min(b),
+                j: a.max(b),
                 distance,
             });
         },
