@@ -230,3 +230,25 @@ fn a_join_where_every_pair_is_one_streams_in_bounded_memory() {
     assert_eq!((reported, count), (n * (n - 1) / 2, n * (n - 1) / 2));
     assert!(far > 50);
 }
+
+/// Union-find labels are allocated as checked as the parents: under the 2 GiB cap, 2^28
+/// shared parents (1 GiB) are made but their labels (1 GiB more) are refused, and so are the
+/// labels of 2^27 sequential points (8 bytes per point, then 8 more), or 2^29 of them at all.
+#[test]
+fn union_find_labels_check_memory_against_the_process_limits() {
+    if !in_capped_child("union_find_labels_check_memory_against_the_process_limits") {
+        return;
+    }
+    use simlsh::join::{SharedUnionFind, UnionFind};
+    let shared = SharedUnionFind::new(1 << 28).unwrap();
+    out_of_memory(shared.labels(), "shared labels");
+    drop(shared);
+    out_of_memory(UnionFind::new(1 << 29), "union-find of 2^29 points");
+    let mut seq = UnionFind::new(1 << 27).unwrap();
+    out_of_memory(seq.labels(), "sequential labels");
+    drop(seq);
+    // What fits is labelled.
+    let small = SharedUnionFind::new(1000).unwrap();
+    small.union(3, 999);
+    assert_eq!(small.labels().unwrap()[999], 3);
+}

@@ -294,7 +294,10 @@ fn streaming_union_find_equals_components_of_the_pair_list() {
         })
         .collect();
     assert!(pairs.len() > 100);
-    assert_eq!(uf.labels(), clusters(vectors.len(), &pairs).unwrap());
+    assert_eq!(
+        uf.labels().unwrap(),
+        clusters(vectors.len(), &pairs).unwrap()
+    );
     // The stream's order does not depend on the number of threads.
     let mut one = Vec::new();
     pool(1).install(|| join.run(&sigs, &vectors, |p| one.push(p)).unwrap());

@@ -96,7 +96,7 @@ fn main() {
         for &(a, b) in &edges {
             uf.union(a, b);
         }
-        let seq = uf.labels();
+        let seq = uf.labels().unwrap();
         let (wall, cpu) = (t0.elapsed().as_secs_f64(), cpu_seconds() - cpu0);
         assert_eq!(
             seq, labels,

@@ -273,7 +273,7 @@ impl Clusters {
         Ok(match self.mode {
             Clustering::Components => {
                 self.uf.union_all(&self.edges)?;
-                self.uf.labels()
+                self.uf.labels()?
             }
             Clustering::Leader => leader_clusters(n, self.edges, LeaderOrder::Id)?,
             Clustering::Star => leader_clusters(n, self.edges, LeaderOrder::Degree)?,

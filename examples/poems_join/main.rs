@@ -184,7 +184,7 @@ fn main() -> Result<()> {
         uf.union(p.i, p.j);
         found.push((p.i, p.j));
     })?;
-    let labels = uf.labels();
+    let labels = uf.labels()?;
     let t_join = t4.done();
     let clusters = labels
         .iter()

@@ -724,8 +724,8 @@ pub fn scan_knn(
 /// use simlsh::hamming;
 /// let codes = [0b0000u64, 0b0001, 0b0111, 0b0011];
 /// let knn = hamming::self_knn(&codes, 1, 2)?;
-/// assert_eq!(knn[0].iter().map(|nb| nb.index).collect::<Vec<_>>(), [1, 3]);
-/// assert_eq!(knn[2].iter().map(|nb| (nb.index, nb.dist)).collect::<Vec<_>>(), [(3, 1), (1, 2)]);
+/// assert_eq!(knn[0].iter().map(|nb| nb.row).collect::<Vec<_>>(), [1, 3]);
+/// assert_eq!(knn[2].iter().map(|nb| (nb.row, nb.distance)).collect::<Vec<_>>(), [(3, 1), (1, 2)]);
 /// # Ok::<(), simlsh::Error>(())
 /// ```
 ///

@@ -36,7 +36,7 @@ const EDGE_CHUNK: usize = 1 << 14;
 /// let sigs = SignatureMatrix::from_parts(64, vec![0b0111u64, u64::MAX, 0b0001, 0b0011]).unwrap();
 /// let mut uf = UnionFind::new(sigs.len())?;
 /// self_join_each(&sigs, 1, |p| { uf.union(p.i, p.j); })?;
-/// assert_eq!(uf.labels(), vec![0, 1, 0, 0]);
+/// assert_eq!(uf.labels()?, vec![0, 1, 0, 0]);
 /// # Ok::<(), simlsh::Error>(())
 /// ```
 #[derive(Clone, Debug)]
@@ -49,14 +49,18 @@ impl UnionFind {
     /// `n` points, each alone.
     ///
     /// # Errors
-    /// [`Error::InvalidParameter`] if `n > 2^32`.
+    /// [`Error::InvalidParameter`] if `n > 2^32`; [`Error::OutOfMemory`] if the 8 bytes per
+    /// point do not fit.
     pub fn new(n: usize) -> Result<Self> {
         if n as u64 > 1 << 32 {
             return Err(Error::param("n", "more than 2^32 points"));
         }
+        let mut parent = Vec::new();
+        crate::memory::reserve(&mut parent, n, "union-find parents")?;
+        parent.extend((0..n).map(|i| i as u32));
         Ok(UnionFind {
-            parent: (0..n).map(|i| i as u32).collect(),
-            size: vec![1; n],
+            parent,
+            size: crate::memory::filled(n, 1, "union-find sizes")?,
         })
     }
 
@@ -125,11 +129,14 @@ impl UnionFind {
 
     /// `labels[i]` is the **smallest member** of `i`'s component: a point alone is its own
     /// label, and labels do not depend on the order of the unions.
-    pub fn labels(&mut self) -> Vec<u32> {
+    ///
+    /// # Errors
+    /// [`Error::OutOfMemory`] if the labels (8 bytes per point while they are made) do not fit.
+    pub fn labels(&mut self) -> Result<Vec<u32>> {
         let n = self.len();
         // Points in increasing order: the first member seen of a component is its smallest.
-        let mut label_of_root = vec![u32::MAX; n];
-        let mut labels = vec![0u32; n];
+        let mut label_of_root = crate::memory::filled(n, u32::MAX, "union-find labels")?;
+        let mut labels = crate::memory::filled(n, 0u32, "union-find labels")?;
         for i in 0..n as u32 {
             let root = self.find(i) as usize;
             if label_of_root[root] == u32::MAX {
@@ -137,7 +144,7 @@ impl UnionFind {
             }
             labels[i as usize] = label_of_root[root];
         }
-        labels
+        Ok(labels)
     }
 }
 
@@ -158,7 +165,7 @@ impl UnionFind {
 ///
 /// let uf = SharedUnionFind::new(6)?;
 /// uf.union_all(&[(4, 5), (1, 4), (2, 3)])?;
-/// assert_eq!(uf.labels(), vec![0, 1, 2, 2, 1, 1]);
+/// assert_eq!(uf.labels()?, vec![0, 1, 2, 2, 1, 1]);
 /// # Ok::<(), simlsh::Error>(())
 /// ```
 #[derive(Debug)]
@@ -292,12 +299,15 @@ impl SharedUnionFind {
 
     /// `labels[i]` is the **smallest member** of `i`'s component (the root of its tree),
     /// computed in parallel; the same labels as [`UnionFind::labels`] on the same unions.
-    pub fn labels(&self) -> Vec<u32> {
+    ///
+    /// # Errors
+    /// [`Error::OutOfMemory`] if the labels (4 bytes per point) do not fit.
+    pub fn labels(&self) -> Result<Vec<u32>> {
+        let mut labels = Vec::new();
+        crate::memory::reserve(&mut labels, self.len(), "union-find labels")?;
         // Over `usize`: at n = 2^32 points `n as u32` is 0 and would give no labels.
-        (0..self.len())
-            .into_par_iter()
-            .map(|i| self.find(i as u32))
-            .collect()
+        labels.par_extend((0..self.len()).into_par_iter().map(|i| self.find(i as u32)));
+        Ok(labels)
     }
 }
 
@@ -318,7 +328,7 @@ impl SharedUnionFind {
 pub fn components(n: usize, edges: &[(u32, u32)]) -> Result<Vec<u32>> {
     let uf = SharedUnionFind::new(n)?;
     uf.union_all(edges)?;
-    Ok(uf.labels())
+    uf.labels()
 }
 
 /// Connected components of the graph on `0..n` whose edges are `pairs` (e.g. from
@@ -345,7 +355,7 @@ pub fn components(n: usize, edges: &[(u32, u32)]) -> Result<Vec<u32>> {
 pub fn clusters(n: usize, pairs: &[Pair]) -> Result<Vec<u32>> {
     let uf = SharedUnionFind::new(n)?;
     uf.unite(pairs, |p| (p.i, p.j), "pairs")?;
-    Ok(uf.labels())
+    uf.labels()
 }
 
 #[cfg(test)]
@@ -413,11 +423,11 @@ mod tests {
             for &(a, b) in &edges {
                 joined += usize::from(seq.union(a, b));
             }
-            prop_assert_eq!(&seq.labels(), &want);
+            prop_assert_eq!(&seq.labels().unwrap(), &want);
             let (got, got_joined) = in_pool(threads, || {
                 let uf = SharedUnionFind::new(n).unwrap();
                 let j = uf.union_all(&edges).unwrap();
-                (uf.labels(), j)
+                (uf.labels().unwrap(), j)
             });
             prop_assert_eq!(&got, &want);
             prop_assert_eq!(got_joined, joined);
@@ -450,7 +460,7 @@ mod tests {
         let err = uf.union_all(&[(0, 1), (2, 9), (7, 1)]).unwrap_err();
         assert!(matches!(err, Error::InvalidParameter { .. }), "{err}");
         assert!(err.to_string().contains("edge 1 (2, 9)"), "{err}");
-        assert_eq!(uf.labels(), vec![0, 1, 2, 3]);
+        assert_eq!(uf.labels().unwrap(), vec![0, 1, 2, 3]);
         let pairs = [Pair {
             i: 0,
             j: 4,
@@ -462,6 +472,12 @@ mod tests {
                 .to_string()
                 .contains("(0, 4)")
         );
-        assert!(SharedUnionFind::new(0).unwrap().labels().is_empty());
+        assert!(
+            SharedUnionFind::new(0)
+                .unwrap()
+                .labels()
+                .unwrap()
+                .is_empty()
+        );
     }
 }

@@ -527,12 +527,7 @@ pub(crate) fn approx_knn(
         let q = &codes[v * w..(v + 1) * w];
         let found = crate::hamming::scan_knn(q, codes, w, k + 1).expect("whole codes");
         let l = &mut lists[v * k..(v + 1) * k];
-        for (slot, nb) in found[0]
-            .iter()
-            .filter(|nb| nb.row != v)
-            .take(k)
-            .enumerate()
-        {
+        for (slot, nb) in found[0].iter().filter(|nb| nb.row != v).take(k).enumerate() {
             l[slot] = (u64::from(nb.distance) << 32) | nb.row as u64;
         }
         stats.distances += n as u64;

@@ -296,7 +296,7 @@ fn no_keys() -> Error {
 /// let s: Scheme = "bands:f=16,b=2,w=8".parse()?;
 /// // Band 1 (the high byte) of three rows: ids 70 and 30 share key 0x34.
 /// let found = partition(&s, &[1, 1, 1], &[70, 30, 99], &[0x34ab, 0x34cd, 0x5678], &[], Pass::First)?;
-/// assert_eq!(found.pairs, vec![IdPair { a: 30, b: 70, distance: 4 }]);
+/// assert_eq!(found.pairs, vec![IdPair { i: 30, j: 70, distance: 4 }]);
 /// # Ok::<(), simlsh::Error>(())
 /// ```
 ///

@@ -269,7 +269,7 @@ impl TableKeys {
 /// let k = t.first_agreeing_table(&sigs[..1], &sigs[1..2]).unwrap();
 /// let mut pairs = Vec::new();
 /// let capped = table_partition(&t, k, &[7, 3, 9], &sigs, &[], |p| pairs.push(p))?;
-/// assert_eq!(pairs, vec![IdPair { a: 3, b: 7, distance: 1 }]);
+/// assert_eq!(pairs, vec![IdPair { i: 3, j: 7, distance: 1 }]);
 /// assert!(capped.is_empty());
 /// # Ok::<(), simlsh::Error>(())
 /// ```

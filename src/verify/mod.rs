@@ -44,7 +44,7 @@
 //!     edges.push((p.i, p.j));
 //! })?;
 //! assert_eq!(report.zero_rows, vec![3]);
-//! assert_eq!(uf.labels(), vec![0, 0, 0, 3]); // components chain 0 ≈ 1 ≈ 2
+//! assert_eq!(uf.labels()?, vec![0, 0, 0, 3]); // components chain 0 ≈ 1 ≈ 2
 //! assert_eq!(leader_clusters(4, edges, LeaderOrder::Id)?, vec![0, 0, 2, 3]);
 //! # Ok::<(), simlsh::Error>(())
 //! ```

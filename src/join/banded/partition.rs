@@ -26,7 +26,7 @@ use super::*;
 /// let sigs = [0x34ab_u64, 0x34cd, 0x5678];
 /// let mut pairs = Vec::new();
 /// let capped = band_partition(&banding, 1, &ids, &sigs, &[], |p| pairs.push(p))?;
-/// assert_eq!(pairs, vec![IdPair { a: 30, b: 70, distance: 4 }]);
+/// assert_eq!(pairs, vec![IdPair { i: 30, j: 70, distance: 4 }]);
 /// assert!(capped.is_empty());
 /// # Ok::<(), simlsh::Error>(())
 /// ```
