@@ -25,7 +25,7 @@ use simlsh::SignerExt;
 use simlsh::io::{InputFormat, TextOptions, read_documents};
 use simlsh::rng::hash_bytes;
 use simlsh::signers::{FwhtSigner, HashedGaussian};
-use simlsh::text::{Idf, Mode, Tokenizer};
+use simlsh::text::TokenizerSpec;
 
 /// The TF-IDF rows as a CSR matrix of hashed feature ids (`u64` keys, sorted).
 fn rows() -> sprs::CsMatI<f32, u64, usize> {
@@ -36,15 +36,11 @@ fn rows() -> sprs::CsMatI<f32, u64, usize> {
         .chunks_exact(2)
         .map(|d| format!("{}\n{}", d[0].text, d[1].text))
         .collect();
-    let base = Tokenizer::builder()
-        .mode(Mode::Chars)
-        .ngram(2)
-        .build()
-        .unwrap();
-    let t = base
-        .to_builder()
-        .idf(Idf::fit(&base, &docs))
-        .build()
+    // Character bigrams with TF-IDF weights fitted on the poems.
+    let t = "chars:ngram=2"
+        .parse::<TokenizerSpec>()
+        .unwrap()
+        .fit(&docs)
         .unwrap();
     let (mut indptr, mut indices, mut data) = (vec![0usize], Vec::new(), Vec::new());
     for d in &docs {

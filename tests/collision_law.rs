@@ -264,7 +264,7 @@ fn hashed_gaussian_follows_the_law_on_the_dominance_set_and_plus_minus_one_does_
 #[test]
 fn fwht_and_hashed_gaussian_follow_the_law_on_tfidf_rows_of_the_bundled_poems() {
     use simlsh::io::{InputFormat, TextOptions, read_documents};
-    use simlsh::text::{Idf, Mode, Tokenizer};
+    use simlsh::text::TokenizerSpec;
     use std::collections::HashMap;
 
     const BITS: usize = 256;
@@ -273,15 +273,11 @@ fn fwht_and_hashed_gaussian_follow_the_law_on_tfidf_rows_of_the_bundled_poems() 
         .join("datasets/chinese-poetry-3k/poems.jsonl");
     let (docs, _) = read_documents(&p, InputFormat::JsonLines, &TextOptions::default()).unwrap();
     let docs: Vec<&str> = docs.iter().map(|d| d.text.as_str()).collect();
-    let base = Tokenizer::builder()
-        .mode(Mode::Chars)
-        .ngram(2)
-        .build()
-        .unwrap();
-    let t = base
-        .to_builder()
-        .idf(Idf::fit(&base, &docs))
-        .build()
+    // Character bigrams with TF-IDF weights fitted on the poems.
+    let t = "chars:ngram=2"
+        .parse::<TokenizerSpec>()
+        .unwrap()
+        .fit(&docs)
         .unwrap();
     let rows: Vec<(Vec<String>, Vec<f32>)> = docs
         .iter()
