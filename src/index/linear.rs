@@ -186,9 +186,7 @@ impl HammingIndex for LinearScan {
 
     fn remove_batch(&mut self, ids: &[Id]) -> Result<usize> {
         self.ensure_valid()?;
-        let mut rm = ids.to_vec();
-        rm.sort_unstable();
-        rm.dedup();
+        let rm = crate::index::rows::sorted_unique(ids.to_vec());
         let w = self.words();
         let (ids, codes) = (self.ids.to_mut(), self.codes.to_mut());
         let removed = super::rows::retain_rows(ids, codes, w, 0, super::rows::not_in_sorted(&rm));

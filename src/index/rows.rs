@@ -51,6 +51,13 @@ pub(crate) fn retain_rows(
     dropped
 }
 
+/// `ids` sorted, each once: the removal list that [`not_in_sorted`] reads.
+pub(crate) fn sorted_unique(mut ids: Vec<u32>) -> Vec<u32> {
+    ids.sort_unstable();
+    ids.dedup();
+    ids
+}
+
 /// A `keep` test for [`retain_rows`] over ids visited in increasing order: false for the ids
 /// of `sorted` (increasing), by one forward pass over it.
 pub(crate) fn not_in_sorted(sorted: &[u32]) -> impl FnMut(u32) -> bool + '_ {

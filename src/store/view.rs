@@ -218,17 +218,7 @@ impl View {
             Reach::Radius { radius, cosine: t } => {
                 let mut hits = Vec::new();
                 let keep = |rows: &Rows, r: usize, d: u32, out: &mut Vec<Match>| {
-                    let c = cosine(rows.payload(r), q.pay);
-                    if let Some(t) = t
-                        && c.is_none_or(|c| c < t)
-                    {
-                        return;
-                    }
-                    out.push(Match {
-                        id: rows.ids[r],
-                        distance: d,
-                        cosine: c,
-                    });
+                    keep_match(rows, r, d, q.pay, t, out)
                 };
                 for sr in &self.segs {
                     sr.seg.index.radius_into(q.code, radius, &mut hits)?;
@@ -330,17 +320,7 @@ impl View {
         }
         let mut out: Vec<Vec<Match>> = vec![Vec::new(); qs.len()];
         let keep = |out: &mut Vec<Match>, rows: &Rows, r: usize, d: u32, q: &Probe<'_>| {
-            let c = cosine(rows.payload(r), q.pay);
-            if let Some(t) = t
-                && c.is_none_or(|c| c < t)
-            {
-                return;
-            }
-            out.push(Match {
-                id: rows.ids[r],
-                distance: d,
-                cosine: c,
-            });
+            keep_match(rows, r, d, q.pay, t, out)
         };
         for sr in self.segs.iter().filter(|sr| seg(sr.seg.no)) {
             let hits = sr.seg.index.radius_batch(&flat, radius)?;
@@ -389,4 +369,28 @@ impl View {
         }
         (heap, mapped)
     }
+}
+
+/// Pushes row `r` of `rows`, at Hamming distance `d` from a query with payload `pay`, with
+/// its exact cosine, unless a cosine threshold `t` is given and the cosine is unknown or
+/// below it.
+fn keep_match(
+    rows: &Rows,
+    r: usize,
+    d: u32,
+    pay: PayRef<'_>,
+    t: Option<f64>,
+    out: &mut Vec<Match>,
+) {
+    let c = cosine(rows.payload(r), pay);
+    if let Some(t) = t
+        && c.is_none_or(|c| c < t)
+    {
+        return;
+    }
+    out.push(Match {
+        id: rows.ids[r],
+        distance: d,
+        cosine: c,
+    });
 }

@@ -1021,13 +1021,12 @@ impl HammingIndex for GraphIndex {
     fn remove_batch(&mut self, ids: &[Id]) -> Result<usize> {
         self.ensure_mutable()?;
         let by_id = self.by_id.as_ref().expect("built by ensure_mutable");
-        let mut rm: Vec<Id> = ids
-            .iter()
-            .copied()
-            .filter(|id| by_id.contains_key(id))
-            .collect();
-        rm.sort_unstable();
-        rm.dedup();
+        let rm = crate::index::rows::sorted_unique(
+            ids.iter()
+                .copied()
+                .filter(|id| by_id.contains_key(id))
+                .collect(),
+        );
         if rm.is_empty() {
             return Ok(0);
         }

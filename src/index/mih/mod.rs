@@ -216,6 +216,33 @@ impl Scratch {
         }
         self.generation
     }
+
+    /// The probe pipeline over `queries`, whose substrings the caller has put in `qsub`: with
+    /// visited stamps at `generation` for one query ([`start`](Self::start)), without for a
+    /// batch (the caller then removes duplicate hits). Also lends the k-NN heap, which the
+    /// pipeline does not touch.
+    fn probe<'s>(
+        &'s mut self,
+        queries: &'s [u64],
+        generation: Option<u8>,
+    ) -> (Probe<'s>, &'s mut TopK<u64>) {
+        let Scratch {
+            stamps,
+            qsub,
+            heap,
+            spans,
+            cands,
+            ..
+        } = self;
+        let probe = Probe {
+            queries,
+            qsub,
+            stamps: generation.map(|g| (&mut stamps[..], g)),
+            spans,
+            cands,
+        };
+        (probe, heap)
+    }
 }
 
 impl MultiIndex {
@@ -445,13 +472,7 @@ impl MultiIndex {
                     let generation = sc.start(view.n);
                     sc.qsub.clear();
                     sc.qsub.extend(self.subs.iter().map(|s| s.extract(q)));
-                    let mut p = Probe {
-                        queries: q,
-                        qsub: &sc.qsub,
-                        stamps: Some((&mut sc.stamps, generation)),
-                        spans: &mut sc.spans,
-                        cands: &mut sc.cands,
-                    };
+                    let (mut p, _) = sc.probe(q, Some(generation));
                     let start = out.len();
                     radius_probe(&view, r, shells, &mut p, std::slice::from_mut(out));
                     rows_to_ids(&self.ids, &mut out[start..]);
@@ -482,13 +503,7 @@ impl MultiIndex {
             for q in qs.chunks(w) {
                 sc.qsub.extend(self.subs.iter().map(|s| s.extract(q)));
             }
-            let mut p = Probe {
-                queries: qs,
-                qsub: &sc.qsub,
-                stamps: None,
-                spans: &mut sc.spans,
-                cands: &mut sc.cands,
-            };
+            let (mut p, _) = sc.probe(qs, None);
             radius_probe(&view, r, shells, &mut p, &mut outs);
             for out in &mut outs {
                 rows_to_ids(&self.ids, out);
@@ -577,14 +592,8 @@ impl MultiIndex {
                 costs: &self.costs,
                 budget,
             };
-            let mut p = Probe {
-                queries: q,
-                qsub: &sc.qsub,
-                stamps: Some((&mut sc.stamps, generation)),
-                spans: &mut sc.spans,
-                cands: &mut sc.cands,
-            };
-            knn_probe(&view, &run, &mut p, &mut sc.heap)
+            let (mut p, heap) = sc.probe(q, Some(generation));
+            knn_probe(&view, &run, &mut p, heap)
         };
         if end == KnnEnd::Scan {
             if defer {
@@ -759,9 +768,7 @@ impl HammingIndex for MultiIndex {
 
     fn remove_batch(&mut self, ids: &[Id]) -> Result<usize> {
         self.ensure_valid()?;
-        let mut rm = ids.to_vec();
-        rm.sort_unstable();
-        rm.dedup();
+        let rm = crate::index::rows::sorted_unique(ids.to_vec());
         let mut removed = crate::index::rows::retain_rows(
             &mut self.delta_ids,
             &mut self.delta_codes,
