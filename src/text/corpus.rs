@@ -160,18 +160,7 @@ impl FeatureRows {
     /// The exact cosine of rows `i` and `j`, accumulated in `f64`; 0 when either row is empty.
     pub fn cosine(&self, i: usize, j: usize) -> f64 {
         let ((ka, wa), (kb, wb)) = (self.row(i), self.row(j));
-        let (mut x, mut y, mut dot) = (0, 0, 0f64);
-        while x < ka.len() && y < kb.len() {
-            match ka[x].cmp(&kb[y]) {
-                std::cmp::Ordering::Less => x += 1,
-                std::cmp::Ordering::Greater => y += 1,
-                std::cmp::Ordering::Equal => {
-                    dot += f64::from(wa[x]) * f64::from(wb[y]);
-                    x += 1;
-                    y += 1;
-                }
-            }
-        }
+        let dot = crate::verify::dot_sparse(ka, wa, kb, wb);
         let norm = |w: &[f32]| w.iter().map(|&v| f64::from(v) * f64::from(v)).sum::<f64>();
         let (na, nb) = (norm(wa), norm(wb));
         if na == 0.0 || nb == 0.0 {
