@@ -14,8 +14,8 @@ __all__ = [
     "__version__", "angle", "banded_join", "canonical_csr", "clusters", "cosine", "cosines",
     "cosines_text", "default_signer", "defaults", "estimate_arrays", "expected_half_width",
     "expected_hamming", "feature_sample_step", "knn_graph", "max_hamming_for_cosine",
-    "mean_features", "plan_bits", "plan_join", "plan_radius", "recall_at", "rerank_csr",
-    "rerank_dense", "row_hashes", "self_join", "sign_text_counts", "signer_kinds", "verified_join",
+    "mean_features", "plan_bits", "plan_join", "plan_radius", "recall_at", "rerank",
+    "row_hashes", "self_join", "sign_text_counts", "signer_kinds", "verified_join",
 ]
 
 class FormatError(OSError): ...
@@ -220,13 +220,8 @@ def verified_join(
     codes: _U64, bits: int, x: _Vectors, threshold: float, scheme: Scheme | None = None,
     recall: float | None = None, threads: int | None = None,
 ) -> tuple[tuple[_I64, _I64, _I32, _F64], dict[str, Any]]: ...
-def rerank_dense(
-    queries: npt.NDArray[np.float32], base: npt.NDArray[np.float32], ids: _I64, k: int,
-    threads: int | None = None,
-) -> tuple[npt.NDArray[np.float32], _I64]: ...
-def rerank_csr(
-    q_indptr: _I64, q_indices: _I64, q_data: npt.NDArray[np.float32], b_indptr: _I64, b_indices: _I64,
-    b_data: npt.NDArray[np.float32], ids: _I64, k: int, threads: int | None = None,
+def rerank(
+    queries: _Vectors, base: _Vectors, ids: _I64, k: int, threads: int | None = None
 ) -> tuple[npt.NDArray[np.float32], _I64]: ...
 @final
 class Scheme:

@@ -58,7 +58,6 @@ if TYPE_CHECKING:
     from .signers import Signer
     from .text import Tokenizer
 
-_HASHED_KINDS = ("hashing-trick", "hashed-gaussian", "pooled")
 
 __all__ = [
     "Index", "LinearScan", "PermutedTables", "MultiIndex", "PermutationIndex", "GraphIndex", "load_index",
@@ -202,11 +201,11 @@ class Index:
         rec = self._core.signer_record
         if rec is None:
             return None
-        from .signers import signer
+        from .signers import HASHED, signer
 
         spec, bits, seed, dim = rec
-        kind = spec.partition(":")[0]
-        return signer(spec, bits=bits, seed=seed, dim=dim if kind not in _HASHED_KINDS else None)
+        kind = _simlsh.Signer.parse_spec(spec)[0]
+        return signer(spec, bits=bits, seed=seed, dim=None if kind in HASHED else dim)
 
     @property
     def tokenizer(self) -> Tokenizer | None:

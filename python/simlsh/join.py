@@ -278,16 +278,9 @@ def rerank(queries, base, ids, k: int, *, threads: int | None = None) -> tuple[n
         for name, m in (("queries", queries), ("base", base)):
             if not type(m).__module__.startswith("scipy.sparse") or m.format != "csr" or m.dtype != np.float32:
                 raise TypeError(f"sparse {name} must be a float32 CSR matrix ({name}.tocsr().astype(np.float32)), as the other one is")
-            mats.append(m)
-        q, b = mats
-        if q.shape[1] != b.shape[1]:
-            raise ValueError(f"queries have {q.shape[1]} columns and base vectors {b.shape[1]}")
-        return _simlsh.rerank_csr(
-            q.indptr.astype(np.int64, copy=False), q.indices.astype(np.int64, copy=False), q.data,
-            b.indptr.astype(np.int64, copy=False), b.indices.astype(np.int64, copy=False), b.data,
-            ids, k, threads=threads,
-        )
+            mats.append((m.indptr.astype(np.int64, copy=False), m.indices.astype(np.int64, copy=False), m.data, m.shape[1]))
+        return _simlsh.rerank(*mats, ids, k, threads=threads)
     for name, m in (("queries", queries), ("base", base)):
         if not isinstance(m, np.ndarray) or m.dtype != np.float32 or m.ndim != 2:
             raise TypeError(f"dense {name} must be a 2-D float32 NumPy array ({name}.astype(np.float32))")
-    return _simlsh.rerank_dense(queries, base, ids, k, threads=threads)
+    return _simlsh.rerank(queries, base, ids, k, threads=threads)

@@ -45,6 +45,9 @@ KINDS = tuple(k["name"] for k in _simlsh.signer_kinds())
 HASHED = tuple(k["name"] for k in _simlsh.signer_kinds() if not k["needs_dim"])
 #: The kinds that hold an explicit ``dim x bits`` matrix (``HyperplaneSigner``'s distributions).
 _MATRICES = tuple(k for k in KINDS if k not in HASHED)
+#: The constructors' names of the spec parameters they name otherwise (``PooledSigner``'s
+#: ``pool_size`` is the ``pool`` of its spec).
+_CONSTRUCTOR_NAMES = {"pool": "pool_size"}
 
 
 class Signer:
@@ -246,6 +249,7 @@ class FwhtSigner(Signer):
     """
 
     __slots__ = ()
+    _KIND = "fwht"
 
     def __init__(self, *, bits: int, seed: int = 0, buckets: int | None = None):
         # The number of buckets defaults to the library's (its `fwht` spec).
@@ -260,6 +264,7 @@ class PooledSigner(Signer):
     ``4 * pool_size`` bytes whatever the dimension."""
 
     __slots__ = ()
+    _KIND = "pooled"
 
     def __init__(self, *, bits: int, seed: int = 0, pool_size: int | None = None):
         # The pool's size defaults to the library's (its `pooled` spec).
@@ -284,31 +289,23 @@ def signer(spec: str, *, bits: int, seed: int = 0, dim: int | None = None, **par
     """
     kind, given = _simlsh.Signer.parse_spec(spec)
     written = {k.split("=")[0].strip() for k in spec.partition(":")[2].split(",") if "=" in k}
-    written = {"pool_size" if k == "pool" else k for k in written}
+    written = {_CONSTRUCTOR_NAMES.get(k, k) for k in written}
     for k, v in params.items():
         if k in written and given[k] != v:
             raise ValueError(f"parameter `{k}` given twice: {given[k]} in `{spec}` and {v}")
     given = {k: v for k, v in given.items() if k in written}
     given.update(params)
-    if kind == "hashing-trick":
-        if dim is not None or given:
-            raise ValueError(f"the hashing trick takes only bits and seed, not {sorted(given) or ['dim']}")
-        return HashingTrick(bits=bits, seed=seed)
-    if kind == "hashed-gaussian":
-        if dim is not None or given:
-            raise ValueError(f"the hashed Gaussian signer takes only bits and seed, not {sorted(given) or ['dim']}")
-        return HashedGaussian(bits=bits, seed=seed)
-    if kind == "fwht":
-        if dim is not None:
-            raise ValueError("the fwht signer takes no dim (its features are hashed)")
-        return FwhtSigner(bits=bits, seed=seed, **given)
-    if kind == "pooled":
-        if dim is not None:
-            raise ValueError("the pooled signer takes no dim (its features are hashed)")
-        return PooledSigner(bits=bits, seed=seed, **given)
-    if dim is None:
-        raise ValueError(f"the {kind} signer holds a dim x bits matrix and needs dim, the input dimension")
-    return HyperplaneSigner(dim=dim, bits=bits, seed=seed, distribution=kind, **given)
+    if kind in _MATRICES:
+        if dim is None:
+            raise ValueError(f"the {kind} signer holds a dim x bits matrix and needs dim, the input dimension")
+        return HyperplaneSigner(dim=dim, bits=bits, seed=seed, distribution=kind, **given)
+    if dim is not None:
+        raise ValueError(f"the {kind} signer hashes its features and takes no dim")
+    return _HASHED_CLASSES[kind](bits=bits, seed=seed, **given)
+
+
+#: The class of each hashed kind, by the kind it declares.
+_HASHED_CLASSES: dict[str, Any] = {c._KIND: c for c in (HashingTrick, HashedGaussian, FwhtSigner, PooledSigner)}
 
 
 def _signer_from_params(cls_name: str, params: dict[str, Any]) -> Signer:

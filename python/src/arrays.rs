@@ -93,7 +93,6 @@ pub fn layout<T: numpy::Element>(
 pub struct KnnOut {
     d: Vec<i32>,
     ids: Vec<i64>,
-    n: usize,
     k: usize,
 }
 
@@ -103,7 +102,6 @@ impl KnnOut {
         Ok(KnnOut {
             d: result_array(n, k, NO_DISTANCE, &format!("{what} distances"))?,
             ids: result_array(n, k, -1i64, &format!("{what} ids"))?,
-            n,
             k,
         })
     }
@@ -122,15 +120,7 @@ impl KnnOut {
 
     /// The `(n, k)` arrays.
     pub fn into_py(self, py: Python<'_>) -> Knn<'_> {
-        let (n, k) = (self.n, self.k);
-        (
-            ndarray::Array2::from_shape_vec((n, k), self.d)
-                .expect("n × k")
-                .into_pyarray(py),
-            ndarray::Array2::from_shape_vec((n, k), self.ids)
-                .expect("n × k")
-                .into_pyarray(py),
-        )
+        layout(py, self.k, self.d, self.ids)
     }
 }
 

@@ -54,12 +54,6 @@ impl<T> IntoPy<T> for simlsh::Result<T> {
     }
 }
 
-/// The error of a call on rows `offset..` of a larger input, with its row numbers made
-/// relative to the whole input ([`Error::offset_rows`]).
-pub fn shift_rows(e: Error, offset: usize) -> Error {
-    e.offset_rows(offset)
-}
-
 /// A `ValueError` with this message.
 pub fn value_error(msg: impl Into<String>) -> PyErr {
     PyValueError::new_err(msg.into())

@@ -11,16 +11,6 @@ use simlsh::estimate::{
 use crate::arrays::contiguous;
 use crate::errors::{IntoPy, value_error};
 
-fn method(name: &str) -> PyResult<IntervalMethod> {
-    match name {
-        "clopper-pearson" => Ok(IntervalMethod::ClopperPearson),
-        "wilson" => Ok(IntervalMethod::Wilson),
-        _ => Err(value_error(format!(
-            "invalid parameter `method`: unknown interval method `{name}` (clopper-pearson, wilson)"
-        ))),
-    }
-}
-
 /// Applies `f` elementwise to two equal-length arrays, in parallel; the first error (by
 /// position) is raised, naming the element.
 fn map2<A: Copy + Sync, B: Copy + Sync, T: Send>(
@@ -43,6 +33,19 @@ fn map2<A: Copy + Sync, B: Copy + Sync, T: Send>(
 
 type F64s<'py> = Bound<'py, PyArray1<f64>>;
 
+/// `g(h, f)` of each distance `h` (checked against its width `f`).
+fn of_distance<'py>(
+    py: Python<'py>,
+    h: PyReadonlyArray1<'py, u64>,
+    f: PyReadonlyArray1<'py, u64>,
+    g: fn(u64, u64) -> f64,
+) -> PyResult<F64s<'py>> {
+    let v = map2(py, contiguous(&h, "h")?, contiguous(&f, "f")?, |h, f| {
+        estimate::check_distance(h, f).map(|()| g(h, f))
+    })?;
+    Ok(v.into_pyarray(py))
+}
+
 /// θ̂ = π·h/f, radians.
 #[pyfunction]
 pub fn angle<'py>(
@@ -50,11 +53,7 @@ pub fn angle<'py>(
     h: PyReadonlyArray1<'py, u64>,
     f: PyReadonlyArray1<'py, u64>,
 ) -> PyResult<F64s<'py>> {
-    let v = map2(py, contiguous(&h, "h")?, contiguous(&f, "f")?, |h, f| {
-        estimate::check_distance(h, f)?;
-        Ok(estimate::angle(h, f))
-    })?;
-    Ok(v.into_pyarray(py))
+    of_distance(py, h, f, estimate::angle)
 }
 
 /// ĉ = cos(π·h/f).
@@ -64,11 +63,7 @@ pub fn cosine<'py>(
     h: PyReadonlyArray1<'py, u64>,
     f: PyReadonlyArray1<'py, u64>,
 ) -> PyResult<F64s<'py>> {
-    let v = map2(py, contiguous(&h, "h")?, contiguous(&f, "f")?, |h, f| {
-        estimate::check_distance(h, f)?;
-        Ok(estimate::cosine(h, f))
-    })?;
-    Ok(v.into_pyarray(py))
+    of_distance(py, h, f, estimate::cosine)
 }
 
 /// Expected Hamming distance f·acos(c)/π.
@@ -135,7 +130,7 @@ pub fn estimate_arrays<'py>(
     level: f64,
     method: &str,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let m = self::method(method)?;
+    let m: IntervalMethod = method.parse().py()?;
     let es = map2(py, contiguous(&h, "h")?, contiguous(&f, "f")?, |h, f| {
         estimate::estimate(h, f, level, m)
     })?;
@@ -162,7 +157,7 @@ pub fn expected_half_width<'py>(
     level: f64,
     method: &str,
 ) -> PyResult<(F64s<'py>, F64s<'py>)> {
-    let m = self::method(method)?;
+    let m: IntervalMethod = method.parse().py()?;
     let hw = map2(
         py,
         contiguous(&bits, "bits")?,
@@ -279,7 +274,7 @@ pub fn plan_bits<'py>(
     };
     let mut p = BitsPlanner::new(target)
         .level(level)
-        .method(self::method(method)?);
+        .method(method.parse().py()?);
     if let Some(c) = at_cosine {
         p = p.at_cosine(c);
     }

@@ -19,20 +19,6 @@ use crate::threads::Threads;
 /// A recorded signer: its spec's text form, width, seed and dimension.
 type SignerParts = (String, usize, u64, Option<u64>);
 
-/// Most queries answered per chunk (between two checks for Ctrl-C).
-const QUERY_CHUNK: usize = 16_384;
-
-/// Queries per chunk for an index of `kind` holding `len` codes: indexes that compare every
-/// code (linear scan, permutation search's candidates) get about 2^28 code comparisons per
-/// chunk, a fraction of a second, so that Ctrl-C is noticed; the probing indexes answer a
-/// query in microseconds and take the largest chunks.
-fn query_chunk(kind: &str, len: usize) -> usize {
-    match kind {
-        "linear" | "permutation" | "graph" => ((1usize << 28) / len.max(1)).clamp(256, QUERY_CHUNK),
-        _ => QUERY_CHUNK,
-    }
-}
-
 /// An index of any kind, behind a lock: searches and saves share it, `add` and `remove` hold
 /// it alone for their whole call, so that an add is seen (and saved) whole or not at all.
 #[pyclass(name = "Index", module = "simlsh._simlsh", frozen)]
@@ -288,7 +274,7 @@ impl PyIndex {
         threads: Option<i64>,
     ) -> PyResult<Knn<'py>> {
         let t = Threads::new(threads)?;
-        let (bits, chunk, len) = self.with(|i| (i.bits(), query_chunk(i.kind(), i.len()), i.len()));
+        let (bits, chunk, len) = self.with(|i| (i.bits(), i.queries_per_chunk(), i.len()));
         let q = self::codes(&queries, bits)?;
         let rule = self.featureless(featureless)?;
         // The arrays have FAISS's k columns, padded; the search asks for at most as many
@@ -324,7 +310,7 @@ impl PyIndex {
         Bound<'py, PyArray1<i64>>,
     )> {
         let t = Threads::new(threads)?;
-        let (bits, chunk) = self.with(|i| (i.bits(), query_chunk(i.kind(), i.len())));
+        let (bits, chunk) = self.with(|i| (i.bits(), i.queries_per_chunk()));
         let q = self::codes(&queries, bits)?;
         let rule = self.featureless(featureless)?;
         let mut lims = vec![0i64];

@@ -11,7 +11,7 @@ use simlsh::verify::{SparseVectors, Vectors};
 
 use crate::arrays::{Vecs, VectorsArg, contiguous};
 use crate::errors::{IntoPy, to_py, value_error};
-use crate::signer::{PySigner, arrow_strings};
+use crate::signer::PySigner;
 use crate::text::PyTokenizer;
 use crate::threads::Threads;
 
@@ -29,19 +29,10 @@ pub fn row_hashes<'py>(
     seed: u64,
 ) -> PyResult<Bound<'py, PyArray1<u64>>> {
     let (o, data) = (contiguous(&offsets, "offsets")?, contiguous(&data, "data")?);
-    if o.is_empty() {
-        return Err(value_error("offsets is empty (one entry per row plus one)"));
-    }
-    if let Some(r) = (0..o.len() - 1)
-        .find(|&r| o[r] < 0 || o[r] > o[r + 1] || o[r + 1] as u64 > data.len() as u64)
-    {
-        return Err(value_error(format!(
-            "row {r}: offsets out of order or beyond the data"
-        )));
-    }
+    let rows = simlsh::io::ragged::rows(o, data).py()?;
     let h: Vec<u64> = py.detach(|| {
-        o.windows(2)
-            .map(|w| simlsh::rng::hash_bytes(&data[w[0] as usize..w[1] as usize], seed))
+        rows.iter()
+            .map(|r| simlsh::rng::hash_bytes(r, seed))
             .collect()
     });
     Ok(h.into_pyarray(py))
@@ -79,11 +70,13 @@ pub fn sign_text_counts<'py>(
 
 /// An Arrow string column's rows (`int32` or `int64` offsets).
 pub(crate) fn strings<'a>(offsets: &Bound<'_, PyAny>, data: &'a [u8]) -> PyResult<Vec<&'a str>> {
-    if let Ok(o) = offsets.extract::<PyReadonlyArray1<'_, i32>>() {
-        arrow_strings(contiguous(&o, "offsets")?, data)
-    } else {
-        let o = offsets.extract::<PyReadonlyArray1<'_, i64>>()?;
-        arrow_strings(contiguous(&o, "offsets")?, data)
+    use simlsh::io::ragged::utf8_rows;
+    match offsets.extract::<PyReadonlyArray1<'_, i32>>() {
+        Ok(o) => utf8_rows(contiguous(&o, "offsets")?, data).py(),
+        Err(_) => {
+            let o = offsets.extract::<PyReadonlyArray1<'_, i64>>()?;
+            utf8_rows(contiguous(&o, "offsets")?, data).py()
+        }
     }
 }
 

@@ -3,11 +3,12 @@
 use std::ops::Range;
 use std::sync::Arc;
 
-use ndarray::{Array2, ArrayView2, Axis, s};
+use ndarray::{Array2, ArrayView2, CowArray, Ix2, s};
 use numpy::{IntoPyArray, PyArray2, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use rayon::prelude::*;
+use simlsh::io::float::{F32Values, rows_to_f32};
 use simlsh::signature::{check_bits, words_for};
 use simlsh::signers::sparse::{CsrArrays, CsrIndex};
 use simlsh::signers::{AnySigner, SignerKind, SignerSpec};
@@ -15,7 +16,7 @@ use simlsh::{Error, SignatureMatrix, Signer};
 use sprs::SpIndex;
 
 use crate::arrays::contiguous;
-use crate::errors::{IntoPy, shift_rows, to_py, value_error};
+use crate::errors::{IntoPy, to_py, value_error};
 use crate::text::PyTokenizer;
 use crate::threads::Threads;
 
@@ -31,9 +32,6 @@ fn sign_chunk(per_row: usize) -> usize {
 
 /// Bytes of `f32` a chunk of converted `float64` input may take.
 const CONVERT_BYTES: usize = 16 << 20;
-
-/// Rows of a sparse matrix checked and signed together (the library's parallel block).
-const CSR_BLOCK: usize = 256;
 
 /// Documents signed per chunk.
 const TEXT_CHUNK: usize = 8_192;
@@ -89,78 +87,30 @@ impl PySigner {
         self.inner.bits()
     }
 
-    /// Signs a dense `f32` matrix of any layout, in chunks of rows.
-    fn dense_f32<'py>(
+    /// Signs a dense matrix of any layout, in chunks of rows of at most `chunk_bytes` of
+    /// `f32` (beyond what signing bounds) given to the signer by `f32s` (`float64` rows
+    /// converted, numbered from the chunk's first row).
+    fn dense<'py, T>(
         &self,
         py: Python<'py>,
-        x: ArrayView2<'_, f32>,
+        x: ArrayView2<'_, T>,
         t: &Threads,
-    ) -> PyResult<Bound<'py, PyArray2<u64>>> {
+        chunk_bytes: usize,
+        f32s: impl Fn(ArrayView2<'_, T>, usize) -> simlsh::Result<CowArray<'_, f32, Ix2>> + Send + Sync,
+    ) -> PyResult<Bound<'py, PyArray2<u64>>>
+    where
+        T: Sync,
+    {
         check_width(&self.inner, x.ncols())?;
         let mut out = Out::new(x.nrows(), self.bits());
-        let signer = &*self.inner;
-        let chunk = sign_chunk(x.ncols() * self.bits());
-        t.chunked(py, x.nrows(), chunk, |r: Range<usize>| {
-            let sigs = signer
-                .sign_dense(&x.slice(s![r.clone(), ..]))
-                .map_err(|e| to_py(shift_rows(e, r.start)))?;
-            out.put(r.start, &sigs);
-            Ok(())
-        })?;
-        Ok(out.into_py(py))
-    }
-
-    /// Signs a dense `f64` matrix of any layout: each chunk of rows is converted to `f32`
-    /// (the library's input type), so the extra memory is one chunk, not the whole input.
-    fn dense_f64<'py>(
-        &self,
-        py: Python<'py>,
-        x: ArrayView2<'_, f64>,
-        t: &Threads,
-    ) -> PyResult<Bound<'py, PyArray2<u64>>> {
-        check_width(&self.inner, x.ncols())?;
-        let mut out = Out::new(x.nrows(), self.bits());
-        let signer = &*self.inner;
-        let d = x.ncols();
-        // Also bounded by memory: the converted chunk takes at most CONVERT_BYTES.
+        let (signer, d) = (&*self.inner, x.ncols());
         let chunk =
-            sign_chunk(d * self.bits()).min((CONVERT_BYTES / (4 * d.max(1))).max(256) / 256 * 256);
+            sign_chunk(d * self.bits()).min((chunk_bytes / (4 * d.max(1))).max(256) / 256 * 256);
         t.chunked(py, x.nrows(), chunk, |r: Range<usize>| {
-            let src = x.slice(s![r.clone(), ..]);
-            let mut conv = Array2::<f32>::zeros((r.len(), d));
-            // Values f32 does not hold (beyond its range, or nonzero values it rounds to 0)
-            // are marked NaN here and named as they were below.
-            conv.axis_iter_mut(Axis(0))
-                .into_par_iter()
-                .zip(src.axis_iter(Axis(0)).into_par_iter())
-                .for_each(|(mut dst, src)| {
-                    dst.zip_mut_with(&src, |a, &b| {
-                        *a = simlsh::io::float::to_f32(b).unwrap_or(f32::NAN)
-                    })
-                });
-            if let Some((i, j)) = conv
-                .indexed_iter()
-                .find(|(_, v)| v.is_nan())
-                .map(|(ij, _)| ij)
-            {
-                let v = src[[i, j]];
-                return Err(match simlsh::io::float::F32Range::of(v) {
-                    Some(simlsh::io::float::F32Range::NotFinite) | None => {
-                        to_py(Error::NonFinite {
-                            row: r.start + i,
-                            col: j as u64,
-                            value: v,
-                        })
-                    }
-                    Some(why) => value_error(format!(
-                        "row {}, column {j}: value {v:e} {why}",
-                        r.start + i
-                    )),
-                });
-            }
+            let rows = f32s(x.slice(s![r.clone(), ..]), r.start).py()?;
             let sigs = signer
-                .sign_dense(&conv)
-                .map_err(|e| to_py(shift_rows(e, r.start)))?;
+                .sign_dense(&rows)
+                .map_err(|e| to_py(e.offset_rows(r.start)))?;
             out.put(r.start, &sigs);
             Ok(())
         })?;
@@ -169,59 +119,21 @@ impl PySigner {
 
     /// Signs a CSR matrix given by its arrays, in chunks of rows. `data` is converted to
     /// `f32` chunk by chunk when it is not already.
-    fn csr<'py, I: CsrIndex, P: SpIndex + Sync, T: Data>(
+    fn csr<'py, I: CsrIndex, P: SpIndex + Sync, T: F32Values>(
         &self,
         py: Python<'py>,
         m: CsrArrays<'_, P, I, T>,
         t: &Threads,
     ) -> PyResult<Bound<'py, PyArray2<u64>>> {
-        if let Some(d) = self.inner.dim()
-            && m.cols() as u64 > d
-        {
-            return Err(to_py(Error::DimensionMismatch {
-                expected: d,
-                got: m.cols() as u64,
-            }));
-        }
         let (rows, bits) = (m.rows(), self.bits());
+        // Checks the width even without rows.
+        m.sign_rows(&*self.inner, 0..0, &mut []).py()?;
         let mut out = Out::new(rows, bits);
         let w = out.w;
-        let signer = &*self.inner;
         let per_row = m.indices().len().div_ceil(rows.max(1)) * bits;
         t.chunked(py, rows, sign_chunk(per_row), |r: Range<usize>| {
-            // Blocks of rows checked and signed in one parallel pass, so that each block's
-            // indices are still in cache when signed; the first bad row (by number) is
-            // reported.
-            let results: Vec<Result<(), Error>> = out.data[r.start * w..r.end * w]
-                .par_chunks_mut(CSR_BLOCK * w)
-                .enumerate()
-                .map(|(k, dst)| {
-                    let lo = r.start + k * CSR_BLOCK;
-                    let hi = lo + dst.len() / w;
-                    let (a, b) = (m.span(lo).start, m.span(hi - 1).end);
-                    let vals = T::as_f32(&m.data()[a..b]).map_err(|(k, v)| {
-                        let row =
-                            lo + m.indptr()[lo..=hi].partition_point(|p| p.index() <= a + k) - 1;
-                        let why = simlsh::io::float::F32Range::of(v)
-                            .expect("a value float32 does not hold");
-                        let col = m.indices()[a + k].index();
-                        Error::param(
-                            "data",
-                            format!("row {row}, column {col}: value {v:e} {why}"),
-                        )
-                    });
-                    let sigs = m
-                        .block(lo..hi, vals?)
-                        .and_then(|block| signer.sign_csr(block.view()))
-                        .map_err(|e| shift_rows(e, lo))?;
-                    dst.copy_from_slice(sigs.as_slice());
-                    Ok(())
-                })
-                .collect();
-            results
-                .into_iter()
-                .collect::<Result<(), Error>>()
-                .map_err(to_py)
+            let dst = &mut out.data[r.start * w..r.end * w];
+            m.sign_rows(&*self.inner, r, dst).py()
         })?;
         Ok(out.into_py(py))
     }
@@ -239,63 +151,12 @@ impl PySigner {
         t.chunked(py, docs.len(), TEXT_CHUNK, |r: Range<usize>| {
             let sigs = tokenizer
                 .sign_corpus(signer, &docs[r.clone()])
-                .map_err(|e| to_py(shift_rows(e, r.start)))?;
+                .map_err(|e| to_py(e.offset_rows(r.start)))?;
             out.put(r.start, &sigs);
             Ok(())
         })?;
         Ok(out.into_py(py))
     }
-}
-
-/// A value type of sparse data: `f32` is read in place, `f64` converted chunk by chunk.
-trait Data: Copy + Sync {
-    /// The values as `f32`, or the position and value of the first one `f32` does not hold
-    /// ([`simlsh::io::float::to_f32`]).
-    fn as_f32(d: &[Self]) -> Result<std::borrow::Cow<'_, [f32]>, (usize, f64)>;
-}
-
-impl Data for f32 {
-    fn as_f32(d: &[f32]) -> Result<std::borrow::Cow<'_, [f32]>, (usize, f64)> {
-        Ok(std::borrow::Cow::Borrowed(d))
-    }
-}
-
-impl Data for f64 {
-    fn as_f32(d: &[f64]) -> Result<std::borrow::Cow<'_, [f32]>, (usize, f64)> {
-        d.iter()
-            .enumerate()
-            .map(|(k, &v)| simlsh::io::float::to_f32(v).map_err(|_| (k, v)))
-            .collect::<Result<Vec<f32>, _>>()
-            .map(std::borrow::Cow::Owned)
-    }
-}
-
-/// A string column in the Arrow layout: `offsets` (`n + 1` entries) into UTF-8 `data`.
-pub(crate) fn arrow_strings<'a, O: SpIndex>(
-    offsets: &[O],
-    data: &'a [u8],
-) -> PyResult<Vec<&'a str>> {
-    if offsets.is_empty() {
-        return Err(value_error(
-            "offsets is empty (it has one entry per row plus one)",
-        ));
-    }
-    let n = offsets.len() - 1;
-    (0..n)
-        .map(|r| {
-            let (a, b) = (offsets[r].try_index(), offsets[r + 1].try_index());
-            let (a, b) = match (a, b) {
-                (Some(a), Some(b)) if a <= b && b <= data.len() => (a, b),
-                _ => {
-                    return Err(value_error(format!(
-                        "row {r}: string offsets out of order or beyond the data"
-                    )));
-                }
-            };
-            std::str::from_utf8(&data[a..b])
-                .map_err(|e| value_error(format!("row {r}: not valid UTF-8 ({e})")))
-        })
-        .collect()
 }
 
 #[pymethods]
@@ -389,7 +250,7 @@ impl PySigner {
         threads: Option<i64>,
     ) -> PyResult<Bound<'py, PyArray2<u64>>> {
         let t = Threads::new(threads)?;
-        self.dense_f32(py, x.as_array(), &t)
+        self.dense(py, x.as_array(), &t, usize::MAX, |x, _| Ok(x.into()))
     }
 
     /// Signs a dense `float64` matrix (any layout), converted to `float32` chunk by chunk.
@@ -401,7 +262,14 @@ impl PySigner {
         threads: Option<i64>,
     ) -> PyResult<Bound<'py, PyArray2<u64>>> {
         let t = Threads::new(threads)?;
-        self.dense_f64(py, x.as_array(), &t)
+        // Also bounded by memory: a converted chunk takes at most CONVERT_BYTES.
+        self.dense(
+            py,
+            x.as_array(),
+            &t,
+            CONVERT_BYTES,
+            |x: ArrayView2<'_, f64>, first| rows_to_f32(x, first).map(CowArray::from),
+        )
     }
 
     /// Signs a CSR matrix from its arrays: `indptr` and `indices` of `int32` or `int64`,
@@ -486,7 +354,7 @@ impl PySigner {
                             &ones[..]
                         }
                     };
-                    signer.sign_tokens(&toks, ws).map_err(|e| shift_rows(e, i))
+                    signer.sign_tokens(&toks, ws).map_err(|e| e.offset_rows(i))
                 })
                 .collect::<simlsh::Result<_>>()
                 .map_err(to_py)?;
@@ -524,13 +392,7 @@ impl PySigner {
         threads: Option<i64>,
     ) -> PyResult<Bound<'py, PyArray2<u64>>> {
         let t = Threads::new(threads)?;
-        let data = contiguous(&data, "data")?;
-        let docs = if let Ok(o) = offsets.extract::<PyReadonlyArray1<'py, i32>>() {
-            arrow_strings(contiguous(&o, "offsets")?, data)?
-        } else {
-            let o = offsets.extract::<PyReadonlyArray1<'py, i64>>()?;
-            arrow_strings(contiguous(&o, "offsets")?, data)?
-        };
+        let docs = crate::partition::strings(offsets, contiguous(&data, "data")?)?;
         self.texts(py, &docs, tokenizer.fitted()?, &t)
     }
 
@@ -544,18 +406,7 @@ impl PySigner {
 /// `text`): the library's `SignerKind::default_for`, as the command line's default.
 #[pyfunction]
 pub fn default_signer(input: &str) -> PyResult<String> {
-    use simlsh::signers::{InputKind, SignerKind};
-    let kind = match input {
-        "dense" => InputKind::Dense,
-        "sparse" => InputKind::Sparse,
-        "text" => InputKind::Text,
-        _ => {
-            return Err(value_error(format!(
-                "unknown input `{input}` (dense, sparse, text)"
-            )));
-        }
-    };
-    Ok(SignerKind::default_for(kind).to_string())
+    Ok(SignerKind::default_for(input.parse().py()?).to_string())
 }
 
 /// The library's signer kinds (`signers::kinds()`): a list of dicts `name`, `summary`,

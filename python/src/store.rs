@@ -84,30 +84,29 @@ impl Items {
     }
 }
 
-fn within(radius: Option<u32>, cosine: Option<f64>, k: Option<usize>) -> PyResult<Within> {
-    match (radius, cosine, k) {
-        (Some(r), None, None) => Ok(Within::Radius(r)),
-        (None, Some(c), None) => Ok(Within::Cosine(c)),
-        (None, None, Some(k)) => Ok(Within::Nearest(k)),
-        _ => Err(value_error(
-            "give exactly one of `radius`, `cosine` and `k`",
-        )),
-    }
-}
-
-fn check_ids(ids: &[u64], n: usize) -> PyResult<()> {
-    if ids.len() != n {
-        return Err(value_error(format!(
-            "{} ids for {n} items: give one id per item",
-            ids.len()
-        )));
-    }
-    Ok(())
-}
-
 impl PyStore {
-    fn store(&self) -> PyResult<&Store> {
-        Ok(&self.inner)
+    /// Applies `op` to each id and its item (signed and checked in parallel), in one group.
+    fn apply_items(
+        &self,
+        py: Python<'_>,
+        ids: PyReadonlyArray1<'_, u64>,
+        items: Items,
+        op: impl Fn(u64, Prepared) -> Op + Send + Sync,
+    ) -> PyResult<Vec<Outcome>> {
+        let ids = ids.as_array().to_vec();
+        if ids.len() != items.len() {
+            return Err(value_error(format!(
+                "{} ids for {} items: give one id per item",
+                ids.len(),
+                items.len()
+            )));
+        }
+        py.detach(|| {
+            let p = items.prepare(&self.inner, false)?;
+            let ops = ids.iter().zip(p).map(|(&id, item)| op(id, item));
+            self.inner.apply(ops.collect())
+        })
+        .py()
     }
 }
 
@@ -131,19 +130,9 @@ impl PyStore {
         recall: Option<f64>,
         delta_limit: Option<usize>,
     ) -> PyResult<Self> {
-        let mut b = Store::builder().seed(seed);
-        b = match content {
-            "codes" => b.content(Content::Codes),
-            "vectors" => b.content(Content::Vectors {
-                dim: dim.ok_or_else(|| value_error("a vector store needs `dim`"))?,
-            }),
-            "text" => b.content(Content::Text),
-            other => {
-                return Err(value_error(format!(
-                    "invalid parameter `content`: `{other}` (codes, vectors, text)"
-                )));
-            }
-        };
+        let mut b = Store::builder()
+            .seed(seed)
+            .content(Content::from_name(content, dim).py()?);
         if let Some(t) = tokenizer {
             let tok = t.inner.clone().ok_or_else(|| {
                 value_error(
@@ -184,15 +173,7 @@ impl PyStore {
         read_only: bool,
         verify: bool,
     ) -> PyResult<Self> {
-        let d = match durability {
-            "sync" => Durability::Sync,
-            "os" => Durability::Os,
-            other => {
-                return Err(value_error(format!(
-                    "invalid parameter `durability`: `{other}` (sync, os)"
-                )));
-            }
-        };
+        let d: Durability = durability.parse().py()?;
         let store = py
             .detach(|| {
                 if read_only {
@@ -215,21 +196,8 @@ impl PyStore {
         vectors: Option<PyReadonlyArray2<'_, f32>>,
         texts: Option<Vec<String>>,
     ) -> PyResult<Vec<bool>> {
-        let store = self.store()?;
-        let ids = ids.as_array().to_vec();
         let items = Items::from_args(codes, vectors, texts)?;
-        check_ids(&ids, items.len())?;
-        let out = py
-            .detach(|| {
-                let p = items.prepare(store, false)?;
-                let ops = ids
-                    .iter()
-                    .zip(p)
-                    .map(|(&id, item)| Op::Insert { id, item })
-                    .collect();
-                store.apply(ops)
-            })
-            .py()?;
+        let out = self.apply_items(py, ids, items, |id, item| Op::Insert { id, item })?;
         Ok(out
             .iter()
             .map(|o| matches!(o, Outcome::Inserted { replaced: true }))
@@ -238,7 +206,7 @@ impl PyStore {
 
     /// Removes `ids`; per id, whether it was stored.
     fn remove(&self, py: Python<'_>, ids: PyReadonlyArray1<'_, u64>) -> PyResult<Vec<bool>> {
-        let store = self.store()?;
+        let store = &self.inner;
         let ops = ids.as_array().iter().map(|&id| Op::Remove { id }).collect();
         let out = py.detach(|| store.apply(ops)).py()?;
         Ok(out
@@ -262,26 +230,13 @@ impl PyStore {
         cosine: Option<f64>,
         k: Option<usize>,
     ) -> PyResult<Vec<(bool, Vec<PyMatch>)>> {
-        let store = self.store()?;
-        let w = within(radius, cosine, k)?;
-        let ids = ids.as_array().to_vec();
+        let within = Within::one_of(radius, cosine, k).py()?;
         let items = Items::from_args(codes, vectors, texts)?;
-        check_ids(&ids, items.len())?;
-        let out = py
-            .detach(|| {
-                let p = items.prepare(store, false)?;
-                let ops = ids
-                    .iter()
-                    .zip(p)
-                    .map(|(&id, item)| Op::InsertIfNew {
-                        id,
-                        item,
-                        within: w,
-                    })
-                    .collect();
-                store.apply(ops)
-            })
-            .py()?;
+        let out = self.apply_items(py, ids, items, |id, item| Op::InsertIfNew {
+            id,
+            item,
+            within,
+        })?;
         Ok(out
             .iter()
             .map(|o| match o {
@@ -305,8 +260,7 @@ impl PyStore {
         cosine: Option<f64>,
         k: Option<usize>,
     ) -> PyResult<Vec<Vec<PyMatch>>> {
-        let store = self.store()?;
-        let w = within(radius, cosine, k)?;
+        let (store, w) = (&self.inner, Within::one_of(radius, cosine, k).py()?);
         let items = Items::from_args(codes, vectors, texts)?;
         let out = py
             .detach(|| {
@@ -321,7 +275,7 @@ impl PyStore {
     /// floats (a vector store) or `(keys, weights)` (a text store); None when absent.
     #[allow(clippy::type_complexity)]
     fn get(&self, id: u64) -> PyResult<Option<(Vec<u64>, Py<PyAny>)>> {
-        let store = self.store()?;
+        let store = &self.inner;
         Python::attach(|py| {
             Ok(store.get(id).map(|r| {
                 let pay = match r.payload {
@@ -342,7 +296,7 @@ impl PyStore {
 
     /// Figures of the store, as a dict.
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let s = self.store()?.stats();
+        let s = self.inner.stats();
         let d = PyDict::new(py);
         d.set_item("items", s.items)?;
         d.set_item("bits", s.bits)?;
@@ -364,30 +318,30 @@ impl PyStore {
 
     /// Checkpoints and stops the writer: later writes raise; queries still answer.
     fn close(&self, py: Python<'_>) -> PyResult<()> {
-        let store = self.store()?;
+        let store = &self.inner;
         py.detach(|| store.stop()).py()
     }
 
     /// Writes a checkpoint now.
     fn checkpoint(&self, py: Python<'_>) -> PyResult<()> {
-        let store = self.store()?;
+        let store = &self.inner;
         py.detach(|| store.checkpoint()).py()
     }
 
     /// Live items.
     fn __len__(&self) -> PyResult<usize> {
-        Ok(self.store()?.len() as usize)
+        Ok(self.inner.len() as usize)
     }
 
     /// Code width.
     #[getter]
     fn bits(&self) -> PyResult<usize> {
-        Ok(self.store()?.bits())
+        Ok(self.inner.bits())
     }
 
     /// `codes`, `vectors` or `text`.
     #[getter]
     fn content(&self) -> PyResult<&'static str> {
-        Ok(self.store()?.content().name())
+        Ok(self.inner.content().name())
     }
 }

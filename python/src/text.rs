@@ -99,13 +99,7 @@ impl PyTokenizer {
         }
         if let Some(s) = stop_words {
             spec.stop_words = match s.extract::<String>() {
-                Ok(name) if name == "english" => StopWords::english(),
-                Ok(name) if name == "none" => StopWords::none(),
-                Ok(name) => {
-                    return Err(value_error(format!(
-                        "invalid parameter `stop_words`: `{name}` is not a built-in list (english, none); give a list of words"
-                    )));
-                }
+                Ok(name) => StopWords::named(&name).py()?,
                 Err(_) => StopWords::from_words(s.extract::<Vec<String>>()?),
             };
         }
@@ -139,12 +133,9 @@ impl PyTokenizer {
         d.set_item("ngram", s.ngram)?;
         d.set_item("lowercase", s.lowercase)?;
         d.set_item("keep_punctuation", s.keep_punctuation)?;
-        if s.stop_words.is_empty() {
-            d.set_item("stop_words", "none")?;
-        } else if s.stop_words == StopWords::english() {
-            d.set_item("stop_words", "english")?;
-        } else {
-            d.set_item("stop_words", s.stop_words.words())?;
+        match s.stop_words.name() {
+            Some(name) => d.set_item("stop_words", name)?,
+            None => d.set_item("stop_words", s.stop_words.words())?,
         }
         d.set_item("hmm", s.hmm)?;
         d.set_item("weighting", s.weighting.name())?;
@@ -209,32 +200,18 @@ impl PyTokenizer {
         Bound<'py, PyArray1<f32>>,
         Bound<'py, PyArray1<u64>>,
     )> {
-        use rayon::prelude::*;
         let t = Threads::new(threads)?;
         let tok = self.fitted()?;
-        let (indptr, indices, data, keys) = t.run(py, || {
-            let rows: Vec<(Vec<u64>, Vec<f32>)> = docs
-                .par_iter()
-                .map(|d| tok.features(d).sparse_row())
-                .collect();
-            let mut keys: Vec<u64> = rows.iter().flat_map(|r| r.0.iter().copied()).collect();
-            keys.par_sort_unstable();
-            keys.dedup();
-            let mut indptr = Vec::with_capacity(rows.len() + 1);
-            indptr.push(0i64);
-            let (mut indices, mut data) = (Vec::new(), Vec::new());
-            for (ids, ws) in rows {
-                for (id, w) in ids.into_iter().zip(ws) {
-                    indices.push(keys.binary_search(&id).expect("a key of the rows") as i64);
-                    data.push(w);
-                }
-                indptr.push(indices.len() as i64);
-            }
-            (indptr, indices, data, keys)
+        let (rows, (keys, cols)) = t.run(py, || {
+            let rows = tok.feature_rows(&docs);
+            let cols = rows.columns();
+            (rows, cols)
         });
+        let (indptr, _, data) = rows.into_parts();
+        let as_i64 = |v: Vec<usize>| -> Vec<i64> { v.into_iter().map(|x| x as i64).collect() };
         Ok((
-            indptr.into_pyarray(py),
-            indices.into_pyarray(py),
+            as_i64(indptr).into_pyarray(py),
+            as_i64(cols).into_pyarray(py),
             data.into_pyarray(py),
             keys.into_pyarray(py),
         ))
@@ -243,6 +220,22 @@ impl PyTokenizer {
     /// The settings that determine the features, as one line (recorded in IDF tables).
     fn config(&self) -> PyResult<String> {
         Ok(self.spec.counting().py()?.config())
+    }
+}
+
+impl PyIdf {
+    fn fit_docs<T: AsRef<str> + Sync>(
+        py: Python<'_>,
+        tokenizer: &PyTokenizer,
+        docs: &[T],
+        threads: Option<i64>,
+    ) -> PyResult<Self> {
+        let t = Threads::new(threads)?;
+        let tok = tokenizer.spec.counting().py()?;
+        let idf = t.run(py, || Idf::fit(&tok, docs.iter().map(AsRef::as_ref)));
+        Ok(PyIdf {
+            inner: Arc::new(idf),
+        })
     }
 }
 
@@ -257,12 +250,7 @@ impl PyIdf {
         docs: Vec<String>,
         threads: Option<i64>,
     ) -> PyResult<Self> {
-        let t = Threads::new(threads)?;
-        let tok = tokenizer.spec.counting().py()?;
-        let idf = t.run(py, || Idf::fit(&tok, docs.iter()));
-        Ok(PyIdf {
-            inner: Arc::new(idf),
-        })
+        PyIdf::fit_docs(py, tokenizer, &docs, threads)
     }
 
     /// Fits document frequencies on an Arrow string column given by its buffers (`offsets`,
@@ -276,13 +264,8 @@ impl PyIdf {
         data: PyReadonlyArray1<'py, u8>,
         threads: Option<i64>,
     ) -> PyResult<Self> {
-        let t = Threads::new(threads)?;
         let docs = crate::partition::strings(offsets, contiguous(&data, "data")?)?;
-        let tok = tokenizer.spec.counting().py()?;
-        let idf = t.run(py, || Idf::fit(&tok, docs.iter()));
-        Ok(PyIdf {
-            inner: Arc::new(idf),
-        })
+        PyIdf::fit_docs(py, tokenizer, &docs, threads)
     }
 
     /// One table of several fitted on parts of a corpus (the library's `Idf::merge`).

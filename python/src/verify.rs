@@ -108,39 +108,6 @@ fn run_verified<'py, V: Vectors>(
     ))
 }
 
-/// The join of `threshold` with candidates from `scheme`, or the planner's choice for
-/// `recall` (the library's default when `None`) at this width and number of rows.
-fn verified_join_spec(
-    threshold: f64,
-    bits: usize,
-    n: usize,
-    scheme: Option<&PyScheme>,
-    recall: Option<f64>,
-) -> PyResult<VerifiedJoin> {
-    let candidates = match (scheme, recall) {
-        (Some(s), None) => s.inner.clone(),
-        (Some(_), Some(_)) => {
-            return Err(value_error(
-                "give a scheme or a recall target (the planner chooses the scheme), not both",
-            ));
-        }
-        (None, r) => {
-            let mut p = simlsh::estimate::JoinPlanner::new(threshold)
-                .rows(n.max(2) as u64)
-                .bits(bits);
-            if let Some(r) = r {
-                p = p.recall(r);
-            }
-            return VerifiedJoin::from_plan(threshold, &p.plan().py()?).py();
-        }
-    };
-    VerifiedJoin::builder()
-        .threshold(threshold)
-        .candidates(candidates)
-        .build()
-        .py()
-}
-
 /// The verified self-join of vectors (dense `float32` rows, or a CSR matrix with sorted
 /// indices): the pairs whose exact cosine reaches `threshold` among the candidates of their
 /// signatures.
@@ -159,7 +126,8 @@ pub fn verified_join<'py>(
 ) -> PyResult<(Verified<'py>, Bound<'py, PyDict>)> {
     let t = Threads::new(threads)?;
     let m = self::codes(&codes, bits)?;
-    let join = verified_join_spec(threshold, bits, m.len(), scheme.as_deref(), recall)?;
+    let scheme = scheme.map(|s| s.inner.clone());
+    let join = VerifiedJoin::scheme_or_planned(threshold, bits, m.len(), scheme, recall).py()?;
     let rows = x.rows("x")?;
     let vectors = t.run(py, || rows.vectors("x"))?;
     with_vectors!(&vectors, |v| run_verified(py, &t, &join, &m, v))

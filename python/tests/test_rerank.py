@@ -87,7 +87,7 @@ def test_bad_inputs_are_clean_exceptions(data):
         simlsh.rerank(queries[:, :5].copy(), base, cand, k=2)
     bad = queries.copy()
     bad[2, 4] = np.nan
-    with pytest.raises(ValueError, match=r"queries\[2, 4\] = NaN is not finite"):
+    with pytest.raises(ValueError, match=r"queries`: row 2, column 4: value NaN is not finite"):
         simlsh.rerank(bad, base, cand, k=2)
     with pytest.raises(TypeError, match="float32"):
         simlsh.rerank(queries.astype(np.float64), base, cand, k=2)

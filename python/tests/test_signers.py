@@ -12,6 +12,7 @@ import pytest
 import scipy.sparse as sp
 
 import simlsh
+from simlsh import _simlsh
 from conftest import DATA, run_cli
 
 GLOVE = DATA / "glove-6B-50d-10k" / "vectors.fvecs"
@@ -220,3 +221,33 @@ def test_estimated_cosine_tracks_the_exact_cosine_within_binomial_tolerance(glov
     # Clopper-Pearson 99% intervals: at most 1% of pair-trials outside on average; 3% bounds
     # the count for any correlation pattern short of pathological (expected 80 of 8000).
     assert outside < 0.03 * trials * len(a)
+
+
+@pytest.mark.parametrize("kind", [k["name"] for k in _simlsh.signer_kinds()])
+def test_every_library_kind_is_a_signer(kind):
+    """simlsh.signer maps every kind the library lists onto the signer the library builds from
+    the same spec (same bits), and refuses a dim where the kind has no matrix."""
+    needs_dim = next(k["needs_dim"] for k in _simlsh.signer_kinds() if k["name"] == kind)
+    X = np.random.default_rng(0).standard_normal((20, 12)).astype(np.float32)
+    s = simlsh.signer(kind, bits=70, seed=4, dim=12 if needs_dim else None)
+    assert s.info()["kind"] == kind and s.bits == 70 and s.seed == 4
+    core = _simlsh.Signer.from_spec(kind, 70, 4, 12)
+    np.testing.assert_array_equal(s.sign(X), core.sign_dense_f32(X))
+    with pytest.raises(ValueError, match="needs dim" if needs_dim else "takes no dim"):
+        simlsh.signer(kind, bits=70, dim=None if needs_dim else 12)
+
+
+def test_unknown_kinds_and_parameters_raise_the_library_error():
+    with pytest.raises(ValueError) as lib:
+        _simlsh.Signer.parse_spec("klingon")
+    with pytest.raises(ValueError, match="unknown signer `klingon`") as got:
+        simlsh.signer("klingon", bits=64)
+    assert str(got.value) == str(lib.value)
+    with pytest.raises(ValueError, match="`hashing-trick` has no parameter `depth`"):
+        simlsh.signer("hashing-trick:depth=3", bits=64)
+    # A keyword the kind's constructor does not take, as Python raises it.
+    with pytest.raises(TypeError, match="depth"):
+        simlsh.signer("hashing-trick", bits=64, depth=3)
+    with pytest.raises(ValueError, match="given twice"):
+        simlsh.signer("pooled:pool=100", bits=64, pool_size=200)
+    assert simlsh.signer("pooled", bits=64, pool_size=200).params["pool_size"] == 200

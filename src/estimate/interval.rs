@@ -33,6 +33,44 @@ pub enum IntervalMethod {
     ClopperPearson,
 }
 
+impl IntervalMethod {
+    /// Every method, as [`name`](Self::name) and [`FromStr`](std::str::FromStr) spell them.
+    pub const ALL: [IntervalMethod; 2] = [IntervalMethod::ClopperPearson, IntervalMethod::Wilson];
+
+    /// `clopper-pearson` or `wilson`: the text form.
+    pub fn name(self) -> &'static str {
+        match self {
+            IntervalMethod::ClopperPearson => "clopper-pearson",
+            IntervalMethod::Wilson => "wilson",
+        }
+    }
+}
+
+impl std::str::FromStr for IntervalMethod {
+    type Err = crate::Error;
+
+    /// The method of a [`name`](IntervalMethod::name).
+    ///
+    /// ```
+    /// use simlsh::estimate::IntervalMethod;
+    ///
+    /// assert_eq!("wilson".parse::<IntervalMethod>()?, IntervalMethod::Wilson);
+    /// assert!("exact".parse::<IntervalMethod>().is_err());
+    /// # Ok::<(), simlsh::Error>(())
+    /// ```
+    fn from_str(s: &str) -> crate::Result<Self> {
+        IntervalMethod::ALL
+            .into_iter()
+            .find(|m| m.name() == s)
+            .ok_or_else(|| {
+                crate::Error::param(
+                    "method",
+                    format!("unknown interval method `{s}` (clopper-pearson, wilson)"),
+                )
+            })
+    }
+}
+
 /// A closed interval [lo, hi] of reals.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Interval {
@@ -277,5 +315,14 @@ mod tests {
             let x = f64::from(i) / 1000.0;
             assert!((cospi(x) - (PI * x).cos()).abs() <= 4e-16, "{x}");
         }
+    }
+
+    #[test]
+    fn methods_parse_from_their_names_only() {
+        for m in IntervalMethod::ALL {
+            assert_eq!(m.name().parse::<IntervalMethod>().unwrap(), m);
+        }
+        let e = "Wilson".parse::<IntervalMethod>().unwrap_err().to_string();
+        assert!(e.contains("unknown interval method `Wilson`"), "{e}");
     }
 }

@@ -179,6 +179,20 @@ pub trait HammingIndex: Send + Sync {
     /// [`Error::InvalidParameter`] naming the array whose contents are inconsistent.
     fn validate(&self) -> Result<()>;
 
+    /// Queries a front end answers between two checks for an interruption (Ctrl-C): about
+    /// 2^28 code comparisons, a fraction of a second, for the kinds that compare every code
+    /// (a linear scan, permutation search's candidates, a graph's scan), 256 to 16,384
+    /// queries; 16,384 for the probing indexes, which answer a query in microseconds.
+    fn queries_per_chunk(&self) -> usize {
+        const MOST: usize = 16_384;
+        match self.kind() {
+            "linear" | "permutation" | "graph" => {
+                ((1usize << 28) / self.len().max(1)).clamp(256, MOST)
+            }
+            _ => MOST,
+        }
+    }
+
     /// True when [`knn_into`](Self::knn_into) is exact (false for permutation search).
     fn exact_knn(&self) -> bool {
         true
@@ -430,6 +444,24 @@ impl IdSet {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn scans_take_chunks_of_about_2_to_the_28_comparisons() {
+        let codes: Vec<u64> = (0..70_000u64)
+            .map(|i| i.wrapping_mul(0x9e37_79b9_7f4a_7c15))
+            .collect();
+        let sigs = crate::SignatureMatrix::from_parts(64, codes).unwrap();
+        let scan = LinearScan::build(&sigs).unwrap();
+        assert_eq!(scan.queries_per_chunk(), (1 << 28) / 70_000);
+        assert_eq!(
+            LinearScan::build(&sigs.slice_rows(0..10))
+                .unwrap()
+                .queries_per_chunk(),
+            16_384
+        );
+        let mih = IndexSpec::Mih(Default::default()).build(&sigs).unwrap();
+        assert_eq!(mih.queries_per_chunk(), 16_384);
+    }
 
     #[test]
     fn id_set_tracks_membership_and_count() {

@@ -37,6 +37,7 @@ pub mod limits;
 pub mod lines;
 pub mod mtx;
 pub mod npy;
+pub mod ragged;
 pub mod source;
 pub mod svmlight;
 pub mod vecs;

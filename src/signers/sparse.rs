@@ -13,6 +13,7 @@ use rayon::prelude::*;
 use sprs::{CompressedStorage, CsMatViewI, SpIndex};
 
 use crate::error::{Error, Result};
+use crate::io::float::{F32Values, refused_at};
 
 /// Sorts `(ids, weights)` by id and merges duplicate ids by summing their weights (in `f64`,
 /// in input order, rounded once to `f32`). Entries whose merged weight is exactly zero are
@@ -325,6 +326,88 @@ impl<'a, P: SpIndex + Sync, I: CsrIndex, T: Copy + Sync> CsrArrays<'a, P, I, T> 
     }
 }
 
+impl<P: SpIndex + Sync, I: CsrIndex, T: F32Values> CsrArrays<'_, P, I, T> {
+    /// Signs rows `rows` by `signer` into `out` (`words_for(signer.bits())` words a row), in
+    /// parallel blocks of 256 rows: each block's values are converted to `f32` ([`to_f32`]),
+    /// its rows checked and brought to canonical form ([`block`](Self::block)) and signed while
+    /// its entries are still in cache. The result does not depend on the number of threads.
+    ///
+    /// ```
+    /// use simlsh::signers::sparse::CsrArrays;
+    /// use simlsh::signers::{Signer, SignerExt};
+    /// use simlsh::HashingTrick;
+    ///
+    /// let s = HashingTrick::builder().bits(64).seed(1).build()?;
+    /// // Row 1 repeats column 2 (summed) and is unsorted; `float64` values.
+    /// let m = CsrArrays::new(&[0i64, 1, 3][..], &[4i32, 2, 2][..], &[1.0f64, 0.5, 0.5][..], 8)?;
+    /// let mut out = vec![0u64; 2];
+    /// m.sign_rows(&s, 0..2, &mut out)?;
+    /// assert_eq!(out[1], s.sign_sparse(&[2], &[1.0])?.words()[0]);
+    /// # Ok::<(), simlsh::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::DimensionMismatch`] when the matrix has more columns than the signer's
+    /// dimension; [`check_rows`](Self::check_rows)'s errors and [`refused_at`]'s (named `data`)
+    /// for a value `float32` does not hold, naming the first bad row of the matrix;
+    /// [`Error::LengthMismatch`] when `out` does not hold the rows' signatures.
+    ///
+    /// [`to_f32`]: crate::io::float::to_f32
+    pub fn sign_rows<S: crate::signers::Signer + ?Sized>(
+        &self,
+        signer: &S,
+        rows: Range<usize>,
+        out: &mut [u64],
+    ) -> Result<()> {
+        use crate::signers::SignerExt;
+        if let Some(d) = signer.dim()
+            && self.cols as u64 > d
+        {
+            return Err(Error::DimensionMismatch {
+                expected: d,
+                got: self.cols as u64,
+            });
+        }
+        let w = crate::signature::words_for(signer.bits());
+        if rows.end > self.rows() {
+            return Err(Error::param(
+                "rows",
+                format!("{rows:?} beyond the {} rows", self.rows()),
+            ));
+        }
+        if out.len() != rows.len() * w {
+            return Err(Error::LengthMismatch {
+                what: "output words vs rows",
+                left: out.len(),
+                right: rows.len() * w,
+            });
+        }
+        let results: Vec<Result<()>> = out
+            .par_chunks_mut(SIGN_BLOCK * w)
+            .enumerate()
+            .map(|(k, dst)| {
+                let lo = rows.start + k * SIGN_BLOCK;
+                let hi = lo + dst.len() / w;
+                let (a, b) = (self.span(lo).start, self.span(hi - 1).end);
+                let values = T::to_f32s(&self.data[a..b]).map_err(|(k, v)| {
+                    let row = lo + self.indptr[lo..=hi].partition_point(|p| p.index() <= a + k) - 1;
+                    refused_at("data", row, self.indices()[a + k].index() as u64, v)
+                })?;
+                let sigs = self
+                    .block(lo..hi, values)
+                    .and_then(|block| signer.sign_csr(block.view()))
+                    .map_err(|e| e.offset_rows(lo))?;
+                dst.copy_from_slice(sigs.as_slice());
+                Ok(())
+            })
+            .collect();
+        results.into_iter().collect()
+    }
+}
+
+/// Rows of a sparse matrix checked and signed together by [`CsrArrays::sign_rows`].
+const SIGN_BLOCK: usize = 256;
+
 /// Rows of a [`CsrArrays`] in canonical form (sorted, no duplicates, indices in range), borrowed
 /// or merged: [`view`](Self::view) is the matrix every signer and [`CsrVectors`] take.
 ///
@@ -411,5 +494,69 @@ mod tests {
         sort_and_merge(&mut i, &mut w);
         assert_eq!(i, vec![1, 3, 5]);
         assert_eq!(w, vec![0.0, -1.0, 1.5]);
+    }
+
+    #[test]
+    fn sign_rows_equals_signing_the_canonical_matrix() {
+        use crate::signers::SignerExt;
+        use rand::{RngExt, SeedableRng};
+        let s = crate::HashingTrick::builder()
+            .bits(130)
+            .seed(4)
+            .build()
+            .unwrap();
+        let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(9);
+        // 700 rows (three blocks), some with repeated and unsorted columns.
+        let (mut p, mut i, mut d) = (vec![0i64], Vec::new(), Vec::new());
+        for _ in 0..700 {
+            for _ in 0..rng.random_range(0..6) {
+                i.push(rng.random_range(0i32..40));
+                d.push(f64::from(rng.random_range(-2.0f32..2.0)));
+            }
+            p.push(i.len() as i64);
+        }
+        let d32: Vec<f32> = d.iter().map(|&v| v as f32).collect();
+        let want = s
+            .sign_csr(
+                CsrArrays::new(&p[..], &i[..], &d32[..], 40)
+                    .unwrap()
+                    .canonical(0..700)
+                    .unwrap()
+                    .view(),
+            )
+            .unwrap();
+        let w = want.as_slice().len() / 700;
+        let mut out = vec![0u64; 700 * w];
+        let m32 = CsrArrays::new(&p[..], &i[..], &d32[..], 40).unwrap();
+        m32.sign_rows(&s, 0..700, &mut out).unwrap();
+        assert_eq!(out, want.as_slice());
+        let m64 = CsrArrays::new(&p[..], &i[..], &d[..], 40).unwrap();
+        let mut out = vec![0u64; 400 * w];
+        m64.sign_rows(&s, 300..700, &mut out).unwrap();
+        assert_eq!(out, want.as_slice()[300 * w..]);
+        // A value float32 does not hold, named by its row and column in the whole matrix.
+        let k = p[500] as usize;
+        d[k] = 1e300;
+        let m64 = CsrArrays::new(&p[..], &i[..], &d[..], 40).unwrap();
+        let e = m64
+            .sign_rows(&s, 300..700, &mut out)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains(&format!("row 500, column {}: value 1e300 is beyond", i[k])),
+            "{e}"
+        );
+        let narrow = crate::HyperplaneSigner::builder()
+            .dim(10)
+            .bits(64)
+            .build()
+            .unwrap();
+        assert!(matches!(
+            m64.sign_rows(&narrow, 0..0, &mut []),
+            Err(Error::DimensionMismatch {
+                expected: 10,
+                got: 40
+            })
+        ));
     }
 }

@@ -111,6 +111,31 @@ pub enum InputKind {
     Text,
 }
 
+impl FromStr for InputKind {
+    type Err = Error;
+
+    /// `dense`, `sparse` or `text`.
+    ///
+    /// ```
+    /// use simlsh::signers::InputKind;
+    ///
+    /// assert_eq!("sparse".parse::<InputKind>()?, InputKind::Sparse);
+    /// assert!("images".parse::<InputKind>().is_err());
+    /// # Ok::<(), simlsh::Error>(())
+    /// ```
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "dense" => Ok(InputKind::Dense),
+            "sparse" => Ok(InputKind::Sparse),
+            "text" => Ok(InputKind::Text),
+            other => Err(Error::param(
+                "input",
+                format!("unknown input `{other}` (dense, sparse, text)"),
+            )),
+        }
+    }
+}
+
 impl SignerKind {
     /// The signer used when none is chosen, by the command line, Python and Spark alike: the
     /// hashed Gaussian signer for every input. On sparse rows and text it keeps the `1 − θ/π`

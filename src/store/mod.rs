@@ -167,6 +167,32 @@ pub enum Within {
     Nearest(usize),
 }
 
+impl Within {
+    /// The reach of exactly one of a radius, a cosine and a `k` (as front ends take them).
+    ///
+    /// ```
+    /// use simlsh::store::Within;
+    ///
+    /// assert_eq!(Within::one_of(None, Some(0.9), None)?, Within::Cosine(0.9));
+    /// assert!(Within::one_of(Some(3), None, Some(10)).is_err());
+    /// # Ok::<(), simlsh::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] unless exactly one is given.
+    pub fn one_of(radius: Option<u32>, cosine: Option<f64>, k: Option<usize>) -> Result<Within> {
+        match (radius, cosine, k) {
+            (Some(r), None, None) => Ok(Within::Radius(r)),
+            (None, Some(c), None) => Ok(Within::Cosine(c)),
+            (None, None, Some(k)) => Ok(Within::Nearest(k)),
+            _ => Err(Error::param(
+                "within",
+                "give exactly one of `radius`, `cosine` and `k`",
+            )),
+        }
+    }
+}
+
 /// A stored item found by a query.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Match {
@@ -261,6 +287,27 @@ pub enum Durability {
     /// After its log records are written to the operating system: survives `kill -9`, not a
     /// power loss or a crash of the system.
     Os,
+}
+
+impl std::str::FromStr for Durability {
+    type Err = Error;
+
+    /// `sync` or `os`.
+    ///
+    /// ```
+    /// use simlsh::store::Durability;
+    ///
+    /// assert_eq!("os".parse::<Durability>()?, Durability::Os);
+    /// assert!("fsync".parse::<Durability>().is_err());
+    /// # Ok::<(), simlsh::Error>(())
+    /// ```
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "sync" => Ok(Durability::Sync),
+            "os" => Ok(Durability::Os),
+            other => Err(Error::param("durability", format!("`{other}` (sync, os)"))),
+        }
+    }
 }
 
 /// The store's fixed settings, recorded in its manifest.

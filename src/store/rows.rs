@@ -1,6 +1,7 @@
 //! Rows of a store: external ids, codes and what verification needs (normalised vectors or
 //! weighted features), in flat arrays that live in memory or in a mapped segment file.
 
+use crate::error::{Error, Result};
 use crate::storage::Buf;
 use crate::verify::dot;
 
@@ -28,6 +29,32 @@ impl Content {
             Content::Codes => "codes",
             Content::Vectors { .. } => "vectors",
             Content::Text => "text",
+        }
+    }
+
+    /// The content of a [`name`](Self::name), `vectors` of dimension `dim`.
+    ///
+    /// ```
+    /// use simlsh::store::Content;
+    ///
+    /// assert_eq!(Content::from_name("vectors", Some(3))?, Content::Vectors { dim: 3 });
+    /// assert!(Content::from_name("vectors", None).is_err());
+    /// assert!(Content::from_name("images", None).is_err());
+    /// # Ok::<(), simlsh::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] for another name, or `vectors` without `dim`.
+    pub fn from_name(name: &str, dim: Option<usize>) -> Result<Content> {
+        match (name, dim) {
+            ("codes", _) => Ok(Content::Codes),
+            ("vectors", Some(dim)) => Ok(Content::Vectors { dim }),
+            ("vectors", None) => Err(Error::param("dim", "a vector store needs `dim`")),
+            ("text", _) => Ok(Content::Text),
+            (other, _) => Err(Error::param(
+                "content",
+                format!("`{other}` (codes, vectors, text)"),
+            )),
         }
     }
 

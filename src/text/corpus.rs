@@ -160,18 +160,7 @@ impl FeatureRows {
     /// The exact cosine of rows `i` and `j`, accumulated in `f64`; 0 when either row is empty.
     pub fn cosine(&self, i: usize, j: usize) -> f64 {
         let ((ka, wa), (kb, wb)) = (self.row(i), self.row(j));
-        let (mut x, mut y, mut dot) = (0, 0, 0f64);
-        while x < ka.len() && y < kb.len() {
-            match ka[x].cmp(&kb[y]) {
-                std::cmp::Ordering::Less => x += 1,
-                std::cmp::Ordering::Greater => y += 1,
-                std::cmp::Ordering::Equal => {
-                    dot += f64::from(wa[x]) * f64::from(wb[y]);
-                    x += 1;
-                    y += 1;
-                }
-            }
-        }
+        let dot = crate::verify::dot_sparse(ka, wa, kb, wb);
         let norm = |w: &[f32]| w.iter().map(|&v| f64::from(v) * f64::from(v)).sum::<f64>();
         let (na, nb) = (norm(wa), norm(wb));
         if na == 0.0 || nb == 0.0 {
@@ -197,6 +186,30 @@ impl FeatureRows {
         self.indptr.push(self.keys.len());
     }
 
+    /// The rows as a matrix over their distinct keys: the keys sorted, and the column (the
+    /// position among them) of each entry's key, in entry order.
+    ///
+    /// ```
+    /// use simlsh::text::Tokenizer;
+    ///
+    /// let rows = Tokenizer::default().feature_rows(&["b a", "a c"]);
+    /// let (keys, cols) = rows.columns();
+    /// assert_eq!(keys.len(), 3);
+    /// let (_, entry_keys, _) = rows.parts();
+    /// assert!(entry_keys.iter().zip(&cols).all(|(k, &c)| keys[c] == *k));
+    /// ```
+    pub fn columns(&self) -> (Vec<u64>, Vec<usize>) {
+        let mut keys = self.keys.clone();
+        keys.par_sort_unstable();
+        keys.dedup();
+        let cols = self
+            .keys
+            .par_iter()
+            .map(|k| keys.binary_search(k).expect("a key of the rows"))
+            .collect();
+        (keys, cols)
+    }
+
     /// Appends the rows of `other`.
     pub fn append(&mut self, other: FeatureRows) {
         let base = self.keys.len();
@@ -215,6 +228,23 @@ pub(crate) fn sorted_row(mut pairs: Vec<(u64, f32)>) -> (Vec<u64>, Vec<f32>) {
 }
 
 impl Tokenizer {
+    /// The weighted features of every document (in parallel), row `i` that of `docs[i]`
+    /// ([`Features::sparse_row`](super::Features::sparse_row)): the vectors whose exact cosines
+    /// the verified join computes.
+    pub fn feature_rows<T: AsRef<str> + Sync>(&self, docs: &[T]) -> FeatureRows {
+        let rows: Vec<(Vec<u64>, Vec<f32>)> = docs
+            .par_iter()
+            .map(|d| self.features(d.as_ref()).sparse_row())
+            .collect();
+        let mut out = FeatureRows::default();
+        for (keys, weights) in rows {
+            out.keys.extend(keys);
+            out.weights.extend(weights);
+            out.indptr.push(out.keys.len());
+        }
+        out
+    }
+
     /// Signs every document in parallel; row `i` is `self.sign(signer, docs[i])`, and the
     /// result does not depend on the number of threads. The signer must take tokens
     /// ([`HashingTrick`](crate::HashingTrick) or [`PooledSigner`](crate::PooledSigner)).

@@ -41,6 +41,41 @@ impl StopWords {
         Self::from_words(ENGLISH.iter().copied())
     }
 
+    /// A built-in list by name: `english` ([`english`](Self::english)) or `none`.
+    ///
+    /// ```
+    /// use simlsh::text::StopWords;
+    ///
+    /// assert_eq!(StopWords::named("english")?, StopWords::english());
+    /// assert_eq!(StopWords::english().name(), Some("english"));
+    /// assert!(StopWords::named("klingon").is_err());
+    /// # Ok::<(), simlsh::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`](crate::Error::InvalidParameter) for another name.
+    pub fn named(name: &str) -> Result<Self> {
+        match name {
+            "english" => Ok(Self::english()),
+            "none" => Ok(Self::none()),
+            other => Err(crate::Error::param(
+                "stop_words",
+                format!("`{other}` is not a built-in list (english, none); give a list of words"),
+            )),
+        }
+    }
+
+    /// The name of the built-in list these words are (`none`, `english`), if they are one.
+    pub fn name(&self) -> Option<&'static str> {
+        if self.words.is_empty() {
+            Some("none")
+        } else if *self == Self::english() {
+            Some("english")
+        } else {
+            None
+        }
+    }
+
     /// A set from any words (lower-cased, deduplicated).
     pub fn from_words<S: AsRef<str>>(words: impl IntoIterator<Item = S>) -> Self {
         let mut words: Vec<String> = words

@@ -161,6 +161,49 @@ impl VerifiedJoin {
             .build()
     }
 
+    /// The join of the threshold `t` over `n` rows of `bits`-bit signatures with candidates
+    /// from `scheme`, or, without one, from the plan for the `recall` target (the planner's
+    /// default, [`DEFAULT_RECALL`](crate::estimate::DEFAULT_RECALL), when `None`): what every
+    /// front end asks for.
+    ///
+    /// ```
+    /// use simlsh::join::Scheme;
+    /// use simlsh::verify::VerifiedJoin;
+    ///
+    /// let given = VerifiedJoin::scheme_or_planned(0.9, 64, 1000, Some(Scheme::Radius { radius: 5 }), None)?;
+    /// assert_eq!(given.candidates(), &Scheme::Radius { radius: 5 });
+    /// let planned = VerifiedJoin::scheme_or_planned(0.9, 64, 1000, None, Some(0.95))?;
+    /// assert_eq!(planned, VerifiedJoin::planned(0.9, 0.95, 64, 1000)?);
+    /// assert!(VerifiedJoin::scheme_or_planned(0.9, 64, 1000, Some(Scheme::Radius { radius: 5 }), Some(0.9)).is_err());
+    /// # Ok::<(), simlsh::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] when both a scheme and a recall are given; as
+    /// [`planned`](Self::planned) and the builder.
+    pub fn scheme_or_planned(
+        t: f64,
+        bits: usize,
+        n: usize,
+        scheme: Option<Scheme>,
+        recall: Option<f64>,
+    ) -> Result<Self> {
+        match (scheme, recall) {
+            (Some(_), Some(_)) => Err(Error::param(
+                "recall",
+                "give a scheme or a recall target (the planner chooses the scheme), not both",
+            )),
+            (Some(s), None) => VerifiedJoin::builder().threshold(t).candidates(s).build(),
+            (None, r) => {
+                let mut p = JoinPlanner::new(t).rows(n.max(2) as u64).bits(bits);
+                if let Some(r) = r {
+                    p = p.recall(r);
+                }
+                Self::from_plan(t, &p.plan()?)
+            }
+        }
+    }
+
     /// The threshold τ.
     pub fn threshold(&self) -> f64 {
         self.threshold

@@ -5,6 +5,7 @@
 //! |---|---|---|
 //! | all pairs with cosine ≥ τ | [`VerifiedJoin`] | the exact Hamming join at a planned radius, or banding |
 //! | k nearest by cosine | [`rerank`], [`rerank_graph`] | the `m` nearest by Hamming distance |
+//! | k best of given candidates | [`RerankIds`] | ids (e.g. an index's search), rows read in place |
 //!
 //! The input vectors implement [`Vectors`]: dense rows ([`DenseVectors`], normalised once),
 //! a borrowed CSR matrix of any index types ([`CsrVectors`]), or owned sparse rows of
@@ -49,12 +50,13 @@
 //! # Ok::<(), simlsh::Error>(())
 //! ```
 
+mod in_place;
 mod join;
 mod rerank;
 mod vectors;
 
-pub(crate) use vectors::dot_sparse;
+pub use in_place::{CsrRows, DenseRows, RerankIds, RowsInPlace};
 
 pub use join::{VerifiedJoin, VerifiedJoinBuilder, VerifiedPair, VerifyReport};
 pub use rerank::{rerank, rerank_graph};
-pub use vectors::{CsrVectors, DenseVectors, SparseVectors, Vectors, dot};
+pub use vectors::{CsrVectors, DenseVectors, SparseVectors, Vectors, dot, dot_sparse};

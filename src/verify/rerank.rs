@@ -10,9 +10,9 @@ use crate::signature::SignatureMatrix;
 /// How many candidates ahead a candidate's row is prefetched.
 const AHEAD: usize = 4;
 
-/// Sorts scored ids by cosine, highest first, ties by the smaller id, and keeps `k`.
-fn top_by_cosine(mut scored: Vec<(Id, f64)>, k: usize) -> Vec<(Id, f64)> {
-    let order = |a: &(Id, f64), b: &(Id, f64)| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0));
+/// Sorts scored ids (distinct) by cosine, highest first, ties by the smaller id, and keeps `k`.
+pub(super) fn top_by_cosine<T: Ord>(mut scored: Vec<(T, f64)>, k: usize) -> Vec<(T, f64)> {
+    let order = |a: &(T, f64), b: &(T, f64)| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0));
     if k == 0 {
         scored.clear();
     } else if k < scored.len() {

@@ -279,8 +279,15 @@ impl Vectors for DenseVectors {
     }
 }
 
-/// Dot product of two sparse rows with strictly increasing keys, accumulated in `f64`.
-pub(crate) fn dot_sparse<K: Ord + Copy>(ka: &[K], wa: &[f32], kb: &[K], wb: &[f32]) -> f64 {
+/// Dot product of two sparse rows `(keys, weights)` with strictly increasing keys (a merge of
+/// the keys), accumulated in `f64` in key order: the sparse cosines of [`CsrVectors`],
+/// [`SparseVectors`] and [`CsrRows`](super::CsrRows) are made of it.
+///
+/// ```
+/// let d = simlsh::verify::dot_sparse(&[1u32, 4, 9], &[1.0, 2.0, 3.0], &[4u32, 9], &[0.5, 2.0]);
+/// assert_eq!(d, 7.0);
+/// ```
+pub fn dot_sparse<K: Ord + Copy>(ka: &[K], wa: &[f32], kb: &[K], wb: &[f32]) -> f64 {
     let (mut p, mut q) = (0, 0);
     let mut s = 0f64;
     while p < ka.len() && q < kb.len() {
