@@ -5,6 +5,7 @@
 //! |---|---|---|
 //! | all pairs with cosine ≥ τ | [`VerifiedJoin`] | the exact Hamming join at a planned radius, or banding |
 //! | k nearest by cosine | [`rerank`], [`rerank_graph`] | the `m` nearest by Hamming distance |
+//! | the hits of a search made, by cosine | [`rerank_hits`] (and [`check_base`]) | any search of an index |
 //!
 //! The input vectors implement [`Vectors`]: dense rows ([`DenseVectors`], normalised once),
 //! a borrowed CSR matrix of any index types ([`CsrVectors`]), or owned sparse rows of
@@ -49,12 +50,14 @@
 //! # Ok::<(), simlsh::Error>(())
 //! ```
 
+mod hits;
 mod join;
 mod rerank;
 mod vectors;
 
 pub(crate) use vectors::dot_sparse;
 
+pub use hits::{BaseMismatch, Reranked, check_base, rerank_hits};
 pub use join::{VerifiedJoin, VerifiedJoinBuilder, VerifiedPair, VerifyReport};
 pub use rerank::{rerank, rerank_graph};
 pub use vectors::{CsrVectors, DenseVectors, SparseVectors, Vectors, dot};

@@ -11,7 +11,7 @@ use crate::signature::SignatureMatrix;
 const AHEAD: usize = 4;
 
 /// Sorts scored ids by cosine, highest first, ties by the smaller id, and keeps `k`.
-fn top_by_cosine(mut scored: Vec<(Id, f64)>, k: usize) -> Vec<(Id, f64)> {
+pub(super) fn top_by_cosine(mut scored: Vec<(Id, f64)>, k: usize) -> Vec<(Id, f64)> {
     let order = |a: &(Id, f64), b: &(Id, f64)| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0));
     if k == 0 {
         scored.clear();
@@ -25,7 +25,7 @@ fn top_by_cosine(mut scored: Vec<(Id, f64)>, k: usize) -> Vec<(Id, f64)> {
     scored
 }
 
-fn check_ids(hits: &[Hit], n: usize) -> Result<()> {
+pub(super) fn check_ids(hits: &[Hit], n: usize) -> Result<()> {
     match hits.iter().find(|h| h.id as usize >= n) {
         Some(h) => Err(Error::param(
             "index",
