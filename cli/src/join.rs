@@ -43,6 +43,11 @@ pub struct JoinArgs {
     /// taken by most neighbours first).
     #[arg(long, value_enum, default_value = "components")]
     pub clustering: Clustering,
+    /// Stored codes: all-zero codes are codes like any other, paired with each other (by
+    /// default they are rows without features, as a simlsh signer gives them to empty
+    /// documents and zero vectors: never paired, counted apart as `empty`).
+    #[arg(long)]
+    pub zero_codes: bool,
 }
 
 /// Clustering of the pairs.
@@ -83,7 +88,7 @@ impl JoinArgs {
     /// ([`simlsh::estimate::COSINE_BITS`]), and for a verified one (the input's vectors kept)
     /// at the width of the join's plan, made once from the input's size before signing.
     pub fn signing(&self) -> Signing {
-        match self.cosine {
+        let signing = match self.cosine {
             Some(threshold) if !self.no_verify => Signing {
                 default_bits: simlsh::estimate::COSINE_BITS,
                 join: Some(VerifiedRequest {
@@ -91,12 +96,17 @@ impl JoinArgs {
                     recall: self.recall,
                 }),
                 vectors: true,
+                ..Signing::default()
             },
             Some(_) => Signing {
                 default_bits: simlsh::estimate::COSINE_BITS,
                 ..Signing::default()
             },
             None => Signing::default(),
+        };
+        Signing {
+            zero_codes: self.zero_codes,
+            ..signing
         }
     }
 

@@ -22,7 +22,8 @@ With --cosine and the input's vectors at hand, pairs are exact (candidates from 
 signatures, verified by exact cosine). Connected components chain (A≈B, B≈C put A, B and C
 together even when A≉C); --clustering leader or star gives clusters whose every member is
 within the threshold of its leader. Rows without a direction (all-zero vectors, empty
-documents) are never paired: each is its own cluster.";
+documents, and all-zero stored codes unless --zero-codes) are never paired: each is its own
+cluster.";
 
 /// Clusters the points: every pair within the Hamming radius or above the cosine threshold is
 /// an edge; clusters are the connected components, or leader clusters (non-chaining). Writes

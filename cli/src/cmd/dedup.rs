@@ -21,7 +21,9 @@ const EXAMPLE: &str = "Examples:
 Rows are named by their 0-based record number (column `record`), or by the value of
 --id-field (the column takes the field's name). Documents without features (empty,
 punctuation or stop words only) and all-zero vectors are never paired: they are counted
-apart (`empty` in the summary, listed with --empty), each its own cluster.";
+apart (`empty` in the summary, listed with --empty), each its own cluster. So are the
+all-zero codes of stored codes (the code a simlsh signer gives such rows), unless
+--zero-codes.";
 
 /// Finds near-duplicates: signs each document (weighted tokens) or vector (any signer), or
 /// takes stored signature codes as they are; finds the pairs within a Hamming radius, or at
