@@ -150,22 +150,12 @@ impl Prepared {
     }
 }
 
-/// Reads the input: stored codes as they are, or vectors or documents signed at the default
-/// width (or `--bits`); with `vectors`, also keeps the vectors (text: the weighted features)
-/// for exact cosines. `id_field` names text rows by a JSON field or CSV column instead of
-/// record numbers.
+/// Reads the input: stored codes as they are, or vectors or documents signed as `signing`
+/// says (at the default width or `--bits`, or the width of a verified join planned before
+/// signing); with `signing.vectors`, also keeps the vectors (text: the weighted features) for
+/// exact cosines. `id_field` names text rows by a JSON field or CSV column instead of record
+/// numbers.
 pub fn prepare(
-    a: &InputArgs,
-    s: &SignerArgs,
-    vectors: bool,
-    id_field: Option<&str>,
-    ctx: &mut Ctx,
-) -> Result<Prepared> {
-    prepare_with(a, s, Signing::vectors(vectors), id_field, ctx)
-}
-
-/// [`prepare`], signed as `signing` says (a verified join planned before signing).
-pub fn prepare_with(
     a: &InputArgs,
     s: &SignerArgs,
     signing: Signing,

@@ -539,29 +539,25 @@ impl fmt::Display for SignerRecord {
 mod tests {
     use super::*;
 
-    #[test]
-    fn a_given_kind_agrees_when_every_parameter_it_sets_is_recorded() {
-        let spec = "super-bit:depth=8"
-            .parse::<SignerSpec>()
+    /// `kind` at 96 bits, seed 11, dimension 30.
+    fn spec(kind: &str) -> SignerSpec {
+        kind.parse::<SignerSpec>()
             .unwrap()
             .bits(96)
             .seed(11)
-            .dim(30);
-        let rec = SignerRecord::from_spec(&spec);
+            .dim(30)
+    }
+
+    #[test]
+    fn a_given_kind_agrees_when_every_parameter_it_sets_is_recorded() {
+        let rec = SignerRecord::from_spec(&spec("super-bit:depth=8"));
         let agrees = |k: &str| rec.agrees_with(&k.parse::<SignerKind>().unwrap()).unwrap();
         assert!(agrees("super-bit:depth=8"));
         assert!(!agrees("super-bit:depth=4"));
         assert!(!agrees("gaussian"));
         // Parameters left out take their defaults: the record of the default depth agrees
         // with the bare kind.
-        let default = SignerRecord::from_spec(
-            &"super-bit"
-                .parse::<SignerSpec>()
-                .unwrap()
-                .bits(96)
-                .seed(11)
-                .dim(30),
-        );
+        let default = SignerRecord::from_spec(&spec("super-bit"));
         assert!(default.agrees_with(&"super-bit".parse().unwrap()).unwrap());
         assert_eq!(agrees("super-bit"), default.same_signer(&rec));
         // A record that does not rebuild: an error, not an answer.
@@ -573,12 +569,7 @@ mod tests {
 
     #[test]
     fn records_round_trip_through_file_parameters() {
-        let spec = "super-bit:depth=8"
-            .parse::<SignerSpec>()
-            .unwrap()
-            .bits(96)
-            .seed(11)
-            .dim(30);
+        let spec = spec("super-bit:depth=8");
         let rec = SignerRecord::from_spec(&spec)
             .text_option("mode", "words")
             .unwrap();

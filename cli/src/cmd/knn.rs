@@ -12,7 +12,7 @@ use simlsh::{Hit, SignatureMatrix};
 
 use super::index::QUERY_BATCH;
 use crate::common::{Ctx, SignerArgs, to_stdout};
-use crate::input::{Exact, Signing, prepare_with};
+use crate::input::{Exact, Signing, prepare};
 use crate::parquet::Shape;
 use crate::sign::InputArgs;
 use crate::table::Rows;
@@ -119,7 +119,7 @@ pub fn run(mut a: Args, ctx: &mut Ctx) -> Result<()> {
         zero_codes: a.zero_codes,
         ..Signing::vectors(a.rerank.is_some())
     };
-    let p = prepare_with(&a.input, &a.signer, signing, a.id_field.as_deref(), ctx)?;
+    let p = prepare(&a.input, &a.signer, signing, a.id_field.as_deref(), ctx)?;
     if a.rerank.is_some() && p.exact.is_none() {
         bail!(
             "--rerank needs the input's vectors, and stored signature codes have none: give the \

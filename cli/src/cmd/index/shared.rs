@@ -11,7 +11,7 @@ use simlsh::signature::SignatureMatrix;
 use simlsh::signers::SignerKind;
 
 use crate::common::{Ctx, SignerArgs, read_codes};
-use crate::input::{Exact, prepare};
+use crate::input::{Exact, Signing, prepare};
 use crate::sign::InputArgs;
 
 pub(super) fn open_index(path: &Path, opts: &LoadOptions) -> Result<Box<dyn HammingIndex>> {
@@ -126,7 +126,8 @@ pub(super) fn sign_input(
         ctx.bits_given = Some(bits);
         ctx.seed = seed;
     }
-    let p = prepare(input, &SignerArgs { signer: kind }, vectors, None, ctx);
+    let signing = Signing::vectors(vectors);
+    let p = prepare(input, &SignerArgs { signer: kind }, signing, None, ctx);
     (ctx.bits_given, ctx.seed) = saved;
     let p = p?;
     let Some(info) = &p.info else {
