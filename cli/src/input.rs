@@ -5,6 +5,7 @@
 use anyhow::{Context, Result};
 use simlsh::SignatureMatrix;
 use simlsh::estimate::{JoinPlan, JoinPlanner};
+use simlsh::index::Featureless;
 use simlsh::io::Csr;
 use simlsh::io::documents::{TextOptions, read_documents_with_ids};
 use simlsh::io::input::{VectorOptions, Vectors as InputVectors, read_vectors};
@@ -43,6 +44,9 @@ pub struct Signing {
     pub join: Option<VerifiedRequest>,
     /// Keep the input's vectors.
     pub vectors: bool,
+    /// Stored codes: all-zero codes are codes like any other (`--zero-codes`), instead of rows
+    /// without features (the library's rule, [`Featureless::of_codes`]).
+    pub zero_codes: bool,
 }
 
 impl Default for Signing {
@@ -52,6 +56,7 @@ impl Default for Signing {
             default_bits: DEFAULT_BITS,
             join: None,
             vectors: false,
+            zero_codes: false,
         }
     }
 }
@@ -110,8 +115,8 @@ pub struct Prepared {
     /// The vectors, when the input has them and they were asked for.
     pub exact: Option<Exact>,
     /// Rows without a direction (documents without features, all-zero vectors): they have the
-    /// all-zero signature and are never paired. Empty when there are none or it is unknown
-    /// (stored codes).
+    /// all-zero signature and are never paired. Stored codes: the all-zero codes (none with
+    /// `--zero-codes`).
     pub empty: Vec<u32>,
     /// Row names.
     pub names: Names,
@@ -145,22 +150,12 @@ impl Prepared {
     }
 }
 
-/// Reads the input: stored codes as they are, or vectors or documents signed at the default
-/// width (or `--bits`); with `vectors`, also keeps the vectors (text: the weighted features)
-/// for exact cosines. `id_field` names text rows by a JSON field or CSV column instead of
-/// record numbers.
+/// Reads the input: stored codes as they are, or vectors or documents signed as `signing`
+/// says (at the default width or `--bits`, or the width of a verified join planned before
+/// signing); with `signing.vectors`, also keeps the vectors (text: the weighted features) for
+/// exact cosines. `id_field` names text rows by a JSON field or CSV column instead of record
+/// numbers.
 pub fn prepare(
-    a: &InputArgs,
-    s: &SignerArgs,
-    vectors: bool,
-    id_field: Option<&str>,
-    ctx: &mut Ctx,
-) -> Result<Prepared> {
-    prepare_with(a, s, Signing::vectors(vectors), id_field, ctx)
-}
-
-/// [`prepare`], signed as `signing` says (a verified join planned before signing).
-pub fn prepare_with(
     a: &InputArgs,
     s: &SignerArgs,
     signing: Signing,
@@ -179,7 +174,7 @@ pub fn prepare_with(
         );
         let sigs = SignatureMatrix::from_parts(c.sigs.bits(), c.sigs.as_slice().to_vec())?;
         let signer = c.signer.unwrap_or_else(|| "none (codes given)".into());
-        return Ok(codes(sigs, signer, ctx));
+        return Ok(codes(sigs, signer, signing.zero_codes, ctx));
     }
     let format = sign::format_of(&a.input, a.format)?;
     if format.is_text() {
@@ -218,14 +213,20 @@ pub fn prepare_with(
     prepare_vectors(a, s, v.vectors, Names::rows(n), signing, ctx)
 }
 
-/// Stored codes: nothing to sign, no vectors.
-fn codes(sigs: SignatureMatrix, signer: String, ctx: &mut Ctx) -> Prepared {
+/// Stored codes: nothing to sign, no vectors; the rows without features are the all-zero
+/// codes (the library's rule, as in index searches and Python's joins), unless `zero_codes`.
+fn codes(sigs: SignatureMatrix, signer: String, zero_codes: bool, ctx: &mut Ctx) -> Prepared {
     ctx.record("rows", sigs.len());
+    let rule = if zero_codes {
+        Featureless::none()
+    } else {
+        Featureless::of_codes(&sigs)
+    };
     Prepared {
         names: Names::rows(sigs.len()),
+        empty: rule.stored().to_vec(),
         sigs,
         exact: None,
-        empty: Vec::new(),
         texts: None,
         signer,
         info: None,
@@ -276,7 +277,7 @@ fn prepare_parquet(
         Table::Dense(x) => prepare_vectors(a, s, InputVectors::Dense(x), names, signing, ctx),
         Table::Sparse(m) => prepare_vectors(a, s, InputVectors::Sparse(m), names, signing, ctx),
         Table::Codes(sigs) => {
-            let mut p = codes(sigs, "none (codes given)".into(), ctx);
+            let mut p = codes(sigs, "none (codes given)".into(), signing.zero_codes, ctx);
             p.names = names;
             Ok(p)
         }

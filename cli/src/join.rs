@@ -9,8 +9,15 @@ use simlsh::estimate;
 use simlsh::join::{LeaderOrder, SharedUnionFind, leader_clusters, self_join_active};
 use simlsh::verify::{CsrVectors, VerifiedJoin, VerifiedPair, VerifyReport};
 
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::Path;
+
 use crate::common::Ctx;
 use crate::input::{Exact, Prepared, Signing, VerifiedRequest};
+use crate::names::Names;
+use crate::parquet::Shape;
+use crate::table::Rows;
 
 /// How pairs are found.
 #[derive(ClapArgs, Debug, Clone)]
@@ -43,6 +50,11 @@ pub struct JoinArgs {
     /// taken by most neighbours first).
     #[arg(long, value_enum, default_value = "components")]
     pub clustering: Clustering,
+    /// Stored codes: all-zero codes are codes like any other, paired with each other (by
+    /// default they are rows without features, as a simlsh signer gives them to empty
+    /// documents and zero vectors: never paired, counted apart as `empty`).
+    #[arg(long)]
+    pub zero_codes: bool,
 }
 
 /// Clustering of the pairs.
@@ -83,7 +95,7 @@ impl JoinArgs {
     /// ([`simlsh::estimate::COSINE_BITS`]), and for a verified one (the input's vectors kept)
     /// at the width of the join's plan, made once from the input's size before signing.
     pub fn signing(&self) -> Signing {
-        match self.cosine {
+        let signing = match self.cosine {
             Some(threshold) if !self.no_verify => Signing {
                 default_bits: simlsh::estimate::COSINE_BITS,
                 join: Some(VerifiedRequest {
@@ -91,12 +103,17 @@ impl JoinArgs {
                     recall: self.recall,
                 }),
                 vectors: true,
+                ..Signing::default()
             },
             Some(_) => Signing {
                 default_bits: simlsh::estimate::COSINE_BITS,
                 ..Signing::default()
             },
             None => Signing::default(),
+        };
+        Signing {
+            zero_codes: self.zero_codes,
+            ..signing
         }
     }
 
@@ -229,6 +246,32 @@ fn self_recall(join: &VerifiedJoin, bits: u64) -> String {
     join.candidates()
         .recall(join.threshold(), bits as usize)
         .map_or_else(|_| "unknown".into(), |r| format!("{r:.4}"))
+}
+
+/// The clusters of `labels` (as [`Clusters::labels`] gives them) with more than one member,
+/// and the size of the largest.
+pub fn cluster_sizes(labels: &[u32]) -> (usize, usize) {
+    let mut sizes = HashMap::<u32, usize>::new();
+    labels
+        .iter()
+        .for_each(|&l| *sizes.entry(l).or_default() += 1);
+    let multi = sizes.values().filter(|&&s| s > 1).count();
+    (multi, sizes.values().copied().max().unwrap_or(0))
+}
+
+/// Writes each row's cluster, `record, cluster` (TSV, or Parquet when `target` ends in
+/// .parquet).
+pub fn write_clusters(
+    target: &Path,
+    w: &mut dyn Write,
+    names: &Names,
+    labels: &[u32],
+) -> std::io::Result<()> {
+    let mut rows = Rows::new(target, w, names, Shape::Clusters, false)?;
+    for (i, &l) in labels.iter().enumerate() {
+        rows.push(i as u32, l, 0, 0.0)?;
+    }
+    rows.finish()
 }
 
 /// Edges buffered before they are united in parallel (8 MiB).

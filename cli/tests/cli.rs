@@ -338,3 +338,135 @@ fn idf_is_saved_and_reused_and_a_mismatched_tokenizer_is_refused() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("fitted with tokenizer"));
 }
+
+/// Rows of a TSV written by the command line (header skipped), as numbers of the first
+/// `cols` columns.
+fn tsv_rows(path: &std::path::Path, cols: usize) -> Vec<Vec<u32>> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .skip(1)
+        .map(|l| {
+            l.split('\t')
+                .take(cols)
+                .map(|x| x.parse().unwrap())
+                .collect()
+        })
+        .collect()
+}
+
+#[test]
+fn raw_code_joins_leave_all_zero_codes_out_unless_zero_codes() {
+    use simlsh::index::Featureless;
+    use simlsh::io::npy::write_signatures_npy;
+    use simlsh::rng::Rng;
+    // 128-bit codes: random ones with planted near copies, six all-zero codes (rows without
+    // features, as a simlsh signer gives them) and one code whose first word only is zero.
+    let mut rng = Rng::new(11);
+    let mut m = simlsh::SignatureMatrix::new(128).unwrap();
+    let zero = [3usize, 40, 41, 97, 150, 299];
+    for i in 0..300usize {
+        let c = if zero.contains(&i) {
+            [0, 0]
+        } else if i == 7 {
+            [0, 1 << 9]
+        } else if i % 10 == 9 {
+            let r = m.row(i - 1);
+            [r[0] ^ (1 << (i % 64)), r[1]]
+        } else {
+            [rng.next_u64(), rng.next_u64()]
+        };
+        m.push_words(128, &c).unwrap();
+    }
+    let codes = tmp("featureless-codes.npy");
+    write_signatures_npy(&codes, &m).unwrap();
+    assert_eq!(Featureless::of_codes(&m).stored(), &zero.map(|i| i as u32));
+    let is_zero = |i: u32| zero.contains(&(i as usize));
+    let all: Vec<Vec<u32>> = join::self_join(&m, 3)
+        .unwrap()
+        .iter()
+        .map(|p| vec![p.i, p.j, p.distance])
+        .collect();
+    // 15 pairs of zero codes among the planted pairs.
+    assert_eq!(
+        all.iter()
+            .filter(|p| is_zero(p[0]) && is_zero(p[1]))
+            .count(),
+        15
+    );
+    let (pairs, empty) = (tmp("featureless-pairs.tsv"), tmp("featureless-empty.txt"));
+    for zero_codes in [false, true] {
+        let mut cmd = simlsh();
+        cmd.arg("dedup").arg(&codes).args(["--radius", "3"]);
+        cmd.arg("--pairs").arg(&pairs).arg("--empty").arg(&empty);
+        if zero_codes {
+            cmd.arg("--zero-codes");
+        }
+        let out = ok(&cmd.output().unwrap());
+        let mut got = tsv_rows(&pairs, 3);
+        got.sort();
+        let want: Vec<Vec<u32>> = all
+            .iter()
+            .filter(|p| zero_codes || !(is_zero(p[0]) || is_zero(p[1])))
+            .cloned()
+            .collect();
+        assert_eq!(got, want, "--zero-codes {zero_codes}");
+        let listed: Vec<u32> = tsv_rows(&empty, 1).into_iter().map(|r| r[0]).collect();
+        let n_empty = if zero_codes { 0 } else { zero.len() };
+        assert_eq!(listed.len(), n_empty);
+        assert!(listed.iter().all(|&i| is_zero(i)));
+        assert!(
+            out.starts_with(&format!(
+                "documents 300  empty {n_empty}  pairs {}",
+                want.len()
+            )),
+            "{out}"
+        );
+
+        // Clusters: each zero code its own cluster, or the zero codes one cluster.
+        let mut cmd = simlsh();
+        cmd.arg("cluster").arg(&codes).args(["--radius", "3"]);
+        if zero_codes {
+            cmd.arg("--zero-codes");
+        }
+        let out = ok(&cmd.output().unwrap());
+        let labels: Vec<u32> = out
+            .lines()
+            .skip(1)
+            .map(|l| l.split('\t').nth(1).unwrap().parse().unwrap())
+            .collect();
+        for &i in &zero {
+            assert_eq!(labels[i], if zero_codes { 3 } else { i as u32 }, "row {i}");
+        }
+
+        // The k-NN graph: the zero codes have no neighbours and are no one's (brute force
+        // over the other rows), or are codes at distance 0 from each other.
+        let knn = tmp("featureless-knn.tsv");
+        let mut cmd = simlsh();
+        cmd.arg("knn")
+            .arg(&codes)
+            .args(["--k", "2", "--out"])
+            .arg(&knn);
+        if zero_codes {
+            cmd.arg("--zero-codes");
+        }
+        ok(&cmd.output().unwrap());
+        let got = tsv_rows(&knn, 3);
+        let mut want = Vec::new();
+        for i in 0..m.len() as u32 {
+            if !zero_codes && is_zero(i) {
+                continue;
+            }
+            let mut nb: Vec<(u32, u32)> = (0..m.len() as u32)
+                .filter(|&j| j != i && (zero_codes || !is_zero(j)))
+                .map(|j| (m.distance(i as usize, j as usize), j))
+                .collect();
+            nb.sort();
+            want.extend(nb.into_iter().take(2).map(|(d, j)| vec![i, j, d]));
+        }
+        assert_eq!(got, want, "--zero-codes {zero_codes}");
+        if zero_codes {
+            assert!(got.contains(&vec![3, 40, 0]));
+        }
+    }
+}

@@ -35,7 +35,7 @@ class DedupResult:
     Hamming distance of their signatures and their cosine (exact when verified, else estimated
     from the distance), sorted by ``(i, j)``; ``labels`` (each row's cluster, the smallest row
     of its connected component); ``empty`` (rows without features: empty documents, zero
-    vectors, never paired); and how they were found: ``bits``, ``scheme`` (the text form, or a
+    vectors, all-zero codes; never paired); and how they were found: ``bits``, ``scheme`` (the text form, or a
     radius), ``signer`` (its spec), ``candidates`` (pairs whose exact cosine was computed)."""
 
     i: np.ndarray
@@ -95,6 +95,8 @@ def dedup(
         codes, f = as_codes(X, bits)
         if signer is not None:
             raise ValueError("codes are signed already: give no signer")
+        # All-zero codes are rows without features, as the command line and the joins take them.
+        empty = np.flatnonzero(~codes.any(axis=1)).astype(np.int64)
         verify = False
     else:
         if signer is not None and bits is not None and bits != signer.bits:
@@ -123,9 +125,7 @@ def dedup(
         r = radius if radius is not None else int(
             _simlsh.max_hamming_for_cosine(np.array([float(threshold)]), np.array([f], np.uint64))[0]
         )
-        # Stored codes are paired whatever they are, as the command line pairs them (it
-        # cannot know which rows had no features).
-        i, j, dist = self_join(codes, r, bits=f, featureless=False if kind == "codes" else empty, threads=threads)
+        i, j, dist = self_join(codes, r, bits=f, featureless=empty, threads=threads)
         cos = np.cos(np.pi * dist / f)
         how, candidates = str(Scheme.radius(r)), None
     labels = clusters(n, i, j)

@@ -451,3 +451,52 @@ def test_index_query_and_python_leave_featureless_rows_out_alike(cli, tmp_path, 
     D, I = idx.search(q, 6, featureless=False)
     assert got == {r: [(int(i), int(d)) for i, d in zip(I[r], D[r])] for r in range(len(q))}
     assert zero <= set(I[sorted(empty_queries)].ravel().tolist())
+
+
+def cli_knn(cli, tmp_path, codes_path, k, *args) -> dict[int, list[tuple[int, int]]]:
+    """``simlsh knn``'s graph ``{row: [(neighbour, distance), ...]}`` in its order."""
+    out = tmp_path / "knn.tsv"
+    run_cli(cli, "knn", codes_path, "--k", k, *args, "--out", out)
+    graph: dict[int, list[tuple[int, int]]] = {}
+    for line in out.read_text().splitlines()[1:]:
+        r, n, d, _ = line.split("\t")
+        graph.setdefault(int(r), []).append((int(n), int(d)))
+    return graph
+
+
+def test_raw_code_joins_and_python_leave_featureless_rows_out_alike(cli, tmp_path):
+    """Stored codes with all-zero rows (rows without features): ``simlsh dedup``/``cluster``
+    over the codes file and ``simlsh.self_join``/``clusters`` give the same pairs and clusters,
+    ``simlsh knn`` and ``simlsh.knn_graph`` the same graph, at their defaults (the library's
+    rule: all-zero codes are never paired and no one's neighbours) and as codes
+    (``--zero-codes``, ``featureless=False``)."""
+    docs = tweets(400)
+    docs[20:20], docs[200:200] = FEATURELESS, FEATURELESS[1:]
+    codes = simlsh.HashedGaussian(bits=128, seed=2).sign(docs, tokenizer=simlsh.Tokenizer(weighting="tf"))
+    zero = np.flatnonzero(~codes.any(axis=1)).tolist()
+    assert len(zero) == 7
+    path = tmp_path / "codes.npy"
+    np.save(path, codes)
+    for cli_args, featureless in (((), "zero"), (("--zero-codes",), False)):
+        want_pairs, stats, empty = cli_pairs(cli, tmp_path, path, "--radius", 30, *cli_args)
+        i, j, d = simlsh.self_join(codes, 30, featureless=featureless)
+        got = {(int(a), int(b)): int(x) for a, b, x in zip(i, j, d)}
+        assert got == {p: dc[0] for p, dc in want_pairs.items()}, cli_args
+        assert len(got) > 20
+        zero_pairs = [p for p in got if p[0] in zero and p[1] in zero]
+        assert (zero_pairs == []) == (featureless == "zero") and stats["empty"] == len(empty)
+        assert empty == (zero if featureless == "zero" else [])
+        if featureless == "zero":  # simlsh.dedup of codes, as simlsh dedup of a codes file
+            r = simlsh.dedup(codes, radius=30)
+            assert {(int(a), int(b)): int(x) for a, b, x in zip(r.i, r.j, r.distance)} == got
+            assert r.empty.tolist() == empty
+        # Clusters: the components of the pairs, alike.
+        out = run_cli(cli, "cluster", path, "--radius", 30, *cli_args)
+        labels = [int(l.split("\t")[1]) for l in out.splitlines()[1:]]
+        np.testing.assert_array_equal(labels, simlsh.clusters(len(codes), i, j))
+        # The k-NN graph, alike.
+        D, I = simlsh.knn_graph(codes, 4, featureless=featureless)
+        want = {r: [(int(n), int(x)) for n, x in zip(I[r], D[r]) if n >= 0] for r in range(len(codes))}
+        assert cli_knn(cli, tmp_path, path, 4, *cli_args) == {r: h for r, h in want.items() if h}, cli_args
+        found = {n for r in range(len(codes)) for n in I[r].tolist()}
+        assert (set(zero) & found == set()) == (featureless == "zero")

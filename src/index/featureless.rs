@@ -28,6 +28,7 @@
 
 use super::{HammingIndex, Hit, Id, check_queries};
 use crate::error::Result;
+use crate::signature::SignatureMatrix;
 
 /// The featureless-row rule of one index's searches: the ids of its stored all-zero codes
 /// (found once, with one exact radius-0 search), left out of every result, and all-zero
@@ -57,6 +58,34 @@ impl Featureless {
             active: true,
             stored,
         })
+    }
+
+    /// The rule for a matrix of codes whose row `i` has id `i` (the input of a join or a k-NN
+    /// graph): its all-zero rows are featureless ([`stored`](Self::stored) lists them), and a
+    /// join or graph leaves them out ([`join::self_join_active`](crate::join::self_join_active),
+    /// [`join::knn_graph_active`](crate::join::knn_graph_active)), as searches do.
+    ///
+    /// ```
+    /// use simlsh::index::Featureless;
+    /// use simlsh::SignatureMatrix;
+    ///
+    /// let codes = SignatureMatrix::from_parts(128, vec![0u64, 0, 5, 0, 0, 1])?;
+    /// assert_eq!(Featureless::of_codes(&codes).stored(), &[0]);
+    /// assert!(Featureless::none().stored().is_empty());
+    /// # Ok::<(), simlsh::Error>(())
+    /// ```
+    pub fn of_codes<S: AsRef<[u64]>>(codes: &SignatureMatrix<S>) -> Self {
+        let rule = Featureless {
+            active: true,
+            stored: Vec::new(),
+        };
+        let stored = codes
+            .rows()
+            .enumerate()
+            .filter(|(_, c)| rule.is_featureless(c))
+            .map(|(i, _)| i as Id)
+            .collect();
+        Featureless { stored, ..rule }
     }
 
     /// No rule: every code is searched as a code (codes that are not signatures of vectors).

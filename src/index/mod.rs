@@ -26,6 +26,7 @@
 
 mod featureless;
 pub mod graph;
+mod ids;
 pub mod linear;
 pub mod meta;
 pub mod mih;
@@ -40,6 +41,7 @@ pub mod spec;
 pub use crate::util::spec::{KindInfo, ParamInfo};
 pub use featureless::Featureless;
 pub use graph::{GraphBuilder, GraphIndex};
+pub use ids::{consecutive_ids, parse_ids};
 pub use linear::LinearScan;
 pub use meta::IndexMeta;
 pub use mih::{MultiIndex, MultiIndexBuilder, auto_substrings};

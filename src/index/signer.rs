@@ -33,7 +33,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use crate::error::{Error, Result};
-use crate::signers::{SignerInfo, SignerSpec};
+use crate::signers::{SignerInfo, SignerKind, SignerSpec};
 use crate::storage::Buf;
 use std::sync::Arc;
 
@@ -462,6 +462,33 @@ impl SignerRecord {
         }
     }
 
+    /// Whether a signer kind given by a user (`KIND` or `KIND:key=value,...`, as a command
+    /// line's `--signer`) names the recorded signer: the same kind, and every parameter it sets
+    /// equal to the recorded one, the parameters it leaves out taking their defaults (resolved
+    /// at the recorded width, seed and dimension, as the record writes them out). Nothing is
+    /// built.
+    ///
+    /// ```
+    /// use simlsh::index::SignerRecord;
+    /// use simlsh::signers::{SignerKind, SignerSpec};
+    ///
+    /// let rec = SignerRecord::from_spec(&"gaussian".parse::<SignerSpec>()?.bits(64).seed(3).dim(8));
+    /// assert!(rec.agrees_with(&"gaussian".parse::<SignerKind>()?)?);
+    /// assert!(!rec.agrees_with(&"super-bit".parse::<SignerKind>()?)?);
+    /// # Ok::<(), simlsh::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// Those of [`spec`](Self::spec): the record does not rebuild.
+    pub fn agrees_with(&self, kind: &SignerKind) -> Result<bool> {
+        let recorded = self.spec()?;
+        let given = SignerSpec {
+            kind: kind.clone(),
+            ..recorded.clone()
+        };
+        Ok(given.same_signer(&recorded))
+    }
+
     /// Checks the record against an index of `bits`-bit codes: its width must be `bits`.
     pub(crate) fn check_width(&self, bits: usize) -> Result<()> {
         match self.bits() {
@@ -512,14 +539,37 @@ impl fmt::Display for SignerRecord {
 mod tests {
     use super::*;
 
-    #[test]
-    fn records_round_trip_through_file_parameters() {
-        let spec = "super-bit:depth=8"
-            .parse::<SignerSpec>()
+    /// `kind` at 96 bits, seed 11, dimension 30.
+    fn spec(kind: &str) -> SignerSpec {
+        kind.parse::<SignerSpec>()
             .unwrap()
             .bits(96)
             .seed(11)
-            .dim(30);
+            .dim(30)
+    }
+
+    #[test]
+    fn a_given_kind_agrees_when_every_parameter_it_sets_is_recorded() {
+        let rec = SignerRecord::from_spec(&spec("super-bit:depth=8"));
+        let agrees = |k: &str| rec.agrees_with(&k.parse::<SignerKind>().unwrap()).unwrap();
+        assert!(agrees("super-bit:depth=8"));
+        assert!(!agrees("super-bit:depth=4"));
+        assert!(!agrees("gaussian"));
+        // Parameters left out take their defaults: the record of the default depth agrees
+        // with the bare kind.
+        let default = SignerRecord::from_spec(&spec("super-bit"));
+        assert!(default.agrees_with(&"super-bit".parse().unwrap()).unwrap());
+        assert_eq!(agrees("super-bit"), default.same_signer(&rec));
+        // A record that does not rebuild: an error, not an answer.
+        let mut params = rec.params().clone();
+        params.insert("signer.kind".into(), "no-such-kind".into());
+        let broken = SignerRecord::from_params(&params).unwrap();
+        assert!(broken.agrees_with(&"super-bit".parse().unwrap()).is_err());
+    }
+
+    #[test]
+    fn records_round_trip_through_file_parameters() {
+        let spec = spec("super-bit:depth=8");
         let rec = SignerRecord::from_spec(&spec)
             .text_option("mode", "words")
             .unwrap();

@@ -4,7 +4,7 @@
 use rayon::prelude::*;
 
 use crate::error::{Error, Result};
-use crate::index::{HammingIndex, Hit};
+use crate::index::{HammingIndex, Hit, Id};
 use crate::signature::SignatureMatrix;
 
 /// The order in which [`leader_clusters`] considers points as leaders.
@@ -246,6 +246,77 @@ pub fn knn_graph_with<S: AsRef<[u64]>>(
     knn_graph_rows(index, sigs, 0..sigs.len(), k)
 }
 
+/// The k-NN graph of the rows marked in `active` alone: `graph` computes the graph of their
+/// codes (compacted, in row order: [`knn_graph`], [`knn_graph_by`], [`knn_graph_with`] of an
+/// index of them, ...), and its ids are mapped back to row numbers of `sigs`. An inactive row
+/// has no neighbours and is no one's: the rows without features of
+/// [`Featureless::of_codes`](crate::index::Featureless::of_codes), as joins leave them out
+/// ([`self_join_active`](super::self_join_active)). With every row active, `graph` gets
+/// `sigs` itself.
+///
+/// ```
+/// use simlsh::join::{knn_graph, knn_graph_active};
+/// use simlsh::SignatureMatrix;
+///
+/// let sigs = SignatureMatrix::from_parts(64, vec![0b1u64, 0, 0b11, 0])?;
+/// let g = knn_graph_active(&sigs, &[true, false, true, false], |s| knn_graph(s, 1))?;
+/// assert_eq!(g[0].iter().map(|h| h.id).collect::<Vec<_>>(), vec![2]);
+/// assert!(g[1].is_empty() && g[3].is_empty());
+/// # Ok::<(), simlsh::Error>(())
+/// ```
+///
+/// # Errors
+/// [`Error::LengthMismatch`] if `active` has not one flag per row; [`Error::InvalidParameter`]
+/// if `graph` does not give one list per active row, or an id beyond them; `graph`'s errors.
+pub fn knn_graph_active<E: From<Error>>(
+    sigs: &SignatureMatrix,
+    active: &[bool],
+    graph: impl FnOnce(&SignatureMatrix) -> std::result::Result<Vec<Vec<Hit>>, E>,
+) -> std::result::Result<Vec<Vec<Hit>>, E> {
+    if active.len() != sigs.len() {
+        return Err(Error::LengthMismatch {
+            what: "active flags vs rows",
+            left: active.len(),
+            right: sigs.len(),
+        }
+        .into());
+    }
+    if active.iter().all(|&a| a) {
+        return graph(sigs);
+    }
+    let rows: Vec<Id> = (0..sigs.len())
+        .filter(|&i| active[i])
+        .map(|i| i as Id)
+        .collect();
+    let mut data = Vec::with_capacity(rows.len() * sigs.words_per_row());
+    for &r in &rows {
+        data.extend_from_slice(sigs.row(r as usize));
+    }
+    let kept = SignatureMatrix::from_parts(sigs.bits(), data)?;
+    let found = graph(&kept)?;
+    if found.len() != rows.len() {
+        return Err(Error::param(
+            "graph",
+            format!("{} lists for {} active rows", found.len(), rows.len()),
+        )
+        .into());
+    }
+    let mut out = vec![Vec::new(); sigs.len()];
+    for (&r, hits) in rows.iter().zip(found) {
+        out[r as usize] = hits
+            .into_iter()
+            .map(|h| match rows.get(h.id as usize) {
+                Some(&id) => Ok(Hit { id, ..h }),
+                None => Err(Error::param(
+                    "graph",
+                    format!("id {} beyond the {} active rows", h.id, rows.len()),
+                )),
+            })
+            .collect::<Result<_>>()?;
+    }
+    Ok(out)
+}
+
 /// The rows `rows` of [`knn_graph_with`]'s graph (entry `r - rows.start` holds row `r`'s
 /// neighbours): the whole graph is the concatenation of any split of `0..N` into ranges, so
 /// a caller can compute it in batches (e.g. to report progress).
@@ -296,4 +367,72 @@ pub fn knn_graph_rows<S: AsRef<[u64]>>(
         .enumerate()
         .map(|(i, hits)| without_self(lo + i, hits, k))
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// The graph of the active rows by brute force: each active row's `k` nearest other active
+    /// rows by `(distance, id)`; inactive rows have none.
+    fn oracle(sigs: &SignatureMatrix, active: &[bool], k: usize) -> Vec<Vec<Hit>> {
+        (0..sigs.len())
+            .map(|i| {
+                if !active[i] {
+                    return Vec::new();
+                }
+                let mut hits: Vec<Hit> = (0..sigs.len())
+                    .filter(|&j| j != i && active[j])
+                    .map(|j| Hit {
+                        id: j as Id,
+                        distance: sigs.distance(i, j),
+                    })
+                    .collect();
+                hits.sort_by_key(|h| (h.distance, h.id));
+                hits.truncate(k);
+                hits
+            })
+            .collect()
+    }
+
+    proptest! {
+        #[test]
+        fn the_graph_of_active_rows_is_the_brute_force_one(
+            codes in proptest::collection::vec((any::<u64>(), 0u8..4), 1..60),
+            k in 1usize..6,
+        ) {
+            // Short codes (16 bits) so that ties and zero codes are frequent; a quarter of the
+            // rows all-zero, the featureless rule deciding which rows take part.
+            let data: Vec<u64> = codes.iter().map(|&(c, z)| if z == 0 { 0 } else { c & 0xffff }).collect();
+            let sigs = SignatureMatrix::from_parts(16, data).unwrap();
+            let rule = crate::index::Featureless::of_codes(&sigs);
+            let mut active = vec![true; sigs.len()];
+            for &i in rule.stored() {
+                active[i as usize] = false;
+            }
+            let got = knn_graph_active(&sigs, &active, |s| knn_graph(s, k)).unwrap();
+            prop_assert_eq!(got, oracle(&sigs, &active, k));
+            // Every row active: the graph of the rows.
+            let all = vec![true; sigs.len()];
+            let got = knn_graph_active(&sigs, &all, |s| knn_graph(s, k)).unwrap();
+            prop_assert_eq!(got, oracle(&sigs, &all, k));
+        }
+    }
+
+    #[test]
+    fn a_graph_of_other_rows_is_an_error() {
+        let sigs = SignatureMatrix::from_parts(64, vec![1u64, 0, 3]).unwrap();
+        let active = [true, false, true];
+        assert!(matches!(
+            knn_graph_active(&sigs, &active[..2], |s| knn_graph(s, 1)),
+            Err(Error::LengthMismatch { .. })
+        ));
+        let too_few = knn_graph_active(&sigs, &active, |_| Ok::<_, Error>(vec![vec![]]));
+        assert!(matches!(too_few, Err(Error::InvalidParameter { .. })));
+        let beyond = knn_graph_active(&sigs, &active, |_| {
+            Ok::<_, Error>(vec![vec![Hit { id: 2, distance: 0 }], vec![]])
+        });
+        assert!(matches!(beyond, Err(Error::InvalidParameter { .. })));
+    }
 }

@@ -24,8 +24,8 @@ pub use banded::{
 pub use components::{SharedUnionFind, UnionFind, clusters, components};
 pub use descent::{ApproxKnn, ApproxStats};
 pub use graph::{
-    KnnMethod, LeaderOrder, knn_graph, knn_graph_by, knn_graph_rows, knn_graph_with,
-    leader_clusters,
+    KnnMethod, LeaderOrder, knn_graph, knn_graph_active, knn_graph_by, knn_graph_rows,
+    knn_graph_with, leader_clusters,
 };
 pub use scheme::{PartitionPairs, Pass, Scheme, partition};
 pub use tables::{TableKeys, TableKeysBuilder, table_partition};

@@ -6,6 +6,7 @@
 //! | all pairs with cosine ≥ τ | [`VerifiedJoin`] | the exact Hamming join at a planned radius, or banding |
 //! | k nearest by cosine | [`rerank`], [`rerank_graph`] | the `m` nearest by Hamming distance |
 //! | k best of given candidates | [`RerankIds`] | ids (e.g. an index's search), rows read in place |
+//! | the hits of a search made, by cosine | [`rerank_hits`] (and [`check_base`]) | any search of an index |
 //!
 //! The input vectors implement [`Vectors`]: dense rows ([`DenseVectors`], normalised once),
 //! a borrowed CSR matrix of any index types ([`CsrVectors`]), or owned sparse rows of
@@ -51,12 +52,14 @@
 //! ```
 
 mod in_place;
+mod hits;
 mod join;
 mod rerank;
 mod vectors;
 
 pub use in_place::{CsrRows, DenseRows, RerankIds, RowsInPlace};
 
+pub use hits::{BaseMismatch, Reranked, check_base, rerank_hits};
 pub use join::{VerifiedJoin, VerifiedJoinBuilder, VerifiedPair, VerifyReport};
 pub use rerank::{rerank, rerank_graph};
 pub use vectors::{CsrVectors, DenseVectors, SparseVectors, Vectors, dot, dot_sparse};

@@ -25,7 +25,7 @@ pub(super) fn top_by_cosine<T: Ord>(mut scored: Vec<(T, f64)>, k: usize) -> Vec<
     scored
 }
 
-fn check_ids(hits: &[Hit], n: usize) -> Result<()> {
+pub(super) fn check_ids(hits: &[Hit], n: usize) -> Result<()> {
     match hits.iter().find(|h| h.id as usize >= n) {
         Some(h) => Err(Error::param(
             "index",

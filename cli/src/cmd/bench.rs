@@ -381,6 +381,11 @@ fn plot(path: &std::path::Path, rows: &[Row], seeds: u64, ctx: &mut Ctx) -> Resu
         v.dedup();
         v
     };
+    // The measured rows of one signer, in order.
+    let of = |name: &str| {
+        let name = name.to_string();
+        measured.iter().filter(move |(r, _)| r.signer == name)
+    };
     let colour = |name: &str| {
         let k = names.iter().position(|n| n == name).unwrap_or(0);
         Palette99::pick(k).to_rgba()
@@ -404,22 +409,18 @@ fn plot(path: &std::path::Path, rows: &[Row], seeds: u64, ctx: &mut Ctx) -> Resu
             });
         let cost_range = (min_c / 2.0).max(0.01)..max_c * 2.0;
 
-        let mut chart = ChartBuilder::on(&left)
-            .caption("Hash cost against memory", ("sans-serif", 20))
-            .margin(15)
-            .x_label_area_size(45)
-            .y_label_area_size(60)
-            .build_cartesian_2d((1f64..max_b).log_scale(), cost_range.clone().log_scale())?;
-        chart
-            .configure_mesh()
-            .x_desc("bytes held by the signer (none plotted at 1)")
-            .y_desc("ns per input nonzero (median over seeds)")
-            .draw()?;
+        let mut chart = log_chart(
+            &left,
+            "Hash cost against memory",
+            (1f64..max_b, "bytes held by the signer (none plotted at 1)"),
+            (
+                cost_range.clone(),
+                "ns per input nonzero (median over seeds)",
+            ),
+        )?;
         for name in &names {
             let c = colour(name);
-            let pts: Vec<(f64, f64, String)> = measured
-                .iter()
-                .filter(|(r, _)| &r.signer == name)
+            let pts: Vec<(f64, f64, String)> = of(name)
                 .map(|(r, m)| (r.bytes.max(1) as f64, m.ns_per_nnz, r.label()))
                 .collect();
             chart
@@ -442,28 +443,18 @@ fn plot(path: &std::path::Path, rows: &[Row], seeds: u64, ctx: &mut Ctx) -> Resu
             let e = m.rmse_ratio;
             (lo.min(e.mean - e.half), hi.max(e.mean + e.half))
         });
-        let mut chart = ChartBuilder::on(&right)
-            .caption(
-                format!("Estimation error against hash cost ({seeds} seeds, 95% intervals)"),
-                ("sans-serif", 20),
-            )
-            .margin(15)
-            .x_label_area_size(45)
-            .y_label_area_size(60)
-            .build_cartesian_2d(
-                cost_range.log_scale(),
-                ((min_e * 0.95).max(0.01)..max_e * 1.1).log_scale(),
-            )?;
-        chart
-            .configure_mesh()
-            .x_desc("ns per input nonzero")
-            .y_desc("RMSE of h/f vs θ/π over the binomial ideal (1 = ideal)")
-            .draw()?;
+        let mut chart = log_chart(
+            &right,
+            &format!("Estimation error against hash cost ({seeds} seeds, 95% intervals)"),
+            (cost_range, "ns per input nonzero"),
+            (
+                (min_e * 0.95).max(0.01)..max_e * 1.1,
+                "RMSE of h/f vs θ/π over the binomial ideal (1 = ideal)",
+            ),
+        )?;
         for name in &names {
             let c = colour(name);
-            let pts: Vec<(f64, Interval, String)> = measured
-                .iter()
-                .filter(|(r, _)| &r.signer == name)
+            let pts: Vec<(f64, Interval, String)> = of(name)
                 .map(|(r, m)| (m.ns_per_nnz, m.rmse_ratio, r.label()))
                 .collect();
             chart.draw_series(pts.iter().map(|(x, e, _)| {
@@ -506,4 +497,25 @@ fn plot(path: &std::path::Path, rows: &[Row], seeds: u64, ctx: &mut Ctx) -> Resu
         root.present()?;
     }
     ctx.write_file(path, |w| w.write_all(svg.as_bytes()))
+}
+
+/// A chart of log-scaled axes drawn as SVG.
+type LogChart<'a, 'b> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<LogCoord<f64>, LogCoord<f64>>>;
+
+/// A chart on `area` with log-scaled axes over the ranges `x.0` and `y.0`, its mesh drawn with
+/// the axis descriptions `x.1` and `y.1`.
+fn log_chart<'a, 'b>(
+    area: &'a DrawingArea<SVGBackend<'b>, plotters::coord::Shift>,
+    caption: &str,
+    x: (std::ops::Range<f64>, &str),
+    y: (std::ops::Range<f64>, &str),
+) -> Result<LogChart<'a, 'b>> {
+    let mut chart = ChartBuilder::on(area)
+        .caption(caption, ("sans-serif", 20))
+        .margin(15)
+        .x_label_area_size(45)
+        .y_label_area_size(60)
+        .build_cartesian_2d(x.0.log_scale(), y.0.log_scale())?;
+    chart.configure_mesh().x_desc(x.1).y_desc(y.1).draw()?;
+    Ok(chart)
 }

@@ -1,6 +1,5 @@
 //! `simlsh cluster`: clusters of the pairs within a Hamming radius or above a cosine threshold.
 
-use std::collections::HashMap;
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -8,11 +7,9 @@ use anyhow::Result;
 use clap::Parser;
 
 use crate::common::{Ctx, SignerArgs, print_line, to_stdout};
-use crate::input::prepare_with;
-use crate::join::{Clusters, JoinArgs};
-use crate::parquet::Shape;
+use crate::input::prepare;
+use crate::join::{Clusters, JoinArgs, cluster_sizes, write_clusters};
 use crate::sign::InputArgs;
-use crate::table::Rows;
 
 const EXAMPLE: &str = "Examples:
   simlsh cluster datasets/glove-6B-50d-10k/vectors.fvecs --signer super-bit --bits 256 --cosine 0.8 --clustering leader --out clusters.tsv
@@ -22,7 +19,8 @@ With --cosine and the input's vectors at hand, pairs are exact (candidates from 
 signatures, verified by exact cosine). Connected components chain (A≈B, B≈C put A, B and C
 together even when A≉C); --clustering leader or star gives clusters whose every member is
 within the threshold of its leader. Rows without a direction (all-zero vectors, empty
-documents) are never paired: each is its own cluster.";
+documents, and all-zero stored codes unless --zero-codes) are never paired: each is its own
+cluster.";
 
 /// Clusters the points: every pair within the Hamming radius or above the cosine threshold is
 /// an edge; clusters are the connected components, or leader clusters (non-chaining). Writes
@@ -50,7 +48,7 @@ pub fn run(mut a: Args, ctx: &mut Ctx) -> Result<()> {
     let _spool = a.input.spool_stdin()?;
     let outputs: Vec<&std::path::Path> = a.out.iter().map(PathBuf::as_path).collect();
     a.input.check_paths(ctx, &outputs)?;
-    let p = prepare_with(
+    let p = prepare(
         &a.input,
         &a.signer,
         a.join.signing(),
@@ -61,20 +59,9 @@ pub fn run(mut a: Args, ctx: &mut Ctx) -> Result<()> {
     let mut clusters = Clusters::new(p.len(), a.join.clustering)?;
     let outcome = crate::join::run(&p, &mode, ctx, |f| clusters.add(f.i, f.j))?;
     let labels = clusters.labels()?;
-    let mut sizes = HashMap::<u32, usize>::new();
-    labels
-        .iter()
-        .for_each(|&l| *sizes.entry(l).or_default() += 1);
-    let multi = sizes.values().filter(|&&s| s > 1).count();
-    let largest = sizes.values().copied().max().unwrap_or(0);
+    let (multi, largest) = cluster_sizes(&labels);
     let target = a.out.clone().unwrap_or_default();
-    let body = |w: &mut dyn Write| -> std::io::Result<()> {
-        let mut rows = Rows::new(&target, w, &p.names, Shape::Clusters, false)?;
-        for (i, &l) in labels.iter().enumerate() {
-            rows.push(i as u32, l, 0, 0.0)?;
-        }
-        rows.finish()
-    };
+    let body = |w: &mut dyn Write| write_clusters(&target, w, &p.names, &labels);
     let summary = format!(
         "points {}  empty {}  pairs {}  clusters {}  largest {}  (f = {}, {})",
         p.len(),

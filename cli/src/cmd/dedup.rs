@@ -7,8 +7,8 @@ use clap::Parser;
 use simlsh::fs::OutputSet;
 
 use crate::common::{Ctx, SignerArgs, print_line};
-use crate::input::{Prepared, prepare_with};
-use crate::join::{Clusters, Found, JoinArgs, Mode};
+use crate::input::{Prepared, prepare};
+use crate::join::{Clusters, Found, JoinArgs, Mode, cluster_sizes, write_clusters};
 use crate::parquet::Shape;
 use crate::sign::InputArgs;
 use crate::table::Rows;
@@ -21,7 +21,9 @@ const EXAMPLE: &str = "Examples:
 Rows are named by their 0-based record number (column `record`), or by the value of
 --id-field (the column takes the field's name). Documents without features (empty,
 punctuation or stop words only) and all-zero vectors are never paired: they are counted
-apart (`empty` in the summary, listed with --empty), each its own cluster.";
+apart (`empty` in the summary, listed with --empty), each its own cluster. So are the
+all-zero codes of stored codes (the code a simlsh signer gives such rows), unless
+--zero-codes.";
 
 /// Finds near-duplicates: signs each document (weighted tokens) or vector (any signer), or
 /// takes stored signature codes as they are; finds the pairs within a Hamming radius, or at
@@ -71,7 +73,7 @@ pub fn run(mut a: Args, ctx: &mut Ctx) -> Result<()> {
         .map(PathBuf::as_path)
         .collect();
     a.input.check_paths(ctx, &outputs)?;
-    let p = prepare_with(
+    let p = prepare(
         &a.input,
         &a.signer,
         a.join.signing(),
@@ -110,13 +112,7 @@ pub fn run(mut a: Args, ctx: &mut Ctx) -> Result<()> {
     let kept = (0..n)
         .filter(|&i| labels[i] as usize == i && !(a.drop_empty && is_empty(&p, i)))
         .count();
-    let in_clusters = {
-        let mut sizes = std::collections::HashMap::<u32, usize>::new();
-        labels
-            .iter()
-            .for_each(|&l| *sizes.entry(l).or_default() += 1);
-        sizes.values().filter(|&&s| s > 1).count()
-    };
+    let (in_clusters, _) = cluster_sizes(&labels);
     let removed = n - kept;
     ctx.record("documents", n);
     ctx.record("empty", p.empty.len());
@@ -144,13 +140,7 @@ fn is_empty(p: &Prepared, i: usize) -> bool {
 fn write_outputs(a: &Args, p: &Prepared, labels: &[u32], set: &mut OutputSet) -> Result<()> {
     let h = p.names.header();
     if let Some(path) = &a.clusters {
-        set.write(path, |w| {
-            let mut rows = Rows::new(path, w, &p.names, Shape::Clusters, false)?;
-            for (i, &l) in labels.iter().enumerate() {
-                rows.push(i as u32, l, 0, 0.0)?;
-            }
-            rows.finish()
-        })?;
+        set.write(path, |w| write_clusters(path, w, &p.names, labels))?;
     }
     if let Some(path) = &a.output {
         // Text input: the kept documents' text; vectors or codes: the kept rows' names.

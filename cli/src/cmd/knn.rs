@@ -7,12 +7,12 @@ use anyhow::{Result, bail};
 use clap::Parser;
 use simlsh::estimate;
 use simlsh::index::{HammingIndex, IndexSpec};
-use simlsh::join::{ApproxKnn, KnnMethod};
+use simlsh::join::{ApproxKnn, KnnMethod, knn_graph_active};
 use simlsh::{Hit, SignatureMatrix};
 
 use super::index::QUERY_BATCH;
 use crate::common::{Ctx, SignerArgs, to_stdout};
-use crate::input::{Exact, prepare};
+use crate::input::{Exact, Signing, prepare};
 use crate::parquet::Shape;
 use crate::sign::InputArgs;
 use crate::table::Rows;
@@ -32,7 +32,9 @@ thread: 5.5 s CPU, FAISS IndexFlatIP 34-38 s); --bits 512 --rerank 100 gave 0.97
 graph compares every pair of points once (O(n^2)); the re-rank costs M exact cosines a point.
 --method approx builds the graph without comparing every pair: random partition trees (every
 pair within a leaf compared) refined by NN-Descent rounds, about O(n) with exact distances but
-lists that may miss true neighbours (recall figures in benches/compare/results.md).";
+lists that may miss true neighbours (recall figures in benches/compare/results.md).
+Rows without a direction (all-zero vectors, empty documents, and all-zero stored codes unless
+--zero-codes) have no neighbours and are no one's.";
 
 /// For each point, its k nearest other points by Hamming distance of the signatures (ties
 /// broken by the smaller row), as TSV `record, neighbor, distance, estimated_cosine`; with
@@ -63,6 +65,11 @@ pub struct Args {
     /// Write the graph here, TSV or .parquet (default: standard output).
     #[arg(long)]
     out: Option<PathBuf>,
+    /// Stored codes: all-zero codes are codes like any other, neighbours of each other (by
+    /// default they are rows without features, as a simlsh signer gives them to empty
+    /// documents and zero vectors: no neighbours and no one's neighbour).
+    #[arg(long)]
+    zero_codes: bool,
     #[command(flatten)]
     signer: SignerArgs,
 }
@@ -108,13 +115,11 @@ pub fn run(mut a: Args, ctx: &mut Ctx) -> Result<()> {
     }
     let outputs: Vec<&std::path::Path> = a.out.iter().map(PathBuf::as_path).collect();
     a.input.check_paths(ctx, &outputs)?;
-    let p = prepare(
-        &a.input,
-        &a.signer,
-        a.rerank.is_some(),
-        a.id_field.as_deref(),
-        ctx,
-    )?;
+    let signing = Signing {
+        zero_codes: a.zero_codes,
+        ..Signing::vectors(a.rerank.is_some())
+    };
+    let p = prepare(&a.input, &a.signer, signing, a.id_field.as_deref(), ctx)?;
     if a.rerank.is_some() && p.exact.is_none() {
         bail!(
             "--rerank needs the input's vectors, and stored signature codes have none: give the \
@@ -123,32 +128,45 @@ pub fn run(mut a: Args, ctx: &mut Ctx) -> Result<()> {
     }
     let sigs = &p.sigs;
     let m = a.rerank.unwrap_or(a.k);
+    // Rows without features (empty documents, zero vectors, all-zero stored codes) have no
+    // neighbours and are no one's: the graph is the graph of the other rows.
+    let active = p.active();
     let (graph, how) = match &a.method {
         Method::Approx => {
             let method = KnnMethod::Approx(ApproxKnn {
                 seed: ctx.seed,
                 ..ApproxKnn::default()
             });
-            let (graph, stats) = ctx.phase("knn", |ctx| {
-                Ok(ctx.spin("refining", || simlsh::join::knn_graph_by(sigs, m, &method))?)
+            let mut stats = None;
+            let graph = ctx.phase("knn", |ctx| {
+                knn_graph_active(sigs, &active, |sigs| {
+                    let (graph, s) =
+                        ctx.spin("refining", || simlsh::join::knn_graph_by(sigs, m, &method))?;
+                    stats = Some(s);
+                    Ok::<_, anyhow::Error>(graph)
+                })
             })?;
-            ctx.record("rounds", stats.rounds);
-            ctx.record("distances", stats.distances);
+            if let Some(stats) = stats {
+                ctx.record("rounds", stats.rounds);
+                ctx.record("distances", stats.distances);
+            }
             (graph, "approx".to_string())
         }
         Method::Index(spec) => {
             let spec = super::index::seeded(spec.clone(), ctx);
-            let graph = if spec == IndexSpec::Linear {
-                // The exact scan needs no index: every pair compared once.
-                ctx.phase("knn", |ctx| {
-                    Ok(ctx.spin("searching", || simlsh::join::knn_graph(sigs, m))?)
-                })?
-            } else {
-                let index: Box<dyn HammingIndex> = ctx.phase("index", |ctx| {
-                    Ok(ctx.spin("building the index", || spec.build(sigs))?)
-                })?;
-                ctx.phase("knn", |ctx| knn_graph(index.as_ref(), sigs, m, ctx))?
-            };
+            let graph = knn_graph_active(sigs, &active, |sigs| {
+                if spec == IndexSpec::Linear {
+                    // The exact scan needs no index: every pair compared once.
+                    ctx.phase("knn", |ctx| {
+                        Ok(ctx.spin("searching", || simlsh::join::knn_graph(sigs, m))?)
+                    })
+                } else {
+                    let index: Box<dyn HammingIndex> = ctx.phase("index", |ctx| {
+                        Ok(ctx.spin("building the index", || spec.build(sigs))?)
+                    })?;
+                    ctx.phase("knn", |ctx| knn_graph(index.as_ref(), sigs, m, ctx))
+                }
+            })?;
             (graph, format!("index {spec}"))
         }
     };

@@ -7,6 +7,7 @@ use clap::Parser;
 use simlsh::io;
 
 use crate::common::{Ctx, SignerArgs};
+use crate::input::Signing;
 use crate::sign::InputArgs;
 
 const EXAMPLE: &str = "Examples:
@@ -32,7 +33,7 @@ pub struct Args {
 pub fn run(mut a: Args, ctx: &mut Ctx) -> Result<()> {
     let _spool = a.input.spool_stdin()?;
     a.input.check_paths(ctx, &[&a.out])?;
-    let p = crate::input::prepare(&a.input, &a.signer, false, None, ctx)?;
+    let p = crate::input::prepare(&a.input, &a.signer, Signing::default(), None, ctx)?;
     let Some(info) = &p.info else {
         anyhow::bail!(
             "{}: already signature codes: nothing to sign",
