@@ -31,6 +31,8 @@ pub enum Exact {
 pub struct VerifiedRequest {
     pub threshold: f64,
     pub recall: f64,
+    /// The largest multi-probe distance the plan may use (`None`: the library's default).
+    pub probes: Option<u32>,
 }
 
 /// How an input is signed: the width without `--bits`, the verified join whose plan chooses
@@ -78,9 +80,12 @@ impl Signing {
         let Some(j) = self.join else {
             return Ok((ctx.bits_given.unwrap_or(self.default_bits), None));
         };
-        let planner = JoinPlanner::new(j.threshold)
+        let mut planner = JoinPlanner::new(j.threshold)
             .recall(j.recall)
             .rows(n.max(2) as u64);
+        if let Some(t) = j.probes {
+            planner = planner.probes(t);
+        }
         let plan = match ctx.bits_given {
             Some(f) => planner.bits(f).plan()?,
             None => {
