@@ -207,6 +207,19 @@ impl Banding {
             start = end;
         }
         let cap = self.max_group as u64;
+        // The rows' first words (the prefix filter's, or the whole codes when they are
+        // short) gathered in the band's order: pairs across runs then read two contiguous
+        // blocks instead of two random rows each, and most random pairs are rejected there.
+        let full = words_for(self.bits);
+        let (gw, radius) = self.prefix.unwrap_or((full, self.max_distance));
+        let gather = gw <= PROBE_GATHER_WORDS;
+        let mut codes = Vec::new();
+        if gather {
+            codes.reserve(entries.len() * gw);
+            for &(_, r) in entries {
+                codes.extend_from_slice(&row(r)[..gw]);
+            }
+        }
         let mut checked = 0u64;
         for i in 0..self.width {
             let bit = 1u64 << i;
@@ -227,10 +240,17 @@ impl Banding {
                     continue;
                 }
                 checked += u64::from(e0 - s0) * u64::from(e1 - s1);
-                for &(_, ra) in &entries[s0 as usize..e0 as usize] {
-                    let a = row(ra);
-                    for &(_, rb) in &entries[s1 as usize..e1 as usize] {
-                        let b = row(rb);
+                for ea in s0 as usize..e0 as usize {
+                    let ra = entries[ea].1;
+                    for eb in s1 as usize..e1 as usize {
+                        if gather {
+                            let (ga, gb) = (&codes[ea * gw..][..gw], &codes[eb * gw..][..gw]);
+                            if hamming::scalar::distance_upto(ga, gb, radius) > radius {
+                                continue;
+                            }
+                        }
+                        let rb = entries[eb].1;
+                        let (a, b) = (row(ra), row(rb));
                         let Some(d) = self.filtered_distance(a, b) else {
                             continue;
                         };
@@ -349,6 +369,10 @@ where
 
 /// Runs at least this long are compared with the batched scan kernel.
 pub(crate) const BIG_RUN: usize = 48;
+
+/// The multi-probe pass gathers the first words of a band's rows (the prefix filter's, or
+/// whole codes up to this many words) in the band's order.
+pub(super) const PROBE_GATHER_WORDS: usize = 8;
 
 /// Rows per tile of a big run's scan.
 pub(super) const RUN_TILE: usize = 64;
