@@ -13,7 +13,7 @@
 use std::collections::BTreeSet;
 
 use simlsh::SignatureMatrix;
-use simlsh::estimate::BandingPlanner;
+use simlsh::estimate::{BandingPlanner, banding_recall, probed_background_candidates};
 use simlsh::join::{Banding, banded_join};
 use simlsh::rng::Rng;
 
@@ -60,12 +60,73 @@ fn within_4_sigma(what: &str, measured: f64, trials: f64, p: f64) {
     );
 }
 
+/// The predicted figures of a banding: recall at τ with its filter, the probability that a
+/// pair at τ shares a band (within the probe distance), and the random candidates among `n`
+/// rows (before the filter).
+struct Predicted {
+    recall: f64,
+    band_recall: f64,
+    candidates: f64,
+}
+
+/// Measures `banding` (and the same bands without the filter) on the corpus and checks the
+/// predictions.
+fn check(sigs: &SignatureMatrix, background: usize, planted: usize, b: &Banding, want: &Predicted) {
+    let n = sigs.len();
+    let what = format!(
+        "{} bands of {} bits, probes {}",
+        b.bands(),
+        b.width(),
+        b.probes()
+    );
+    // Recall: the planted pairs found by the banding (with its Hamming filter).
+    let (pairs, _) = banded_join(sigs, b).unwrap();
+    let found: BTreeSet<(u32, u32)> = pairs.iter().map(|p| (p.i, p.j)).collect();
+    let is_planted = |k: usize| ((background + 2 * k) as u32, (background + 2 * k + 1) as u32);
+    let hits = (0..planted)
+        .filter(|&k| found.contains(&is_planted(k)))
+        .count();
+    within_4_sigma(
+        &format!("recall, {what}"),
+        hits as f64,
+        planted as f64,
+        want.recall,
+    );
+    // Candidates: the same bands without the filter, all pairs counted.
+    let raw = Banding::builder()
+        .bits(BITS)
+        .bands(b.bands())
+        .width(b.width())
+        .probes(b.probes())
+        .build()
+        .unwrap();
+    let (all, stats) = banded_join(sigs, &raw).unwrap();
+    assert_eq!(stats.candidates, all.len() as u64);
+    let all: BTreeSet<(u32, u32)> = all.iter().map(|p| (p.i, p.j)).collect();
+    let planted_found = (0..planted)
+        .filter(|&k| all.contains(&is_planted(k)))
+        .count();
+    let total = n as f64 * (n - 1) as f64 / 2.0;
+    within_4_sigma(
+        &format!("band recall, {what}"),
+        planted_found as f64,
+        planted as f64,
+        want.band_recall,
+    );
+    within_4_sigma(
+        &format!("random candidates, {what}"),
+        (all.len() - planted_found) as f64,
+        total - planted as f64,
+        want.candidates / total,
+    );
+}
+
 #[test]
 fn planned_recall_and_candidates_match_measurement() {
     let (background, planted, c) = (6000usize, 1500usize, 0.8);
     let n = background + 2 * planted;
     let sigs = corpus(background, planted, c, 42);
-    let mut probed_seen = false;
+    // The planner's own plans, plain and allowed to probe.
     for (target, probes) in [(0.9, 0u32), (0.9, 1), (0.99, 0), (0.99, 1)] {
         let plan = BandingPlanner::new(c)
             .recall(target)
@@ -74,47 +135,40 @@ fn planned_recall_and_candidates_match_measurement() {
             .probes(probes)
             .plan()
             .unwrap();
-        assert!(plan.probes <= probes);
-        probed_seen |= plan.probes == 1;
-        // Recall: the planted pairs found by the plan's banding (with its Hamming filter).
-        let (pairs, _) = banded_join(&sigs, &plan.banding().unwrap()).unwrap();
-        let found: BTreeSet<(u32, u32)> = pairs.iter().map(|p| (p.i, p.j)).collect();
-        let hits = (0..planted)
-            .filter(|&k| {
-                let a = (background + 2 * k) as u32;
-                found.contains(&(a, a + 1))
-            })
-            .count();
-        let what = format!("recall of {target} with probes {}", plan.probes);
-        within_4_sigma(&what, hits as f64, planted as f64, plan.recall);
-        // Candidates: the same bands without the filter, all pairs counted.
-        let raw = Banding::builder()
+        assert!(plan.probes <= probes && plan.recall >= target);
+        let b = plan.banding().unwrap();
+        assert_eq!(banding_recall(&b, c).unwrap(), plan.recall);
+        let want = Predicted {
+            recall: plan.recall,
+            band_recall: plan.band_recall,
+            candidates: plan.candidates,
+        };
+        check(&sigs, background, planted, &b, &want);
+    }
+    // Multi-probe layouts, with the planner's formulas: recall with and without a filter
+    // radius, random candidates.
+    for &(bands, width, radius) in &[(8usize, 16u32, 256u32), (12, 14, 70), (6, 20, 60)] {
+        let b = Banding::builder()
             .bits(BITS)
-            .bands(plan.bands)
-            .width(plan.width)
-            .probes(plan.probes)
+            .bands(bands)
+            .width(width)
+            .max_distance(radius)
+            .probes(1)
             .build()
             .unwrap();
-        let (all, stats) = banded_join(&sigs, &raw).unwrap();
-        assert_eq!(stats.candidates, all.len() as u64);
-        let total = n as f64 * (n - 1) as f64 / 2.0;
-        let random = total - planted as f64;
-        let p_random = plan.candidates / total;
-        let planted_found = (0..planted)
-            .filter(|&k| {
-                let a = (background + 2 * k) as u32;
-                all.binary_search_by_key(&(a, a + 1), |p| (p.i, p.j))
-                    .is_ok()
-            })
-            .count();
-        let what = format!("random candidates of {target} with probes {}", plan.probes);
-        within_4_sigma(&what, (all.len() - planted_found) as f64, random, p_random);
-        within_4_sigma(
-            &format!("band recall of {target} with probes {}", plan.probes),
-            planted_found as f64,
-            planted as f64,
-            plan.band_recall,
-        );
+        let unfiltered = Banding::builder()
+            .bits(BITS)
+            .bands(bands)
+            .width(width)
+            .probes(1)
+            .build()
+            .unwrap();
+        let want = Predicted {
+            recall: banding_recall(&b, c).unwrap(),
+            band_recall: banding_recall(&unfiltered, c).unwrap(),
+            candidates: probed_background_candidates(n as u64, bands, width, 1),
+        };
+        assert!(want.band_recall > 0.3 && want.candidates > 1000.0);
+        check(&sigs, background, planted, &b, &want);
     }
-    assert!(probed_seen, "no plan chose multi-probe bands");
 }

@@ -80,12 +80,10 @@ impl Signing {
         let Some(j) = self.join else {
             return Ok((ctx.bits_given.unwrap_or(self.default_bits), None));
         };
-        let mut planner = JoinPlanner::new(j.threshold)
+        let planner = JoinPlanner::new(j.threshold)
             .recall(j.recall)
-            .rows(n.max(2) as u64);
-        if let Some(t) = j.probes {
-            planner = planner.probes(t);
-        }
+            .rows(n.max(2) as u64)
+            .probes(j.probes.unwrap_or(simlsh::estimate::ONE_PROCESS_PROBES));
         let plan = match ctx.bits_given {
             Some(f) => planner.bits(f).plan()?,
             None => {

@@ -39,7 +39,8 @@ pub struct JoinArgs {
     pub recall: f64,
     /// The largest multi-probe distance the planned LSH bands may use: 0 for plain bands, 1
     /// to also pair rows whose band keys differ in one bit (longer bands, fewer bits), chosen
-    /// when the planner finds it cheaper. Default: the library's.
+    /// when the planner finds it cheaper. Default: the library's for a join in one process
+    /// (1).
     #[arg(long)]
     pub probes: Option<u32>,
     /// Clusters: `components` (connected components: A≈B and B≈C put A, B, C together even

@@ -3,7 +3,7 @@
 
 use std::f64::consts::PI;
 
-use super::{BAND_ROW_NS, PROBE_KEY_NS, PlanInputs, pair_ns, plan_input_setters};
+use super::{BAND_ROW_NS, PROBE_KEY_NS, PROBE_ROW_NS, PlanInputs, pair_ns, plan_input_setters};
 use crate::error::{Error, Result};
 use crate::estimate::binomial::{binomial_quantile, cdf_unchecked};
 use crate::estimate::{check_bits, check_cosine};
@@ -450,8 +450,8 @@ type Best = (
 );
 
 /// The cost model of a banded join of `n` rows (nanoseconds on one core, signing left out):
-/// `b·n` band insertions, the probes of the distinct keys of each band (one merge step per
-/// distinct key and bit, [`PROBE_KEY_NS`]), and the random candidates, each a pair check of
+/// `b·n` band insertions, the probes of each band (its rows' first words gathered,
+/// [`PROBE_ROW_NS`], and one merge step per distinct key and bit, [`PROBE_KEY_NS`]), and the random candidates, each a pair check of
 /// `checked_bits` bits: those of equal keys in runs of `n·2^−w` rows on average, those of keys
 /// one bit apart across two runs (the small-run check).
 fn banding_cost(n: u64, bands: usize, width: u32, probes: u32, checked_bits: usize) -> f64 {
@@ -462,7 +462,8 @@ fn banding_cost(n: u64, bands: usize, width: u32, probes: u32, checked_bits: usi
     if probes > 0 {
         let distinct = nf.min(2f64.powi(width as i32));
         let probed = probed_background_candidates(n, bands, width, probes) - exact;
-        cost += bands as f64 * distinct * f64::from(width) * PROBE_KEY_NS
+        cost += bands as f64 * nf * PROBE_ROW_NS
+            + bands as f64 * distinct * f64::from(width) * PROBE_KEY_NS
             + probed.max(0.0) * pair_ns(checked_bits, 0.0);
     }
     cost
