@@ -73,9 +73,12 @@ fn brute(sigs: &SignatureMatrix, b: &Banding) -> (Vec<Pair>, Vec<CappedGroup>) {
                     continue;
                 }
             }
+            // Keys within the probe distance, neither run capped.
             let agree = (0..b.bands()).any(|k| {
-                let key = b.key(k, sigs.row(i));
-                key == b.key(k, sigs.row(j)) && !is_capped(k as u32, key)
+                let (ki, kj) = (b.key(k, sigs.row(i)), b.key(k, sigs.row(j)));
+                (ki ^ kj).count_ones() <= b.probes()
+                    && !is_capped(k as u32, ki)
+                    && !is_capped(k as u32, kj)
             });
             if agree {
                 pairs.push(Pair {
@@ -96,9 +99,30 @@ fn pool(threads: usize) -> rayon::ThreadPool {
         .unwrap()
 }
 
+/// [`codes`] with one random bit flipped in about half the rows, so that band keys one bit
+/// apart are common.
+fn probe_codes(n: usize, bits: usize, width: usize, seed: u64) -> SignatureMatrix {
+    let sigs = codes(n, bits, width, seed);
+    let w = words_for(bits);
+    let mut rng = Rng::new(seed ^ 0xf11b_u64);
+    let mut data: Vec<u64> = sigs.as_slice().to_vec();
+    for i in 0..n {
+        if rng.below(2) == 0 {
+            let bit = rng.below(bits as u64) as usize;
+            data[i * w + bit / 64] ^= 1u64 << (bit % 64);
+        }
+    }
+    SignatureMatrix::from_parts(bits, data).unwrap()
+}
+
 /// A banding layout: any bits, width, bands, filter radius, prefix filter (codes of more
 /// than one word) and cap.
 fn layout() -> impl Strategy<Value = Banding> {
+    layout_with(0)
+}
+
+/// [`layout`] probing keys within `probes` bits.
+fn layout_with(probes: u32) -> impl Strategy<Value = Banding> {
     (
         prop_oneof![Just(16usize), Just(64), Just(100), Just(130), Just(256)],
         1u32..=24,
@@ -116,20 +140,23 @@ fn layout() -> impl Strategy<Value = Banding> {
                 prop_oneof![Just(None), (1..words.max(2), 0u32..=80).prop_map(Some)],
             )
         })
-        .prop_map(|(bits, width, bands, max_distance, max_group, prefix)| {
-            let mut b = Banding::builder()
-                .bits(bits)
-                .bands(bands)
-                .width(width)
-                .max_distance(max_distance)
-                .max_group(max_group);
-            if let Some((words, radius)) = prefix
-                && words < words_for(bits)
-            {
-                b = b.prefix_filter(words, radius);
-            }
-            b.build().unwrap()
-        })
+        .prop_map(
+            move |(bits, width, bands, max_distance, max_group, prefix)| {
+                let mut b = Banding::builder()
+                    .bits(bits)
+                    .bands(bands)
+                    .width(width)
+                    .max_distance(max_distance)
+                    .max_group(max_group)
+                    .probes(probes);
+                if let Some((words, radius)) = prefix
+                    && words < words_for(bits)
+                {
+                    b = b.prefix_filter(words, radius);
+                }
+                b.build().unwrap()
+            },
+        )
 }
 
 proptest! {
@@ -161,6 +188,39 @@ proptest! {
         prop_assert_eq!(&one, &stream(2));
         let distinct: BTreeSet<(u32, u32)> = one.iter().map(|p| (p.i, p.j)).collect();
         prop_assert_eq!(distinct.len(), one.len());
+    }
+
+    #[test]
+    fn multi_probe_join_equals_brute_force(
+        b in layout_with(1),
+        n in 0usize..70,
+        seed in any::<u64>(),
+    ) {
+        let sigs = probe_codes(n, b.bits(), b.width() as usize, seed);
+        let (want, capped) = brute(&sigs, &b);
+        let (got, stats) = banded_join(&sigs, &b).unwrap();
+        prop_assert_eq!(&got, &want);
+        prop_assert_eq!(stats.candidates, want.len() as u64);
+        let mut got_capped = stats.capped.clone();
+        got_capped.sort_unstable();
+        prop_assert_eq!(&got_capped, &capped);
+        let stream = |threads: usize| {
+            pool(threads).install(|| {
+                let mut v = Vec::new();
+                banded_join_each(&sigs, &b, |p| v.push(p)).unwrap();
+                v
+            })
+        };
+        let one = stream(1);
+        prop_assert_eq!(&one, &stream(2));
+        let distinct: BTreeSet<(u32, u32)> = one.iter().map(|p| (p.i, p.j)).collect();
+        prop_assert_eq!(distinct.len(), one.len());
+        // The first agreeing band is the one within the probe distance.
+        for p in &got {
+            let (x, y) = (sigs.row(p.i as usize), sigs.row(p.j as usize));
+            let first = b.first_agreeing_band(x, y).unwrap();
+            prop_assert!((b.key(first, x) ^ b.key(first, y)).count_ones() <= 1);
+        }
     }
 
     #[test]
@@ -339,4 +399,49 @@ fn big_runs_equal_brute_force() {
         };
         assert_eq!(stream(1), stream(2));
     }
+}
+
+#[test]
+fn big_runs_with_probes_equal_brute_force() {
+    // Short bands: big runs, and runs one bit apart compared across.
+    for &(bits, width, bands, max_distance, max_group) in &[
+        (64usize, 3u32, 20usize, 30u32, 120usize),
+        (200, 4, 40, 90, 60),
+        (256, 5, 50, 256, usize::MAX),
+    ] {
+        let sigs = probe_codes(300, bits, width as usize, 29);
+        let b = Banding::builder()
+            .bits(bits)
+            .bands(bands)
+            .width(width)
+            .max_distance(max_distance)
+            .max_group(max_group)
+            .probes(1)
+            .build()
+            .unwrap();
+        let (want, capped) = brute(&sigs, &b);
+        let (got, stats) = banded_join(&sigs, &b).unwrap();
+        assert_eq!(got, want, "f={bits} w={width}");
+        let mut c = stats.capped.clone();
+        c.sort_unstable();
+        assert_eq!(c, capped);
+    }
+    // Probing is joined in one process: partitions by key refuse it, with a typed error.
+    let b = Banding::builder()
+        .bits(64)
+        .bands(4)
+        .width(16)
+        .probes(1)
+        .build()
+        .unwrap();
+    assert!(band_partition(&b, 0, &[1], &[0], &[], |_| {}).is_err());
+    assert!(
+        Banding::builder()
+            .bits(64)
+            .bands(4)
+            .width(16)
+            .probes(2)
+            .build()
+            .is_err()
+    );
 }

@@ -5,10 +5,13 @@
 use std::collections::BTreeSet;
 
 use ndarray::Array2;
-use simlsh::estimate::{BandingPlanner, binomial_quantile, filtered_band_recall, recall_at};
+use simlsh::estimate::{
+    BandingPlanner, banding_recall, binomial_quantile, filtered_band_recall, recall_at,
+};
 use simlsh::index::{HammingIndex, LinearScan};
 use simlsh::join::{
-    Banding, LeaderOrder, Pair, Scheme, UnionFind, clusters, knn_graph, leader_clusters,
+    Banding, LeaderOrder, Pair, Scheme, UnionFind, banded_join, clusters, knn_graph,
+    leader_clusters,
 };
 use simlsh::rng::Rng;
 use simlsh::verify::{
@@ -200,6 +203,63 @@ fn planned_joins_find_planted_pairs_at_their_planned_recall() {
                 level.len()
             );
         }
+    }
+}
+
+#[test]
+fn multi_probe_verified_join_is_brute_force_over_its_candidates() {
+    // Bands one bit apart probed: the verified pairs are exactly the brute-force pairs at
+    // cosine ≥ τ among the banded join's candidates, and each planted level is found at
+    // least at the binomial bound of the banding's recall there.
+    let levels = [0.95, 0.9, 0.85, 0.8];
+    let (x, planted) = planted(300, &levels, 3);
+    let vectors = DenseVectors::new(x.view()).unwrap();
+    let bits = 512;
+    let sigs = sign_dense(&x, bits);
+    let plan = BandingPlanner::new(0.8)
+        .recall(0.95)
+        .rows(x.nrows() as u64)
+        .bits(bits)
+        .plan()
+        .unwrap();
+    let banding = Banding::builder()
+        .bits(bits)
+        .bands(20)
+        .width(16)
+        .max_distance(plan.max_distance.unwrap())
+        .probes(1)
+        .build()
+        .unwrap();
+    let (cands, stats) = banded_join(&sigs, &banding).unwrap();
+    let cands: BTreeSet<(u32, u32)> = cands.iter().map(|p| (p.i, p.j)).collect();
+    let truth = brute(&vectors, 0.8);
+    let want: Vec<_> = truth
+        .iter()
+        .copied()
+        .filter(|p| cands.contains(&(p.0, p.1)))
+        .collect();
+    let join = VerifiedJoin::builder()
+        .threshold(0.8)
+        .candidates(Scheme::Bands(banding.clone()))
+        .build()
+        .unwrap();
+    let (got, report) = join.pairs(&sigs, &vectors).unwrap();
+    assert_eq!(triples(&got), want);
+    // The join leaves the zero rows out of its candidates.
+    assert!(report.candidates <= stats.candidates && report.candidates >= want.len() as u64);
+    assert_eq!(join.pairs(&sigs, &vectors).unwrap().0, got);
+    let found: BTreeSet<(u32, u32)> = got.iter().map(|p| (p.i, p.j)).collect();
+    let truth: BTreeSet<(u32, u32)> = truth.iter().map(|p| (p.0, p.1)).collect();
+    for &l in &levels {
+        let level: Vec<_> = planted
+            .iter()
+            .filter(|p| p.2 == l && truth.contains(&(p.0, p.1)))
+            .collect();
+        assert!(level.len() >= 100, "{l}: {}", level.len());
+        let hit = level.iter().filter(|p| found.contains(&(p.0, p.1))).count() as u64;
+        let r = banding_recall(&banding, l - 1e-4).unwrap();
+        let need = binomial_quantile(1e-6, level.len() as u64, r).unwrap();
+        assert!(hit >= need, "cosine {l}: {hit} of {}", level.len());
     }
 }
 

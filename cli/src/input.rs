@@ -32,6 +32,8 @@ pub enum Exact {
 pub struct VerifiedRequest {
     pub threshold: f64,
     pub recall: f64,
+    /// The largest multi-probe distance the plan may use (`None`: the library's default).
+    pub probes: Option<u32>,
 }
 
 /// How an input is signed: the width without `--bits`, the verified join whose plan chooses
@@ -85,7 +87,8 @@ impl Signing {
         };
         let planner = JoinPlanner::new(j.threshold)
             .recall(j.recall)
-            .rows(n.max(2) as u64);
+            .rows(n.max(2) as u64)
+            .probes(j.probes.unwrap_or(simlsh::estimate::ONE_PROCESS_PROBES));
         let plan = match ctx.bits_given {
             Some(f) => planner.bits(f).plan()?,
             None => {

@@ -44,6 +44,12 @@ pub struct JoinArgs {
     /// law of the signatures: the planner picks a Hamming radius or LSH bands reaching it.
     #[arg(long, default_value_t = 0.99)]
     pub recall: f64,
+    /// The largest multi-probe distance the planned LSH bands may use: 0 for plain bands, 1
+    /// to also pair rows whose band keys differ in one bit (longer bands, fewer bits), chosen
+    /// when the planner finds it cheaper. Default: the library's for a join in one process
+    /// (1).
+    #[arg(long)]
+    pub probes: Option<u32>,
     /// Clusters: `components` (connected components: A≈B and B≈C put A, B, C together even
     /// when A≉C), `leader` (non-chaining: rows in order, each row not yet taken leads its
     /// unassigned neighbours, so every member is a pair with its leader) or `star` (leaders
@@ -101,6 +107,7 @@ impl JoinArgs {
                 join: Some(VerifiedRequest {
                     threshold,
                     recall: self.recall,
+                    probes: self.probes,
                 }),
                 vectors: true,
                 ..Signing::default()

@@ -12,7 +12,7 @@
 //! | kind | keys |
 //! |---|---|
 //! | `radius` | `r` the Hamming radius (inclusive) |
-//! | `bands` | `f` signature bits, `b` bands, `w` bits per band, `d` Hamming filter (default `f`: none), `prefix` filter as `WORDS/RADIUS` (default none), `cap` largest run compared ([`DEFAULT_MAX_GROUP`]; `none`) |
+//! | `bands` | `f` signature bits, `b` bands, `w` bits per band, `d` Hamming filter (default `f`: none), `prefix` filter as `WORDS/RADIUS` (default none), `cap` largest run compared ([`DEFAULT_MAX_GROUP`]; `none`), `probes` multi-probe distance (default 0; [`BandingBuilder::probes`](super::BandingBuilder::probes)) |
 //! | `tables` | `f` signature bits, `r` radius, `levels` blocks per level, `+`-separated (`6`, `4+4`; `scan` for one table with an empty key), `cap` largest run compared (default `none`) |
 //!
 //! [`Display`](fmt::Display) writes every key that differs from its default, so
@@ -250,6 +250,12 @@ impl Scheme {
     pub fn describe(&self) -> String {
         match self {
             Scheme::Radius { radius } => format!("radius {radius}"),
+            Scheme::Bands(b) if b.probes() > 0 => format!(
+                "{} bands of {} bits, keys within {} bit probed",
+                b.bands(),
+                b.width(),
+                b.probes()
+            ),
             Scheme::Bands(b) => format!("{} bands of {} bits", b.bands(), b.width()),
             Scheme::Tables(t) => {
                 format!("{} permuted tables at radius {}", t.tables(), t.radius())
@@ -403,7 +409,7 @@ impl FromStr for Scheme {
                 })
             }
             "bands" => {
-                t.only(&["f", "b", "w", "d", "prefix", "cap"])?;
+                t.only(&["f", "b", "w", "d", "prefix", "cap", "probes"])?;
                 let mut b = Banding::builder()
                     .bits(t.require("f", "the signature bits")?)
                     .bands(t.require("b", "a number of bands")?)
@@ -421,6 +427,9 @@ impl FromStr for Scheme {
                 }
                 if let Some(c) = cap(&t)? {
                     b = b.max_group(c);
+                }
+                if let Some(p) = t.get("probes", "a multi-probe distance, 0 or 1")? {
+                    b = b.probes(p);
                 }
                 Ok(Scheme::Bands(b.build()?))
             }
@@ -483,6 +492,9 @@ impl fmt::Display for Scheme {
                 if b.max_group() != DEFAULT_MAX_GROUP {
                     p.push(("cap", cap(b.max_group())));
                 }
+                if b.probes() > 0 {
+                    p.push(("probes", b.probes().to_string()));
+                }
                 write(f, "bands", &p)
             }
             Scheme::Tables(t) => {
@@ -519,6 +531,7 @@ mod tests {
             "bands:f=1024,b=71,w=12,d=300,prefix=4/97",
             "bands:f=64,b=4,w=16,cap=none",
             "bands:f=64,b=4,w=16,cap=50",
+            "bands:f=256,b=12,w=20,d=90,probes=1",
             "tables:f=64,r=3,levels=6",
             "tables:f=128,r=3,levels=4+4,cap=1000",
             "tables:f=64,r=40,levels=scan",
@@ -541,6 +554,7 @@ mod tests {
             "bands:f=256,b=4,w=16,prefix=4",
             "bands:f=256,b=4,w=16,prefix=9/3",
             "bands:f=64,b=4,w=16,cap=1",
+            "bands:f=64,b=4,w=16,probes=2",
             "tables:f=64,r=3",
             "tables:f=64,r=3,levels=2",
             "lsh:f=64",

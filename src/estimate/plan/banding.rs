@@ -3,7 +3,7 @@
 
 use std::f64::consts::PI;
 
-use super::{BAND_ROW_NS, PlanInputs, pair_ns, plan_input_setters};
+use super::{BAND_ROW_NS, PROBE_KEY_NS, PROBE_ROW_NS, PlanInputs, pair_ns, plan_input_setters};
 use crate::error::{Error, Result};
 use crate::estimate::binomial::{binomial_quantile, cdf_unchecked};
 use crate::estimate::{check_bits, check_cosine};
@@ -59,11 +59,30 @@ fn check_width(width: u32) -> Result<()> {
 
 /// `1 − (1 − p^w)^b`, accurate for small `p^w`.
 fn any_band(p: f64, bands: usize, width: u32) -> f64 {
-    let pw = p.powi(width as i32);
-    if pw >= 1.0 {
+    any_of(band_hit(p, width, 0), bands)
+}
+
+/// The probability that a pair at per-bit agreement `p` collides in one band of `width` bits
+/// probed within `probes` bits: `Σ_{k ≤ t} C(w, k) p^(w−k) (1−p)^k`.
+fn band_hit(p: f64, width: u32, probes: u32) -> f64 {
+    let w = width as i32;
+    let mut c = 1.0;
+    let mut sum = 0.0;
+    for k in 0..=probes.min(width) as i32 {
+        if k > 0 {
+            c = c * f64::from(w - k + 1) / f64::from(k);
+        }
+        sum += c * p.powi(w - k) * (1.0 - p).powi(k);
+    }
+    sum.min(1.0)
+}
+
+/// `1 − (1 − h)^b`, accurate for small `h`.
+fn any_of(h: f64, bands: usize) -> f64 {
+    if h >= 1.0 {
         return if bands > 0 { 1.0 } else { 0.0 };
     }
-    -(bands as f64 * (-pw).ln_1p()).exp_m1()
+    -(bands as f64 * (-h).ln_1p()).exp_m1()
 }
 
 /// The expected number of candidate pairs among `n` rows whose pairs are all random (cosine 0,
@@ -76,8 +95,22 @@ fn any_band(p: f64, bands: usize, width: u32) -> f64 {
 /// assert!((c - 999.0 * 500.0 / 1024.0).abs() < 1e-6);
 /// ```
 pub fn background_candidates(n: u64, bands: usize, width: u32) -> f64 {
+    probed_background_candidates(n, bands, width, 0)
+}
+
+/// [`background_candidates`] of a multi-probe banding
+/// ([`BandingBuilder::probes`](crate::join::BandingBuilder::probes)): a random pair collides
+/// in a band when its keys lie within `probes` bits, with probability
+/// `Σ_{k ≤ t} C(w, k) 2^−w`.
+///
+/// ```
+/// use simlsh::estimate::probed_background_candidates;
+/// let c = probed_background_candidates(1000, 1, 10, 1);
+/// assert!((c - 999.0 * 500.0 * 11.0 / 1024.0).abs() < 1e-6);
+/// ```
+pub fn probed_background_candidates(n: u64, bands: usize, width: u32, probes: u32) -> f64 {
     let pairs = n as f64 * (n.max(1) - 1) as f64 / 2.0;
-    pairs * any_band(0.5, bands, width.clamp(1, 64))
+    pairs * any_of(band_hit(0.5, width.clamp(1, 64), probes), bands)
 }
 
 /// The probability that two vectors with cosine `c` agree on at least one of `bands` bands of
@@ -114,12 +147,12 @@ pub fn filtered_band_recall(
             format!("{bands} bands of {width} bits do not fit in {bits} bits"),
         ));
     }
-    Ok(filtered(bits, bands, width, radius, 1.0 - agree(c)))
+    Ok(filtered(bits, bands, width, radius, 1.0 - agree(c), 0))
 }
 
 /// The recall at cosine `c` of a [`Banding`](crate::join::Banding) with its filters: the
-/// probability that a pair at `c` agrees on some band and passes the Hamming filter
-/// ([`filtered_band_recall`]), less the probability that it fails the prefix filter if the
+/// probability that a pair at `c` agrees on some band (its keys within the probe distance)
+/// and passes the Hamming filter ([`filtered_band_recall`], computed the same way), less the probability that it fails the prefix filter if the
 /// banding has one (a lower bound, by the union bound).
 ///
 /// ```
@@ -135,22 +168,25 @@ pub fn filtered_band_recall(
 /// # Errors
 /// [`Error::InvalidParameter`] for a cosine outside [−1, 1] or NaN.
 pub fn banding_recall(b: &crate::join::Banding, c: f64) -> Result<f64> {
-    let full = filtered_band_recall(
+    let c = check_cosine("cosine", c)?;
+    let q = 1.0 - agree(c);
+    let full = filtered(
         b.bits(),
         b.bands(),
         b.width(),
         u64::from(b.max_distance()),
-        c,
-    )?;
-    let q = 1.0 - agree(c);
+        q,
+        b.probes(),
+    );
     let miss = b
         .prefix_filter()
         .map_or(0.0, |(words, r)| prefix_miss(words, r, q));
     Ok((full - miss).max(0.0))
 }
 
-/// [`filtered_band_recall`] for a per-bit disagreement probability `q`.
-fn filtered(bits: usize, bands: usize, width: u32, radius: u64, q: f64) -> f64 {
+/// [`filtered_band_recall`] for a per-bit disagreement probability `q`, a band agreeing when
+/// its distance is at most `probes`.
+fn filtered(bits: usize, bands: usize, width: u32, radius: u64, q: f64, probes: u32) -> f64 {
     let w = width as usize;
     let r = radius.min(bits as u64) as usize;
     // Distribution of one band's distance.
@@ -176,13 +212,16 @@ fn filtered(bits: usize, bands: usize, width: u32, radius: u64, q: f64) -> f64 {
             if a == 0.0 && b == 0.0 {
                 continue;
             }
-            s2[s] += (a + b) * pmf[0];
-            for (d, &pd) in pmf.iter().enumerate().skip(1) {
+            for (d, &pd) in pmf.iter().enumerate() {
                 if s + d > r {
                     break;
                 }
-                n2[s + d] += a * pd;
-                s2[s + d] += b * pd;
+                if d <= probes as usize {
+                    s2[s + d] += (a + b) * pd;
+                } else {
+                    n2[s + d] += a * pd;
+                    s2[s + d] += b * pd;
+                }
             }
         }
         none = n2;
@@ -215,6 +254,9 @@ pub struct BandingPlan {
     pub bands: usize,
     /// Bits per band `w`.
     pub width: u32,
+    /// The multi-probe distance `t`: keys within `t` bits collide
+    /// ([`BandingBuilder::probes`](crate::join::BandingBuilder::probes)).
+    pub probes: u32,
     /// The Hamming filter's radius, if any: candidates farther apart are dropped before
     /// verification (it costs at most 1% of the miss budget `1 − target`).
     pub max_distance: Option<u32>,
@@ -223,13 +265,15 @@ pub struct BandingPlan {
     /// apart than the radius are dropped first (cheaply: random candidates are rejected after
     /// a few words); a pair at τ fails it with probability ≤ 1% of `1 − target`.
     pub prefix: Option<(usize, u32)>,
-    /// Probability that a pair at τ becomes a candidate, `1 − (1 − p^w)^b`.
+    /// Probability that a pair at τ becomes a candidate, `1 − (1 − h)^b` with `h` a band's
+    /// collision probability (`p^w`, or `Σ_{k ≤ t} C(w, k) p^(w−k)(1−p)^k` when probing).
     pub band_recall: f64,
     /// Probability that a pair at τ becomes a candidate and passes the filters: the plan's
     /// recall at τ, ≥ the target ([`filtered_band_recall`], less the prefix filter's miss
     /// probability: a lower bound).
     pub recall: f64,
-    /// Expected candidate pairs among random pairs, [`background_candidates`].
+    /// Expected candidate pairs among random pairs (before the filters),
+    /// [`probed_background_candidates`].
     pub candidates: f64,
     /// Expected time on one core, nanoseconds, by the cost model ([`BAND_ROW_NS`], the pair
     /// checks of small or big runs, and the signing cost if set).
@@ -245,7 +289,8 @@ impl BandingPlan {
         let mut b = crate::join::Banding::builder()
             .bits(self.bits)
             .bands(self.bands)
-            .width(self.width);
+            .width(self.width)
+            .probes(self.probes);
         if let Some(r) = self.max_distance {
             b = b.max_distance(r);
         }
@@ -340,29 +385,29 @@ impl BandingPlanner {
             } else {
                 f
             };
-            for w in 1..=f.min(64) as u32 {
-                let pw = p.powi(w as i32);
-                let b = if pw >= 1.0 {
-                    1
-                } else if pw <= 0.0 {
-                    continue;
-                } else {
-                    let b = ((1.0 - need).ln() / (-pw).ln_1p()).ceil().max(1.0);
-                    if b * w as f64 > f as f64 {
+            for probes in 0..=self.inputs.probes {
+                for w in 1..=f.min(64) as u32 {
+                    let h = band_hit(p, w, probes);
+                    let b = if h >= 1.0 {
+                        1
+                    } else if h <= 0.0 {
                         continue;
+                    } else {
+                        let b = ((1.0 - need).ln() / (-h).ln_1p()).ceil().max(1.0);
+                        if b * w as f64 > f as f64 {
+                            continue;
+                        }
+                        b as usize
+                    };
+                    let cost = banding_cost(self.inputs.rows, b, w, probes, checked_bits)
+                        + self.inputs.sign_ns_per_bit * f as f64 * n;
+                    if best.is_none_or(|x| cost < x.0) {
+                        best = Some((cost, f, b, w, probes, radius, prefix));
                     }
-                    b as usize
-                };
-                let run = n * 0.5f64.powi(w as i32);
-                let cost = b as f64 * n * BAND_ROW_NS
-                    + background_candidates(self.inputs.rows, b, w) * pair_ns(checked_bits, run)
-                    + self.inputs.sign_ns_per_bit * f as f64 * n;
-                if best.is_none_or(|x| cost < x.0) {
-                    best = Some((cost, f, b, w, radius, prefix));
                 }
             }
         }
-        let Some((cost_ns, bits, bands, width, max_distance, prefix)) = best else {
+        let Some((cost_ns, bits, bands, width, probes, max_distance, prefix)) = best else {
             return Err(Error::param(
                 "widths",
                 format!(
@@ -371,9 +416,9 @@ impl BandingPlanner {
                 ),
             ));
         };
-        let band_recall = any_band(p, bands, width);
+        let band_recall = any_of(band_hit(p, width, probes), bands);
         let recall = match max_distance {
-            Some(r) => filtered(bits, bands, width, u64::from(r), q),
+            Some(r) => filtered(bits, bands, width, u64::from(r), q, probes),
             None => band_recall,
         } - prefix.map_or(0.0, |(words, r)| prefix_miss(words, r, q));
         Ok(BandingPlan {
@@ -382,18 +427,47 @@ impl BandingPlanner {
             bits,
             bands,
             width,
+            probes,
             max_distance,
             prefix,
             band_recall,
             recall: recall.max(0.0),
-            candidates: background_candidates(self.inputs.rows, bands, width),
+            candidates: probed_background_candidates(self.inputs.rows, bands, width, probes),
             cost_ns,
         })
     }
 }
 
-/// A candidate plan: cost, f, b, w, filter radius, prefix filter.
-type Best = (f64, usize, usize, u32, Option<u32>, Option<(usize, u32)>);
+/// A candidate plan: cost, f, b, w, probes, filter radius, prefix filter.
+type Best = (
+    f64,
+    usize,
+    usize,
+    u32,
+    u32,
+    Option<u32>,
+    Option<(usize, u32)>,
+);
+
+/// The cost model of a banded join of `n` rows (nanoseconds on one core, signing left out):
+/// `b·n` band insertions, the probes of each band (its rows' first words gathered,
+/// [`PROBE_ROW_NS`], and one merge step per distinct key and bit, [`PROBE_KEY_NS`]), and the random candidates, each a pair check of
+/// `checked_bits` bits: those of equal keys in runs of `n·2^−w` rows on average, those of keys
+/// one bit apart across two runs (the small-run check).
+fn banding_cost(n: u64, bands: usize, width: u32, probes: u32, checked_bits: usize) -> f64 {
+    let nf = n as f64;
+    let run = nf * 0.5f64.powi(width as i32);
+    let exact = background_candidates(n, bands, width);
+    let mut cost = bands as f64 * nf * BAND_ROW_NS + exact * pair_ns(checked_bits, run);
+    if probes > 0 {
+        let distinct = nf.min(2f64.powi(width as i32));
+        let probed = probed_background_candidates(n, bands, width, probes) - exact;
+        cost += bands as f64 * nf * PROBE_ROW_NS
+            + bands as f64 * distinct * f64::from(width) * PROBE_KEY_NS
+            + probed.max(0.0) * pair_ns(checked_bits, 0.0);
+    }
+    cost
+}
 
 /// The prefix filter of a plan of `f`-bit signatures (with the filter on, wider than
 /// [`PREFIX_WORDS`] words): the radius a pair at per-bit disagreement `q` exceeds on the

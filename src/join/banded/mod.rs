@@ -21,6 +21,15 @@
 //! the full distance after about half the code, and a run's big-run kernel gathers only the
 //! prefix words of its rows.
 //!
+//! **Multi-probe** ([`BandingBuilder::probes`], after Lv et al. 2007, probing by Hamming
+//! ball since signatures carry no margins): with `t = 1` two rows also collide in a band when
+//! their keys differ in one bit, so a pair at per-bit agreement `p` collides with probability
+//! `p^w + w·p^(w−1)(1−p)` and a random pair with `(1 + w)·2^−w`: longer bands reach the same
+//! recall with fewer bits in all. After a band's runs of equal keys, its distinct keys are
+//! merged once per bit `i` with the keys having bit `i` set (each pair of runs one bit apart
+//! is met once, by the bit they differ in) and the rows of the two runs compared across; the
+//! first-band rule then reads "the first band whose keys lie within `t` bits".
+//!
 //! **Hot keys.** A run of more than [`BandingBuilder::max_group`] rows (e.g. the band of
 //! many all-zero or identical rows) would cost a quadratic number of checks: it is skipped and
 //! reported as a [`CappedGroup`]. Its pairs are then reported by a later band on which they
@@ -54,6 +63,9 @@ pub use sample::{CandidateSample, sample_candidates};
 pub(crate) use scan::BIG_RUN;
 use sort::*;
 
+/// The largest multi-probe distance ([`BandingBuilder::probes`]): keys one bit apart.
+pub const MAX_PROBES: u32 = 1;
+
 /// Default [`BandingBuilder::max_group`]: runs of more rows than this are skipped (about
 /// 5·10⁷ pair checks each).
 pub const DEFAULT_MAX_GROUP: usize = 10_000;
@@ -81,6 +93,8 @@ pub struct Banding {
     /// The prefix filter: words, radius.
     prefix: Option<(usize, u32)>,
     max_group: usize,
+    /// Multi-probe distance `t`: band keys within this Hamming distance collide.
+    probes: u32,
     /// Per word: the bits of the bands lying wholly inside it.
     fields: Vec<u64>,
     /// Per word: the top bit of each of those bands.
@@ -98,6 +112,7 @@ pub struct BandingBuilder {
     max_distance: Option<u32>,
     prefix: Option<(usize, u32)>,
     max_group: Option<usize>,
+    probes: u32,
 }
 
 impl BandingBuilder {
@@ -142,11 +157,21 @@ impl BandingBuilder {
         self
     }
 
+    /// Multi-probe distance `t` (default 0): two rows also collide in a band when their keys
+    /// differ in at most `t` bits, not only when they are equal. A pair at per-bit agreement
+    /// `p` then collides in a band with probability `Σ_{k≤t} C(w,k) p^(w−k) (1−p)^k`, a
+    /// random pair with `Σ_{k≤t} C(w,k) 2^−w`: longer bands reach the same recall with fewer
+    /// bits in all. `t` is 0 or [`MAX_PROBES`].
+    pub fn probes(mut self, t: u32) -> Self {
+        self.probes = t;
+        self
+    }
+
     /// Validates the layout.
     ///
     /// # Errors
-    /// [`Error::InvalidParameter`] if `f`, `b` or `w` is 0, `w > 64`, `b·w > f`, or
-    /// `max_group < 2`.
+    /// [`Error::InvalidParameter`] if `f`, `b` or `w` is 0, `w > 64`, `b·w > f`,
+    /// `max_group < 2`, or the probe distance exceeds [`MAX_PROBES`].
     pub fn build(self) -> Result<Banding> {
         let (f, b, w) = (self.bits, self.bands, self.width);
         if f == 0 {
@@ -173,6 +198,15 @@ impl BandingBuilder {
         let max_group = self.max_group.unwrap_or(DEFAULT_MAX_GROUP);
         if max_group < 2 {
             return Err(Error::param("max_group", "must be at least 2"));
+        }
+        if self.probes > MAX_PROBES {
+            return Err(Error::param(
+                "probes",
+                format!(
+                    "the multi-probe distance must be 0 ..= {MAX_PROBES}, got {}",
+                    self.probes
+                ),
+            ));
         }
         let words = words_for(f);
         let prefix = match self.prefix {
@@ -211,6 +245,7 @@ impl BandingBuilder {
             max_distance: self.max_distance.unwrap_or(f as u32).min(f as u32),
             prefix,
             max_group,
+            probes: self.probes,
             fields,
             tops,
             straddle,
@@ -321,6 +356,11 @@ impl Banding {
         self.max_group
     }
 
+    /// The multi-probe distance `t` ([`BandingBuilder::probes`]).
+    pub fn probes(&self) -> u32 {
+        self.probes
+    }
+
     /// The key of `band` in the signature `sig` (`words_for(f)` words): bits
     /// `band·w .. (band+1)·w` as a number, bit `band·w` least significant.
     ///
@@ -340,7 +380,8 @@ impl Banding {
         (0..self.bands).map(move |k| (k as u32, self.key(k, sig)))
     }
 
-    /// The first band on which `a` and `b` agree, if any.
+    /// The first band on which `a` and `b` agree (their keys within the probe distance), if
+    /// any.
     ///
     /// # Panics
     /// If the signatures are shorter than `b·w` bits.

@@ -32,7 +32,9 @@ use super::*;
 /// ```
 ///
 /// # Errors
-/// [`Error::InvalidParameter`] if `band >= b`; [`Error::LengthMismatch`] if `sigs` does not
+/// [`Error::InvalidParameter`] if `band >= b` or the banding probes
+/// ([`BandingBuilder::probes`]: its pairs cross keys, so a partition of whole `(band, key)`
+/// runs does not hold them); [`Error::LengthMismatch`] if `sigs` does not
 /// hold one signature per id; [`Error::PaddingBits`] if a row has bits set beyond `f`.
 pub fn band_partition(
     banding: &Banding,
@@ -46,6 +48,13 @@ pub fn band_partition(
         return Err(Error::param(
             "band",
             format!("band {band} of a banding with {} bands", banding.bands),
+        ));
+    }
+    if banding.probes > 0 {
+        return Err(Error::param(
+            "probes",
+            "a multi-probe banding pairs rows across keys: it is joined in one process \
+             (banded_join), not by (band, key) partitions",
         ));
     }
     let sigs = SignatureMatrix::from_parts(banding.bits, sigs)?;

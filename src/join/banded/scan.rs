@@ -13,6 +13,13 @@ impl Banding {
         below: usize,
         mut accept: impl FnMut(usize) -> bool,
     ) -> bool {
+        if self.probes > 0 {
+            // Keys within the probe distance: one band at a time.
+            return (0..below).any(|k| {
+                band_bits(xor, k * self.width as usize, self.width).count_ones() <= self.probes
+                    && accept(k)
+            });
+        }
         let w = self.width as usize;
         let end = below * w;
         for wi in 0..end.div_ceil(64) {
@@ -46,19 +53,23 @@ impl Banding {
     }
 
     /// Whether the pair (rows `a`, `b`, XOR `xor`) was already reported by a band before
-    /// `band`: some earlier band agrees in a run that was not capped.
+    /// `band`: some earlier band agrees (within the probe distance) where neither row's run
+    /// was capped.
     #[inline]
     pub(super) fn reported_before(
         &self,
         band: usize,
         xor: &[u64],
         a: &[u64],
+        b: &[u64],
         capped: &CappedSet,
     ) -> bool {
         if capped.is_empty() {
             self.any_agree_below(xor, band, |_| true)
         } else {
-            self.any_agree_below(xor, band, |k| !capped.contains(k, self.key(k, a)))
+            self.any_agree_below(xor, band, |k| {
+                !capped.contains(k, self.key(k, a)) && !capped.contains(k, self.key(k, b))
+            })
         }
     }
 
@@ -155,8 +166,100 @@ impl Banding {
                     for ((x, &u), &v) in xor.iter_mut().zip(a).zip(b) {
                         *x = u ^ v;
                     }
-                    if !self.reported_before(band, &xor, a, capped) {
+                    if !self.reported_before(band, &xor, a, b, capped) {
                         emit(ra, rb, d);
+                    }
+                }
+            }
+        }
+        if self.probes > 0 {
+            checked += self.probe_runs(band, entries, &row, capped, &mut xor, &mut emit);
+        }
+        checked
+    }
+
+    /// The multi-probe pass of a band (`t = 1`): the pairs whose keys differ in exactly one
+    /// bit. For each bit `i`, the runs whose key has bit `i` clear are merged with those
+    /// whose key has it set (the keys `k | 1 << i` of the first come in increasing order,
+    /// so one pass over the distinct keys finds every such pair of runs), and the rows of
+    /// the two runs are compared across: each pair of rows one bit apart is compared once,
+    /// by the bit where they differ. Runs longer than the cap are skipped. Returns the number
+    /// of pairs compared.
+    fn probe_runs<'r, R, E>(
+        &self,
+        band: usize,
+        entries: &[(u64, u32)],
+        row: &R,
+        capped: &CappedSet,
+        xor: &mut [u64],
+        emit: &mut E,
+    ) -> u64
+    where
+        R: Fn(u32) -> &'r [u64],
+        E: FnMut(u32, u32, u32),
+    {
+        // The distinct keys with their run's bounds, in key order.
+        let mut runs: Vec<(u64, u32, u32)> = Vec::new();
+        let mut start = 0u32;
+        for run in entries.chunk_by(|x, y| x.0 == y.0) {
+            let end = start + run.len() as u32;
+            runs.push((run[0].0, start, end));
+            start = end;
+        }
+        let cap = self.max_group as u64;
+        // The rows' first words (the prefix filter's, or the whole codes when they are
+        // short) gathered in the band's order: pairs across runs then read two contiguous
+        // blocks instead of two random rows each, and most random pairs are rejected there.
+        let full = words_for(self.bits);
+        let (gw, radius) = self.prefix.unwrap_or((full, self.max_distance));
+        let gather = gw <= PROBE_GATHER_WORDS;
+        let mut codes = Vec::new();
+        if gather {
+            codes.reserve(entries.len() * gw);
+            for &(_, r) in entries {
+                codes.extend_from_slice(&row(r)[..gw]);
+            }
+        }
+        let mut checked = 0u64;
+        for i in 0..self.width {
+            let bit = 1u64 << i;
+            let mut hi = 0usize;
+            for &(k, s0, e0) in &runs {
+                if k & bit != 0 {
+                    continue;
+                }
+                let target = k | bit;
+                while hi < runs.len() && runs[hi].0 < target {
+                    hi += 1;
+                }
+                if hi == runs.len() {
+                    break;
+                }
+                let (k1, s1, e1) = runs[hi];
+                if k1 != target || u64::from(e0 - s0) > cap || u64::from(e1 - s1) > cap {
+                    continue;
+                }
+                checked += u64::from(e0 - s0) * u64::from(e1 - s1);
+                for ea in s0 as usize..e0 as usize {
+                    let ra = entries[ea].1;
+                    for eb in s1 as usize..e1 as usize {
+                        if gather {
+                            let (ga, gb) = (&codes[ea * gw..][..gw], &codes[eb * gw..][..gw]);
+                            if hamming::scalar::distance_upto(ga, gb, radius) > radius {
+                                continue;
+                            }
+                        }
+                        let rb = entries[eb].1;
+                        let (a, b) = (row(ra), row(rb));
+                        let Some(d) = self.filtered_distance(a, b) else {
+                            continue;
+                        };
+                        for ((x, &u), &v) in xor.iter_mut().zip(a).zip(b) {
+                            *x = u ^ v;
+                        }
+                        if !self.reported_before(band, xor, a, b, capped) {
+                            emit(ra.min(rb), ra.max(rb), d);
+                        }
                     }
                 }
             }
@@ -211,7 +314,7 @@ impl Banding {
                     for ((x, &u), &v) in xor.iter_mut().zip(ca).zip(cb) {
                         *x = u ^ v;
                     }
-                    if !self.reported_before(band, &xor, ca, capped) {
+                    if !self.reported_before(band, &xor, ca, cb, capped) {
                         found.push((ra, rb, d));
                     }
                 },
@@ -266,6 +369,10 @@ where
 
 /// Runs at least this long are compared with the batched scan kernel.
 pub(crate) const BIG_RUN: usize = 48;
+
+/// The multi-probe pass gathers the first words of a band's rows (the prefix filter's, or
+/// whole codes up to this many words) in the band's order.
+pub(super) const PROBE_GATHER_WORDS: usize = 8;
 
 /// Rows per tile of a big run's scan.
 pub(super) const RUN_TILE: usize = 64;
