@@ -88,7 +88,7 @@ impl Signing {
         let planner = JoinPlanner::new(j.threshold)
             .recall(j.recall)
             .rows(n.max(2) as u64)
-            .probes(j.probes.unwrap_or(simlsh::estimate::ONE_PROCESS_PROBES));
+            .probes(j.probes.unwrap_or(simlsh::estimate::DEFAULT_PROBES));
         let plan = match ctx.bits_given {
             Some(f) => planner.bits(f).plan()?,
             None => {

@@ -46,8 +46,8 @@ pub struct JoinArgs {
     pub recall: f64,
     /// The largest multi-probe distance the planned LSH bands may use: 0 for plain bands, 1
     /// to also pair rows whose band keys differ in one bit (longer bands, fewer bits), chosen
-    /// when the planner finds it cheaper. Default: the library's for a join in one process
-    /// (1).
+    /// when the planner finds it cheaper. Default: the library's (0), as Python and Spark
+    /// plan, so that every front end gives the same pairs.
     #[arg(long)]
     pub probes: Option<u32>,
     /// Clusters: `components` (connected components: A≈B and B≈C put A, B, C together even

@@ -51,8 +51,8 @@
 //! # Ok::<(), simlsh::Error>(())
 //! ```
 
-mod in_place;
 mod hits;
+mod in_place;
 mod join;
 mod rerank;
 mod vectors;

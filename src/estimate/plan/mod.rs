@@ -51,16 +51,15 @@ pub const PROBE_KEY_NS: f64 = 2.0;
 pub const PROBE_ROW_NS: f64 = 30.0;
 
 /// Default of [`PlanInputs::probes`]: the largest multi-probe distance a plan may use. Plain
-/// bands, so that a plan's scheme can be joined by `(band, key)` partitions (a distributed
-/// job); a join in one process may probe ([`ONE_PROCESS_PROBES`]).
+/// bands, in every front end, so that the same rows get the same plan (width, bands) and the
+/// same pairs from the library, `simlsh dedup`, Python and Spark at any size; a plan's scheme
+/// can then be joined by `(band, key)` partitions (a distributed job) too. A join in one
+/// process may allow 1 (`simlsh dedup --probes 1`), which the planner takes when its cost
+/// model finds it cheaper: measured on the planted corpus at 10⁶ documents, cosine 0.8, one
+/// thread, 1,024 bits with 49 bands of 18 bits probed against 2,048 bits with 113 bands of 14
+/// bits, recall 0.99988 against 0.99981 (precision 1 both), 20.4 s CPU against 24.1 s,
+/// 0.98 GB peak against 1.07.
 pub const DEFAULT_PROBES: u32 = 0;
-
-/// The largest multi-probe distance of a plan joined in one process, as `simlsh dedup
-/// --cosine` does: the planner probes when its cost model finds it cheaper. Measured on the
-/// planted corpus at 10⁶ documents, cosine 0.8, one thread: 1,024 bits with 49 bands of 18
-/// bits probed against 2,048 bits with 113 bands of 14 bits, recall 0.99988 against 0.99981
-/// (precision 1 both), 20.4 s CPU against 24.1 s, 0.98 GB peak against 1.07.
-pub const ONE_PROCESS_PROBES: u32 = 1;
 
 /// Cost model: one pair check of `f`-bit codes in a run of fewer than 48 rows (XOR, popcount
 /// with early exit, first-band test), fixed part.
