@@ -200,21 +200,28 @@ impl<T: Pod> Buf<T> {
 impl<T: Pod> Deref for Buf<T> {
     type Target = [T];
 
+    // Inlined, with the shared case out of line: the indexes read their arrays through this
+    // in their inner loops.
+    #[inline]
     fn deref(&self) -> &[T] {
         match &self.0 {
             Repr::Owned(v) => v,
-            Repr::Shared { bytes, offset, len } => {
-                // Checked in range and aligned when made (`Buf::shared`); shared bytes do not
-                // change, so neither check can fail here.
-                let end = offset + len * std::mem::size_of::<T>();
-                bytes
-                    .as_slice()
-                    .get(*offset..end)
-                    .and_then(|b| bytemuck::try_cast_slice(b).ok())
-                    .expect("shared bytes changed under an array borrowed from them")
-            }
+            Repr::Shared { bytes, offset, len } => shared_slice(bytes, *offset, *len),
         }
     }
+}
+
+/// The `len` elements at byte `offset` of `bytes`, as [`Buf::shared`] checked them.
+#[inline(never)]
+fn shared_slice<T: Pod>(bytes: &Bytes, offset: usize, len: usize) -> &[T] {
+    // Checked in range and aligned when made (`Buf::shared`); shared bytes do not change, so
+    // neither check can fail here.
+    let end = offset + len * std::mem::size_of::<T>();
+    bytes
+        .as_slice()
+        .get(offset..end)
+        .and_then(|b| bytemuck::try_cast_slice(b).ok())
+        .expect("shared bytes changed under an array borrowed from them")
 }
 
 impl<T: Pod> AsRef<[T]> for Buf<T> {
