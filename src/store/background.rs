@@ -214,7 +214,7 @@ impl Background {
                 self.persisted.insert(sr.seg.no);
             }
         }
-        wal::sync_dir(&dir)?;
+        crate::fs::sync_dir(&dir)?;
         let state = manifest::State {
             lsn: view.lsn,
             next_segment: self.inner.counters.next_segment.load(Ordering::Relaxed),
@@ -243,7 +243,7 @@ impl Background {
         let keep: HashSet<u64> = view.segs.iter().map(|s| s.seg.no).collect();
         self.persisted.retain(|n| keep.contains(n));
         remove_unreferenced(&dir, &keep);
-        wal::sync_dir(&dir)
+        crate::fs::sync_dir(&dir)
     }
 }
 

@@ -586,7 +586,7 @@ fn init(path: &Path, config: &Config, rows: Option<rows::Rows>) -> Result<()> {
     }
     wal::Wal::create(path, 1)?;
     manifest::write(path, config, &state)?;
-    wal::sync_dir(path)
+    crate::fs::sync_dir(path)
 }
 
 /// The writer's lock file of the store at `dir`: an empty file that is never replaced (the

@@ -26,6 +26,7 @@ use xxhash_rust::xxh3::Xxh3;
 
 use super::rows::{Content, Payload};
 use crate::error::{Error, Result};
+use crate::fs::sync_dir;
 
 const MAGIC: &[u8; 8] = b"SIMLSHWL";
 const VERSION: u32 = 1;
@@ -382,20 +383,6 @@ fn write_header(path: &Path, first: u64) -> Result<()> {
     h[8..12].copy_from_slice(&VERSION.to_le_bytes());
     h[16..24].copy_from_slice(&first.to_le_bytes());
     f.write_all(&h).and_then(|()| f.sync_all()).map_err(io)
-}
-
-/// Flushes a directory's entries (file creations, renames, removals) to disk.
-pub(crate) fn sync_dir(dir: &Path) -> Result<()> {
-    #[cfg(unix)]
-    File::open(dir)
-        .and_then(|f| f.sync_all())
-        .map_err(|source| Error::Io {
-            path: dir.to_path_buf(),
-            source,
-        })?;
-    #[cfg(not(unix))]
-    let _ = dir;
-    Ok(())
 }
 
 /// The open log file records are appended to.

@@ -52,7 +52,7 @@
 //! ```
 
 use std::borrow::Cow;
-use std::fs::{self, File};
+use std::fs;
 use std::io::{self, Write};
 use std::path::Path;
 
@@ -1084,21 +1084,5 @@ pub fn write_raw(dir: &Path, which: &[&str]) -> Result<()> {
             other => return Err(Error::param("which", format!("unknown workload {other:?}"))),
         }
     }
-    sync_dir(dir)
-}
-
-/// Makes the renames in `dir` durable (Unix; elsewhere a no-op).
-fn sync_dir(dir: &Path) -> Result<()> {
-    #[cfg(unix)]
-    {
-        File::open(dir)
-            .and_then(|d| d.sync_all())
-            .map_err(|source| Error::Io {
-                path: dir.to_path_buf(),
-                source,
-            })?;
-    }
-    #[cfg(not(unix))]
-    let _ = dir;
     Ok(())
 }

@@ -164,11 +164,8 @@ impl OutputSet {
                 }
             }
         }
-        #[cfg(unix)]
         for d in dirs {
-            fs::File::open(&d)
-                .and_then(|f| f.sync_all())
-                .map_err(io_err(&d))?;
+            crate::fs::sync_dir(&d)?;
         }
         Ok(())
     }
