@@ -3,8 +3,11 @@
 //! at τ, single thread (a 1-thread rayon pool on the benchmark's own thread), timed by the
 //! thread's CPU time (Linux), which is what to quote on a machine shared with other jobs:
 //!
-//! * `join_300k`: the banded join as planned for 256 and 1024 bits (candidates only), and the
-//!   verified join (banded candidates, exact sparse cosine) at 1024 bits;
+//! * `join_300k`: the banded join as planned for 256 and 1024 bits (candidates only), the
+//!   same with multi-probe bands (`probes/…`: keys one bit apart probed too, planned with
+//!   `probes(1)`, so longer bands at the same recall: at 256 bits, where the planner takes
+//!   them), and the verified join (banded candidates, exact sparse cosine) at 1024 bits and
+//!   at 256 bits, plain and probed;
 //! * `join_50k`: the exact Hamming join at the radius reaching the target at 256 bits (it
 //!   compares all pairs there) against the banded join on the same rows.
 //!
@@ -24,7 +27,7 @@ use cpu_time::CpuTime;
 #[path = "common/pool.rs"]
 mod pool;
 use pool::pool;
-use simlsh::estimate::{BandingPlanner, JoinPlanner, binomial_quantile, filtered_band_recall};
+use simlsh::estimate::{BandingPlanner, JoinPlanner, banding_recall, binomial_quantile};
 use simlsh::join::{Banding, Scheme, banded_join_each, self_join_each};
 use simlsh::rng::Rng;
 use simlsh::verify::{SparseVectors, Vectors, VerifiedJoin};
@@ -124,22 +127,34 @@ fn setup() -> &'static Setup {
 }
 
 fn banding(bits: usize, n: usize) -> Banding {
+    planned(bits, n, 0)
+}
+
+/// The banding planned for `n` rows of `bits` bits with multi-probe distance at most
+/// `probes`; with `probes > 0` the plan must use it (else the bench would time plain bands).
+fn planned(bits: usize, n: usize, probes: u32) -> Banding {
     let plan = BandingPlanner::new(THRESHOLD)
         .recall(RECALL)
         .rows(n as u64)
         .bits(bits)
+        .probes(probes)
         .plan()
         .unwrap();
     eprintln!(
-        "{n} rows, {bits} bits: {} bands of {} bits, filter {:?}, recall at τ {:.4}, {:.3e} random candidates",
-        plan.bands, plan.width, plan.max_distance, plan.recall, plan.candidates
+        "{n} rows, {bits} bits, probes {}: {} bands of {} bits, filter {:?}, recall at τ {:.4}, {:.3e} random candidates",
+        plan.probes, plan.bands, plan.width, plan.max_distance, plan.recall, plan.candidates
+    );
+    assert_eq!(
+        plan.probes, probes,
+        "the plan at {bits} bits does not probe"
     );
     plan.banding().unwrap()
 }
 
 /// Checks the verified join's answer against the planted pairs: every pair found is at
 /// cosine ≥ τ, and at each planted cosine the share found is within the binomial bound of the
-/// plan's recall there (failing with probability below 1e-6 per level).
+/// banding's recall there (plain or probed, with its filters), failing with probability
+/// below 1e-6 per level.
 fn check_verified(s: &Setup, join: &VerifiedJoin, sigs: &SignatureMatrix) {
     let Scheme::Bands(b) = join.candidates() else {
         unreachable!("a banded join")
@@ -155,14 +170,7 @@ fn check_verified(s: &Setup, join: &VerifiedJoin, sigs: &SignatureMatrix) {
             .filter(|p| p.2 == c && s.vectors.cosine(p.0 as usize, p.1 as usize) >= THRESHOLD)
             .collect();
         let hit = level.iter().filter(|p| found.contains(&(p.0, p.1))).count();
-        let recall = filtered_band_recall(
-            b.bits(),
-            b.bands(),
-            b.width(),
-            u64::from(b.max_distance()),
-            c,
-        )
-        .unwrap();
+        let recall = banding_recall(b, c).unwrap();
         let need = binomial_quantile(1e-6, level.len() as u64, recall).unwrap();
         assert!(
             hit as u64 >= need,
@@ -198,22 +206,42 @@ fn joins<M: Measurement>(c: &mut Criterion<M>, prefix: &str) {
             })
         });
     }
-    let join = VerifiedJoin::builder()
-        .threshold(THRESHOLD)
-        .candidates(Scheme::Bands(banding(1024, n)))
-        .build()
-        .unwrap();
-    check_verified(s, &join, &s.sigs1024);
-    g.bench_function(BenchmarkId::new("verified_banded", "f1024"), |bench| {
-        bench.iter(|| {
-            pool().install(|| {
-                let mut count = 0u64;
-                join.run(black_box(&s.sigs1024), &s.vectors, |_| count += 1)
-                    .unwrap();
-                count
+    // At 1024 bits the planner keeps plain bands (probing is not cheaper there).
+    {
+        let (bits, sigs) = (256, &s.sigs256);
+        let b = planned(bits, n, 1);
+        g.bench_function(BenchmarkId::new("probes", format!("f{bits}")), |bench| {
+            bench.iter(|| {
+                pool().install(|| {
+                    let mut count = 0u64;
+                    banded_join_each(black_box(sigs), &b, |_| count += 1).unwrap();
+                    count
+                })
             })
-        })
-    });
+        });
+    }
+    for (name, bits, sigs, probes) in [
+        ("verified_banded", 1024, &s.sigs1024, 0),
+        ("verified_banded", 256, &s.sigs256, 0),
+        ("verified_probes", 256, &s.sigs256, 1),
+    ] {
+        let join = VerifiedJoin::builder()
+            .threshold(THRESHOLD)
+            .candidates(Scheme::Bands(planned(bits, n, probes)))
+            .build()
+            .unwrap();
+        check_verified(s, &join, sigs);
+        g.bench_function(BenchmarkId::new(name, format!("f{bits}")), |bench| {
+            bench.iter(|| {
+                pool().install(|| {
+                    let mut count = 0u64;
+                    join.run(black_box(sigs), &s.vectors, |_| count += 1)
+                        .unwrap();
+                    count
+                })
+            })
+        });
+    }
     g.finish();
 
     // The exact Hamming join where it compares all pairs, on the first 50k rows.
