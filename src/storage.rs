@@ -32,41 +32,49 @@ use memmap2::Mmap;
 /// `Box<[u8]>` and memory maps do): arrays borrowed from it are checked against them once,
 /// when made.
 #[derive(Clone)]
-pub struct Bytes {
-    data: Arc<dyn AsRef<[u8]> + Send + Sync>,
-    mapped: bool,
+pub struct Bytes(Data);
+
+/// The buffer behind [`Bytes`]: the crate's own kinds are read without a call through a
+/// vtable (arrays of an opened index are read through this in the indexes' inner loops).
+#[derive(Clone)]
+enum Data {
+    /// A read-only memory map.
+    Mapped(Arc<Mmap>),
+    /// An aligned copy ([`Bytes::copied`]).
+    Aligned(Arc<Aligned>),
+    /// A buffer of the caller's ([`Bytes::new`], `From<Vec<u8>>`).
+    Other(Arc<dyn AsRef<[u8]> + Send + Sync>),
 }
 
 impl Bytes {
     /// Bytes shared with the caller (no copy).
     pub fn new(data: Arc<dyn AsRef<[u8]> + Send + Sync>) -> Self {
-        Bytes {
-            data,
-            mapped: false,
-        }
+        Bytes(Data::Other(data))
     }
 
     /// A copy of `data`, in a buffer aligned for every element type.
     pub fn copied(data: &[u8]) -> Self {
-        Bytes::new(Arc::new(Aligned::copy(data)))
+        Bytes(Data::Aligned(Arc::new(Aligned::copy(data))))
     }
 
     /// A memory map.
     pub(crate) fn mapped(map: Mmap) -> Self {
-        Bytes {
-            data: Arc::new(map),
-            mapped: true,
-        }
+        Bytes(Data::Mapped(Arc::new(map)))
     }
 
     /// The bytes.
+    #[inline]
     pub fn as_slice(&self) -> &[u8] {
-        (*self.data).as_ref()
+        match &self.0 {
+            Data::Mapped(map) => map,
+            Data::Aligned(copy) => copy.as_bytes(),
+            Data::Other(data) => (**data).as_ref(),
+        }
     }
 
     /// True when the bytes are a memory map (whose pages belong to the page cache).
     pub fn is_mapped(&self) -> bool {
-        self.mapped
+        matches!(self.0, Data::Mapped(_))
     }
 
     /// These bytes, or an aligned copy when their start is not aligned for `u64` (so that
@@ -103,7 +111,7 @@ impl AsRef<[u8]> for Bytes {
 
 impl std::fmt::Debug for Bytes {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let kind = if self.mapped { "mapped" } else { "shared" };
+        let kind = if self.is_mapped() { "mapped" } else { "shared" };
         write!(f, "Bytes({kind}, {} bytes)", self.as_slice().len())
     }
 }
@@ -123,10 +131,9 @@ impl Aligned {
             len: data.len(),
         }
     }
-}
 
-impl AsRef<[u8]> for Aligned {
-    fn as_ref(&self) -> &[u8] {
+    #[inline]
+    fn as_bytes(&self) -> &[u8] {
         &bytemuck::cast_slice(&self.words)[..self.len]
     }
 }
@@ -201,7 +208,7 @@ impl<T: Pod> Deref for Buf<T> {
     type Target = [T];
 
     // Inlined, with the shared case out of line: the indexes read their arrays through this
-    // in their inner loops.
+    // in their inner loops (loops over many elements of a shared array borrow it once).
     #[inline]
     fn deref(&self) -> &[T] {
         match &self.0 {
