@@ -12,7 +12,7 @@ use simlsh::estimate;
 use simlsh::index::SignerRecord;
 use simlsh::io::input::InputFormat;
 use simlsh::signers::SignerKind;
-use simlsh::verify::{BaseMismatch, CsrVectors, rerank_hits as rerank_hits_by};
+use simlsh::verify::{BaseMismatch, CsrVectors, RerankIds};
 
 use super::shared::{
     Signed, check_kind, index_bits, open_index, parse_signer, read_stored, record_graph, sign_input,
@@ -419,17 +419,17 @@ fn rerank_hits(
         (Some(Exact::Dense(q)), Some(Exact::Dense(b))) => {
             dims(q.dim(), b.dim())?;
             check()?;
-            rerank_hits_by(found, q, b, k)?
+            RerankIds::new(q, b, found, k)?.all()?
         }
         (Some(Exact::Sparse(q)), Some(Exact::Sparse(b))) => {
             check()?;
-            rerank_hits_by(found, q, b, k)?
+            RerankIds::new(q, b, found, k)?.all()?
         }
         (Some(Exact::Csr(q)), Some(Exact::Csr(b))) => {
             dims(q.cols(), b.cols())?;
             let (q, b) = (CsrVectors::new(q.view())?, CsrVectors::new(b.view())?);
             check()?;
-            rerank_hits_by(found, &q, &b, k)?
+            RerankIds::new(&q, &b, found, k)?.all()?
         }
         _ => bail!(
             "the queries and {} are not vectors of one kind (both dense, both sparse, or both \
@@ -437,11 +437,16 @@ fn rerank_hits(
             base_path.display()
         ),
     };
+    // With the Hamming distance the index reported (ids are distinct in one hit list).
     Ok(ranked
         .into_iter()
-        .map(|hits| {
-            hits.into_iter()
-                .map(|h| (h.id, h.distance, h.cosine))
+        .zip(found)
+        .map(|(best, hits)| {
+            best.into_iter()
+                .map(|(id, c)| {
+                    let h = hits.iter().find(|h| h.id as usize == id).expect("a hit");
+                    (h.id, h.distance, c)
+                })
                 .collect()
         })
         .collect())
