@@ -117,8 +117,8 @@ pub struct Prepared {
     pub sigs: SignatureMatrix,
     /// The vectors, when the input has them and they were asked for.
     pub exact: Option<Exact>,
-    /// Rows without a direction (documents without features, all-zero vectors): they have the
-    /// all-zero signature and are never paired. Stored codes: the all-zero codes (none with
+    /// Rows without a direction (documents without features, all-zero vectors), in
+    /// increasing order: they have the all-zero signature and are never paired. Stored codes: the all-zero codes (none with
     /// `--zero-codes`).
     pub empty: Vec<u32>,
     /// Row names.
@@ -141,15 +141,6 @@ impl Prepared {
     /// Number of rows.
     pub fn len(&self) -> usize {
         self.sigs.len()
-    }
-
-    /// One flag per row: false for the rows without a direction.
-    pub fn active(&self) -> Vec<bool> {
-        let mut a = vec![true; self.len()];
-        for &i in &self.empty {
-            a[i as usize] = false;
-        }
-        a
     }
 }
 

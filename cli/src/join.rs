@@ -177,10 +177,9 @@ pub fn run(
     let bits = p.sigs.bits() as u64;
     match mode {
         Mode::Hamming { radius } => {
-            let active = p.active();
             let n = ctx.phase("join", |ctx| {
                 Ok(ctx.spin("joining pairs", || {
-                    self_join_active(&p.sigs, *radius, &active, |pr| {
+                    self_join_active(&p.sigs, *radius, &p.empty, |pr| {
                         sink(Found {
                             i: pr.i,
                             j: pr.j,

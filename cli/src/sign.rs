@@ -89,17 +89,18 @@ pub struct TextArgs {
     /// Text input: save the IDF table fitted on the input, to reuse on other documents.
     #[arg(long)]
     pub save_idf: Option<PathBuf>,
-    /// The IDF table an index embeds (queries are weighted as its documents were).
+    /// The tokenizer an index records (queries are tokenized and weighted as its documents
+    /// were): the options above are then not read.
     #[arg(skip)]
-    pub embedded_idf: Option<Idf>,
-    /// The stop words an index embeds.
-    #[arg(skip)]
-    pub embedded_stop_words: Option<StopWords>,
+    pub recorded: Option<Tokenizer>,
 }
 
 /// The tokenizer of the text options; a TF-IDF table is loaded (`--idf`) or fitted on `texts`
 /// (and saved with `--save-idf`).
 pub fn tokenizer(t: &TextArgs, texts: &[&str], ctx: &mut Ctx) -> Result<Tokenizer> {
+    if let Some(recorded) = &t.recorded {
+        return Ok(recorded.clone());
+    }
     let spec = t.spec()?;
     anyhow::ensure!(
         spec.weighting != WeightingKind::Jieba || (spec.mode() == Mode::Cjk && spec.ngram == 1),
@@ -115,10 +116,9 @@ pub fn tokenizer(t: &TextArgs, texts: &[&str], ctx: &mut Ctx) -> Result<Tokenize
         }
         return Ok(spec.build(None)?);
     }
-    let idf = match (&t.embedded_idf, &t.idf) {
-        (Some(idf), _) => idf.clone(),
-        (None, Some(p)) => Idf::load(p)?,
-        (None, None) => {
+    let idf = match &t.idf {
+        Some(p) => Idf::load(p)?,
+        None => {
             let counting = spec.counting()?;
             let idf = ctx.phase("idf", |_| Ok(Idf::fit(&counting, texts.iter())))?;
             if let Some(p) = &t.save_idf {
@@ -224,11 +224,10 @@ pub enum WeightingArg {
 impl TextArgs {
     /// The library's tokenizer spec of these options (stop words read from their file).
     pub fn spec(&self) -> Result<TokenizerSpec> {
-        let stop_words = match (&self.embedded_stop_words, self.stop_words.as_deref()) {
-            (Some(words), _) => words.clone(),
-            (None, None) => StopWords::none(),
-            (None, Some("english")) => StopWords::english(),
-            (None, Some(file)) => StopWords::from_file(Path::new(file))?,
+        let stop_words = match self.stop_words.as_deref() {
+            None => StopWords::none(),
+            Some("english") => StopWords::english(),
+            Some(file) => StopWords::from_file(Path::new(file))?,
         };
         Ok(TokenizerSpec {
             mode: self.mode,

@@ -1327,3 +1327,61 @@ fn queries_without_features_match_nothing() {
     assert_eq!(hits[0], vec![(0, 0), (2, 0)], "{out}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Every tokenizer option an index records is applied to query documents (the library's
+/// reading of the record, `SignerRecord::tokenizer`): an index whose record says
+/// `text.lowercase=false` (as one Python builds with a tokenizer that keeps case) tokenizes
+/// upper-cased queries as they are, and gives the results of codes the library signs with the
+/// record's tokenizer and signer.
+#[test]
+fn query_documents_take_every_recorded_tokenizer_option() {
+    let dir = tmp_dir("recorded-options");
+    let docs = dir.join("docs.jsonl");
+    let text = documents(3, 40);
+    std::fs::write(&docs, &text).unwrap();
+    let upper: Vec<String> = text
+        .lines()
+        .map(|l| l.replace("\"w", "\"W").replace(" w", " W"))
+        .collect();
+    let queries = dir.join("q.jsonl");
+    std::fs::write(&queries, upper.join("\n")).unwrap();
+    let idx = dir.join("d.idx");
+    ok(&run(&[
+        &"index",
+        &"build",
+        &docs,
+        &idx,
+        &"--kind",
+        &"linear",
+        &"--weighting",
+        &"tf",
+    ]));
+    // As built (lower-cased): each query is its document, at distance 0.
+    let lower = ok(&run(&[&"index", &"query", &idx, &queries, &"--k", &"1"]));
+    for (q, hits) in parse_tsv(&lower, 40, 64).iter().enumerate() {
+        assert_eq!(hits[0], (q as u32, 0), "query {q}");
+    }
+    // The record says case is kept.
+    let mut i = load_index(&idx).unwrap();
+    let rec = i.signer().cloned().unwrap();
+    let rec = rec.text_option("lowercase", false).unwrap();
+    i.set_signer(Some(rec.clone())).unwrap();
+    let kept = dir.join("kept.idx");
+    simlsh::persist::save_index(i.as_ref(), &kept).unwrap();
+    let by_text = ok(&run(&[&"index", &"query", &kept, &queries, &"--k", &"1"]));
+    assert_ne!(by_text, lower, "text.lowercase=false was not applied");
+    let tok = rec.tokenizer().unwrap().unwrap();
+    let signer = rec.spec().unwrap().build(None).unwrap();
+    let texts: Vec<String> = upper
+        .iter()
+        .map(|l| l["{\"text\": \"".len()..l.len() - 2].to_string())
+        .collect();
+    let corpus = tok
+        .sign_corpus_with(&signer, &texts, simlsh::text::SignOptions::default())
+        .unwrap();
+    let qcodes = dir.join("q.npy");
+    write_signatures_npy(&qcodes, &corpus.signatures).unwrap();
+    let by_codes = ok(&run(&[&"index", &"query", &kept, &qcodes, &"--k", &"1"]));
+    assert_eq!(by_text, by_codes);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

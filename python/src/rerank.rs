@@ -1,9 +1,9 @@
-//! Re-ranking candidates by exact cosine (the library's `verify::RerankIds`): the k-NN users
+//! Re-ranking candidates by exact cosine (the library's one re-ranker, `verify::RerankIds`): the k-NN users
 //! want, from the Hamming candidates of an index's `search` (FAISS-shaped ids, `-1` for missing).
 
 use numpy::{PyArray2, PyReadonlyArray2};
 use pyo3::prelude::*;
-use simlsh::verify::{CsrRows, DenseRows, RerankIds, RowsInPlace};
+use simlsh::verify::{CsrRows, DenseRows, RerankIds, Vectors};
 
 use crate::arrays::{Rows, VectorsArg, result_array};
 use crate::errors::{IntoPy, value_error};
@@ -13,10 +13,10 @@ type Reranked<'py> = (Bound<'py, PyArray2<f32>>, Bound<'py, PyArray2<i64>>);
 
 /// The best `k` of each query's candidates, in chunks of queries between which Ctrl-C is
 /// noticed, laid out as `(D, I)` of shape `(nq, k)` (`-inf`/`-1` where a query has fewer).
-fn rerank_rows<'py, R: RowsInPlace>(
+fn rerank_rows<'py, V: Vectors>(
     py: Python<'py>,
     t: &Threads,
-    r: &RerankIds<'_, R>,
+    r: &RerankIds<'_, V, ndarray::ArrayView2<'_, i64>>,
     nq: usize,
     k: usize,
 ) -> PyResult<Reranked<'py>> {
@@ -51,11 +51,11 @@ pub fn rerank<'py>(
     match (queries.rows("queries")?, base.rows("base")?) {
         (Rows::Dense(q), Rows::Dense(b)) => {
             let (q, b) = (DenseRows::new(q).py()?, DenseRows::new(b).py()?);
-            rerank_rows(py, &t, &RerankIds::new(&q, &b, ids, k).py()?, q.len(), k)
+            rerank_rows(py, &t, &RerankIds::new(&q, &b, &ids, k).py()?, q.len(), k)
         }
         (Rows::Csr(q), Rows::Csr(b)) => {
             let (q, b) = (CsrRows::new(q).py()?, CsrRows::new(b).py()?);
-            rerank_rows(py, &t, &RerankIds::new(&q, &b, ids, k).py()?, q.len(), k)
+            rerank_rows(py, &t, &RerankIds::new(&q, &b, &ids, k).py()?, q.len(), k)
         }
         _ => Err(value_error(
             "queries and base must be vectors of one kind (dense or CSR)",

@@ -325,27 +325,75 @@ impl SignerRecord {
     /// The tokenizer recorded with the codes, built from the recorded options and the
     /// embedded tables (stop words, TF-IDF table): it turns query documents into the features
     /// the stored codes were signed from. `None` for a record of vectors.
+    /// [`tokenizer_given`](Self::tokenizer_given) without tables given.
     ///
     /// # Errors
     /// [`Error::InvalidParameter`] for an invalid option, a table recorded as a path by an
     /// earlier release (never read), or TF-IDF weights whose table was not kept.
     pub fn tokenizer(&self) -> Result<Option<Tokenizer>> {
-        let Some(spec) = self.tokenizer_spec()? else {
+        self.tokenizer_given(None, None)
+    }
+
+    /// [`tokenizer`](Self::tokenizer) for a record of any release: a table that an earlier
+    /// release recorded as a path (never followed) is taken from `idf` or `stop_words`, the
+    /// user's copy of that file; a table given for a record that names none by path is refused.
+    /// The one reading of a record's tokenizer (`simlsh index query` and Python's
+    /// `Index.tokenizer` go through it).
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] naming `text.idf` or `text.stop_words` for a table recorded
+    /// as a path and not given, or one given that the record does not name by path (the
+    /// reason says which); as [`tokenizer`](Self::tokenizer) otherwise.
+    pub fn tokenizer_given(
+        &self,
+        idf: Option<Idf>,
+        stop_words: Option<StopWords>,
+    ) -> Result<Option<Tokenizer>> {
+        let Some(mut spec) = self.tokenizer_options()? else {
             return Ok(None);
         };
-        let idf = if spec.needs_idf() {
-            let idf = self.idf()?.ok_or_else(|| {
+        let words = match (self.recorded_path("stop_words"), stop_words) {
+            (Some(_), Some(given)) => Some(given),
+            (None, Some(_)) => {
+                return Err(Error::param(
+                    "text.stop_words",
+                    "stop words are given only for a record that names its list by path (an \
+                     earlier release's); this one records its stop words itself",
+                ));
+            }
+            (_, None) => self.stop_words()?,
+        };
+        if let Some(words) = words {
+            spec.stop_words = words;
+        }
+        let idf = match (spec.needs_idf(), self.recorded_path("idf"), idf) {
+            (false, _, Some(_)) => {
+                return Err(Error::param(
+                    "text.idf",
+                    format!(
+                        "a TF-IDF table is given for documents weighted by {}",
+                        spec.weighting
+                    ),
+                ));
+            }
+            (false, _, None) => None,
+            (true, Some(_), Some(given)) => Some(given),
+            (true, None, Some(_)) => {
+                return Err(Error::param(
+                    "text.idf",
+                    "a TF-IDF table is given only for a record that names its table by path \
+                     (an earlier release's); this one embeds its table",
+                ));
+            }
+            (true, _, None) => Some(self.idf()?.ok_or_else(|| {
                 Error::param(
                     "text.idf",
                     "the documents were weighted by a TF-IDF table that was not kept (a record \
                      of an earlier release): rebuild the index, it then embeds the table",
                 )
-            })?;
-            Some(Arc::new(idf))
-        } else {
-            None
+            })?),
         };
-        spec.build(idf).map(Some)
+        spec.build(idf.map(Arc::new)).map(Some)
     }
 
     /// The value of text option `key` when it names a file (a record of an earlier release):

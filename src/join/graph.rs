@@ -246,49 +246,50 @@ pub fn knn_graph_with<S: AsRef<[u64]>>(
     knn_graph_rows(index, sigs, 0..sigs.len(), k)
 }
 
-/// The k-NN graph of the rows marked in `active` alone: `graph` computes the graph of their
-/// codes (compacted, in row order: [`knn_graph`], [`knn_graph_by`], [`knn_graph_with`] of an
-/// index of them, ...), and its ids are mapped back to row numbers of `sigs`. An inactive row
-/// has no neighbours and is no one's: the rows without features of
-/// [`Featureless::of_codes`](crate::index::Featureless::of_codes), as joins leave them out
-/// ([`self_join_active`](super::self_join_active)). With every row active, `graph` gets
+/// The k-NN graph of the rows other than `featureless` (row numbers in increasing order: the
+/// rows without features, [`Featureless::stored`](crate::index::Featureless::stored) of
+/// [`Featureless::of_codes`](crate::index::Featureless::of_codes) for codes,
+/// [`Vectors::zero_rows`](crate::verify::Vectors::zero_rows) for vectors): `graph` computes the
+/// graph of the other rows' codes (compacted, in row order: [`knn_graph`], [`knn_graph_by`],
+/// [`knn_graph_with`] of an index of them, ...), and its ids are mapped back to row numbers of
+/// `sigs`. A featureless row has no neighbours and is no one's, as joins leave such rows out
+/// ([`self_join_active`](super::self_join_active)). With no featureless row, `graph` gets
 /// `sigs` itself.
 ///
 /// ```
+/// use simlsh::index::Featureless;
 /// use simlsh::join::{knn_graph, knn_graph_active};
 /// use simlsh::SignatureMatrix;
 ///
 /// let sigs = SignatureMatrix::from_parts(64, vec![0b1u64, 0, 0b11, 0])?;
-/// let g = knn_graph_active(&sigs, &[true, false, true, false], |s| knn_graph(s, 1))?;
+/// let rule = Featureless::of_codes(&sigs);
+/// let g = knn_graph_active(&sigs, rule.stored(), |s| knn_graph(s, 1))?;
 /// assert_eq!(g[0].iter().map(|h| h.id).collect::<Vec<_>>(), vec![2]);
 /// assert!(g[1].is_empty() && g[3].is_empty());
 /// # Ok::<(), simlsh::Error>(())
 /// ```
 ///
 /// # Errors
-/// [`Error::LengthMismatch`] if `active` has not one flag per row; [`Error::InvalidParameter`]
-/// if `graph` does not give one list per active row, or an id beyond them; `graph`'s errors.
+/// [`Error::InvalidParameter`] if `featureless` is not increasing or names a row beyond
+/// `sigs`, if `graph` does not give one list per other row, or an id beyond them;
+/// [`Error::OutOfMemory`] when the other rows' codes cannot be copied; `graph`'s errors.
 pub fn knn_graph_active<E: From<Error>>(
     sigs: &SignatureMatrix,
-    active: &[bool],
+    featureless: &[Id],
     graph: impl FnOnce(&SignatureMatrix) -> std::result::Result<Vec<Vec<Hit>>, E>,
 ) -> std::result::Result<Vec<Vec<Hit>>, E> {
-    if active.len() != sigs.len() {
-        return Err(Error::LengthMismatch {
-            what: "active flags vs rows",
-            left: active.len(),
-            right: sigs.len(),
-        }
-        .into());
-    }
-    if active.iter().all(|&a| a) {
+    if featureless.is_empty() {
         return graph(sigs);
     }
-    let rows: Vec<Id> = (0..sigs.len())
-        .filter(|&i| active[i])
-        .map(|i| i as Id)
-        .collect();
-    let mut data = Vec::with_capacity(rows.len() * sigs.words_per_row());
+    let rows = super::with_features(sigs.len(), featureless)?;
+    let words = sigs.words_per_row();
+    let mut data = Vec::new();
+    // Checked: the rows' codes may take up to the whole of `sigs` again.
+    crate::memory::reserve(
+        &mut data,
+        rows.len().saturating_mul(words),
+        "k-NN graph codes of rows with features",
+    )?;
     for &r in &rows {
         data.extend_from_slice(sigs.row(r as usize));
     }
@@ -297,11 +298,15 @@ pub fn knn_graph_active<E: From<Error>>(
     if found.len() != rows.len() {
         return Err(Error::param(
             "graph",
-            format!("{} lists for {} active rows", found.len(), rows.len()),
+            format!(
+                "{} lists for {} rows with features",
+                found.len(),
+                rows.len()
+            ),
         )
         .into());
     }
-    let mut out = vec![Vec::new(); sigs.len()];
+    let mut out = crate::memory::filled(sigs.len(), Vec::new(), "k-NN graph lists")?;
     for (&r, hits) in rows.iter().zip(found) {
         out[r as usize] = hits
             .into_iter()
@@ -309,7 +314,7 @@ pub fn knn_graph_active<E: From<Error>>(
                 Some(&id) => Ok(Hit { id, ..h }),
                 None => Err(Error::param(
                     "graph",
-                    format!("id {} beyond the {} active rows", h.id, rows.len()),
+                    format!("id {} beyond the {} rows with features", h.id, rows.len()),
                 )),
             })
             .collect::<Result<_>>()?;
@@ -398,24 +403,27 @@ mod tests {
 
     proptest! {
         #[test]
-        fn the_graph_of_active_rows_is_the_brute_force_one(
-            codes in proptest::collection::vec((any::<u64>(), 0u8..4), 1..60),
+        fn the_graph_of_rows_with_features_is_the_brute_force_one(
+            codes in proptest::collection::vec((any::<u64>(), 0u8..5), 1..60),
             k in 1usize..6,
         ) {
-            // Short codes (16 bits) so that ties and zero codes are frequent; a quarter of the
-            // rows all-zero, the featureless rule deciding which rows take part.
-            let data: Vec<u64> = codes.iter().map(|&(c, z)| if z == 0 { 0 } else { c & 0xffff }).collect();
+            // Short codes (16 bits) so that ties and zero codes are frequent. Kind 0: a row
+            // without features (its code all zero); kind 1: a row with features whose code is
+            // all zero nonetheless (a vector's 2^-f chance), a row like any other.
+            let data: Vec<u64> = codes.iter().map(|&(c, z)| if z < 2 { 0 } else { c & 0xffff }).collect();
             let sigs = SignatureMatrix::from_parts(16, data).unwrap();
-            let rule = crate::index::Featureless::of_codes(&sigs);
-            let mut active = vec![true; sigs.len()];
-            for &i in rule.stored() {
-                active[i as usize] = false;
-            }
-            let got = knn_graph_active(&sigs, &active, |s| knn_graph(s, k)).unwrap();
+            let featureless: Vec<Id> = (0..codes.len() as Id).filter(|&i| codes[i as usize].1 == 0).collect();
+            let active: Vec<bool> = codes.iter().map(|c| c.1 != 0).collect();
+            let got = knn_graph_active(&sigs, &featureless, |s| knn_graph(s, k)).unwrap();
             prop_assert_eq!(got, oracle(&sigs, &active, k));
-            // Every row active: the graph of the rows.
+            // The rule of codes: every all-zero code is a row without features.
+            let rule = crate::index::Featureless::of_codes(&sigs);
+            let by_codes: Vec<bool> = sigs.rows().map(|c| c.iter().any(|&w| w != 0)).collect();
+            let got = knn_graph_active(&sigs, rule.stored(), |s| knn_graph(s, k)).unwrap();
+            prop_assert_eq!(got, oracle(&sigs, &by_codes, k));
+            // No row without features: the graph of the rows.
             let all = vec![true; sigs.len()];
-            let got = knn_graph_active(&sigs, &all, |s| knn_graph(s, k)).unwrap();
+            let got = knn_graph_active(&sigs, &[], |s| knn_graph(s, k)).unwrap();
             prop_assert_eq!(got, oracle(&sigs, &all, k));
         }
     }
@@ -423,14 +431,17 @@ mod tests {
     #[test]
     fn a_graph_of_other_rows_is_an_error() {
         let sigs = SignatureMatrix::from_parts(64, vec![1u64, 0, 3]).unwrap();
-        let active = [true, false, true];
-        assert!(matches!(
-            knn_graph_active(&sigs, &active[..2], |s| knn_graph(s, 1)),
-            Err(Error::LengthMismatch { .. })
-        ));
-        let too_few = knn_graph_active(&sigs, &active, |_| Ok::<_, Error>(vec![vec![]]));
+        let bad = |featureless: &[Id]| {
+            knn_graph_active(&sigs, featureless, |s| knn_graph(s, 1))
+                .unwrap_err()
+                .to_string()
+        };
+        assert!(bad(&[3]).contains("row 3 beyond the 3 rows"));
+        assert!(bad(&[1, 1]).contains("must be increasing, 1 comes after 1"));
+        assert!(bad(&[2, 0]).contains("must be increasing"));
+        let too_few = knn_graph_active(&sigs, &[1], |_| Ok::<_, Error>(vec![vec![]]));
         assert!(matches!(too_few, Err(Error::InvalidParameter { .. })));
-        let beyond = knn_graph_active(&sigs, &active, |_| {
+        let beyond = knn_graph_active(&sigs, &[1], |_| {
             Ok::<_, Error>(vec![vec![Hit { id: 2, distance: 0 }], vec![]])
         });
         assert!(matches!(beyond, Err(Error::InvalidParameter { .. })));

@@ -137,6 +137,35 @@ pub fn self_join_each<S: AsRef<[u64]> + Sync>(
     Ok(n)
 }
 
+/// The rows of `0..n` other than `featureless` (row numbers in increasing order, as
+/// [`Featureless::stored`](crate::index::Featureless::stored) and
+/// [`Vectors::zero_rows`](crate::verify::Vectors::zero_rows) give them): the rows with
+/// features, which joins and k-NN graphs pair.
+///
+/// # Errors
+/// [`Error::InvalidParameter`] if `featureless` is not increasing or names a row beyond `n`;
+/// [`Error::OutOfMemory`] when the list cannot be allocated.
+pub(crate) fn with_features(n: usize, featureless: &[u32]) -> Result<Vec<u32>> {
+    if let Some(w) = featureless.windows(2).find(|w| w[0] >= w[1]) {
+        let reason = format!("rows must be increasing, {} comes after {}", w[1], w[0]);
+        return Err(Error::param("featureless", reason));
+    }
+    if let Some(&last) = featureless.last().filter(|&&r| r as usize >= n) {
+        let reason = format!("row {last} beyond the {n} rows");
+        return Err(Error::param("featureless", reason));
+    }
+    let n = u32::try_from(n).map_err(|_| Error::param("signatures", "more than 2^32 rows"))?;
+    let mut rows = Vec::new();
+    crate::memory::reserve(
+        &mut rows,
+        (n as usize) - featureless.len(),
+        "rows with features",
+    )?;
+    let mut skip = featureless.iter().peekable();
+    rows.extend((0..n).filter(|&i| skip.next_if_eq(&&i).is_none()));
+    Ok(rows)
+}
+
 /// The rows of a join of `n` rows marked in `active` (all if `None`), in increasing order.
 ///
 /// # Errors
@@ -160,30 +189,41 @@ fn active_rows(n: usize, active: Option<&[bool]>) -> Result<Vec<u32>> {
         .collect())
 }
 
-/// [`self_join_each`] restricted to the rows marked in `active`: pairs involving an inactive
-/// row are never formed (e.g. documents without features, whose all-zero signatures would
-/// pair with each other at distance 0). Returns the number of pairs.
+/// [`self_join_each`] of the rows other than `featureless` (row numbers in increasing order:
+/// [`Featureless::stored`](crate::index::Featureless::stored) of
+/// [`Featureless::of_codes`](crate::index::Featureless::of_codes) for codes, the rows without
+/// features of the vectors or documents signed): pairs involving a featureless row are never
+/// formed (documents without features, whose all-zero signatures would pair with each other
+/// at distance 0). Returns the number of pairs.
 ///
 /// ```
+/// use simlsh::index::Featureless;
 /// use simlsh::join::self_join_active;
 /// use simlsh::SignatureMatrix;
 ///
 /// let sigs = SignatureMatrix::from_parts(64, vec![0u64, 0, 0, 1]).unwrap();
 /// let mut pairs = Vec::new();
-/// let n = self_join_active(&sigs, 1, &[true, false, false, true], |p| pairs.push((p.i, p.j))).unwrap();
+/// let n = self_join_active(&sigs, 1, &[1, 2], |p| pairs.push((p.i, p.j))).unwrap();
 /// assert_eq!((n, pairs), (1, vec![(0, 3)]));
+/// let rule = Featureless::of_codes(&sigs); // every all-zero code: rows 0, 1 and 2
+/// assert_eq!(self_join_active(&sigs, 1, rule.stored(), |_| {}).unwrap(), 0);
 /// ```
 ///
 /// # Errors
-/// As [`self_join`]; [`Error::LengthMismatch`] if `active` has not one flag per row.
+/// As [`self_join`]; [`Error::InvalidParameter`] if `featureless` is not increasing or names
+/// a row beyond `sigs`.
 pub fn self_join_active<S: AsRef<[u64]> + Sync>(
     sigs: &SignatureMatrix<S>,
     r: u32,
-    active: &[bool],
+    featureless: &[u32],
     mut sink: impl FnMut(Pair),
 ) -> Result<u64> {
+    let mut active = crate::memory::filled(sigs.len(), false, "rows with features")?;
+    for i in with_features(sigs.len(), featureless)? {
+        active[i as usize] = true;
+    }
     let mut n = 0u64;
-    self_join_map(sigs, r, Some(active), Some, |p| {
+    self_join_map(sigs, r, Some(&active), Some, |p| {
         n += 1;
         sink(p);
     })?;

@@ -5,13 +5,13 @@
 //! |---|---|---|
 //! | all pairs with cosine ≥ τ | [`VerifiedJoin`] | the exact Hamming join at a planned radius, or banding |
 //! | k nearest by cosine | [`rerank`], [`rerank_graph`] | the `m` nearest by Hamming distance |
-//! | k best of given candidates | [`RerankIds`] | ids (e.g. an index's search), rows read in place |
-//! | the hits of a search made, by cosine | [`rerank_hits`] (and [`check_base`]) | any search of an index |
+//! | k best of given candidates | [`RerankIds`] (and [`check_base`]) | the hits of any search of an index, or ids |
 //!
 //! The input vectors implement [`Vectors`]: dense rows ([`DenseVectors`], normalised once),
-//! a borrowed CSR matrix of any index types ([`CsrVectors`]), or owned sparse rows of
-//! `(u64 key, f32 weight)` as the text front-end produces them ([`SparseVectors`]). Rows of
-//! norm 0 are never paired: a verified join reports them apart.
+//! a borrowed CSR matrix of any index types ([`CsrVectors`]), owned sparse rows of
+//! `(u64 key, f32 weight)` as the text front-end produces them ([`SparseVectors`]), or rows
+//! read in place and checked on first use ([`DenseRows`], [`CsrRows`]: NumPy and SciPy
+//! arrays). Rows of norm 0 are never paired: a verified join reports them apart.
 //!
 //! Pairs stream to a sink: feed a [`UnionFind`](crate::join::UnionFind) for connected
 //! components without holding the pair list, or collect them for non-chaining
@@ -57,9 +57,9 @@ mod join;
 mod rerank;
 mod vectors;
 
-pub use in_place::{CsrRows, DenseRows, RerankIds, RowsInPlace};
+pub use in_place::{CsrRows, DenseRows};
 
-pub use hits::{BaseMismatch, Reranked, check_base, rerank_hits};
+pub use hits::{BaseMismatch, check_base};
 pub use join::{VerifiedJoin, VerifiedJoinBuilder, VerifiedPair, VerifyReport};
-pub use rerank::{rerank, rerank_graph};
+pub use rerank::{Candidates, RerankIds, rerank, rerank_graph};
 pub use vectors::{CsrVectors, DenseVectors, SparseVectors, Vectors, dot, dot_sparse};

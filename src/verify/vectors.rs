@@ -23,6 +23,28 @@ pub trait Vectors: Sync {
         self.len() == 0
     }
 
+    /// Number of columns, when the rows have a fixed number (dense rows, CSR matrices; owned
+    /// sparse rows keyed by hashes have none): a re-rank refuses queries and base rows that
+    /// differ in it.
+    fn cols(&self) -> Option<usize> {
+        None
+    }
+
+    /// Checks row `i`: rows read in place ([`DenseRows`](super::DenseRows),
+    /// [`CsrRows`](super::CsrRows)) are checked, and their norm computed, on first use, here;
+    /// rows checked when built accept every row. [`RerankIds`](super::RerankIds) checks each
+    /// row before its cosines.
+    ///
+    /// # Errors
+    /// The row's defect ([`Error::NonFinite`] naming its row and column, bad CSR indices).
+    ///
+    /// # Panics
+    /// If `i` is out of range.
+    fn check_row(&self, i: usize) -> Result<()> {
+        let _ = i;
+        Ok(())
+    }
+
     /// True when row `i` has norm 0.
     fn is_zero(&self, i: usize) -> bool;
 
@@ -258,6 +280,10 @@ impl Vectors for DenseVectors {
         self.zero.len()
     }
 
+    fn cols(&self) -> Option<usize> {
+        Some(self.dim)
+    }
+
     fn is_zero(&self, i: usize) -> bool {
         self.zero[i]
     }
@@ -358,6 +384,10 @@ impl<'a, I: SpIndex, Iptr: SpIndex> CsrVectors<'a, I, Iptr> {
 impl<I: SpIndex, Iptr: SpIndex> Vectors for CsrVectors<'_, I, Iptr> {
     fn len(&self) -> usize {
         self.inv_norm.len()
+    }
+
+    fn cols(&self) -> Option<usize> {
+        Some(self.m.cols())
     }
 
     fn is_zero(&self, i: usize) -> bool {

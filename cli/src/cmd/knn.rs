@@ -130,7 +130,6 @@ pub fn run(mut a: Args, ctx: &mut Ctx) -> Result<()> {
     let m = a.rerank.unwrap_or(a.k);
     // Rows without features (empty documents, zero vectors, all-zero stored codes) have no
     // neighbours and are no one's: the graph is the graph of the other rows.
-    let active = p.active();
     let (graph, how) = match &a.method {
         Method::Approx => {
             let method = KnnMethod::Approx(ApproxKnn {
@@ -139,7 +138,7 @@ pub fn run(mut a: Args, ctx: &mut Ctx) -> Result<()> {
             });
             let mut stats = None;
             let graph = ctx.phase("knn", |ctx| {
-                knn_graph_active(sigs, &active, |sigs| {
+                knn_graph_active(sigs, &p.empty, |sigs| {
                     let (graph, s) =
                         ctx.spin("refining", || simlsh::join::knn_graph_by(sigs, m, &method))?;
                     stats = Some(s);
@@ -154,7 +153,7 @@ pub fn run(mut a: Args, ctx: &mut Ctx) -> Result<()> {
         }
         Method::Index(spec) => {
             let spec = super::index::seeded(spec.clone(), ctx);
-            let graph = knn_graph_active(sigs, &active, |sigs| {
+            let graph = knn_graph_active(sigs, &p.empty, |sigs| {
                 if spec == IndexSpec::Linear {
                     // The exact scan needs no index: every pair compared once.
                     ctx.phase("knn", |ctx| {

@@ -12,7 +12,8 @@ use simlsh::estimate;
 use simlsh::index::SignerRecord;
 use simlsh::io::input::InputFormat;
 use simlsh::signers::SignerKind;
-use simlsh::verify::{BaseMismatch, CsrVectors, rerank_hits as rerank_hits_by};
+use simlsh::text::{Idf, StopWords};
+use simlsh::verify::{BaseMismatch, CsrVectors, RerankIds};
 
 use super::shared::{
     Signed, check_kind, index_bits, open_index, parse_signer, read_stored, record_graph, sign_input,
@@ -268,8 +269,7 @@ fn query_input(a: &QueryArgs, path: &Path, rec: Option<&SignerRecord>) -> Result
             stop_words: None,
             idf: None,
             save_idf: None,
-            embedded_idf: None,
-            embedded_stop_words: None,
+            recorded: None,
         },
     };
     Ok(InputArgs {
@@ -329,8 +329,11 @@ fn read_for_index(
     }
     if !crate::parquet::is_parquet(path) && crate::sign::format_of(path, a.input_format)?.is_text()
     {
-        // Documents: the index must record how its documents were tokenised.
-        text_args(rec, a)?;
+        // Documents: the index must record how its documents were tokenised (when it does,
+        // `query_input` has read its tokenizer; when not, this says so).
+        if rec.text_options().is_empty() {
+            text_args(rec, a)?;
+        }
     }
     let (p, signed_by) = sign_input(
         &input,
@@ -340,8 +343,11 @@ fn read_for_index(
         ctx,
     )?;
     if p.texts.is_some() {
-        // Documents: the index must record how its documents were tokenised.
-        text_args(rec, a)?;
+        // Documents: the index must record how its documents were tokenised (when it does,
+        // `query_input` has read its tokenizer; when not, this says so).
+        if rec.text_options().is_empty() {
+            text_args(rec, a)?;
+        }
     } else {
         ensure!(
             rec.text_options().is_empty(),
@@ -419,17 +425,17 @@ fn rerank_hits(
         (Some(Exact::Dense(q)), Some(Exact::Dense(b))) => {
             dims(q.dim(), b.dim())?;
             check()?;
-            rerank_hits_by(found, q, b, k)?
+            RerankIds::new(q, b, found, k)?.all()?
         }
         (Some(Exact::Sparse(q)), Some(Exact::Sparse(b))) => {
             check()?;
-            rerank_hits_by(found, q, b, k)?
+            RerankIds::new(q, b, found, k)?.all()?
         }
         (Some(Exact::Csr(q)), Some(Exact::Csr(b))) => {
             dims(q.cols(), b.cols())?;
             let (q, b) = (CsrVectors::new(q.view())?, CsrVectors::new(b.view())?);
             check()?;
-            rerank_hits_by(found, &q, &b, k)?
+            RerankIds::new(&q, &b, found, k)?.all()?
         }
         _ => bail!(
             "the queries and {} are not vectors of one kind (both dense, both sparse, or both \
@@ -437,95 +443,71 @@ fn rerank_hits(
             base_path.display()
         ),
     };
+    // With the Hamming distance the index reported (ids are distinct in one hit list).
     Ok(ranked
         .into_iter()
-        .map(|hits| {
-            hits.into_iter()
-                .map(|h| (h.id, h.distance, h.cosine))
+        .zip(found)
+        .map(|(best, hits)| {
+            best.into_iter()
+                .map(|(id, c)| {
+                    let h = hits.iter().find(|h| h.id as usize == id).expect("a hit");
+                    (h.id, h.distance, c)
+                })
                 .collect()
         })
         .collect())
 }
 
-/// The tokenizer options recorded with the index of `a` (see [`record_text`]), reading
-/// documents from `a.field`. An index of an earlier release that recorded the path of its
-/// TF-IDF table or stop words is refused unless the file is given on the command line
-/// (`--idf`, `--stop-words`): a recorded path is never followed.
+/// The text options of QUERIES and BASE: the tokenizer the index of `a` records (the
+/// library's reading, [`SignerRecord::tokenizer_given`]), reading documents from `a.field`.
+/// An index of an earlier release that recorded the path of its TF-IDF table or stop words is
+/// refused unless the file is given on the command line (`--idf`, `--stop-words`): a recorded
+/// path is never followed.
 fn text_args(rec: &SignerRecord, a: &QueryArgs) -> Result<TextArgs> {
     let name = a.index.display();
-    let spec = rec
+    let Some(spec) = rec
         .tokenizer_options()
-        .with_context(|| format!("reading the tokenizer options {name} records"))?;
-    let opts = rec.text_options();
-    ensure!(
-        spec.is_some(),
-        "{name} records no tokenizer options (its codes were not signed from documents by \
-         `simlsh index build`): sign the documents with the index's options and query with \
-         the codes"
-    );
-    let spec = spec.expect("checked");
-    let get = |k: &str| opts.get(k).copied();
-    let weighting = WeightingArg::from(spec.weighting);
-    let (mut idf, mut embedded_idf) = (None, None);
-    if matches!(weighting, WeightingArg::Tfidf) {
-        match (rec.recorded_path("idf"), &a.idf, get("idf")) {
-            (Some(_), Some(given), _) => idf = Some(given.clone()),
-            (Some(p), None, _) => bail!(
-                "{name} records its TF-IDF table as the path {p:?} (an index of an earlier \
-                 release); an index never makes simlsh read another file: give the table with \
-                 --idf FILE, or rebuild the index (it then embeds the table)"
-            ),
-            (None, _, Some("fitted") | None) => bail!(
-                "{name} was built from documents weighted by a TF-IDF table fitted on them and \
-                 not kept (an index of an earlier release): rebuild it, it then embeds the table"
-            ),
-            (None, Some(_), _) => bail!(
-                "{name} embeds its TF-IDF table: --idf applies to indexes of earlier releases \
-                 that recorded a path"
-            ),
-            (None, None, _) => {
-                embedded_idf = Some(
-                    rec.idf()
-                        .with_context(|| format!("reading the TF-IDF table {name} embeds"))?
-                        .ok_or_else(|| anyhow::anyhow!("{name} embeds no TF-IDF table"))?,
-                );
-            }
-        }
-    } else {
-        ensure!(
-            a.idf.is_none(),
-            "--idf applies to an index of documents weighted by tfidf; {name} records {}",
-            weighting.name()
+        .with_context(|| format!("reading the tokenizer options {name} records"))?
+    else {
+        bail!(
+            "{name} records no tokenizer options (its codes were not signed from documents by \
+             `simlsh index build`): sign the documents with the index's options and query with \
+             the codes"
         );
-    }
-    let (mut stop_words, mut embedded_stop_words) = (None, None);
-    match (rec.recorded_path("stop_words"), &a.stop_words) {
-        (Some(_), Some(given)) => stop_words = Some(given.display().to_string()),
-        (Some(p), None) => bail!(
-            "{name} records its stop words as the path {p:?} (an index of an earlier release); \
-             an index never makes simlsh read another file: give the file with --stop-words \
-             FILE, or rebuild the index (it then embeds them)"
-        ),
-        (None, Some(_)) => bail!(
-            "--stop-words applies to indexes of earlier releases that recorded a path; {name} \
-             records its stop words itself"
-        ),
-        (None, None) => {
-            embedded_stop_words = rec
-                .stop_words()
-                .with_context(|| format!("reading the stop words {name} embeds"))?;
-        }
-    }
+    };
+    let idf = a.idf.as_deref().map(Idf::load).transpose()?;
+    let stop_words = match a.stop_words.as_deref() {
+        Some(p) => Some(StopWords::from_file(p)?),
+        None => None,
+    };
+    let recorded = rec.tokenizer_given(idf, stop_words).map_err(|e| {
+        let hint = match &e {
+            simlsh::Error::InvalidParameter {
+                name: "text.idf", ..
+            } => {
+                "; --idf FILE gives the table of an index of an earlier release that recorded its \
+                 path (or rebuild the index: it then embeds the table)"
+            }
+            simlsh::Error::InvalidParameter {
+                name: "text.stop_words",
+                ..
+            } => {
+                "; --stop-words FILE gives the stop words of an index of an earlier release that \
+                 recorded their path (or rebuild the index: it then embeds them)"
+            }
+            _ => "",
+        };
+        anyhow::anyhow!("{name}: reading the tokenizer it records: {e}{hint}")
+    })?;
     Ok(TextArgs {
         field: a.field.clone(),
         mode: spec.mode,
         ngram: spec.ngram,
-        weighting,
+        weighting: WeightingArg::from(spec.weighting),
         top_k: spec.top_k,
-        stop_words,
-        idf,
+        stop_words: None,
+        idf: None,
         save_idf: None,
-        embedded_idf,
-        embedded_stop_words,
+        recorded,
     })
 }
