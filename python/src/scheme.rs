@@ -5,7 +5,7 @@
 use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
-use simlsh::estimate::JoinPlanner;
+use simlsh::estimate::{IntervalMethod, JoinPlanner, RadiusRule};
 use simlsh::join::{Banding, CappedGroup, Pass, Scheme, TableKeys, partition};
 use simlsh::signature::words_for;
 
@@ -290,13 +290,7 @@ pub fn plan_join<'py>(
     let d = PyDict::new(py);
     d.set_item("bits", plan.bits)?;
     d.set_item("recall", scheme.recall(threshold, plan.bits).py()?)?;
-    d.set_item(
-        "choice",
-        match plan.choice {
-            simlsh::estimate::JoinChoice::Hamming => "hamming",
-            simlsh::estimate::JoinChoice::Banded => "bands",
-        },
-    )?;
+    d.set_item("choice", plan.choice.name())?;
     d.set_item("cost_ns", plan.cost_ns)?;
     d.set_item("scheme", PyScheme { inner: scheme })?;
     Ok(d)
@@ -304,7 +298,8 @@ pub fn plan_join<'py>(
 
 /// The library's defaults that the Python layer maps onto (it states none of its own): `seed`
 /// (signers), `bits` (signing), `cosine_bits` (a cosine join without planning), `recall`
-/// (planners), `planned_widths`, `feature_sample` (documents sampled for the mean features).
+/// (planners), `planned_widths`, `feature_sample` (documents sampled for the mean features),
+/// `level` and `interval_method` (estimates), `radius_bits` and `radius_rule` (`plan_radius`).
 #[pyfunction]
 pub fn defaults(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     let d = PyDict::new(py);
@@ -315,6 +310,10 @@ pub fn defaults(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     d.set_item("recall", simlsh::estimate::DEFAULT_RECALL)?;
     d.set_item("planned_widths", simlsh::estimate::PLANNED_WIDTHS.to_vec())?;
     d.set_item("feature_sample", simlsh::text::FEATURE_SAMPLE)?;
+    d.set_item("level", simlsh::estimate::DEFAULT_LEVEL)?;
+    d.set_item("interval_method", IntervalMethod::default().name())?;
+    d.set_item("radius_bits", simlsh::estimate::RADIUS_PLANNER_BITS)?;
+    d.set_item("radius_rule", RadiusRule::default().name())?;
     Ok(d)
 }
 
