@@ -7,6 +7,7 @@
 //! | k nearest by cosine | [`rerank`], [`rerank_graph`] | the `m` nearest by Hamming distance |
 //! | k best of given candidates | [`RerankIds`] | ids (e.g. an index's search), rows read in place |
 //! | the hits of a search made, by cosine | [`rerank_hits`] (and [`check_base`]) | any search of an index |
+//! | the cosine of given pairs | [`paired_cosines`], [`paired_text_cosines`] | pairs found elsewhere (a distributed join) |
 //!
 //! The input vectors implement [`Vectors`]: dense rows ([`DenseVectors`], normalised once),
 //! a borrowed CSR matrix of any index types ([`CsrVectors`]), or owned sparse rows of
@@ -54,6 +55,7 @@
 mod hits;
 mod in_place;
 mod join;
+mod paired;
 mod rerank;
 mod vectors;
 
@@ -61,5 +63,6 @@ pub use in_place::{CsrRows, DenseRows, RerankIds, RowsInPlace};
 
 pub use hits::{BaseMismatch, Reranked, check_base, rerank_hits};
 pub use join::{VerifiedJoin, VerifiedJoinBuilder, VerifiedPair, VerifyReport};
+pub use paired::{paired_cosines, paired_text_cosines};
 pub use rerank::{rerank, rerank_graph};
 pub use vectors::{CsrVectors, DenseVectors, SparseVectors, Vectors, dot, dot_sparse};
