@@ -246,6 +246,49 @@ fn add_and_remove_match_the_library() {
 }
 
 #[test]
+fn add_without_first_id_takes_the_librarys_default_ids() {
+    // The ids of `index add` without --first-id are the library's NextIds (as Python's
+    // Index.add without ids): one past the largest id stored, after a remove too.
+    let dir = tmp_dir("default-ids");
+    let (a, b) = (codes(21, 300, 64), codes(22, 50, 64));
+    let (fa, fb) = (dir.join("a.npy"), dir.join("b.npy"));
+    write_signatures_npy(&fa, &a).unwrap();
+    write_signatures_npy(&fb, &b).unwrap();
+    // The oracle: the library's index under the same operations.
+    let mut oracle = LinearScan::build(&a).unwrap();
+    let add = |oracle: &mut LinearScan| {
+        // Each command is a new process: a new counter.
+        let ids = simlsh::index::NextIds::default()
+            .ids(&*oracle, b.len())
+            .unwrap();
+        oracle.insert_batch(&ids, b.as_slice()).unwrap();
+        ids
+    };
+    assert_eq!(add(&mut oracle), (300..350).collect::<Vec<u32>>());
+    for id in [349, 348, 7] {
+        assert!(oracle.remove(id).unwrap());
+    }
+    // The largest id held is 347: the next ones follow it.
+    assert_eq!(add(&mut oracle), (348..398).collect::<Vec<u32>>());
+    for kind in KINDS {
+        let idx = dir.join(format!("{kind}.idx"));
+        ok(&run(&[&"index", &"build", &fa, &idx, &"--kind", &kind]));
+        ok(&run(&[&"index", &"add", &idx, &fb]));
+        ok(&run(&[&"index", &"remove", &idx, &"--ids", &"349,348,7"]));
+        ok(&run(&[&"index", &"add", &idx, &fb]));
+        let loaded = load_index(&idx).unwrap();
+        assert_eq!(loaded.len(), oracle.len(), "{kind}");
+        let all = |i: &dyn HammingIndex| {
+            let mut h = i.radius(&[0], 64).unwrap();
+            h.sort_by_key(|h| h.id);
+            h.iter().map(|h| h.id).collect::<Vec<_>>()
+        };
+        assert_eq!(all(loaded.as_ref()), all(&oracle), "{kind}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
 fn info_reports_kind_size_and_parameters() {
     let dir = tmp_dir("info");
     let data = codes(3, 500, 64);

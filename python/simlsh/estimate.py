@@ -83,10 +83,10 @@ class Estimate(NamedTuple):
     cosine_hi: Any
 
 
-def estimate(h, f, *, level: float = 0.95, method: str = "clopper-pearson") -> Estimate:
+def estimate(h, f, *, level: float | None = None, method: str | None = None) -> Estimate:
     """Angle and cosine from ``h`` differing bits of ``f``, with ``level`` confidence
-    intervals by ``method`` (``clopper-pearson``, exact coverage at least ``level``; or
-    ``wilson``)."""
+    intervals (default the library's, 0.95) by ``method`` (``clopper-pearson``, the default,
+    exact coverage at least ``level``; or ``wilson``)."""
     d = _vectorise(lambda h, f: _simlsh.estimate_arrays(h, f, level, method), (np.uint64, np.uint64), h, f)
     return Estimate(**d)
 
@@ -107,9 +107,10 @@ def recall_at(bits, radius, cosine):
     return _vectorise(_simlsh.recall_at, (np.uint64, np.uint64, np.float64), bits, radius, cosine)
 
 
-def expected_half_width(bits, cosine, *, level: float = 0.95, method: str = "clopper-pearson"):
+def expected_half_width(bits, cosine, *, level: float | None = None, method: str | None = None):
     """Expected half-widths ``(angle_degrees, cosine)`` of the confidence intervals with
-    ``bits`` bits for a pair of true cosine ``cosine``."""
+    ``bits`` bits for a pair of true cosine ``cosine`` (``level`` and ``method`` as in
+    ``estimate``)."""
     return _vectorise(
         lambda b, c: _simlsh.expected_half_width(b, c, level, method), (np.uint64, np.float64), bits, cosine
     )
@@ -118,23 +119,24 @@ def expected_half_width(bits, cosine, *, level: float = 0.95, method: str = "clo
 def plan_radius(
     threshold: float,
     *,
-    bits: int = 64,
-    rule: str = "expected-distance",
+    bits: int | None = None,
+    rule: str | None = None,
     target_recall: float | None = None,
     radius: int | None = None,
     max_angle: float | None = None,
     true_fraction: float | None = None,
     cosines: Sequence[float] | None = None,
 ) -> dict[str, Any]:
-    """The radius planner: the Hamming radius for a cosine ``threshold`` with ``bits`` bits,
-    by ``rule`` (``expected-distance``; ``target-recall`` with ``target_recall``; ``max-f1``;
-    ``fixed`` with ``radius``), and for every radius its recall, precision and F1 when pairs'
-    angles are uniform up to ``max_angle`` (default pi/2) with ``true_fraction`` of them
-    above the threshold, or given by their ``cosines``. Returns a dict: ``radius``,
-    ``expected_distance``, ``true_fraction``, ``rows`` (a dict of arrays by radius)."""
+    """The radius planner: the Hamming radius for a cosine ``threshold`` with ``bits`` bits
+    (default the library's, 64), by ``rule`` (``expected-distance``, the default;
+    ``target-recall`` with ``target_recall``; ``max-f1``; ``fixed`` with ``radius``), and
+    for every radius its recall, precision and F1 when pairs' angles are uniform up to
+    ``max_angle`` (default pi/2) with ``true_fraction`` of them above the threshold, or given
+    by their ``cosines``. Returns a dict: ``radius``, ``expected_distance``,
+    ``true_fraction``, ``rows`` (a dict of arrays by radius)."""
     return _simlsh.plan_radius(
-        float(threshold), bits=int(bits), rule=rule, target_recall=target_recall, radius=radius,
-        max_angle=max_angle, true_fraction=true_fraction,
+        float(threshold), bits=None if bits is None else int(bits), rule=rule, target_recall=target_recall,
+        radius=radius, max_angle=max_angle, true_fraction=true_fraction,
         cosines=None if cosines is None else [float(c) for c in cosines],
     )
 
@@ -144,13 +146,13 @@ def plan_bits(
     angle_degrees: float | None = None,
     cosine_half_width: float | None = None,
     at_cosine: float | None = None,
-    level: float = 0.95,
-    method: str = "clopper-pearson",
+    level: float | None = None,
+    method: str | None = None,
     max_bits: int | None = None,
 ) -> dict[str, Any]:
     """The bits planner: the smallest ``bits`` whose expected confidence-interval half-width
     is at most ``angle_degrees`` (or ``cosine_half_width``), at the true cosine ``at_cosine``
-    (default the worst case, 0). Returns a dict: ``bits``, ``words``, ``cosine``,
+    (default the worst case, 0), with ``level`` and ``method`` as in ``estimate``. Returns a dict: ``bits``, ``words``, ``cosine``,
     ``half_width_angle_degrees``, ``half_width_cosine``."""
     return _simlsh.plan_bits(
         angle_degrees=angle_degrees, cosine_half_width=cosine_half_width, at_cosine=at_cosine,

@@ -605,12 +605,12 @@ def _verify(cands, docs, id_col, inp: _Input, signer: Signer, tok: Tokenizer, th
             elif inp.kind == "dense":
                 xa = np.ascontiguousarray(_dense_values(_one_chunk(bt.column("a_0"))), dtype=np.float32)
                 xb = np.ascontiguousarray(_dense_values(_one_chunk(bt.column("b_0"))), dtype=np.float32)
-                c = _simlsh.cosines(xa, xb)
+                c = _simlsh.cosines(xa, xb, threads=1)
             else:
                 pa_, ia, va = _csr(bt, side("a"))
                 pb, ib, vb = _csr(bt, side("b"))
                 cols = dim if dim is not None else int(max(ia.max(initial=0), ib.max(initial=0))) + 1
-                c = _simlsh.cosines((pa_, ia, va, cols), (pb, ib, vb, cols))
+                c = _simlsh.cosines((pa_, ia, va, cols), (pb, ib, vb, cols), threads=1)
             keep = np.flatnonzero(c >= threshold)
             yield pa.RecordBatch.from_arrays(
                 [_one_chunk(bt.column("a")).take(pa.array(keep)), _one_chunk(bt.column("b")).take(pa.array(keep)),

@@ -46,11 +46,18 @@ pub fn codes<'a>(
 
 /// Ids as `u32`.
 pub fn ids_u32(ids: &[i64]) -> PyResult<Vec<u32>> {
-    ids.iter()
+    u32s(ids, "ids")
+}
+
+/// Signed integers as `u32` (ids, group numbers), naming the first out of range.
+pub fn u32s<T: Copy + std::fmt::Display + TryInto<u32>>(v: &[T], what: &str) -> PyResult<Vec<u32>> {
+    v.iter()
         .enumerate()
         .map(|(k, &i)| {
-            u32::try_from(i).map_err(|_| {
-                value_error(format!("ids[{k}] = {i} is not in 0..2^32 (ids are uint32)"))
+            i.try_into().map_err(|_| {
+                value_error(format!(
+                    "{what}[{k}] = {i} is not in 0..2^32 (uint32 values)"
+                ))
             })
         })
         .collect()

@@ -119,18 +119,27 @@ pub fn recall_at<'py>(
     Ok(v.into_pyarray(py))
 }
 
+/// The level and method of an interval (the library's defaults for `None`).
+fn interval(level: Option<f64>, method: Option<&str>) -> PyResult<(f64, IntervalMethod)> {
+    let m = method.map(str::parse).transpose().py()?;
+    Ok((
+        level.unwrap_or(estimate::DEFAULT_LEVEL),
+        m.unwrap_or_default(),
+    ))
+}
+
 /// Estimates with confidence intervals: a dict of arrays (`angle`, `cosine`, `p_lo`, `p_hi`,
 /// `angle_lo`, `angle_hi`, `cosine_lo`, `cosine_hi`).
 #[pyfunction]
-#[pyo3(signature = (h, f, level = 0.95, method = "clopper-pearson"))]
+#[pyo3(signature = (h, f, level = None, method = None))]
 pub fn estimate_arrays<'py>(
     py: Python<'py>,
     h: PyReadonlyArray1<'py, u64>,
     f: PyReadonlyArray1<'py, u64>,
-    level: f64,
-    method: &str,
+    level: Option<f64>,
+    method: Option<&str>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let m: IntervalMethod = method.parse().py()?;
+    let (level, m) = interval(level, method)?;
     let es = map2(py, contiguous(&h, "h")?, contiguous(&f, "f")?, |h, f| {
         estimate::estimate(h, f, level, m)
     })?;
@@ -149,15 +158,15 @@ pub fn estimate_arrays<'py>(
 
 /// Expected half-widths `(angle_degrees, cosine)` of the intervals with f bits at cosine c.
 #[pyfunction]
-#[pyo3(signature = (bits, c, level = 0.95, method = "clopper-pearson"))]
+#[pyo3(signature = (bits, c, level = None, method = None))]
 pub fn expected_half_width<'py>(
     py: Python<'py>,
     bits: PyReadonlyArray1<'py, u64>,
     c: PyReadonlyArray1<'py, f64>,
-    level: f64,
-    method: &str,
+    level: Option<f64>,
+    method: Option<&str>,
 ) -> PyResult<(F64s<'py>, F64s<'py>)> {
-    let m: IntervalMethod = method.parse().py()?;
+    let (level, m) = interval(level, method)?;
     let hw = map2(
         py,
         contiguous(&bits, "bits")?,
@@ -172,52 +181,27 @@ pub fn expected_half_width<'py>(
 /// The radius planner: the Hamming radius for a cosine threshold with f bits, and for every
 /// radius its recall, precision and F1 under a distribution of pairs.
 #[pyfunction]
-#[pyo3(signature = (threshold, bits = 64, rule = "expected-distance", target_recall = None,
+#[pyo3(signature = (threshold, bits = None, rule = None, target_recall = None,
     radius = None, max_angle = None, true_fraction = None, cosines = None))]
 #[allow(clippy::too_many_arguments)]
 pub fn plan_radius<'py>(
     py: Python<'py>,
     threshold: f64,
-    bits: u64,
-    rule: &str,
+    bits: Option<u64>,
+    rule: Option<&str>,
     target_recall: Option<f64>,
     radius: Option<u64>,
     max_angle: Option<f64>,
     true_fraction: Option<f64>,
     cosines: Option<Vec<f64>>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let rule = match (rule, target_recall, radius) {
-        ("expected-distance", None, None) => RadiusRule::ExpectedDistance,
-        ("target-recall", Some(r), None) => RadiusRule::TargetRecall(r),
-        ("max-f1", None, None) => RadiusRule::MaxF1,
-        ("fixed", None, Some(r)) => RadiusRule::Fixed(r),
-        _ => {
-            return Err(value_error(format!(
-                "invalid parameter `rule`: `{rule}` with these arguments (expected-distance; target-recall with target_recall; max-f1; fixed with radius)"
-            )));
-        }
-    };
-    let pairs = match (cosines, max_angle, true_fraction) {
-        (Some(c), None, None) => PairDistribution::Cosines(c),
-        (None, a, t) => PairDistribution::UniformAngle {
-            max_angle: a.unwrap_or(std::f64::consts::FRAC_PI_2),
-            true_fraction: t,
-        },
-        _ => {
-            return Err(value_error(
-                "invalid parameter `cosines`: give either cosines or max_angle/true_fraction",
-            ));
-        }
-    };
-    let plan = py
-        .detach(|| {
-            RadiusPlanner::new(threshold)
-                .bits(bits)
-                .rule(rule)
-                .pairs(pairs)
-                .plan()
-        })
-        .py()?;
+    let mut p = RadiusPlanner::new(threshold)
+        .rule(RadiusRule::from_args(rule, target_recall, radius).py()?)
+        .pairs(PairDistribution::from_args(cosines, max_angle, true_fraction).py()?);
+    if let Some(f) = bits {
+        p = p.bits(f);
+    }
+    let plan = py.detach(|| p.plan()).py()?;
     let d = PyDict::new(py);
     d.set_item("threshold", plan.threshold)?;
     d.set_item("bits", plan.bits)?;
@@ -253,28 +237,20 @@ pub fn plan_radius<'py>(
 /// cosine) is at most the target.
 #[pyfunction]
 #[pyo3(signature = (angle_degrees = None, cosine_half_width = None, at_cosine = None,
-    level = 0.95, method = "clopper-pearson", max_bits = None))]
+    level = None, method = None, max_bits = None))]
 pub fn plan_bits<'py>(
     py: Python<'py>,
     angle_degrees: Option<f64>,
     cosine_half_width: Option<f64>,
     at_cosine: Option<f64>,
-    level: f64,
-    method: &str,
+    level: Option<f64>,
+    method: Option<&str>,
     max_bits: Option<u64>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let target = match (angle_degrees, cosine_half_width) {
-        (Some(a), None) => ErrorTarget::AngleDegrees(a),
-        (None, Some(c)) => ErrorTarget::Cosine(c),
-        _ => {
-            return Err(value_error(
-                "give exactly one target: angle_degrees or cosine_half_width",
-            ));
-        }
-    };
-    let mut p = BitsPlanner::new(target)
+    let (level, m) = interval(level, method)?;
+    let mut p = BitsPlanner::new(ErrorTarget::one_of(angle_degrees, cosine_half_width).py()?)
         .level(level)
-        .method(method.parse().py()?);
+        .method(m);
     if let Some(c) = at_cosine {
         p = p.at_cosine(c);
     }

@@ -8,7 +8,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 use simlsh::Error;
 use simlsh::fs::LockGuard;
-use simlsh::index::{Featureless, HammingIndex, IndexSpec};
+use simlsh::index::{Featureless, HammingIndex, IndexSpec, NextIds};
 use simlsh::persist::LoadOptions;
 
 use crate::arrays::{Knn, KnnOut, codes, contiguous, ids_u32};
@@ -25,9 +25,9 @@ type SignerParts = (String, usize, u64, Option<u64>);
 pub struct PyIndex {
     inner: RwLock<Box<dyn HammingIndex>>,
     spec: IndexSpec,
-    /// The first default id of the next add: one past the largest id ever stored (known once
-    /// computed or set; changed only under the index's write lock).
-    next_id: std::sync::Mutex<Option<u64>>,
+    /// The default ids of the next add (the library's rule; changed only under the index's
+    /// write lock).
+    next_id: Mutex<NextIds>,
     /// The featureless-row rule of the stored codes, found on the first search after a change.
     featureless: Mutex<Option<Arc<Featureless>>>,
 }
@@ -45,7 +45,7 @@ impl PyIndex {
         PyIndex {
             inner: RwLock::new(idx),
             spec,
-            next_id: std::sync::Mutex::new(None),
+            next_id: Mutex::new(NextIds::default()),
             featureless: Mutex::new(None),
         }
     }
@@ -67,17 +67,6 @@ impl PyIndex {
     /// Forgets the featureless rule (the stored codes changed), under the write lock.
     fn changed(&self) {
         *self.featureless.lock().unwrap_or_else(|p| p.into_inner()) = None;
-    }
-
-    /// One past the largest id stored in `idx` (0 when empty): every stored code is within
-    /// the full width of any query, and radius searches are exact for every kind.
-    fn past_largest_id(idx: &dyn HammingIndex) -> simlsh::Result<u64> {
-        if idx.is_empty() {
-            return Ok(0);
-        }
-        let zero = vec![0u64; simlsh::signature::words_for(idx.bits())];
-        let all = idx.radius(&zero, idx.bits() as u32)?;
-        Ok(all.iter().map(|h| u64::from(h.id) + 1).max().unwrap_or(0))
     }
 }
 
@@ -210,40 +199,19 @@ impl PyIndex {
             let mut idx = self.write();
             self.changed();
             let mut next = self.next_id.lock().unwrap_or_else(|p| p.into_inner());
-            let ids = match ids {
-                Some(ids) => {
-                    idx.insert_batch(&ids, m.as_slice())?;
-                    if let (Some(nx), Some(top)) = (next.as_mut(), ids.iter().max()) {
-                        *nx = (*nx).max(u64::from(*top) + 1);
-                    }
-                    return Ok(());
-                }
-                None if idx.is_empty() && n > 0 && next.unwrap_or(0) == 0 => {
-                    let signer = idx.signer().cloned();
-                    let mut built = spec.build(&m)?;
-                    built.set_signer(signer)?;
-                    *idx = built;
-                    *next = Some(n as u64);
-                    return Ok(());
-                }
-                None => {
-                    // After removals the count is not the next free id: ids continue past the
-                    // largest ever stored, so a default id never collides.
-                    let start = match *next {
-                        Some(s) => s,
-                        None => Self::past_largest_id(&**idx)?,
-                    };
-                    if start + n as u64 > u64::from(u32::MAX) + 1 {
-                        return Err(Error::param(
-                            "ids",
-                            format!("ids from {start} for {n} codes: the next ids exceed 2^32 - 1"),
-                        ));
-                    }
-                    (start as u32..(start + n as u64) as u32).collect::<Vec<u32>>()
-                }
+            let (default, ids) = match ids {
+                Some(ids) => (false, ids),
+                None => (true, next.ids(&**idx, n)?),
             };
-            idx.insert_batch(&ids, m.as_slice())?;
-            *next = Some(u64::from(*ids.last().unwrap_or(&0)) + 1);
+            if default && idx.is_empty() && ids.first() == Some(&0) {
+                // A new index of ids 0..n: built in one pass.
+                let mut built = spec.build(&m)?;
+                built.set_signer(idx.signer().cloned())?;
+                *idx = built;
+            } else {
+                idx.insert_batch(&ids, m.as_slice())?;
+            }
+            next.stored(&ids);
             Ok(())
         })
         .py()

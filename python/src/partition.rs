@@ -4,13 +4,12 @@
 
 use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray1};
 use pyo3::prelude::*;
-use simlsh::Error;
 use simlsh::signature::words_for;
 use simlsh::text::SignOptions;
-use simlsh::verify::{SparseVectors, Vectors};
+use simlsh::verify::{paired_cosines, paired_text_cosines};
 
 use crate::arrays::{Vecs, VectorsArg, contiguous};
-use crate::errors::{IntoPy, to_py, value_error};
+use crate::errors::{IntoPy, value_error};
 use crate::signer::PySigner;
 use crate::text::PyTokenizer;
 use crate::threads::Threads;
@@ -94,62 +93,32 @@ pub fn cosines_text<'py>(
     b_data: PyReadonlyArray1<'py, u8>,
     threads: Option<i64>,
 ) -> PyResult<Bound<'py, PyArray1<f64>>> {
-    use rayon::prelude::*;
     let t = Threads::new(threads)?;
     let a = strings(a_offsets, contiguous(&a_data, "a_data")?)?;
     let b = strings(b_offsets, contiguous(&b_data, "b_data")?)?;
-    if a.len() != b.len() {
-        return Err(to_py(Error::LengthMismatch {
-            what: "a vs b rows",
-            left: a.len(),
-            right: b.len(),
-        }));
-    }
     let tok = tokenizer.fitted()?;
-    let c = t.run(py, || -> simlsh::Result<Vec<f64>> {
-        let fa: Vec<_> = a.par_iter().map(|d| tok.features(d)).collect();
-        let fb: Vec<_> = b.par_iter().map(|d| tok.features(d)).collect();
-        let (va, vb) = (
-            SparseVectors::from_features(fa.iter())?,
-            SparseVectors::from_features(fb.iter())?,
-        );
-        Ok((0..a.len()).map(|i| va.cosine_with(i, &vb, i)).collect())
-    });
-    Ok(c.py()?.into_pyarray(py))
+    let c = t.run(py, || paired_text_cosines(tok, &a, &b)).py()?;
+    Ok(c.into_pyarray(py))
 }
 
 /// The exact cosine of each pair of rows (`a[i]`, `b[i]`), vectors of one kind (dense
 /// `float32` of equal shape, or CSR matrices of sorted rows with as many rows): the verified
 /// join's cosine, bit for bit.
 #[pyfunction]
+#[pyo3(signature = (a, b, threads = None))]
 pub fn cosines<'py>(
     py: Python<'py>,
     a: VectorsArg<'py>,
     b: VectorsArg<'py>,
+    threads: Option<i64>,
 ) -> PyResult<Bound<'py, PyArray1<f64>>> {
-    let (ra, rb) = (a.rows("a")?, b.rows("b")?);
-    let (va, vb) = py.detach(|| Ok::<_, PyErr>((ra.vectors("a")?, rb.vectors("b")?)))?;
-    fn each<V: Vectors>(a: &V, b: &V) -> PyResult<Vec<f64>> {
-        if a.len() != b.len() {
-            return Err(to_py(Error::LengthMismatch {
-                what: "a vs b rows",
-                left: a.len(),
-                right: b.len(),
-            }));
-        }
-        Ok((0..a.len()).map(|i| a.cosine_with(i, b, i)).collect())
-    }
-    let c = match (&va, &vb) {
-        (Vecs::Dense(a), Vecs::Dense(b)) if a.dim() != b.dim() => Err(value_error(format!(
-            "a and b differ in shape: {} and {} columns",
-            a.dim(),
-            b.dim()
-        ))),
-        (Vecs::Dense(a), Vecs::Dense(b)) => each(a, b),
-        (Vecs::Csr(a), Vecs::Csr(b)) => each(a, b),
+    let (t, ra, rb) = (Threads::new(threads)?, a.rows("a")?, b.rows("b")?);
+    let c = t.run(py, || match (ra.vectors("a")?, rb.vectors("b")?) {
+        (Vecs::Dense(a), Vecs::Dense(b)) => paired_cosines(&a, &b).py(),
+        (Vecs::Csr(a), Vecs::Csr(b)) => paired_cosines(&a, &b).py(),
         _ => Err(value_error(
             "a and b must be vectors of one kind (dense or CSR)",
         )),
-    }?;
+    })?;
     Ok(c.into_pyarray(py))
 }

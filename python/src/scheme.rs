@@ -5,12 +5,10 @@
 use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
-use simlsh::estimate::JoinPlanner;
+use simlsh::estimate::{IntervalMethod, JoinPlanner, RadiusRule};
 use simlsh::join::{Banding, CappedGroup, Pass, Scheme, TableKeys, partition};
-use simlsh::signature::words_for;
 
-use crate::arrays::codes;
-use crate::arrays::contiguous;
+use crate::arrays::{codes, contiguous, u32s};
 use crate::errors::{IntoPy, value_error};
 use crate::threads::Threads;
 
@@ -201,38 +199,16 @@ impl PyScheme {
     ) -> PyResult<PartitionArrays<'py>> {
         let bits = self.bits_or_err()?;
         let m = self::codes(&codes, bits)?;
-        let (group, ids) = (contiguous(&group, "group")?, contiguous(&ids, "ids")?);
-        if let Some(r) = group.iter().position(|&g| g < 0) {
-            return Err(value_error(format!(
-                "row {r}: group {} is negative",
-                group[r]
-            )));
-        }
-        let groups: Vec<u32> = group.iter().map(|&g| g as u32).collect();
-        let capped: Vec<CappedGroup> = match (&capped_group, &capped_key) {
-            (Some(g), Some(k)) => {
-                let (g, k) = (contiguous(g, "capped_group")?, contiguous(k, "capped_key")?);
-                if g.len() != k.len() {
-                    return Err(value_error("capped_group and capped_key differ in length"));
-                }
-                g.iter()
-                    .zip(k)
-                    .map(|(&band, &key)| CappedGroup {
-                        band: band as u32,
-                        key,
-                        rows: 0,
-                    })
-                    .collect()
-            }
-            (None, None) => Vec::new(),
-            _ => {
-                return Err(value_error(
-                    "give both capped_group and capped_key, or neither",
-                ));
-            }
-        };
+        let groups = u32s(contiguous(&group, "group")?, "group")?;
+        let cg = capped_group.as_ref().map(|g| contiguous(g, "capped_group"));
+        let ck = capped_key.as_ref().map(|k| contiguous(k, "capped_key"));
+        let (cg, ck) = (
+            cg.transpose()?.unwrap_or(&[]),
+            ck.transpose()?.unwrap_or(&[]),
+        );
+        let capped = CappedGroup::from_columns(&u32s(cg, "capped_group")?, ck).py()?;
         let pass = if missed { Pass::Missed } else { Pass::First };
-        debug_assert_eq!(m.as_slice().len(), m.len() * words_for(bits));
+        let ids = contiguous(&ids, "ids")?;
         let found = py
             .detach(|| partition(&self.inner, &groups, ids, m.as_slice(), &capped, pass))
             .py()?;
@@ -290,13 +266,7 @@ pub fn plan_join<'py>(
     let d = PyDict::new(py);
     d.set_item("bits", plan.bits)?;
     d.set_item("recall", scheme.recall(threshold, plan.bits).py()?)?;
-    d.set_item(
-        "choice",
-        match plan.choice {
-            simlsh::estimate::JoinChoice::Hamming => "hamming",
-            simlsh::estimate::JoinChoice::Banded => "bands",
-        },
-    )?;
+    d.set_item("choice", plan.choice.name())?;
     d.set_item("cost_ns", plan.cost_ns)?;
     d.set_item("scheme", PyScheme { inner: scheme })?;
     Ok(d)
@@ -304,7 +274,8 @@ pub fn plan_join<'py>(
 
 /// The library's defaults that the Python layer maps onto (it states none of its own): `seed`
 /// (signers), `bits` (signing), `cosine_bits` (a cosine join without planning), `recall`
-/// (planners), `planned_widths`, `feature_sample` (documents sampled for the mean features).
+/// (planners), `planned_widths`, `feature_sample` (documents sampled for the mean features),
+/// `level` and `interval_method` (estimates), `radius_bits` and `radius_rule` (`plan_radius`).
 #[pyfunction]
 pub fn defaults(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     let d = PyDict::new(py);
@@ -315,6 +286,10 @@ pub fn defaults(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     d.set_item("recall", simlsh::estimate::DEFAULT_RECALL)?;
     d.set_item("planned_widths", simlsh::estimate::PLANNED_WIDTHS.to_vec())?;
     d.set_item("feature_sample", simlsh::text::FEATURE_SAMPLE)?;
+    d.set_item("level", simlsh::estimate::DEFAULT_LEVEL)?;
+    d.set_item("interval_method", IntervalMethod::default().name())?;
+    d.set_item("radius_bits", simlsh::estimate::RADIUS_PLANNER_BITS)?;
+    d.set_item("radius_rule", RadiusRule::default().name())?;
     Ok(d)
 }
 

@@ -7,16 +7,16 @@ use ndarray::{Array2, ArrayView2, CowArray, Ix2, s};
 use numpy::{IntoPyArray, PyArray2, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
-use rayon::prelude::*;
 use simlsh::io::float::{F32Values, rows_to_f32};
 use simlsh::signature::{check_bits, words_for};
 use simlsh::signers::sparse::{CsrArrays, CsrIndex};
 use simlsh::signers::{AnySigner, SignerKind, SignerSpec};
+use simlsh::text::TokenBags;
 use simlsh::{Error, SignatureMatrix, Signer};
 use sprs::SpIndex;
 
 use crate::arrays::contiguous;
-use crate::errors::{IntoPy, to_py, value_error};
+use crate::errors::{IntoPy, to_py};
 use crate::text::PyTokenizer;
 use crate::threads::Threads;
 
@@ -321,45 +321,10 @@ impl PySigner {
         threads: Option<i64>,
     ) -> PyResult<Bound<'py, PyArray2<u64>>> {
         let t = Threads::new(threads)?;
-        if let Some(w) = &weights {
-            if w.len() != docs.len() {
-                return Err(to_py(Error::LengthMismatch {
-                    what: "documents vs weight lists",
-                    left: docs.len(),
-                    right: w.len(),
-                }));
-            }
-            if let Some(r) = (0..docs.len()).find(|&r| docs[r].len() != w[r].len()) {
-                return Err(value_error(format!(
-                    "row {r}: {} tokens but {} weights",
-                    docs[r].len(),
-                    w[r].len()
-                )));
-            }
-        }
-        let mut out = Out::new(docs.len(), self.bits());
-        let signer = &*self.inner;
-        let (docs, weights) = (&docs, &weights);
-        t.chunked(py, docs.len(), TEXT_CHUNK, |r: Range<usize>| {
-            let sigs: Vec<simlsh::Signature> = r
-                .clone()
-                .into_par_iter()
-                .map(|i| {
-                    let toks: Vec<&str> = docs[i].iter().map(String::as_str).collect();
-                    let ones;
-                    let ws = match weights {
-                        Some(w) => &w[i][..],
-                        None => {
-                            ones = vec![1.0f32; toks.len()];
-                            &ones[..]
-                        }
-                    };
-                    signer.sign_tokens(&toks, ws).map_err(|e| e.offset_rows(i))
-                })
-                .collect::<simlsh::Result<_>>()
-                .map_err(to_py)?;
-            let m = SignatureMatrix::from_signatures(signer.bits(), sigs.iter()).py()?;
-            out.put(r.start, &m);
+        let bags = TokenBags::new(&docs, weights.as_deref()).py()?;
+        let mut out = Out::new(bags.len(), self.bits());
+        t.chunked(py, bags.len(), TEXT_CHUNK, |r: Range<usize>| {
+            out.put(r.start, &bags.sign_rows(&*self.inner, r).py()?);
             Ok(())
         })?;
         Ok(out.into_py(py))

@@ -66,3 +66,44 @@ def test_bad_arguments_name_the_element():
         simlsh.cosine(-1, 64)
     with pytest.raises(ValueError, match="exactly one target"):
         simlsh.plan_bits()
+
+
+def test_defaults_are_the_librarys():
+    """Python states no default of its own: leaving an argument out gives what the library's
+    default (exported by ``_simlsh.defaults()``) gives, and the docstrings quote those values."""
+    from simlsh import _simlsh
+
+    d = _simlsh.defaults()
+    level, method = d["level"], d["interval_method"]
+    assert (level, method) == (0.95, "clopper-pearson")
+    h = np.arange(0, 65)
+    e, explicit = simlsh.estimate(h, 64), simlsh.estimate(h, 64, level=level, method=method)
+    for a, b in zip(e, explicit):
+        np.testing.assert_array_equal(a, b)
+    assert not np.array_equal(e.p_lo, simlsh.estimate(h, 64, level=0.9).p_lo)
+    assert not np.array_equal(e.p_lo, simlsh.estimate(h, 64, method="wilson").p_lo)
+    c = np.array([0.0, 0.5, 0.9])
+    for a, b in zip(simlsh.expected_half_width(256, c), simlsh.expected_half_width(256, c, level=level, method=method)):
+        np.testing.assert_array_equal(a, b)
+    assert simlsh.plan_bits(cosine_half_width=0.05) == simlsh.plan_bits(cosine_half_width=0.05, level=level, method=method)
+    bits, rule = d["radius_bits"], d["radius_rule"]
+    assert (bits, rule) == (64, "expected-distance")
+    plan, explicit = simlsh.plan_radius(0.9), simlsh.plan_radius(0.9, bits=bits, rule=rule)
+    assert plan["bits"] == bits and plan["radius"] == explicit["radius"] == round(bits * np.arccos(0.9) / np.pi)
+    for k in plan["rows"]:
+        np.testing.assert_array_equal(plan["rows"][k], explicit["rows"][k])
+    # The docstrings quote the library's values.
+    for fn in (simlsh.estimate, simlsh.plan_radius):
+        doc = " ".join(fn.__doc__.split())
+        assert f"default the library's, {level if fn is simlsh.estimate else bits})" in doc, fn
+    assert method in simlsh.estimate.__doc__ and rule in simlsh.plan_radius.__doc__
+
+
+def test_radius_rules_take_their_arguments():
+    with pytest.raises(ValueError, match=r"`fixed` with these arguments \(expected-distance; target-recall with"):
+        simlsh.plan_radius(0.9, rule="fixed")
+    with pytest.raises(ValueError, match="`expected-distance` with these arguments"):
+        simlsh.plan_radius(0.9, target_recall=0.9)
+    with pytest.raises(ValueError, match="give either cosines or max_angle"):
+        simlsh.plan_radius(0.9, cosines=[0.95], max_angle=1.0)
+    assert simlsh.plan_radius(0.9, bits=128, rule="fixed", radius=5)["radius"] == 5

@@ -224,3 +224,29 @@ def test_threads_search_while_another_adds():
     for t in threads:
         t.join()
     assert not errors and len(idx) == 40_000
+
+
+def test_default_ids_are_the_command_lines(tmp_path, cli):
+    """``add`` without ids takes the library's default ids (one past the largest id stored,
+    removed ones never reused), as ``simlsh index add`` without ``--first-id`` does on the same
+    file."""
+    rng = np.random.default_rng(3)
+    a, b = random_codes(rng, 300, 64), random_codes(rng, 40, 64)
+    idx = simlsh.LinearScan(bits=64)
+    idx.add(a)
+    idx.remove([299, 298, 5])
+    idx.add(b)  # ids continue past 299, which was stored
+    _, I = idx.search(b, k=1)
+    assert I[:, 0].tolist() == list(range(300, 340))
+    path, sigs = tmp_path / "x.simlsh", tmp_path / "b.npy"
+    idx.remove([339])
+    idx.save(path)
+    np.save(sigs, b)
+    in_python = simlsh.load_index(path)
+    in_python.add(b)
+    run_cli(cli, "index", "add", path, sigs)
+    # Both continue past the largest id the file holds, 338.
+    for index in (simlsh.load_index(path), in_python):
+        _, I = index.search(b[:1], k=len(index))  # every id stored
+        got = sorted(i for i in I[0].tolist() if i >= 339)
+        assert got == list(range(339, 379)), got

@@ -154,3 +154,33 @@ def test_distributed_join_equals_the_single_machine_join(partitions, text):
     a, b = np.minimum(ids[i], ids[j]), np.maximum(ids[i], ids[j])
     want = sorted(zip(a.tolist(), b.tolist(), d.tolist()))
     assert sorted(found) == want and len(found) == len(set(found))
+
+
+def test_paired_cosines_equal_numpy_and_name_the_shape():
+    """The cosine of each pair (a[i], b[i]) (the library's paired_cosines), dense and CSR,
+    against NumPy's; rows or kinds that do not pair are ValueErrors."""
+    import scipy.sparse as sp
+
+    from simlsh import _simlsh
+
+    rng = np.random.default_rng(5)
+    a, b = (rng.standard_normal((40, 9)).astype(np.float32) for _ in range(2))
+    a[3] = 0
+    b[::4, ::2] = 0
+    want = np.einsum("ij,ij->i", a.astype(np.float64), b) / np.maximum(
+        np.linalg.norm(a.astype(np.float64), axis=1) * np.linalg.norm(b.astype(np.float64), axis=1), 1e-300
+    )
+    np.testing.assert_allclose(_simlsh.cosines(a, b), want, atol=1e-6)
+    assert _simlsh.cosines(a, b)[3] == 0.0
+
+    def csr(x):
+        m = sp.csr_matrix(x)
+        return (m.indptr.astype(np.int64), m.indices.astype(np.int64), m.data, x.shape[1])
+
+    np.testing.assert_allclose(_simlsh.cosines(csr(a), csr(b), threads=1), want, atol=1e-12)
+    with pytest.raises(ValueError, match="a vs b rows"):
+        _simlsh.cosines(a, b[:-1])
+    with pytest.raises(ValueError, match="columns"):
+        _simlsh.cosines(a, b[:, :-1].copy())
+    with pytest.raises(ValueError, match="one kind"):
+        _simlsh.cosines(a, csr(b))

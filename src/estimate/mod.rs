@@ -82,7 +82,7 @@ pub use plan::{
     DEFAULT_RECALL, DEFAULT_WIDTHS, ErrorTarget, HalfWidth, HammingJoinPlan, JoinChoice, JoinPlan,
     JoinPlanner, KERNEL_PAIR_NS, KERNEL_WORD_NS, MANKU_COSINES, PAIR_NS, PAIR_WORD_NS,
     PLANNED_WIDTHS, PLANNER_MAX_BITS, PREFIX_WORDS, PROBE_KEY_NS, PROBE_ROW_NS, PairDistribution,
-    PlanInputs, PlanRow, RadiusPlan, RadiusPlanner, RadiusRule, RecallPoint,
+    PlanInputs, PlanRow, RADIUS_PLANNER_BITS, RadiusPlan, RadiusPlanner, RadiusRule, RecallPoint,
     SIGN_NS_PER_FEATURE_BIT, background_candidates, band_recall, banding_recall,
     expected_half_width, filtered_band_recall, manku_table, probed_background_candidates,
     recall_at,
@@ -117,6 +117,10 @@ fn check_angle(name: &'static str, theta: f64) -> Result<f64> {
     }
     Ok(theta.clamp(0.0, PI))
 }
+
+/// Default confidence level of the intervals ([`estimate`], [`expected_half_width`],
+/// [`BitsPlanner`]): 95%. The default method is [`IntervalMethod::default`], Clopper–Pearson.
+pub const DEFAULT_LEVEL: f64 = 0.95;
 
 /// Validates a confidence level.
 pub(crate) fn check_level(level: f64) -> Result<()> {

@@ -41,7 +41,7 @@ pub mod spec;
 pub use crate::util::spec::{KindInfo, ParamInfo};
 pub use featureless::Featureless;
 pub use graph::{GraphBuilder, GraphIndex};
-pub use ids::{consecutive_ids, parse_ids};
+pub use ids::{NextIds, consecutive_ids, parse_ids, past_largest_id};
 pub use linear::LinearScan;
 pub use meta::IndexMeta;
 pub use mih::{MultiIndex, MultiIndexBuilder, auto_substrings};

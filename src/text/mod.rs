@@ -77,6 +77,7 @@
 //! [`JiebaKeywords`](Weighting::JiebaKeywords)) is the crate's `cjk` feature, on by default;
 //! without it, [`TokenizerBuilder::build`] refuses them with [`Error::Unsupported`](crate::Error::Unsupported).
 
+mod bags;
 mod config;
 mod corpus;
 mod idf;
@@ -87,6 +88,7 @@ mod segment;
 mod spec;
 mod stopwords;
 
+pub use bags::TokenBags;
 pub use config::{Mode, TokenizerBuilder, Weighting};
 pub use corpus::{FeatureRows, SignOptions, SignedCorpus};
 pub use idf::{DfCounter, IDF_FILE_VERSION, IDF_HASH_SEED, Idf, idf_key};

@@ -6,6 +6,7 @@
 //! | all pairs with cosine ≥ τ | [`VerifiedJoin`] | the exact Hamming join at a planned radius, or banding |
 //! | k nearest by cosine | [`rerank`], [`rerank_graph`] | the `m` nearest by Hamming distance |
 //! | k best of given candidates | [`RerankIds`] (and [`check_base`]) | the hits of any search of an index, or ids |
+//! | the cosine of given pairs | [`paired_cosines`], [`paired_text_cosines`] | pairs found elsewhere (a distributed join) |
 //!
 //! The input vectors implement [`Vectors`]: dense rows ([`DenseVectors`], normalised once),
 //! a borrowed CSR matrix of any index types ([`CsrVectors`]), owned sparse rows of
@@ -54,6 +55,7 @@
 mod hits;
 mod in_place;
 mod join;
+mod paired;
 mod rerank;
 mod vectors;
 
@@ -61,5 +63,6 @@ pub use in_place::{CsrRows, DenseRows};
 
 pub use hits::{BaseMismatch, check_base};
 pub use join::{VerifiedJoin, VerifiedJoinBuilder, VerifiedPair, VerifyReport};
+pub use paired::{paired_cosines, paired_text_cosines};
 pub use rerank::{Candidates, RerankIds, rerank, rerank_graph};
 pub use vectors::{CsrVectors, DenseVectors, SparseVectors, Vectors, dot, dot_sparse};

@@ -69,6 +69,16 @@ pub trait Vectors: Sync {
         let _ = i;
     }
 
+    /// Checks that rows of `self` can be paired with rows of `other` by
+    /// [`cosine_with`](Self::cosine_with): dense rows of one dimension; any sparse rows.
+    ///
+    /// # Errors
+    /// [`Error::LengthMismatch`] naming both dimensions.
+    fn check_pairable(&self, other: &Self) -> Result<()> {
+        let _ = other;
+        Ok(())
+    }
+
     /// The rows of norm 0, in increasing order.
     fn zero_rows(&self) -> Vec<u32> {
         (0..self.len())
@@ -286,6 +296,17 @@ impl Vectors for DenseVectors {
 
     fn is_zero(&self, i: usize) -> bool {
         self.zero[i]
+    }
+
+    fn check_pairable(&self, other: &Self) -> Result<()> {
+        if self.dim != other.dim {
+            return Err(Error::LengthMismatch {
+                what: "dense vectors' columns",
+                left: self.dim,
+                right: other.dim,
+            });
+        }
+        Ok(())
     }
 
     /// # Panics

@@ -15,6 +15,32 @@ pub enum ErrorTarget {
     Cosine(f64),
 }
 
+impl ErrorTarget {
+    /// The target of exactly one given half-width: of the angle in degrees, or of the cosine
+    /// (the keyword arguments of a front end).
+    ///
+    /// ```
+    /// use simlsh::estimate::ErrorTarget;
+    ///
+    /// assert_eq!(ErrorTarget::one_of(Some(2.0), None)?, ErrorTarget::AngleDegrees(2.0));
+    /// assert!(ErrorTarget::one_of(Some(2.0), Some(0.1)).is_err());
+    /// # Ok::<(), simlsh::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] (`target`) unless exactly one is given.
+    pub fn one_of(angle_degrees: Option<f64>, cosine: Option<f64>) -> Result<Self> {
+        match (angle_degrees, cosine) {
+            (Some(a), None) => Ok(ErrorTarget::AngleDegrees(a)),
+            (None, Some(c)) => Ok(ErrorTarget::Cosine(c)),
+            _ => Err(Error::param(
+                "target",
+                "give exactly one target: angle_degrees or cosine_half_width",
+            )),
+        }
+    }
+}
+
 /// Half-widths of the angle and cosine confidence intervals.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct HalfWidth {
@@ -113,7 +139,8 @@ pub struct BitsPlan {
 /// The half-width decreases with f, so the search (doubling, then bisection) returns the
 /// smallest f: with f − 1 bits the target is missed.
 ///
-/// Defaults: level 0.95, [`IntervalMethod::ClopperPearson`], worst-case cosine, at most 2³²
+/// Defaults: level [`DEFAULT_LEVEL`](crate::estimate::DEFAULT_LEVEL) (0.95),
+/// [`IntervalMethod::default`] (Clopper–Pearson), worst-case cosine, at most 2³²
 /// bits.
 ///
 /// # Example
@@ -142,7 +169,7 @@ impl BitsPlanner {
         BitsPlanner {
             target,
             cosine: None,
-            level: 0.95,
+            level: crate::estimate::DEFAULT_LEVEL,
             method: IntervalMethod::default(),
             max_bits: 1 << 32,
         }
@@ -371,5 +398,29 @@ mod tests {
             assert!(planner.plan().is_err(), "{planner:?}");
         }
         assert!(expected_half_width(0, 0.5, 0.95, IntervalMethod::Wilson).is_err());
+    }
+
+    #[test]
+    fn a_target_is_exactly_one_half_width_and_the_defaults_are_the_constants() {
+        assert_eq!(
+            ErrorTarget::one_of(None, Some(0.05)).unwrap(),
+            ErrorTarget::Cosine(0.05)
+        );
+        for (a, c) in [(None, None), (Some(1.0), Some(0.1))] {
+            let e = ErrorTarget::one_of(a, c).unwrap_err().to_string();
+            assert!(e.contains("exactly one target"), "{e}");
+        }
+        // The planner's defaults are the library's: the same plan as with them set.
+        let t = ErrorTarget::AngleDegrees(3.0);
+        assert_eq!(
+            BitsPlanner::new(t).plan().unwrap(),
+            BitsPlanner::new(t)
+                .level(crate::estimate::DEFAULT_LEVEL)
+                .method(IntervalMethod::ClopperPearson)
+                .plan()
+                .unwrap()
+        );
+        assert_eq!(crate::estimate::DEFAULT_LEVEL, 0.95);
+        assert_eq!(IntervalMethod::default(), IntervalMethod::ClopperPearson);
     }
 }

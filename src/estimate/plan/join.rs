@@ -22,6 +22,46 @@ pub enum JoinChoice {
     Banded,
 }
 
+impl JoinChoice {
+    /// Both choices, as [`name`](Self::name) and [`FromStr`](std::str::FromStr) spell them.
+    pub const ALL: [JoinChoice; 2] = [JoinChoice::Hamming, JoinChoice::Banded];
+
+    /// `hamming` or `bands`: the text form.
+    pub fn name(self) -> &'static str {
+        match self {
+            JoinChoice::Hamming => "hamming",
+            JoinChoice::Banded => "bands",
+        }
+    }
+}
+
+impl std::fmt::Display for JoinChoice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for JoinChoice {
+    type Err = Error;
+
+    /// The choice of a [`name`](JoinChoice::name).
+    ///
+    /// ```
+    /// use simlsh::estimate::JoinChoice;
+    ///
+    /// assert_eq!("bands".parse::<JoinChoice>()?, JoinChoice::Banded);
+    /// assert_eq!(JoinChoice::Hamming.to_string(), "hamming");
+    /// assert!("banded".parse::<JoinChoice>().is_err());
+    /// # Ok::<(), simlsh::Error>(())
+    /// ```
+    fn from_str(s: &str) -> Result<Self> {
+        JoinChoice::ALL
+            .into_iter()
+            .find(|c| c.name() == s)
+            .ok_or_else(|| Error::param("choice", format!("unknown join `{s}` (hamming, bands)")))
+    }
+}
+
 /// The exact Hamming join's side of a [`JoinPlan`].
 #[derive(Clone, Debug, PartialEq)]
 pub struct HammingJoinPlan {
@@ -223,5 +263,21 @@ impl JoinPlanner {
             banded,
             cost_ns: join_ns + self.inputs.sign_ns_per_bit * f as f64 * self.inputs.rows as f64,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn choices_read_back_their_names() {
+        for c in JoinChoice::ALL {
+            assert_eq!(c.name().parse::<JoinChoice>().unwrap(), c);
+            assert_eq!(c.to_string(), c.name());
+        }
+        assert_eq!(JoinChoice::ALL.map(JoinChoice::name), ["hamming", "bands"]);
+        let e = "Bands".parse::<JoinChoice>().unwrap_err().to_string();
+        assert!(e.contains("`Bands`") && e.contains("hamming, bands"), "{e}");
     }
 }

@@ -19,8 +19,8 @@ pub use join::{
     HammingJoinPlan, JoinChoice, JoinPlan, JoinPlanner, PLANNED_WIDTHS, SIGN_NS_PER_FEATURE_BIT,
 };
 pub use radius::{
-    MANKU_COSINES, PLANNER_MAX_BITS, PairDistribution, PlanRow, RadiusPlan, RadiusPlanner,
-    RadiusRule, RecallPoint, manku_table, recall_at,
+    MANKU_COSINES, PLANNER_MAX_BITS, PairDistribution, PlanRow, RADIUS_PLANNER_BITS, RadiusPlan,
+    RadiusPlanner, RadiusRule, RecallPoint, manku_table, recall_at,
 };
 
 use super::check_cosine;

@@ -9,6 +9,9 @@ use crate::estimate::{check_bits, check_cosine};
 /// Largest signature width the radius [`RadiusPlanner`] accepts (its table can have f + 1 rows).
 pub const PLANNER_MAX_BITS: u64 = 1 << 20;
 
+/// Default signature width of the [`RadiusPlanner`] (Manku et al.'s 64-bit fingerprints).
+pub const RADIUS_PLANNER_BITS: u64 = 64;
+
 /// Worst-case recall beyond which the [`RadiusPlanner`] table stops: past it the recall is saturated
 /// to within this margin and precision can only fall.
 const SATURATED_RECALL: f64 = 1.0 - 1e-12;
@@ -91,6 +94,61 @@ pub enum RadiusRule {
     Fixed(u64),
 }
 
+impl RadiusRule {
+    /// The rules' names, as [`name`](Self::name) spells them.
+    pub const NAMES: [&'static str; 4] = ["expected-distance", "target-recall", "max-f1", "fixed"];
+
+    /// `expected-distance`, `target-recall`, `max-f1` or `fixed`: the text form of the rule.
+    pub fn name(&self) -> &'static str {
+        match self {
+            RadiusRule::ExpectedDistance => "expected-distance",
+            RadiusRule::TargetRecall(_) => "target-recall",
+            RadiusRule::MaxF1 => "max-f1",
+            RadiusRule::Fixed(_) => "fixed",
+        }
+    }
+
+    /// The rule of a [`name`](Self::name) (`None`: the default rule's) with its argument:
+    /// `target-recall` takes `target_recall`, `fixed` takes `radius`, the others neither (the
+    /// keyword arguments of a front end).
+    ///
+    /// ```
+    /// use simlsh::estimate::RadiusRule;
+    ///
+    /// assert_eq!(RadiusRule::from_args(None, None, None)?, RadiusRule::default());
+    /// assert_eq!(
+    ///     RadiusRule::from_args(Some("target-recall"), Some(0.99), None)?,
+    ///     RadiusRule::TargetRecall(0.99)
+    /// );
+    /// assert!(RadiusRule::from_args(Some("fixed"), None, None).is_err());
+    /// # Ok::<(), simlsh::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] (`rule`) for an unknown name, or an argument missing or
+    /// given to a rule that takes none, naming the rules and their arguments.
+    pub fn from_args(
+        name: Option<&str>,
+        target_recall: Option<f64>,
+        radius: Option<u64>,
+    ) -> Result<Self> {
+        let name = name.unwrap_or(RadiusRule::default().name());
+        match (name, target_recall, radius) {
+            ("expected-distance", None, None) => Ok(RadiusRule::ExpectedDistance),
+            ("target-recall", Some(r), None) => Ok(RadiusRule::TargetRecall(r)),
+            ("max-f1", None, None) => Ok(RadiusRule::MaxF1),
+            ("fixed", None, Some(r)) => Ok(RadiusRule::Fixed(r)),
+            _ => Err(Error::param(
+                "rule",
+                format!(
+                    "`{name}` with these arguments (expected-distance; target-recall with \
+                     target_recall; max-f1; fixed with radius)"
+                ),
+            )),
+        }
+    }
+}
+
 /// The distribution of the cosines of the pairs a search will meet, for the expected recall,
 /// precision and false-positive rate. Pairs with cosine >= the threshold are the true pairs.
 #[derive(Debug, Clone, PartialEq)]
@@ -119,6 +177,41 @@ impl Default for PairDistribution {
         PairDistribution::UniformAngle {
             max_angle: FRAC_PI_2,
             true_fraction: None,
+        }
+    }
+}
+
+impl PairDistribution {
+    /// The distribution of a front end's keyword arguments: a sample of `cosines`, or angles
+    /// uniform up to `max_angle` (default π/2) with `true_fraction` of true pairs (default the
+    /// uniform share); all `None` is the [default](Self::default).
+    ///
+    /// ```
+    /// use simlsh::estimate::PairDistribution;
+    ///
+    /// assert_eq!(PairDistribution::from_args(None, None, None)?, PairDistribution::default());
+    /// assert!(PairDistribution::from_args(Some(vec![0.9]), Some(1.0), None).is_err());
+    /// # Ok::<(), simlsh::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] (`cosines`) when `cosines` comes with `max_angle` or
+    /// `true_fraction`.
+    pub fn from_args(
+        cosines: Option<Vec<f64>>,
+        max_angle: Option<f64>,
+        true_fraction: Option<f64>,
+    ) -> Result<Self> {
+        match (cosines, max_angle, true_fraction) {
+            (Some(c), None, None) => Ok(PairDistribution::Cosines(c)),
+            (None, a, t) => Ok(PairDistribution::UniformAngle {
+                max_angle: a.unwrap_or(FRAC_PI_2),
+                true_fraction: t,
+            }),
+            _ => Err(Error::param(
+                "cosines",
+                "give either cosines or max_angle/true_fraction",
+            )),
         }
     }
 }
@@ -182,7 +275,7 @@ impl RadiusPlan {
 /// worst-case recall, the recall averaged over the true pairs of a [`PairDistribution`], the
 /// expected precision, false-positive rate and F1, and picks a radius by a [`RadiusRule`].
 ///
-/// Defaults: f = 64 bits, [`RadiusRule::ExpectedDistance`], and pairs uniform in angle on
+/// Defaults: f = [`RADIUS_PLANNER_BITS`] (64), [`RadiusRule::ExpectedDistance`], and pairs uniform in angle on
 /// [0, π/2]. Settings are validated once, in [`plan`](Self::plan).
 ///
 /// # Example
@@ -212,7 +305,7 @@ impl RadiusPlanner {
     pub fn new(threshold: f64) -> Self {
         RadiusPlanner {
             threshold,
-            bits: 64,
+            bits: RADIUS_PLANNER_BITS,
             rule: RadiusRule::default(),
             pairs: PairDistribution::default(),
         }
@@ -733,5 +826,74 @@ mod tests {
         for planner in bad {
             assert!(planner.plan().is_err(), "{planner:?}");
         }
+    }
+
+    #[test]
+    fn rules_parse_from_their_name_and_argument() {
+        let all = [
+            RadiusRule::ExpectedDistance,
+            RadiusRule::TargetRecall(0.9),
+            RadiusRule::MaxF1,
+            RadiusRule::Fixed(4),
+        ];
+        for (rule, name) in all.into_iter().zip(RadiusRule::NAMES) {
+            assert_eq!(rule.name(), name);
+            let (t, r) = match rule {
+                RadiusRule::TargetRecall(t) => (Some(t), None),
+                RadiusRule::Fixed(r) => (None, Some(r)),
+                _ => (None, None),
+            };
+            assert_eq!(RadiusRule::from_args(Some(name), t, r).unwrap(), rule);
+        }
+        // No name is the default rule, which takes no argument.
+        assert_eq!(
+            RadiusRule::from_args(None, None, None).unwrap(),
+            RadiusRule::default()
+        );
+        for (name, t, r) in [
+            (None, Some(0.9), None),
+            (Some("fixed"), None, None),
+            (Some("fixed"), Some(0.9), Some(3)),
+            (Some("target-recall"), None, Some(3)),
+            (Some("max-f1"), Some(0.9), None),
+            (Some("Max-F1"), None, None),
+        ] {
+            let e = RadiusRule::from_args(name, t, r).unwrap_err().to_string();
+            let shown = name.unwrap_or("expected-distance");
+            assert!(
+                e.contains("`rule`")
+                    && e.contains(&format!("`{shown}`"))
+                    && e.contains("fixed with radius"),
+                "{e}"
+            );
+        }
+    }
+
+    #[test]
+    fn pair_distributions_from_arguments_and_the_default_width() {
+        assert_eq!(
+            PairDistribution::from_args(Some(vec![0.5, 0.9]), None, None).unwrap(),
+            PairDistribution::Cosines(vec![0.5, 0.9])
+        );
+        assert_eq!(
+            PairDistribution::from_args(None, None, Some(0.1)).unwrap(),
+            PairDistribution::UniformAngle {
+                max_angle: FRAC_PI_2,
+                true_fraction: Some(0.1)
+            }
+        );
+        for (a, t) in [(Some(1.0), None), (None, Some(0.5))] {
+            let e = PairDistribution::from_args(Some(vec![0.9]), a, t).unwrap_err();
+            assert!(e.to_string().contains("`cosines`"), "{e}");
+        }
+        // The planner's default width is the constant: the same plan as with it set.
+        assert_eq!(
+            RadiusPlanner::new(0.9).plan().unwrap(),
+            RadiusPlanner::new(0.9)
+                .bits(RADIUS_PLANNER_BITS)
+                .plan()
+                .unwrap()
+        );
+        assert_eq!(RadiusPlanner::new(0.9).plan().unwrap().bits, 64);
     }
 }

@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use clap::Parser;
-use simlsh::index::SignerRecord;
+use simlsh::index::{NextIds, SignerRecord};
 use simlsh::signature::SignatureMatrix;
 use simlsh::storage::Buf;
 
@@ -13,7 +13,8 @@ use crate::common::{Ctx, check_distinct, read_codes};
 
 const ADD_EXAMPLE: &str = "Example:
   simlsh index add codes.idx more.npy --first-id 1000000
-The codes of SIGS get ids FIRST_ID, FIRST_ID+1, ... The index is verified whole (a corrupt
+The codes of SIGS get ids FIRST_ID, FIRST_ID+1, ...; without --first-id, the ids following the
+largest one stored (as Python's Index.add without ids). The index is verified whole (a corrupt
 file is refused, never rewritten) and replaced atomically, under its advisory lock (concurrent
 `add`s and `remove`s, and Python's `simlsh.update_index`, follow one another).";
 
@@ -25,9 +26,10 @@ pub(super) struct AddArgs {
     index: PathBuf,
     /// Signatures to insert: `.npy` of uint64 codes or a simlsh signature file.
     sigs: PathBuf,
-    /// Id of the first inserted code; the others follow consecutively.
+    /// Id of the first inserted code; the others follow consecutively [default: one past the
+    /// largest id stored].
     #[arg(long)]
-    first_id: u32,
+    first_id: Option<u32>,
 }
 
 pub(super) fn run(a: AddArgs, ctx: &mut Ctx) -> Result<()> {
@@ -51,12 +53,14 @@ pub(super) fn run(a: AddArgs, ctx: &mut Ctx) -> Result<()> {
         );
     }
     let n = sigs.len();
-    let Some(ids) = simlsh::index::consecutive_ids(a.first_id, n) else {
-        bail!(
-            "--first-id {} + {n} codes exceeds the largest id {}",
-            a.first_id,
-            u32::MAX
-        );
+    let ids = match a.first_id {
+        Some(first) => simlsh::index::consecutive_ids(first, n).with_context(|| {
+            format!(
+                "--first-id {first} + {n} codes exceeds the largest id {}",
+                u32::MAX
+            )
+        })?,
+        None => NextIds::default().ids(idx.as_ref(), n)?,
     };
     // One batch: every index inserts it in one pass (at most one merge), all or nothing.
     ctx.phase("insert", |ctx| {
