@@ -14,8 +14,8 @@ use crate::text::Tokenizer;
 /// use ndarray::array;
 /// use simlsh::verify::{DenseVectors, paired_cosines};
 ///
-/// let a = DenseVectors::new(array![[1.0f32, 0.0], [1.0, 1.0]].view())?;
-/// let b = DenseVectors::new(array![[0.0f32, 1.0], [2.0, 2.0]].view())?;
+/// let a = DenseVectors::new(array![[1.0f32, 0.0], [0.0, 2.0]].view())?;
+/// let b = DenseVectors::new(array![[0.0f32, 1.0], [0.0, 3.0]].view())?;
 /// assert_eq!(paired_cosines(&a, &b)?, vec![0.0, 1.0]);
 /// # Ok::<(), simlsh::Error>(())
 /// ```
