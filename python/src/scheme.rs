@@ -273,7 +273,7 @@ pub fn plan_join<'py>(
 }
 
 /// The library's defaults that the Python layer maps onto (it states none of its own): `seed`
-/// (signers), `bits` (signing), `cosine_bits` (a cosine join without planning), `recall`
+/// (signers), `bits` (signing), `distribution` (an explicit matrix's kind), `cosine_bits` (a cosine join without planning), `recall`
 /// (planners), `planned_widths`, `feature_sample` (documents sampled for the mean features),
 /// `level` and `interval_method` (estimates), `radius_bits` and `radius_rule` (`plan_radius`).
 #[pyfunction]
@@ -282,6 +282,8 @@ pub fn defaults(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     let spec = simlsh::signers::SignerSpec::default();
     d.set_item("seed", spec.seed)?;
     d.set_item("bits", spec.bits)?;
+    let matrix = simlsh::signers::SignerKind::from(simlsh::signers::Distribution::default());
+    d.set_item("distribution", matrix.name())?;
     d.set_item("cosine_bits", simlsh::estimate::COSINE_BITS)?;
     d.set_item("recall", simlsh::estimate::DEFAULT_RECALL)?;
     d.set_item("planned_widths", simlsh::estimate::PLANNED_WIDTHS.to_vec())?;
