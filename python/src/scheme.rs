@@ -275,7 +275,9 @@ pub fn plan_join<'py>(
 /// The library's defaults that the Python layer maps onto (it states none of its own): `seed`
 /// (signers), `bits` (signing), `distribution` (an explicit matrix's kind), `cosine_bits` (a cosine join without planning), `recall`
 /// (planners), `planned_widths`, `feature_sample` (documents sampled for the mean features),
-/// `level` and `interval_method` (estimates), `radius_bits` and `radius_rule` (`plan_radius`).
+/// `level` and `interval_method` (estimates), `radius_bits` and `radius_rule` (`plan_radius`),
+/// `index` (the index specification), `manku_radius`, `permutations`, `beam` and
+/// `permutation_seed` (index parameters), `load_verify` and `load_copy` (`LoadOptions`).
 #[pyfunction]
 pub fn defaults(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     let d = PyDict::new(py);
@@ -292,6 +294,14 @@ pub fn defaults(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     d.set_item("interval_method", IntervalMethod::default().name())?;
     d.set_item("radius_bits", simlsh::estimate::RADIUS_PLANNER_BITS)?;
     d.set_item("radius_rule", RadiusRule::default().name())?;
+    d.set_item("index", simlsh::index::IndexSpec::default().to_string())?;
+    d.set_item("manku_radius", simlsh::index::DEFAULT_RADIUS)?;
+    d.set_item("permutations", simlsh::index::DEFAULT_PERMUTATIONS)?;
+    d.set_item("beam", simlsh::index::DEFAULT_BEAM)?;
+    d.set_item("permutation_seed", simlsh::index::DEFAULT_SEED)?;
+    let load = simlsh::persist::LoadOptions::default();
+    d.set_item("load_verify", load.verifies())?;
+    d.set_item("load_copy", load.copies())?;
     Ok(d)
 }
 
