@@ -191,8 +191,8 @@ def knn_graph(
     k: int,
     index: Index | None = None,
     threads: int | None = None,
-    method: str = "exact",
-    seed: int = 0,
+    method: str | None = None,
+    seed: int | None = None,
 ) -> tuple[_I32, _I64]: ...
 def angle(h: _U64, f: _U64) -> _F64: ...
 def cosine(h: _U64, f: _U64) -> _F64: ...

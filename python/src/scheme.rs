@@ -277,7 +277,8 @@ pub fn plan_join<'py>(
 /// (planners), `planned_widths`, `feature_sample` (documents sampled for the mean features),
 /// `level` and `interval_method` (estimates), `radius_bits` and `radius_rule` (`plan_radius`),
 /// `index` (the index specification), `manku_radius`, `permutations`, `beam` and
-/// `permutation_seed` (index parameters), `load_verify` and `load_copy` (`LoadOptions`).
+/// `permutation_seed` (index parameters), `load_verify` and `load_copy` (`LoadOptions`),
+/// `knn_method` and `knn_seed` (`knn_graph`).
 #[pyfunction]
 pub fn defaults(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     let d = PyDict::new(py);
@@ -299,6 +300,8 @@ pub fn defaults(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     d.set_item("permutations", simlsh::index::DEFAULT_PERMUTATIONS)?;
     d.set_item("beam", simlsh::index::DEFAULT_BEAM)?;
     d.set_item("permutation_seed", simlsh::index::DEFAULT_SEED)?;
+    d.set_item("knn_method", simlsh::join::KnnMethod::default().name())?;
+    d.set_item("knn_seed", simlsh::join::ApproxKnn::default().seed)?;
     let load = simlsh::persist::LoadOptions::default();
     d.set_item("load_verify", load.verifies())?;
     d.set_item("load_copy", load.copies())?;
