@@ -278,7 +278,8 @@ pub fn plan_join<'py>(
 /// `level` and `interval_method` (estimates), `radius_bits` and `radius_rule` (`plan_radius`),
 /// `index` (the index specification), `manku_radius`, `permutations`, `beam` and
 /// `permutation_seed` (index parameters), `load_verify` and `load_copy` (`LoadOptions`),
-/// `knn_method` and `knn_seed` (`knn_graph`).
+/// `knn_method` and `knn_seed` (`knn_graph`), `store_durability`, `store_verify` and
+/// `store_seed` (stores).
 #[pyfunction]
 pub fn defaults(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     let d = PyDict::new(py);
@@ -302,6 +303,10 @@ pub fn defaults(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     d.set_item("permutation_seed", simlsh::index::DEFAULT_SEED)?;
     d.set_item("knn_method", simlsh::join::KnnMethod::default().name())?;
     d.set_item("knn_seed", simlsh::join::ApproxKnn::default().seed)?;
+    let store = simlsh::store::OpenOptions::new();
+    d.set_item("store_durability", store.durability_of().name())?;
+    d.set_item("store_verify", store.verifies())?;
+    d.set_item("store_seed", simlsh::store::Store::builder().seed_of())?;
     let load = simlsh::persist::LoadOptions::default();
     d.set_item("load_verify", load.verifies())?;
     d.set_item("load_copy", load.copies())?;
