@@ -223,6 +223,56 @@ fn spec_builds_the_same_signer_as_its_builder() {
     }
 }
 
+/// The kind of each distribution builds the matrix the builder draws from that distribution,
+/// and the default distribution's kind is the builder's default matrix.
+#[test]
+fn each_distribution_is_the_kind_that_builds_it() {
+    let rows = sparse_rows(5, 40, 64, 12);
+    let dists = [
+        Distribution::default(),
+        Distribution::Rademacher,
+        Distribution::VerySparse {
+            density: Some(0.25),
+        },
+        Distribution::SuperBit { depth: Some(8) },
+    ];
+    for d in dists {
+        let kind = SignerKind::from(d);
+        let got = SignerSpec::new(kind.clone())
+            .bits(96)
+            .seed(2)
+            .build(Some(64))
+            .unwrap();
+        let want: AnySigner = HyperplaneSigner::builder()
+            .dim(64)
+            .bits(96)
+            .seed(2)
+            .distribution(d)
+            .build()
+            .unwrap()
+            .into();
+        assert_eq!((got.info(), got.info().kind), (want.info(), kind.name()));
+        assert_eq!(
+            got.sign_csr(rows.view()).unwrap(),
+            want.sign_csr(rows.view()).unwrap()
+        );
+    }
+    let default: AnySigner = HyperplaneSigner::builder()
+        .dim(64)
+        .bits(96)
+        .build()
+        .unwrap()
+        .into();
+    assert_eq!(
+        default.info().kind,
+        SignerKind::from(Distribution::default()).name()
+    );
+    assert_eq!(
+        SignerKind::from(Distribution::default()),
+        SignerKind::Gaussian
+    );
+}
+
 #[test]
 fn signature_files_rebuild_the_signer_that_made_them() {
     let dir = std::env::temp_dir().join(format!("simlsh-spec-{}", std::process::id()));

@@ -78,7 +78,8 @@ class Index:
     """An index of any kind given by its specification, the compact text form shared with the
     command line (``simlsh index build --index SPEC``) and the Rust library's ``IndexSpec``:
     ``linear``, ``manku:k=3``, ``manku:k=3,levels=4+4``, ``mih``, ``mih:m=4``,
-    ``permutation:q=64,beam=128``.
+    ``permutation:q=64,beam=128``; default the library's, manku (permuted tables at their
+    default radius).
 
     >>> Index(bits=64, spec="mih:m=4").kind
     'mih'
@@ -86,11 +87,11 @@ class Index:
 
     __slots__ = ("_core", "_requested")
 
-    def __init__(self, *, bits: int, spec: str = "manku"):
+    def __init__(self, *, bits: int, spec: str | None = None):
         if isinstance(bits, bool) or not isinstance(bits, (int, np.integer)) or bits < 1:
             raise ValueError(f"invalid parameter `bits`: must be an integer >= 1, got {bits!r}")
-        self._requested = spec
         self._core = _simlsh.Index(spec, int(bits))
+        self._requested = spec if spec is not None else self._core.spec
 
     @property
     def bits(self) -> int:
@@ -227,7 +228,7 @@ class Index:
         return self._core.verified
 
     @classmethod
-    def load(cls, path: str | os.PathLike, *, verify: bool = False, copy: bool = False) -> Index:
+    def load(cls, path: str | os.PathLike, *, verify: bool | None = None, copy: bool | None = None) -> Index:
         """Loads an index file of any kind (memory-mapped: no copy, pages shared between
         processes). Equivalent to :func:`load_index`."""
         return load_index(path, verify=verify, copy=copy)
@@ -253,7 +254,7 @@ class PermutedTables(Index):
     """Manku, Jain & Das Sarma's permuted tables: exact radius search up to ``radius`` by
     probing (larger radii scan), the fastest for 64-bit codes.
 
-    radius : the radius ``k`` the tables answer by probing (default 3).
+    radius : the radius ``k`` the tables answer by probing (default the library's, 3).
     levels : blocks per level, e.g. ``[4]`` (4 tables for k = 3) or ``[4, 4]`` (16 tables);
     blocks : one level of this many blocks; tables : the planned design with at most this
     many tables; memory_budget : the planned design within this many bytes. At most one of
@@ -266,13 +267,13 @@ class PermutedTables(Index):
         self,
         *,
         bits: int,
-        radius: int = 3,
+        radius: int | None = None,
         levels: list[int] | None = None,
         blocks: int | None = None,
         tables: int | None = None,
         memory_budget: int | None = None,
     ):
-        parts = [f"k={int(radius)}"]
+        parts = [] if radius is None else [f"k={int(radius)}"]
         given = [n for n, v in (("levels", levels), ("blocks", blocks), ("tables", tables),
                                 ("memory_budget", memory_budget)) if v is not None]
         if len(given) > 1:
@@ -285,7 +286,7 @@ class PermutedTables(Index):
             parts.append(f"tables={int(tables)}")
         if memory_budget is not None:
             parts.append(f"budget={int(memory_budget)}")
-        super().__init__(bits=bits, spec="manku:" + ",".join(parts))
+        super().__init__(bits=bits, spec="manku" + (":" + ",".join(parts) if parts else ""))
 
 
 class MultiIndex(Index):
@@ -322,16 +323,17 @@ class PermutationIndex(Index):
     for wide codes from ``permutations`` sorted orders of the bits, ``beam`` neighbours checked
     in each; radius search is exact.
 
-    permutations : number of permutations ``q`` (default 16); beam : ``B`` (default 32);
-    seed : seed of the permutations (default 0).
+    permutations : number of permutations ``q`` (default the library's, 16); beam : ``B``
+    (default the library's, 32); seed : seed of the permutations (default the library's, 0).
     """
 
     __slots__ = ()
 
-    def __init__(self, *, bits: int, permutations: int = 16, beam: int = 32, seed: int = 0):
-        super().__init__(
-            bits=bits, spec=f"permutation:q={int(permutations)},beam={int(beam)},seed={int(seed)}"
-        )
+    def __init__(
+        self, *, bits: int, permutations: int | None = None, beam: int | None = None, seed: int | None = None
+    ):
+        parts = [f"{k}={int(v)}" for k, v in (("q", permutations), ("beam", beam), ("seed", seed)) if v is not None]
+        super().__init__(bits=bits, spec="permutation" + (":" + ",".join(parts) if parts else ""))
 
 
 class GraphIndex(Index):
@@ -417,16 +419,18 @@ def _index_from_bytes(data: bytes, requested: str | None = None) -> Index:
     return _wrap(_simlsh.Index.from_bytes(data), requested)
 
 
-def load_index(path: str | os.PathLike, *, verify: bool = False, copy: bool = False) -> Index:
+def load_index(path: str | os.PathLike, *, verify: bool | None = None, copy: bool | None = None) -> Index:
     """Loads an index file of any kind, as written by :meth:`Index.save` or the command line
     (``simlsh index build``), memory-mapped: opening checks the header, parameters and section
     lengths without reading the data; ``verify=True`` first checks the whole file (checksum
-    and the index's invariants, ``O(file size)``, as ``simlsh index verify``). An index loaded
+    and the index's invariants, ``O(file size)``, as ``simlsh index verify``; default the
+    library's, False). An index loaded
     unverified is verified before it is first saved (:meth:`Index.save`). A missing file
     raises ``FileNotFoundError``; a foreign, truncated or corrupt one
     :class:`simlsh.FormatError` (an ``OSError``).
 
-    ``copy=True`` reads the file into memory instead of mapping it (``O(file size)``). A mapped
+    ``copy=True`` reads the file into memory instead of mapping it (``O(file size)``; default
+    the library's, False). A mapped
     file that another program truncates or rewrites in place (``cp new old``,
     ``truncate``, a shell's ``>``; simlsh itself always replaces files by renaming) kills the
     process with ``SIGBUS`` at the next access to a page past the new end, which Python cannot
@@ -435,7 +439,7 @@ def load_index(path: str | os.PathLike, *, verify: bool = False, copy: bool = Fa
 
 
 @contextlib.contextmanager
-def update_index(path: str | os.PathLike, *, copy: bool = False) -> Iterator[Index]:
+def update_index(path: str | os.PathLike, *, copy: bool | None = None) -> Iterator[Index]:
     """Changes an index file in place, as ``simlsh index add`` and ``simlsh index remove``
     do: takes the file's advisory lock (the command line's; waiting for other holders), loads
     the index verified whole (checksum and contents: a corrupt file raises

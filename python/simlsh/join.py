@@ -52,6 +52,11 @@ def plan_join(
     return _simlsh.plan_join(float(threshold), int(rows), bits, features, recall, memory)
 
 
+def _opt_int(v) -> int | None:
+    """``int(v)``, or None (the library's default) for None."""
+    return None if v is None else int(v)
+
+
 def _active(codes: np.ndarray, featureless) -> np.ndarray | None:
     """The rows that take part in a join (``None``: all of them). ``featureless`` is ``"zero"``
     (rows whose signature is all zeros: a simlsh signer gives that signature to every row
@@ -134,17 +139,18 @@ def knn_graph(
     k: int,
     *,
     index=None,
-    method: str = "exact",
-    seed: int = 0,
+    method: str | None = None,
+    seed: int | None = None,
     bits: int | None = None,
     featureless="zero",
     threads: int | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """The k-nearest-neighbour graph of the rows of ``codes``: ``(D, I)``, ``(N, k)`` arrays of
     each row's ``k`` nearest *other* rows sorted by ``(distance, id)`` (ties by the smaller
-    id; id -1 and distance ``2**31 - 1`` where fewer exist). ``method="exact"`` compares every
-    pair of rows once (``O(N^2)``, in one call); ``method="approx"`` does not (random
-    partition trees refined by NN-Descent rounds, drawn from ``seed``: exact distances, lists
+    id; id -1 and distance ``2**31 - 1`` where fewer exist). ``method="exact"`` (default the
+    library's, exact) compares every pair of rows once (``O(N^2)``, in one call);
+    ``method="approx"`` does not (random partition trees refined by NN-Descent rounds, drawn
+    from ``seed`` (default the library's, 0): exact distances, lists
     that may miss true neighbours, the same for any thread count); or the graph is answered by
     ``index`` (a :class:`simlsh.Index` holding row ``i`` under id ``i``, e.g. ``MultiIndex``
     for close neighbours). Rows without features (``featureless``, as :func:`self_join`) have
@@ -157,10 +163,10 @@ def knn_graph(
     core = index._core if index is not None else None
     active = _active(codes, featureless) if index is None else None
     if active is None:
-        return _simlsh.knn_graph(codes, bits, int(k), index=core, threads=threads, method=method, seed=int(seed))
+        return _simlsh.knn_graph(codes, bits, int(k), index=core, threads=threads, method=method, seed=_opt_int(seed))
     rows = np.flatnonzero(active)
     d, i = _simlsh.knn_graph(
-        np.ascontiguousarray(codes[rows]), bits, int(k), threads=threads, method=method, seed=int(seed)
+        np.ascontiguousarray(codes[rows]), bits, int(k), threads=threads, method=method, seed=_opt_int(seed)
     )
     D = np.full((codes.shape[0], int(k)), d.dtype.type(2**31 - 1), dtype=d.dtype)
     I = np.full((codes.shape[0], int(k)), -1, dtype=i.dtype)

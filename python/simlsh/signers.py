@@ -50,8 +50,16 @@ _MATRICES = tuple(k for k in KINDS if k not in HASHED)
 _CONSTRUCTOR_NAMES = {"pool": "pool_size"}
 
 
+#: The library's defaults (``seed``, ``distribution``, ...): Python states none of its own.
+_DEFAULTS = _simlsh.defaults()
+
+
 class Signer:
-    """Base class of the signers: :meth:`sign`, :meth:`info`, pickling by parameters."""
+    """Base class of the signers: :meth:`sign`, :meth:`info`, pickling by parameters.
+
+    Every signer takes ``seed`` (default the library's, 0); its parameters record the
+    seed used.
+    """
 
     __slots__ = ("_core", "_params")
 
@@ -80,7 +88,8 @@ class Signer:
 
     @property
     def params(self) -> dict[str, Any]:
-        """The parameters, as given to the constructor."""
+        """The parameters, as given to the constructor (with the seed and distribution used
+        when left out)."""
         return dict(self._params)
 
     @property
@@ -152,7 +161,8 @@ class Signer:
 class HyperplaneSigner(Signer):
     """An explicit random-hyperplane signer: a seeded ``dim x bits`` matrix.
 
-    distribution : ``"gaussian"`` (default: N(0, 1) entries, Charikar 2002), ``"super-bit"``
+    distribution : ``"gaussian"`` (default the library's, gaussian: N(0, 1) entries,
+        Charikar 2002), ``"super-bit"``
         (Gaussian orthonormalised in batches of ``depth``, default ``min(dim, bits)``: lower
         estimation error), ``"rademacher"`` (``+-1`` stored as bits, 32x smaller),
         ``"very-sparse"`` (``+-1`` with probability ``density``, default ``1/sqrt(dim)``).
@@ -168,11 +178,13 @@ class HyperplaneSigner(Signer):
         *,
         dim: int,
         bits: int,
-        seed: int = 0,
-        distribution: str = "gaussian",
+        seed: int | None = None,
+        distribution: str | None = None,
         density: float | None = None,
         depth: int | None = None,
     ):
+        if distribution is None:
+            distribution = _DEFAULTS["distribution"]
         self._params = dict(dim=dim, bits=bits, seed=seed, distribution=distribution)
         if density is not None:
             self._params["density"] = density
@@ -185,6 +197,7 @@ class HyperplaneSigner(Signer):
         given = {k: v for k, v in (("density", density), ("depth", depth)) if v is not None}
         spec = distribution + (":" + ",".join(f"{k}={v!r}" for k, v in given.items()) if given else "")
         self._core = _simlsh.Signer.from_spec(spec, _count(bits, "bits"), _seed(seed), _count(dim, "dim"))
+        self._params["seed"] = self._core.info()["seed"]
 
     @property
     def distribution(self) -> str:
@@ -198,9 +211,9 @@ class _Hashed(Signer):
     __slots__ = ()
     _KIND: str
 
-    def __init__(self, *, bits: int, seed: int = 0):
-        self._params = dict(bits=bits, seed=seed)
+    def __init__(self, *, bits: int, seed: int | None = None):
         self._core = _simlsh.Signer.from_spec(self._KIND, _count(bits, "bits"), _seed(seed))
+        self._params = dict(bits=bits, seed=self._core.info()["seed"])
 
 
 class HashingTrick(_Hashed):
@@ -251,10 +264,11 @@ class FwhtSigner(Signer):
     __slots__ = ()
     _KIND = "fwht"
 
-    def __init__(self, *, bits: int, seed: int = 0, buckets: int | None = None):
+    def __init__(self, *, bits: int, seed: int | None = None, buckets: int | None = None):
         # The number of buckets defaults to the library's (its `fwht` spec).
         spec = "fwht" if buckets is None else f"fwht:buckets={_count(buckets, 'buckets')}"
         self._core = _simlsh.Signer.from_spec(spec, _count(bits, "bits"), _seed(seed))
+        seed = self._core.info()["seed"]
         self._params = dict(bits=bits, seed=seed) if buckets is None else dict(bits=bits, seed=seed, buckets=buckets)
 
 
@@ -266,21 +280,21 @@ class PooledSigner(Signer):
     __slots__ = ()
     _KIND = "pooled"
 
-    def __init__(self, *, bits: int, seed: int = 0, pool_size: int | None = None):
+    def __init__(self, *, bits: int, seed: int | None = None, pool_size: int | None = None):
         # The pool's size defaults to the library's (its `pooled` spec).
         spec = "pooled" if pool_size is None else f"pooled:pool={_count(pool_size, 'pool_size')}"
         self._core = _simlsh.Signer.from_spec(spec, _count(bits, "bits"), _seed(seed))
-        self._params = dict(bits=bits, seed=seed, pool_size=int(self._core.info()["params"]["pool"]))
+        self._params = dict(bits=bits, seed=self._core.info()["seed"], pool_size=int(self._core.info()["params"]["pool"]))
 
 
-def signer(spec: str, *, bits: int, seed: int = 0, dim: int | None = None, **params: Any) -> Signer:
+def signer(spec: str, *, bits: int, seed: int | None = None, dim: int | None = None, **params: Any) -> Signer:
     """A signer from its specification, the text form shared with the command line
     (``--signer``) and the Rust library's ``SignerSpec``: a kind, ``gaussian``, ``super-bit``,
     ``rademacher``, ``very-sparse`` (these need ``dim``), ``hashing-trick``,
     ``hashed-gaussian``, ``fwht`` or ``pooled``,
     optionally with parameters (``super-bit:depth=32``, ``very-sparse:density=0.01``,
     ``pooled:pool=10000``); parameters may also be given by keyword (``depth``, ``density``,
-    ``pool_size``).
+    ``pool_size``). ``seed`` defaults to the library's, 0.
 
     >>> signer("hashing-trick", bits=128, seed=3)
     HashingTrick(bits=128, seed=3)
@@ -322,7 +336,9 @@ def _count(v: Any, name: str) -> int:
     return int(v)
 
 
-def _seed(v: Any) -> int:
+def _seed(v: Any) -> int | None:
+    if v is None:
+        return None
     if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
         raise TypeError(f"seed must be an integer, got {type(v).__name__}")
     if not 0 <= v < 2**64:

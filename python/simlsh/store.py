@@ -102,25 +102,26 @@ class Store:
         cls,
         path: str | os.PathLike,
         *,
-        content: str = "codes",
+        content: str | None = None,
         bits: int | None = None,
         dim: int | None = None,
         tokenizer=None,
         index: str | None = None,
         signer: str | None = None,
-        seed: int = 0,
+        seed: int | None = None,
         recall: float | None = None,
         delta_limit: int | None = None,
     ) -> Store:
         """A new store in directory ``path`` (created; it must be empty).
 
-        ``content``: ``codes`` (radius and k queries), ``vectors`` (``dim`` floats per item,
+        ``content`` (default the library's, codes; text with a ``tokenizer``): ``codes``
+        (radius and k queries), ``vectors`` (``dim`` floats per item,
         exact cosines) or ``text`` (documents tokenized by ``tokenizer``, a
         :class:`~simlsh.Tokenizer` with its table if TF-IDF, default words with TF weights;
         exact cosines). ``bits``, the
         segment ``index`` (an index spec such as ``manku:k=3``), the ``signer`` kind,
-        ``seed``, the ``recall`` of cosine queries and ``delta_limit`` default to the
-        library's choices.
+        ``seed`` (default the library's, 0), the ``recall`` of cosine queries and
+        ``delta_limit`` default to the library's choices.
         """
         if tokenizer is not None and content == "codes":
             content = "text"
@@ -140,12 +141,18 @@ class Store:
 
     @classmethod
     def open(
-        cls, path: str | os.PathLike, *, durability: str = "sync", read_only: bool = False, verify: bool = True
+        cls,
+        path: str | os.PathLike,
+        *,
+        durability: str | None = None,
+        read_only: bool = False,
+        verify: bool | None = None,
     ) -> Store:
-        """Opens the store at ``path`` (replaying its log): ``durability`` ``sync`` (writes
-        acknowledged once on disk) or ``os`` (once handed to the system: survives the process
-        being killed, not a power loss). ``read_only`` opens its last checkpoint without the
-        writer's lock, from any number of processes."""
+        """Opens the store at ``path`` (replaying its log): ``durability`` (default the
+        library's, sync) ``sync`` (writes acknowledged once on disk) or ``os`` (once handed to
+        the system: survives the process being killed, not a power loss). ``verify`` (default
+        the library's, True) checks the segments' checksums. ``read_only`` opens its last
+        checkpoint without the writer's lock, from any number of processes."""
         core = _simlsh.Store.open(os.fspath(path), durability=durability, read_only=read_only, verify=verify)
         return cls(core, os.fspath(path))
 

@@ -74,9 +74,11 @@ impl PyIndex {
 impl PyIndex {
     /// An empty index of `bits`-bit codes from an index specification (`linear`, `manku:k=3`,
     /// `mih`, `permutation:q=64,beam=128`, …).
+    /// `None` is the library's default specification.
     #[new]
-    fn new(spec: &str, bits: usize) -> PyResult<Self> {
-        let spec: IndexSpec = spec.parse().py()?;
+    #[pyo3(signature = (spec, bits))]
+    fn new(spec: Option<&str>, bits: usize) -> PyResult<Self> {
+        let spec: IndexSpec = spec.map_or(Ok(IndexSpec::default()), str::parse).py()?;
         simlsh::signature::check_bits(bits).py()?;
         let idx = spec.empty(bits).py()?;
         Ok(Self::wrap(idx, spec))
@@ -104,11 +106,20 @@ impl PyIndex {
     }
 
     /// Loads an index file (any kind, as written by `save` or the command line),
-    /// memory-mapped, or read into memory with `copy`; verified whole first with `verify`.
+    /// memory-mapped, or read into memory with `copy`; verified whole first with `verify`
+    /// (`None`: the library's `LoadOptions::default()`).
     #[staticmethod]
-    #[pyo3(signature = (path, verify = false, copy = false))]
-    fn load(py: Python<'_>, path: PathBuf, verify: bool, copy: bool) -> PyResult<Self> {
-        let opts = LoadOptions::default().verify(verify).copy(copy);
+    #[pyo3(signature = (path, verify = None, copy = None))]
+    fn load(
+        py: Python<'_>,
+        path: PathBuf,
+        verify: Option<bool>,
+        copy: Option<bool>,
+    ) -> PyResult<Self> {
+        let d = LoadOptions::default();
+        let opts = d
+            .verify(verify.unwrap_or(d.verifies()))
+            .copy(copy.unwrap_or(d.copies()));
         let idx = py
             .detach(|| simlsh::persist::load_index_with(&path, &opts))
             .py()?;

@@ -80,7 +80,7 @@ pub fn clusters<'py>(
 /// pair compared once), approximate by `join::knn_graph_by` (`method = "approx"`, seeded by
 /// `seed`), or by `index` (which must hold row `i` under id `i`).
 #[pyfunction]
-#[pyo3(signature = (codes, bits, k, index = None, threads = None, method = "exact", seed = 0))]
+#[pyo3(signature = (codes, bits, k, index = None, threads = None, method = None, seed = None))]
 #[allow(clippy::too_many_arguments)]
 pub fn knn_graph<'py>(
     py: Python<'py>,
@@ -89,10 +89,12 @@ pub fn knn_graph<'py>(
     k: usize,
     index: Option<&PyIndex>,
     threads: Option<i64>,
-    method: &str,
-    seed: u64,
+    method: Option<&str>,
+    seed: Option<u64>,
 ) -> PyResult<Knn<'py>> {
-    let method: join::KnnMethod = method.parse().py()?;
+    let method: join::KnnMethod = method
+        .map_or(Ok(join::KnnMethod::default()), str::parse)
+        .py()?;
     if index.is_some() && method != join::KnnMethod::Exact {
         return Err(value_error(
             "give an index or method=\"approx\", not both (an index's searches decide)",
@@ -107,6 +109,7 @@ pub fn knn_graph<'py>(
         None => {
             let method = match method {
                 join::KnnMethod::Approx(p) => {
+                    let seed = seed.unwrap_or(p.seed);
                     join::KnnMethod::Approx(join::ApproxKnn { seed, ..p })
                 }
                 exact => exact,

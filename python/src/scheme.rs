@@ -273,15 +273,21 @@ pub fn plan_join<'py>(
 }
 
 /// The library's defaults that the Python layer maps onto (it states none of its own): `seed`
-/// (signers), `bits` (signing), `cosine_bits` (a cosine join without planning), `recall`
+/// (signers), `bits` (signing), `distribution` (an explicit matrix's kind), `cosine_bits` (a cosine join without planning), `recall`
 /// (planners), `planned_widths`, `feature_sample` (documents sampled for the mean features),
-/// `level` and `interval_method` (estimates), `radius_bits` and `radius_rule` (`plan_radius`).
+/// `level` and `interval_method` (estimates), `radius_bits` and `radius_rule` (`plan_radius`),
+/// `index` (the index specification), `manku_radius`, `permutations`, `beam` and
+/// `permutation_seed` (index parameters), `load_verify` and `load_copy` (`LoadOptions`),
+/// `knn_method` and `knn_seed` (`knn_graph`), `store_durability`, `store_verify` and
+/// `store_seed` (stores).
 #[pyfunction]
 pub fn defaults(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     let d = PyDict::new(py);
     let spec = simlsh::signers::SignerSpec::default();
     d.set_item("seed", spec.seed)?;
     d.set_item("bits", spec.bits)?;
+    let matrix = simlsh::signers::SignerKind::from(simlsh::signers::Distribution::default());
+    d.set_item("distribution", matrix.name())?;
     d.set_item("cosine_bits", simlsh::estimate::COSINE_BITS)?;
     d.set_item("recall", simlsh::estimate::DEFAULT_RECALL)?;
     d.set_item("planned_widths", simlsh::estimate::PLANNED_WIDTHS.to_vec())?;
@@ -290,6 +296,20 @@ pub fn defaults(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     d.set_item("interval_method", IntervalMethod::default().name())?;
     d.set_item("radius_bits", simlsh::estimate::RADIUS_PLANNER_BITS)?;
     d.set_item("radius_rule", RadiusRule::default().name())?;
+    d.set_item("index", simlsh::index::IndexSpec::default().to_string())?;
+    d.set_item("manku_radius", simlsh::index::DEFAULT_RADIUS)?;
+    d.set_item("permutations", simlsh::index::DEFAULT_PERMUTATIONS)?;
+    d.set_item("beam", simlsh::index::DEFAULT_BEAM)?;
+    d.set_item("permutation_seed", simlsh::index::DEFAULT_SEED)?;
+    d.set_item("knn_method", simlsh::join::KnnMethod::default().name())?;
+    d.set_item("knn_seed", simlsh::join::ApproxKnn::default().seed)?;
+    let store = simlsh::store::OpenOptions::new();
+    d.set_item("store_durability", store.durability_of().name())?;
+    d.set_item("store_verify", store.verifies())?;
+    d.set_item("store_seed", simlsh::store::Store::builder().seed_of())?;
+    let load = simlsh::persist::LoadOptions::default();
+    d.set_item("load_verify", load.verifies())?;
+    d.set_item("load_copy", load.copies())?;
     Ok(d)
 }
 

@@ -114,25 +114,29 @@ impl PyStore {
 impl PyStore {
     /// Creates a store in the empty (or new) directory `path` and opens it.
     #[staticmethod]
-    #[pyo3(signature = (path, content = "codes", bits = None, dim = None, tokenizer = None,
-        index = None, signer = None, seed = 0, recall = None, delta_limit = None))]
+    #[pyo3(signature = (path, content = None, bits = None, dim = None, tokenizer = None,
+        index = None, signer = None, seed = None, recall = None, delta_limit = None))]
     #[allow(clippy::too_many_arguments)]
     fn create(
         py: Python<'_>,
         path: std::path::PathBuf,
-        content: &str,
+        content: Option<&str>,
         bits: Option<usize>,
         dim: Option<usize>,
         tokenizer: Option<&PyTokenizer>,
         index: Option<&str>,
         signer: Option<&str>,
-        seed: u64,
+        seed: Option<u64>,
         recall: Option<f64>,
         delta_limit: Option<usize>,
     ) -> PyResult<Self> {
-        let mut b = Store::builder()
-            .seed(seed)
-            .content(Content::from_name(content, dim).py()?);
+        let mut b = Store::builder();
+        if let Some(s) = seed {
+            b = b.seed(s);
+        }
+        if let Some(c) = content {
+            b = b.content(Content::from_name(c, dim).py()?);
+        }
         if let Some(t) = tokenizer {
             let tok = t.inner.clone().ok_or_else(|| {
                 value_error(
@@ -165,15 +169,17 @@ impl PyStore {
     /// Opens the store at `path`: `durability` sync (the default) or os; `read_only` opens
     /// its last checkpoint without the lock.
     #[staticmethod]
-    #[pyo3(signature = (path, durability = "sync", read_only = false, verify = true))]
+    #[pyo3(signature = (path, durability = None, read_only = false, verify = None))]
     fn open(
         py: Python<'_>,
         path: std::path::PathBuf,
-        durability: &str,
+        durability: Option<&str>,
         read_only: bool,
-        verify: bool,
+        verify: Option<bool>,
     ) -> PyResult<Self> {
-        let d: Durability = durability.parse().py()?;
+        let o = OpenOptions::new();
+        let d: Durability = durability.map_or(Ok(o.durability_of()), str::parse).py()?;
+        let verify = verify.unwrap_or(o.verifies());
         let store = py
             .detach(|| {
                 if read_only {

@@ -250,3 +250,55 @@ def test_default_ids_are_the_command_lines(tmp_path, cli):
         _, I = index.search(b[:1], k=len(index))  # every id stored
         got = sorted(i for i in I[0].tolist() if i >= 339)
         assert got == list(range(339, 379)), got
+
+
+def test_defaults_are_the_librarys(tmp_path):
+    """The indexes state no default of their own: leaving the specification, the radius of the
+    permuted tables, the permutations, beam and seed of permutation search, or the load options
+    out gives the index, results and state of the library's defaults (``_simlsh.defaults()``)
+    passed explicitly, and the docstrings quote those values."""
+    from simlsh import _simlsh
+
+    d = _simlsh.defaults()
+    assert (d["index"], d["manku_radius"], d["permutations"], d["beam"], d["permutation_seed"]) == ("manku", 3, 16, 32, 0)
+    assert (d["load_verify"], d["load_copy"]) == (False, False)
+    rng = np.random.default_rng(11)
+    codes = random_codes(rng, 2000, 128, planted=300, flips=4)
+    q = codes[rng.choice(2000, 80)]
+    pairs = [
+        (simlsh.Index(bits=128), simlsh.Index(bits=128, spec=d["index"])),
+        (simlsh.Index(bits=128), simlsh.PermutedTables(bits=128, radius=d["manku_radius"])),
+        (simlsh.PermutedTables(bits=128), simlsh.PermutedTables(bits=128, radius=d["manku_radius"])),
+        (simlsh.PermutedTables(bits=128, blocks=5), simlsh.PermutedTables(bits=128, radius=d["manku_radius"], blocks=5)),
+        (simlsh.PermutationIndex(bits=128), simlsh.PermutationIndex(
+            bits=128, permutations=d["permutations"], beam=d["beam"], seed=d["permutation_seed"])),
+        (simlsh.PermutationIndex(bits=128, beam=8), simlsh.PermutationIndex(
+            bits=128, permutations=d["permutations"], beam=8, seed=d["permutation_seed"])),
+    ]
+    for omitted, explicit in pairs:
+        omitted.add(codes)
+        explicit.add(codes)
+        assert (omitted.kind, omitted.spec, omitted.memory) == (explicit.kind, explicit.spec, explicit.memory)
+        for a, b in zip(omitted.search(q, 10) + omitted.range_search(q, 5), explicit.search(q, 10) + explicit.range_search(q, 5)):
+            np.testing.assert_array_equal(a, b)
+        assert pickle.loads(pickle.dumps(omitted)).spec == explicit.spec
+    # Other values change the index: the comparisons above can tell.
+    assert simlsh.PermutedTables(bits=128, radius=2).spec != simlsh.PermutedTables(bits=128).spec
+    other = simlsh.PermutationIndex(bits=128, seed=d["permutation_seed"] + 1)
+    other.add(codes)
+    assert not np.array_equal(other.search(q, 10)[1], pairs[4][0].search(q, 10)[1])
+    path = tmp_path / "x.simlsh"
+    pairs[0][0].save(path)
+    for load in (simlsh.load_index, simlsh.Index.load):
+        omitted, explicit = load(path), load(path, verify=d["load_verify"], copy=d["load_copy"])
+        assert omitted.verified == explicit.verified == d["load_verify"]
+        assert load(path, verify=not d["load_verify"]).verified != d["load_verify"]
+        for a, b in zip(omitted.search(q, 10), explicit.search(q, 10)):
+            np.testing.assert_array_equal(a, b)
+    # The docstrings quote the library's values.
+    doc = lambda o: " ".join(o.__doc__.split())  # noqa: E731
+    assert f"default the library's, {d['index']}" in doc(simlsh.Index)
+    assert f"(default the library's, {d['manku_radius']})" in doc(simlsh.PermutedTables)
+    assert all(f"(default the library's, {d[k]})" in doc(simlsh.PermutationIndex) for k in ("permutations", "beam", "permutation_seed"))
+    assert f"as ``simlsh index verify``; default the library's, {d['load_verify']})" in doc(simlsh.load_index)
+    assert f"(``O(file size)``; default the library's, {d['load_copy']})" in doc(simlsh.load_index)

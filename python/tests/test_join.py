@@ -56,3 +56,36 @@ def test_knn_graph_equals_brute_force(index):
         order = np.lexsort((np.arange(len(codes)), dist[r]))[:5]
         assert I[r].tolist() == order.tolist()
         assert D[r].tolist() == dist[r, order].tolist()
+
+
+def test_knn_graph_defaults_are_the_librarys():
+    """knn_graph states no default of its own: leaving ``method`` or ``seed`` out gives the
+    graph of the library's defaults (``_simlsh.defaults()``) passed explicitly, and the
+    docstring quotes those values."""
+    from simlsh import _simlsh
+
+    d = _simlsh.defaults()
+    method, seed = d["knn_method"], d["knn_seed"]
+    assert (method, seed) == ("exact", 0)
+    rng = np.random.default_rng(12)
+    codes = random_codes(rng, 1500, 128, planted=300, flips=6)
+    codes[:3] = 0  # featureless rows: the path that joins the other rows only
+    for featureless in ("zero", None):
+        pairs = [
+            (simlsh.knn_graph(codes, 6, featureless=featureless),
+             simlsh.knn_graph(codes, 6, method=method, seed=seed, featureless=featureless)),
+            (simlsh.knn_graph(codes, 6, method="approx", featureless=featureless),
+             simlsh.knn_graph(codes, 6, method="approx", seed=seed, featureless=featureless)),
+        ]
+        for omitted, explicit in pairs:
+            for a, b in zip(omitted, explicit):
+                np.testing.assert_array_equal(a, b)
+    # The approximate graph depends on the seed, so the comparison above can tell.
+    other = simlsh.knn_graph(codes, 6, method="approx", seed=seed + 1)
+    assert not np.array_equal(other[1], pairs[1][0][1])
+    idx = simlsh.LinearScan(bits=128)
+    idx.add(codes)
+    for a, b in zip(simlsh.knn_graph(codes, 6, index=idx), simlsh.knn_graph(codes, 6, index=idx, method=method)):
+        np.testing.assert_array_equal(a, b)
+    doc = " ".join(simlsh.knn_graph.__doc__.split())
+    assert f"(default the library's, {method})" in doc and f"(default the library's, {seed})" in doc

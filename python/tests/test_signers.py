@@ -251,3 +251,33 @@ def test_unknown_kinds_and_parameters_raise_the_library_error():
     with pytest.raises(ValueError, match="given twice"):
         simlsh.signer("pooled:pool=100", bits=64, pool_size=200)
     assert simlsh.signer("pooled", bits=64, pool_size=200).params["pool_size"] == 200
+
+
+def test_defaults_are_the_librarys(glove):
+    """The signers state no default of their own: leaving ``seed`` (and ``distribution``) out
+    gives the signer, parameters and bits of the library's defaults (``_simlsh.defaults()``)
+    passed explicitly, and the docstrings quote those values."""
+    d = _simlsh.defaults()
+    seed, dist = d["seed"], d["distribution"]
+    assert (seed, dist) == (0, "gaussian")
+    X = glove[:100]
+    pairs = [
+        (simlsh.HyperplaneSigner(dim=50, bits=96), simlsh.HyperplaneSigner(dim=50, bits=96, seed=seed, distribution=dist)),
+        (simlsh.HyperplaneSigner(dim=50, bits=96, distribution="super-bit"),
+         simlsh.HyperplaneSigner(dim=50, bits=96, seed=seed, distribution="super-bit")),
+        (simlsh.signer("rademacher", bits=96, dim=50), simlsh.signer("rademacher", bits=96, seed=seed, dim=50)),
+    ] + [(cls(bits=96), cls(bits=96, seed=seed))
+         for cls in (simlsh.HashingTrick, simlsh.HashedGaussian, simlsh.FwhtSigner, simlsh.PooledSigner)] + [
+        (simlsh.signer(k, bits=96), simlsh.signer(k, bits=96, seed=seed)) for k in ("hashed-gaussian", "pooled:pool=500")
+    ]
+    for omitted, explicit in pairs:
+        assert omitted == explicit and repr(omitted) == repr(explicit) and omitted.info() == explicit.info()
+        assert omitted.seed == seed and pickle.loads(pickle.dumps(omitted)) == explicit
+        np.testing.assert_array_equal(omitted.sign(X), explicit.sign(X))
+        assert not np.array_equal(omitted.sign(X), type(explicit)(**{**explicit.params, "seed": seed + 1}).sign(X))
+    assert simlsh.HyperplaneSigner(dim=50, bits=96).distribution == dist
+    # The docstrings quote the library's values.
+    for fn in (simlsh.Signer, simlsh.signer):
+        assert f"default the library's, {seed})" in " ".join(fn.__doc__.split()) or \
+            f"defaults to the library's, {seed}." in " ".join(fn.__doc__.split()), fn
+    assert f"``\"{dist}\"`` (default the library's, {dist}:" in " ".join(simlsh.HyperplaneSigner.__doc__.split())

@@ -168,3 +168,35 @@ def test_client_has_the_calls_of_the_store(server, tmp_path):
     proc.terminate()
     assert proc.wait(timeout=60) == 0
     assert "checkpointed" in proc.stderr.read()
+
+
+def test_defaults_are_the_librarys(tmp_path):
+    """Stores state no default of their own: leaving ``content``, ``seed``, ``durability`` or
+    ``verify`` out gives the store of the library's defaults (``_simlsh.defaults()``) passed
+    explicitly, and the docstrings quote those values."""
+    from simlsh import _simlsh
+
+    d = _simlsh.defaults()
+    seed, durability, verify = d["store_seed"], d["store_durability"], d["store_verify"]
+    assert (seed, durability, verify) == (0, "sync", True)
+    X = np.random.default_rng(3).standard_normal((50, 8)).astype(np.float32)
+    made = {}
+    for name, kw in (("omitted", {}), ("explicit", {"seed": seed}), ("other", {"seed": seed + 1})):
+        with simlsh.Store.create(tmp_path / name, content="vectors", dim=8, bits=128, **kw) as store:
+            store.insert(np.arange(50), vectors=X)
+            made[name] = [store.get(i)["code"] for i in range(50)]
+    assert made["omitted"] == made["explicit"] != made["other"]
+    for name, kw in (("codes", {}), ("codes-explicit", {"content": "codes"})):
+        with simlsh.Store.create(tmp_path / name, bits=64, **kw) as store:
+            assert store.content == "codes"
+    with simlsh.Store.create(tmp_path / "text", tokenizer=simlsh.Tokenizer(weighting="tf")) as store:
+        assert store.content == "text"
+    answers = []
+    for kw in ({}, {"durability": durability, "verify": verify}):
+        with simlsh.Store.open(tmp_path / "omitted", **kw) as store:
+            answers.append(store.query(vectors=X[:5], k=3))
+    assert answers[0] == answers[1]
+    create = " ".join(simlsh.Store.create.__doc__.split())
+    open_ = " ".join(simlsh.Store.open.__doc__.split())
+    assert f"``seed`` (default the library's, {seed})" in create and "(default the library's, codes;" in create
+    assert f"(default the library's, {durability})" in open_ and f"(default the library's, {verify})" in open_

@@ -48,7 +48,7 @@ pub use mih::{MultiIndex, MultiIndexBuilder, auto_substrings};
 pub use permutation::{
     DEFAULT_BEAM, DEFAULT_PERMUTATIONS, DEFAULT_SEED, PermutationBuilder, PermutationIndex,
 };
-pub use permuted_tables::{PermutedTables, PermutedTablesBuilder, Plan};
+pub use permuted_tables::{DEFAULT_RADIUS, PermutedTables, PermutedTablesBuilder, Plan};
 pub use recall::{Recall, recall, recall_at_k};
 pub use results::{KnnResults, NO_DISTANCE, NO_ID, RangeResults};
 pub use signer::SignerRecord;

@@ -47,8 +47,7 @@ use crate::error::{Error, Result};
 use crate::signature::SignatureMatrix;
 use crate::util::spec::{self as grammar, KindInfo, ParamInfo, SpecText};
 
-/// Default radius of Manku's permuted tables.
-pub const DEFAULT_RADIUS: u32 = 3;
+pub use super::permuted_tables::DEFAULT_RADIUS;
 
 /// Which index to build, with its parameters. See the [module documentation](self).
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -131,10 +131,12 @@ pub fn knn_graph<S: AsRef<[u64]>>(sigs: &SignatureMatrix<S>, k: usize) -> Result
         .collect())
 }
 
-/// How [`knn_graph_by`] computes the k-NN graph.
-#[derive(Clone, Debug, PartialEq)]
+/// How [`knn_graph_by`] computes the k-NN graph; by default exactly (as the command line's
+/// `knn --method linear`).
+#[derive(Clone, Debug, PartialEq, Default)]
 pub enum KnnMethod {
     /// Exact: every pair compared once ([`knn_graph`]), `O(N²)`.
+    #[default]
     Exact,
     /// Approximate: sorted-window seeds refined by NN-Descent rounds ([`ApproxKnn`](crate::join::ApproxKnn)),
     /// about `O(N · rounds · sample²)`.

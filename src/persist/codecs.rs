@@ -554,6 +554,16 @@ impl LoadOptions {
         self.copy = on;
         self
     }
+
+    /// Whether the file is verified whole before returning ([`verify`](Self::verify)).
+    pub fn verifies(&self) -> bool {
+        self.verify
+    }
+
+    /// Whether the file is read into memory ([`copy`](Self::copy)).
+    pub fn copies(&self) -> bool {
+        self.copy
+    }
 }
 
 /// Loads any index file, whatever its kind. Opening checks the header and the section

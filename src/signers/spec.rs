@@ -378,6 +378,19 @@ impl From<SignerKind> for SignerSpec {
     }
 }
 
+impl From<Distribution> for SignerKind {
+    /// The kind of an explicit matrix drawn from `d`: `SignerKind::from(Distribution::default())`
+    /// names the distribution a [`HyperplaneSigner`] takes when none is chosen (`gaussian`).
+    fn from(d: Distribution) -> Self {
+        match d {
+            Distribution::Gaussian => SignerKind::Gaussian,
+            Distribution::Rademacher => SignerKind::Rademacher,
+            Distribution::VerySparse { density } => SignerKind::VerySparse { density, nnz: None },
+            Distribution::SuperBit { depth } => SignerKind::SuperBit { depth },
+        }
+    }
+}
+
 impl FromStr for SignerSpec {
     type Err = Error;
 

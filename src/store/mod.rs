@@ -289,6 +289,16 @@ pub enum Durability {
     Os,
 }
 
+impl Durability {
+    /// `sync` or `os`, the text form [`FromStr`](std::str::FromStr) reads.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Durability::Sync => "sync",
+            Durability::Os => "os",
+        }
+    }
+}
+
 impl std::str::FromStr for Durability {
     type Err = Error;
 
@@ -373,6 +383,11 @@ impl StoreBuilder {
     pub fn seed(mut self, seed: u64) -> Self {
         self.seed = seed;
         self
+    }
+
+    /// The seed of the signer ([`seed`](Self::seed)).
+    pub fn seed_of(&self) -> u64 {
+        self.seed
     }
 
     /// The text model of a text store (default [`Tokenizer::default`]); setting it makes the
@@ -691,6 +706,16 @@ impl OpenOptions {
     /// [`DEFAULT_CHECKPOINT_BYTES`].
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// When writes are acknowledged ([`durability`](Self::durability)).
+    pub fn durability_of(&self) -> Durability {
+        self.durability
+    }
+
+    /// Whether opening verifies the segments' checksums ([`verify`](Self::verify)).
+    pub fn verifies(&self) -> bool {
+        self.verify
     }
 
     /// When writes are acknowledged (default [`Durability::Sync`]).

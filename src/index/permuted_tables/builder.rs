@@ -1,7 +1,7 @@
 //! [`PermutedTablesBuilder`]: the design of the tables, by the planner or given.
 
 use super::design::{self, plan};
-use super::{PermutedTables, Plan};
+use super::{DEFAULT_RADIUS, PermutedTables, Plan};
 use crate::error::{Error, Result};
 use crate::signature::SignatureMatrix;
 
@@ -40,7 +40,8 @@ impl PermutedTablesBuilder {
         self
     }
 
-    /// Radius `k` the tables answer exactly (default 3). Larger radii are answered by a scan.
+    /// Radius `k` the tables answer exactly (default [`DEFAULT_RADIUS`], 3). Larger radii are
+    /// answered by a scan.
     pub fn radius(mut self, radius: u32) -> Self {
         self.radius = Some(radius);
         self
@@ -110,7 +111,7 @@ impl PermutedTablesBuilder {
         }
         let n = u32::try_from(sigs.len())
             .map_err(|_| Error::param("signatures", "more than 2^32 rows"))?;
-        let radius = self.radius.unwrap_or(3);
+        let radius = self.radius.unwrap_or(DEFAULT_RADIUS);
         let levels = self.levels_for(bits, radius, u64::from(n).max(1))?;
         let bytes = Plan::for_levels(bits, radius, u64::from(n), &levels)?.bytes;
         crate::memory::check(
@@ -137,7 +138,7 @@ impl PermutedTablesBuilder {
             .bits
             .filter(|&b| b > 0)
             .ok_or_else(|| Error::param("bits", "an empty index needs a width of at least 1"))?;
-        let radius = self.radius.unwrap_or(3);
+        let radius = self.radius.unwrap_or(DEFAULT_RADIUS);
         let levels = self.levels_for(bits, radius, 1 << 20)?;
         Ok(PermutedTables::from_rows(bits, radius, levels, &[], &[]))
     }

@@ -77,6 +77,10 @@ mod store;
 
 pub use self::builder::PermutedTablesBuilder;
 
+/// Default radius `k` the tables answer by probing (the builder's and the index
+/// specification's `manku`).
+pub const DEFAULT_RADIUS: u32 = 3;
+
 use rayon::prelude::*;
 
 pub(crate) use self::design::join_plan;
