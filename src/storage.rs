@@ -28,59 +28,90 @@ use memmap2::Mmap;
 /// Shared, immutable bytes: a read-only memory map, or any buffer (`Vec<u8>`, a buffer of
 /// another library) behind an [`Arc`]. Cloning shares them.
 ///
-/// The buffer's [`AsRef<[u8]>`] must give the same bytes at every call (as `Vec<u8>`,
-/// `Box<[u8]>` and memory maps do): arrays borrowed from it are checked against them once,
-/// when made.
+/// The buffer's [`AsRef<[u8]>`] is called once, when the `Bytes` are made: the slice it gives
+/// is the bytes from then on (an `&self` borrow of a value that the `Arc` keeps alive and
+/// shared stays valid and unchanged while the value lives, so it is kept as a pointer and a
+/// length). Reading the bytes, or an array borrowed from them, is then a pointer and a length,
+/// with no call and no check (the arrays of an opened index are read in the indexes' inner
+/// loops).
 #[derive(Clone)]
-pub struct Bytes(Data);
-
-/// The buffer behind [`Bytes`]: the crate's own kinds are read without a call through a
-/// vtable (arrays of an opened index are read through this in the indexes' inner loops).
-#[derive(Clone)]
-enum Data {
-    /// A read-only memory map.
-    Mapped(Arc<Mmap>),
-    /// An aligned copy ([`Bytes::copied`]).
-    Aligned(Arc<Aligned>),
-    /// A buffer of the caller's ([`Bytes::new`], `From<Vec<u8>>`).
-    Other(Arc<dyn AsRef<[u8]> + Send + Sync>),
+pub struct Bytes {
+    /// Keeps the buffer alive: a memory map, an aligned copy ([`Bytes::copied`]) or a
+    /// caller's buffer ([`Bytes::new`], `From<Vec<u8>>`).
+    _owner: Arc<dyn Send + Sync>,
+    /// True for a memory map.
+    mapped: bool,
+    /// The start of the buffer's bytes, as its `AsRef` gave them when the `Bytes` were made.
+    ptr: *const u8,
+    /// Their length.
+    len: usize,
 }
 
+// SAFETY: `ptr` points into the buffer that `_owner` keeps alive, which is `Send + Sync` (a
+// memory map, an aligned copy, or a caller's buffer required to be both); the bytes are only
+// ever read, through shared references.
+unsafe impl Send for Bytes {}
+// SAFETY: as for `Send`: shared, immutable bytes of a `Sync` owner.
+unsafe impl Sync for Bytes {}
+
 impl Bytes {
-    /// Bytes shared with the caller (no copy).
+    /// Bytes shared with the caller (no copy); `data.as_ref()` is read once, here.
     pub fn new(data: Arc<dyn AsRef<[u8]> + Send + Sync>) -> Self {
-        Bytes(Data::Other(data))
+        let (ptr, len) = {
+            let s = (*data).as_ref();
+            (s.as_ptr(), s.len())
+        };
+        Bytes {
+            // Boxed once more: the caller's `dyn AsRef` is not a `dyn Send + Sync`.
+            _owner: Arc::new(data),
+            mapped: false,
+            ptr,
+            len,
+        }
     }
 
     /// A copy of `data`, in a buffer aligned for every element type.
     pub fn copied(data: &[u8]) -> Self {
-        Bytes(Data::Aligned(Arc::new(Aligned::copy(data))))
+        let copy = Arc::new(Aligned::copy(data));
+        let (ptr, len) = (copy.as_bytes().as_ptr(), copy.as_bytes().len());
+        Bytes {
+            _owner: copy,
+            mapped: false,
+            ptr,
+            len,
+        }
     }
 
     /// A memory map.
     pub(crate) fn mapped(map: Mmap) -> Self {
-        Bytes(Data::Mapped(Arc::new(map)))
+        let (ptr, len) = (map.as_ptr(), map.len());
+        Bytes {
+            _owner: Arc::new(map),
+            mapped: true,
+            ptr,
+            len,
+        }
     }
 
     /// The bytes.
     #[inline]
     pub fn as_slice(&self) -> &[u8] {
-        match &self.0 {
-            Data::Mapped(map) => map,
-            Data::Aligned(copy) => copy.as_bytes(),
-            Data::Other(data) => (**data).as_ref(),
-        }
+        // SAFETY: `ptr` and `len` are the slice the owner gave when these `Bytes` were made
+        // (a map's pages and an aligned copy's words do not move; a caller's buffer behind
+        // the shared `Arc` cannot be freed or changed while `_owner` holds it, see the type's
+        // doc), and `_owner` lives as long as `self`.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
     }
 
     /// True when the bytes are a memory map (whose pages belong to the page cache).
     pub fn is_mapped(&self) -> bool {
-        matches!(self.0, Data::Mapped(_))
+        self.mapped
     }
 
     /// These bytes, or an aligned copy when their start is not aligned for `u64` (so that
     /// arrays at aligned offsets can be borrowed in place).
     pub(crate) fn aligned(self) -> Self {
-        if (self.as_slice().as_ptr() as usize).is_multiple_of(std::mem::align_of::<u64>()) {
+        if (self.ptr as usize).is_multiple_of(std::mem::align_of::<u64>()) {
             self
         } else {
             Bytes::copied(self.as_slice())
@@ -143,14 +174,19 @@ pub struct Buf<T: Pod>(Repr<T>);
 
 enum Repr<T: Pod> {
     Owned(Vec<T>),
-    /// `len` elements at byte `offset` of `bytes`, in range and aligned for `T` (checked
-    /// when made).
+    /// `len` elements at `ptr`, inside `bytes` and aligned for `T` (checked when made).
     Shared {
         bytes: Bytes,
-        offset: usize,
+        ptr: *const T,
         len: usize,
     },
 }
+
+// SAFETY: a shared array is a read-only view of `bytes` (which is `Send + Sync`) as plain
+// numbers (`T: Pod` holds no pointers or references); an owned one is a `Vec<T>`.
+unsafe impl<T: Pod + Send> Send for Buf<T> {}
+// SAFETY: as for `Send`: shared arrays are never written, owned ones only through `&mut`.
+unsafe impl<T: Pod + Sync> Sync for Buf<T> {}
 
 impl<T: Pod> Buf<T> {
     /// An owned array.
@@ -164,8 +200,8 @@ impl<T: Pod> Buf<T> {
         let size = len.checked_mul(std::mem::size_of::<T>())?;
         let end = offset.checked_add(size)?;
         let slice = bytes.as_slice().get(offset..end)?;
-        bytemuck::try_cast_slice::<u8, T>(slice).ok()?;
-        Some(Buf(Repr::Shared { bytes, offset, len }))
+        let ptr = bytemuck::try_cast_slice::<u8, T>(slice).ok()?.as_ptr();
+        Some(Buf(Repr::Shared { bytes, ptr, len }))
     }
 
     /// The elements, mutable; an array of shared bytes is copied into an owned vector first.
@@ -207,28 +243,18 @@ impl<T: Pod> Buf<T> {
 impl<T: Pod> Deref for Buf<T> {
     type Target = [T];
 
-    // Inlined, with the shared case out of line: the indexes read their arrays through this
-    // in their inner loops (loops over many elements of a shared array borrow it once).
+    // A pointer and a length in both cases: the indexes read their arrays through this in
+    // their inner loops.
     #[inline]
     fn deref(&self) -> &[T] {
         match &self.0 {
             Repr::Owned(v) => v,
-            Repr::Shared { bytes, offset, len } => shared_slice(bytes, *offset, *len),
+            // SAFETY: `Buf::shared` checked that the `len` elements at `ptr` lie inside
+            // `bytes` and are aligned for `T`; `bytes` is held here, so they stay alive and
+            // unchanged (see `Bytes`), and any bit pattern is a valid `T: Pod`.
+            Repr::Shared { ptr, len, .. } => unsafe { std::slice::from_raw_parts(*ptr, *len) },
         }
     }
-}
-
-/// The `len` elements at byte `offset` of `bytes`, as [`Buf::shared`] checked them.
-#[inline(never)]
-fn shared_slice<T: Pod>(bytes: &Bytes, offset: usize, len: usize) -> &[T] {
-    // Checked in range and aligned when made (`Buf::shared`); shared bytes do not change, so
-    // neither check can fail here.
-    let end = offset + len * std::mem::size_of::<T>();
-    bytes
-        .as_slice()
-        .get(offset..end)
-        .and_then(|b| bytemuck::try_cast_slice(b).ok())
-        .expect("shared bytes changed under an array borrowed from them")
 }
 
 impl<T: Pod> AsRef<[T]> for Buf<T> {
@@ -253,9 +279,9 @@ impl<T: Pod> Clone for Buf<T> {
     fn clone(&self) -> Self {
         Buf(match &self.0 {
             Repr::Owned(v) => Repr::Owned(v.clone()),
-            Repr::Shared { bytes, offset, len } => Repr::Shared {
+            Repr::Shared { bytes, ptr, len } => Repr::Shared {
                 bytes: bytes.clone(),
-                offset: *offset,
+                ptr: *ptr,
                 len: *len,
             },
         })
@@ -322,5 +348,42 @@ mod tests {
         m.to_mut().push(7);
         assert_eq!(m.len(), 4);
         assert!(!m.is_shared() && s.is_shared());
+    }
+
+    /// A buffer whose `AsRef` gives one of two arrays, in turn.
+    struct Flipping {
+        calls: std::sync::atomic::AtomicUsize,
+        halves: [Vec<u64>; 2],
+    }
+
+    impl AsRef<[u8]> for Flipping {
+        fn as_ref(&self) -> &[u8] {
+            let i = self
+                .calls
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            bytemuck::cast_slice(&self.halves[i % 2])
+        }
+    }
+
+    #[test]
+    fn a_callers_buffer_is_read_once_when_made() {
+        let flipping = Arc::new(Flipping {
+            calls: Default::default(),
+            halves: [vec![1, 2, 3], vec![7; 5]],
+        });
+        let b = Bytes::new(flipping.clone());
+        assert_eq!(flipping.calls.load(std::sync::atomic::Ordering::Relaxed), 1);
+        // The bytes and every array borrowed from them are the first answer, for good.
+        for _ in 0..3 {
+            assert_eq!(b.len(), 24);
+            let a = Buf::<u64>::shared(b.clone(), 0, 3).unwrap();
+            assert_eq!(&a[..], &[1, 2, 3]);
+            assert!(Buf::<u64>::shared(b.clone(), 0, 4).is_none());
+        }
+        assert_eq!(flipping.calls.load(std::sync::atomic::Ordering::Relaxed), 1);
+        // The buffer lives as long as an array borrowed from it does.
+        let a = Buf::<u64>::shared(b, 8, 2).unwrap();
+        drop(flipping);
+        assert_eq!(&a[..], &[2, 3]);
     }
 }

@@ -52,7 +52,8 @@ fn dispatch_follows_environment() {
     } else {
         assert_eq!(cpu::features(), cpu::detected());
     }
-    // Manku and MIH probes and the self-join's pair checks against brute force.
+    // Manku and MIH probes, the permutation index's scoring (a beam over every list: the
+    // exact k-NN) and the self-join's pair checks against brute force.
     let mut rng = Rng::new(11);
     let sigs = clustered(&mut rng, 3000);
     let oracle = LinearScan::build(&sigs).unwrap();
@@ -61,6 +62,7 @@ fn dispatch_follows_environment() {
         "manku:levels=4",
         "manku:k=2,levels=4+3",
         "mih:fallback=false",
+        "permutation:q=4,beam=3000",
     ] {
         let idx = spec.parse::<IndexSpec>().unwrap().build(&sigs).unwrap();
         for r in [0, 2, 3] {

@@ -326,17 +326,14 @@ impl MultiIndex {
         let mut codes = Vec::with_capacity(live * w);
         let mut ids = Vec::with_capacity(live);
         let (mut i, mut j) = (0, 0);
-        // The arrays borrowed once (an array of an opened file checks its bytes at every
-        // borrow).
         let view = self.view();
-        let (main_ids, main_codes) = (view.ids, view.codes);
-        while i < main_ids.len() || j < self.delta_ids.len() {
+        while i < self.ids.len() || j < self.delta_ids.len() {
             let take_main = j == self.delta_ids.len()
-                || (i < main_ids.len() && main_ids[i] < self.delta_ids[j]);
+                || (i < self.ids.len() && self.ids[i] < self.delta_ids[j]);
             if take_main {
                 if !view.is_dead(i) {
-                    ids.push(main_ids[i]);
-                    codes.extend_from_slice(&main_codes[i * w..(i + 1) * w]);
+                    ids.push(self.ids[i]);
+                    codes.extend_from_slice(&self.codes[i * w..(i + 1) * w]);
                 }
                 i += 1;
             } else {
@@ -659,8 +656,7 @@ impl MultiIndex {
     /// The live main-part row holding `id`.
     fn main_row(&self, id: Id) -> Option<usize> {
         let row = self.ids.binary_search(&id).ok()?;
-        let dead = self.n_dead > 0 && self.dead[row / 64] >> (row % 64) & 1 == 1;
-        (!dead).then_some(row)
+        (!self.view().is_dead(row)).then_some(row)
     }
 }
 

@@ -4,8 +4,9 @@
 
 use super::keys::{cmp_tail, gallop_equal, prefix_key};
 use super::{KEY_BITS, PermutationIndex};
-use crate::cpu::prefetch;
+use crate::cpu::{PopcntBody, prefetch, with_popcnt};
 use crate::error::Result;
+use crate::hamming::scalar::{by_words, dist_words};
 use crate::hamming::{self, Kernels};
 use crate::index::{HammingIndex, Hit};
 use crate::util::topk::TopK;
@@ -19,7 +20,7 @@ pub(super) struct Scratch {
     qkeys: Vec<u64>,
     pos: Vec<usize>,
     window: Vec<u32>,
-    bounds: Vec<usize>,
+    lens: Vec<usize>,
     slots: Vec<u32>,
     top: TopK<Hit>,
     main: Vec<Hit>,
@@ -50,16 +51,146 @@ pub(super) const LINE_WORDS: usize = 8;
 /// Lines of a candidate's code prefetched (wide codes are usually dropped after two).
 pub(super) const PREFETCH_LINES: usize = 2;
 
-/// The distance of `a` and `b` if it is at most `limit`, else `None` (possibly after only a
-/// prefix of the words: they are compared a cache line at a time).
+/// The live slots of one sorted list nearest rank `p`, into `buf` (`2·half` long); returns
+/// how many: `half` on each side, alternating below and above (nearest rank first), more on
+/// one side where the other ends, `2·half` in all when the list holds that many. `dead` holds
+/// the tombstones, one bit per slot (`None`: no slot is dead); a slot out of range (an
+/// unchecked corrupt file) is skipped.
 #[inline]
-pub(super) fn distance_within(kern: &Kernels, a: &[u64], b: &[u64], limit: u32) -> Option<u32> {
-    if a.len() <= LINE_WORDS {
-        return Some(kern.distance_eq(a, b)).filter(|&d| d <= limit);
+fn collect_window(
+    order: &[u32],
+    p: usize,
+    half: usize,
+    dead: Option<&[u64]>,
+    buf: &mut [u32],
+) -> usize {
+    let n = order.len();
+    // Each slot is written, then kept by advancing the count if it is live (no branch on
+    // liveness). Every loop below takes a slot only while fewer than `2·half` are kept, so
+    // the write is in `buf`.
+    let mut count = 0;
+    let mut take = |slot: u32| -> usize {
+        let s = slot as usize;
+        let live = s < n && dead.is_none_or(|d| (d[s / 64] >> (s % 64)) & 1 == 0);
+        buf[count] = slot;
+        count += usize::from(live);
+        usize::from(live)
+    };
+    let (mut lo, mut hi) = (p, p);
+    let (mut up, mut down) = (0, 0);
+    while (up < half && lo > 0) || (down < half && hi < n) {
+        if down < half && hi < n {
+            down += take(order[hi]);
+            hi += 1;
+        }
+        if up < half && lo > 0 {
+            lo -= 1;
+            up += take(order[lo]);
+        }
     }
+    while down < 2 * half - up && hi < n {
+        down += take(order[hi]);
+        hi += 1;
+    }
+    while up < 2 * half - down && lo > 0 {
+        lo -= 1;
+        up += take(order[lo]);
+    }
+    up + down
+}
+
+/// The scoring of one query's candidates ([`PermutationIndex::knn_with`]): each slot's
+/// distance, once per query (the stamps), offered to the running top-k.
+struct Score<'a> {
+    query: &'a [u64],
+    codes: &'a [u64],
+    /// Words per code.
+    w: usize,
+    /// The candidates, in the order they are scored.
+    slots: &'a [u32],
+    /// Per sorted slot: the last query (generation) that scored it.
+    stamp: &'a mut [u32],
+    generation: u32,
+    top: &'a mut TopK<Hit>,
+}
+
+impl PopcntBody for Score<'_> {
+    type Output = ();
+
+    #[inline(always)]
+    fn run(self) {
+        by_words!(self.w, score_body(self))
+    }
+}
+
+/// [`Score`] for codes of `W` words (`W = 0`: any width, `Score::w`).
+///
+/// The stamp and the first lines of a later candidate's code are fetched while this one is
+/// compared. Wide codes are compared a cache line at a time and dropped as soon as the
+/// partial distance exceeds the current k-th distance (a random code is dropped after about
+/// `2·thr/64` of its words), which leaves the top-k unchanged.
+#[inline(always)]
+fn score_body<const W: usize>(s: Score<'_>) {
+    let Score {
+        query,
+        codes,
+        w,
+        slots,
+        stamp,
+        generation,
+        top,
+    } = s;
+    let w = if W == 0 { w } else { W };
+    let lines = w.div_ceil(LINE_WORDS).min(PREFETCH_LINES);
+    let mut thr = u32::MAX;
+    for (i, &slot) in slots.iter().enumerate() {
+        if let Some(&ahead) = slots.get(i + PREFETCH_AHEAD) {
+            let ahead = ahead as usize;
+            prefetch(stamp[ahead..].as_ptr());
+            let code = codes[ahead * w..].as_ptr();
+            for l in 0..lines {
+                prefetch(code.wrapping_add(LINE_WORDS * l));
+            }
+        }
+        let slot = slot as usize;
+        if stamp[slot] == generation {
+            continue;
+        }
+        stamp[slot] = generation;
+        let code = &codes[slot * w..(slot + 1) * w];
+        let distance = if W != 0 && W <= LINE_WORDS {
+            let d = dist_words(query, code, W);
+            if d > thr {
+                continue;
+            }
+            d
+        } else {
+            let Some(d) = distance_lines(query, code, thr) else {
+                continue;
+            };
+            d
+        };
+        // Sorted slots are in id order: (distance, slot) orders as (distance, id).
+        if top.offer(Hit {
+            distance,
+            id: slot as u32,
+        }) {
+            thr = top.worst().map_or(u32::MAX, |h| h.distance);
+        }
+    }
+}
+
+/// The distance of `a` and `b` if it is at most `limit`, else `None` (after the first cache
+/// line whose running sum exceeds it).
+#[inline(always)]
+fn distance_lines(a: &[u64], b: &[u64], limit: u32) -> Option<u32> {
     let mut d = 0;
     for (x, y) in a.chunks(LINE_WORDS).zip(b.chunks(LINE_WORDS)) {
-        d += kern.distance_eq(x, y);
+        d += x
+            .iter()
+            .zip(y)
+            .map(|(p, q)| (p ^ q).count_ones())
+            .sum::<u32>();
         if d > limit {
             return None;
         }
@@ -133,7 +264,7 @@ impl PermutationIndex {
                 qkeys,
                 pos,
                 window,
-                bounds,
+                lens,
                 slots,
                 main,
                 top,
@@ -152,84 +283,42 @@ impl PermutationIndex {
             // alternating above and below), then the lists are interleaved rank by rank: the
             // candidates most likely to be near come first, so the top-k threshold drops
             // early and prunes the rest sooner.
-            bounds.clear();
-            bounds.push(0);
-            for (t, &p) in pos.iter().enumerate() {
-                let order = &all_order[t * n..(t + 1) * n];
-                let (mut lo, mut hi) = (p, p);
-                let mut take = |slot: u32| -> bool {
-                    // A slot out of range (an unchecked corrupt file) is skipped.
-                    let live = (slot as usize) < n && !self.is_dead(slot as usize);
-                    if live {
-                        window.push(slot);
-                    }
-                    live
-                };
-                let (mut up, mut down) = (0, 0);
-                while (up < half && lo > 0) || (down < half && hi < n) {
-                    if down < half && hi < n {
-                        down += usize::from(take(order[hi]));
-                        hi += 1;
-                    }
-                    if up < half && lo > 0 {
-                        lo -= 1;
-                        up += usize::from(take(order[lo]));
-                    }
-                }
-                while down < 2 * half - up && hi < n {
-                    down += usize::from(take(order[hi]));
-                    hi += 1;
-                }
-                while up < 2 * half - down && lo > 0 {
-                    lo -= 1;
-                    up += usize::from(take(order[lo]));
-                }
-                bounds.push(window.len());
+            // List `t`'s window is `window[t·2·half..]`, `lens[t]` slots long.
+            let span = 2 * half;
+            window.clear();
+            window.resize(pos.len() * span, 0);
+            lens.clear();
+            // The tombstones, borrowed once (`None`: no row is dead).
+            let dead = (self.n_dead > 0).then_some(&self.dead[..]);
+            for ((t, &p), buf) in pos.iter().enumerate().zip(window.chunks_exact_mut(span)) {
+                lens.push(collect_window(
+                    &all_order[t * n..(t + 1) * n],
+                    p,
+                    half,
+                    dead,
+                    buf,
+                ));
             }
-            let longest = bounds.windows(2).map(|b| b[1] - b[0]).max().unwrap_or(0);
+            let longest = lens.iter().copied().max().unwrap_or(0);
             for r in 0..longest {
-                for b in bounds.windows(2) {
-                    if b[0] + r < b[1] {
-                        slots.push(window[b[0] + r]);
+                for (&len, buf) in lens.iter().zip(window.chunks_exact(span)) {
+                    if r < len {
+                        slots.push(buf[r]);
                     }
                 }
             }
-            // Distances, each slot once, into a running top-k; the stamp and the first lines
-            // of a later candidate's code are fetched while this one is compared. Wide codes
-            // are compared a cache line at a time and dropped as soon as the partial distance
-            // exceeds the current k-th distance (a random code is dropped after about
-            // `2·thr/64` of its words), which leaves the top-k unchanged.
-            let w = self.words();
-            let lines = w.div_ceil(LINE_WORDS).min(PREFETCH_LINES);
+            // Distances, each slot once, into a running top-k (compiled with `POPCNT` when
+            // the CPU has it, the distance unrolled for the common widths).
             top.reset(k);
-            let mut thr = u32::MAX;
-            for (i, &slot) in slots.iter().enumerate() {
-                if let Some(&ahead) = slots.get(i + PREFETCH_AHEAD) {
-                    let ahead = ahead as usize;
-                    prefetch(stamp[ahead..].as_ptr());
-                    let code = codes[ahead * w..].as_ptr();
-                    for l in 0..lines {
-                        prefetch(code.wrapping_add(LINE_WORDS * l));
-                    }
-                }
-                let slot = slot as usize;
-                if stamp[slot] == generation {
-                    continue;
-                }
-                stamp[slot] = generation;
-                let code = &codes[slot * w..(slot + 1) * w];
-                let Some(distance) = distance_within(kern, query, code, thr) else {
-                    continue;
-                };
-                // Sorted slots are in id order: (distance, slot) orders as (distance, id).
-                let hit = Hit {
-                    distance,
-                    id: slot as u32,
-                };
-                if top.offer(hit) {
-                    thr = top.worst().map_or(u32::MAX, |h| h.distance);
-                }
-            }
+            with_popcnt(Score {
+                query,
+                codes,
+                w: self.words(),
+                slots,
+                stamp,
+                generation,
+                top,
+            });
             top.drain_sorted_into(main);
             for h in main.iter_mut() {
                 h.id = self.ids[h.id as usize];
