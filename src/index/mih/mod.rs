@@ -326,14 +326,16 @@ impl MultiIndex {
         let mut codes = Vec::with_capacity(live * w);
         let mut ids = Vec::with_capacity(live);
         let (mut i, mut j) = (0, 0);
+        // The arrays borrowed once, as plain slices (see `permuted_tables::Store::view`).
         let view = self.view();
-        while i < self.ids.len() || j < self.delta_ids.len() {
+        let (main_ids, main_codes) = (view.ids, view.codes);
+        while i < main_ids.len() || j < self.delta_ids.len() {
             let take_main = j == self.delta_ids.len()
-                || (i < self.ids.len() && self.ids[i] < self.delta_ids[j]);
+                || (i < main_ids.len() && main_ids[i] < self.delta_ids[j]);
             if take_main {
                 if !view.is_dead(i) {
-                    ids.push(self.ids[i]);
-                    codes.extend_from_slice(&self.codes[i * w..(i + 1) * w]);
+                    ids.push(main_ids[i]);
+                    codes.extend_from_slice(&main_codes[i * w..(i + 1) * w]);
                 }
                 i += 1;
             } else {
@@ -656,7 +658,8 @@ impl MultiIndex {
     /// The live main-part row holding `id`.
     fn main_row(&self, id: Id) -> Option<usize> {
         let row = self.ids.binary_search(&id).ok()?;
-        (!self.view().is_dead(row)).then_some(row)
+        let dead = self.n_dead > 0 && self.dead[row / 64] >> (row % 64) & 1 == 1;
+        (!dead).then_some(row)
     }
 }
 

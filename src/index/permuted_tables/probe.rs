@@ -91,7 +91,7 @@ impl PermutedTables {
     /// next phase's cache lines prefetched, so that their cache misses overlap.
     #[inline(always)]
     fn probe_body(&self, queries: &[u64], r: u32, outs: &mut [Vec<Hit>]) {
-        let st = &self.store;
+        let st = self.store.view();
         let m = st.len();
         let w = self.words();
         let tables = &self.layout.tables;
@@ -183,17 +183,18 @@ impl PermutedTables {
     fn resolve(&self, pending: &mut Pending, queries: &[u64], r: u32, outs: &mut [Vec<Hit>]) {
         let w = self.words();
         let items = &pending.items[..pending.len];
+        let vals = self.store.vals();
         if w > 1 {
             // The rows' codes, all in flight before any is read.
             for &(_, _, pos, _) in items {
-                let v = self.store.vals()[pos] as usize;
+                let v = vals[pos] as usize;
                 prefetch(self.codes.as_ptr().wrapping_add(v * w));
                 prefetch(self.codes.as_ptr().wrapping_add(v * w + w - 1));
                 prefetch(self.row_ids.as_ptr().wrapping_add(v));
             }
         }
         for &(q, t, pos, lower) in items {
-            let v = self.store.vals()[pos];
+            let v = vals[pos];
             if w == 1 {
                 if !self.is_dead(v) {
                     outs[q as usize].push(Hit {
