@@ -183,13 +183,16 @@ class Store:
     @property
     def content(self) -> str: ...
 
-def self_join(codes: _U64, bits: int, radius: int, threads: int | None = None) -> tuple[_I64, _I64, _I32]: ...
+def self_join(
+    codes: _U64, bits: int, radius: int, featureless: str | _I64 | None = None, threads: int | None = None
+) -> tuple[_I64, _I64, _I32]: ...
 def clusters(n: int, i: _I64, j: _I64) -> _I64: ...
 def knn_graph(
     codes: _U64,
     bits: int,
     k: int,
     index: Index | None = None,
+    featureless: str | _I64 | None = None,
     threads: int | None = None,
     method: str | None = None,
     seed: int | None = None,
@@ -214,7 +217,7 @@ def plan_bits(
     max_bits: int | None = None,
 ) -> dict[str, Any]: ...
 def banded_join(
-    codes: _U64, bits: int, scheme: Scheme, threads: int | None = None
+    codes: _U64, bits: int, scheme: Scheme, featureless: str | _I64 | None = None, threads: int | None = None
 ) -> tuple[tuple[_I64, _I64, _I32], dict[str, Any]]: ...
 def verified_join(
     codes: _U64, bits: int, x: _Vectors, threshold: float, scheme: Scheme | None = None,
