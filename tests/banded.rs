@@ -222,6 +222,17 @@ proptest! {
         banded_join_active(&sigs, &b, &[], |p| all.push(p)).unwrap();
         all.sort_unstable();
         prop_assert_eq!(all, banded_join(&sigs, &b).unwrap().0);
+        // Featureless rows must be increasing rows of the join.
+        let bad = |featureless: &[u32]| {
+            banded_join_active(&sigs, &b, featureless, |_| {}).unwrap_err().to_string()
+        };
+        let e = bad(&[n as u32]);
+        prop_assert!(e.contains(&format!("row {n} beyond the {n} rows")), "{}", e);
+        if let [a, c, ..] = featureless[..] {
+            let e = bad(&[c, a]);
+            prop_assert!(e.contains(&format!("must be increasing, {a} comes after {c}")), "{}", e);
+            prop_assert!(bad(&[a, a]).contains("must be increasing"));
+        }
     }
 
     #[test]
@@ -478,23 +489,4 @@ fn big_runs_with_probes_equal_brute_force() {
             .build()
             .is_err()
     );
-}
-
-#[test]
-fn featureless_rows_must_be_increasing_rows_of_the_join() {
-    let sigs = codes(5, 64, 16, 1);
-    let b = Banding::builder()
-        .bits(64)
-        .bands(4)
-        .width(16)
-        .build()
-        .unwrap();
-    let bad = |featureless: &[u32]| {
-        banded_join_active(&sigs, &b, featureless, |_| {})
-            .unwrap_err()
-            .to_string()
-    };
-    assert!(bad(&[5]).contains("row 5 beyond the 5 rows"));
-    assert!(bad(&[2, 2]).contains("must be increasing, 2 comes after 2"));
-    assert!(bad(&[3, 1]).contains("must be increasing, 1 comes after 3"));
 }
