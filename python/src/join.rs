@@ -140,7 +140,7 @@ pub fn knn_graph<'py>(
         .py()?;
     if index.is_some() && (method != join::KnnMethod::Exact || featureless.is_some()) {
         return Err(value_error(
-            "give an index or method=\"approx\" and featureless rows, not both (an index's \
+            "give an index or method=\"approx\" (or featureless rows), not both (an index's \
              searches decide)",
         ));
     }

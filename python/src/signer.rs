@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use ndarray::{Array2, ArrayView2, CowArray, Ix2, s};
 use numpy::{IntoPyArray, PyArray2, PyReadonlyArray1, PyReadonlyArray2};
+use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use simlsh::io::float::{F32Values, rows_to_f32};
@@ -200,14 +201,20 @@ impl PySigner {
         spec: &str,
         params: Option<&Bound<'py, PyDict>>,
     ) -> PyResult<(String, Bound<'py, PyDict>)> {
+        // A keyword the kind does not take is Python's TypeError, as its constructor's.
+        let keys = spec.parse::<SignerKind>().py()?.info().keys();
         let mut texts = Vec::new();
         for (k, v) in params.into_iter().flatten().filter(|(_, v)| !v.is_none()) {
             let k: String = k.extract()?;
             let key = CONSTRUCTOR_NAMES
                 .iter()
                 .find(|n| n.1 == k)
-                .map_or(k, |n| n.0.into());
-            texts.push((key, v.str()?.to_string()));
+                .map_or(&*k, |n| n.0);
+            if !keys.contains(&key) {
+                let e = format!("the `{}` signer takes no parameter `{k}`", spec.trim());
+                return Err(PyTypeError::new_err(e));
+            }
+            texts.push((key.to_string(), v.str()?.to_string()));
         }
         let pairs: Vec<(&str, &str)> = texts.iter().map(|(k, v)| (&**k, &**v)).collect();
         let (kind, given) = SignerKind::parse_with(spec, &pairs).py()?;
