@@ -8,8 +8,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use proptest::prelude::*;
 use simlsh::SignatureMatrix;
 use simlsh::join::{
-    Banding, CappedGroup, IdPair, Pair, band_partition, banded_join, banded_join_each,
-    sample_candidates,
+    Banding, CappedGroup, IdPair, Pair, band_partition, banded_join, banded_join_active,
+    banded_join_each, sample_candidates,
 };
 use simlsh::rng::Rng;
 use simlsh::signature::{last_word_mask, words_for};
@@ -188,6 +188,51 @@ proptest! {
         prop_assert_eq!(&one, &stream(2));
         let distinct: BTreeSet<(u32, u32)> = one.iter().map(|p| (p.i, p.j)).collect();
         prop_assert_eq!(distinct.len(), one.len());
+    }
+
+    #[test]
+    fn rows_without_features_take_no_part(
+        b in layout(),
+        n in 0usize..70,
+        seed in any::<u64>(),
+        picks in proptest::collection::vec(any::<bool>(), 70),
+    ) {
+        // The join of the other rows alone, their row numbers mapped back, is the oracle:
+        // the same pairs and statistics.
+        let sigs = codes(n, b.bits(), b.width() as usize, seed);
+        let featureless: Vec<u32> = (0..n as u32).filter(|&i| picks[i as usize]).collect();
+        let rows: Vec<u32> = (0..n as u32).filter(|&i| !picks[i as usize]).collect();
+        let data: Vec<u64> = rows.iter().flat_map(|&r| sigs.row(r as usize).to_vec()).collect();
+        let kept = SignatureMatrix::from_parts(b.bits(), data).unwrap();
+        let (want, want_stats) = banded_join(&kept, &b).unwrap();
+        let want: Vec<Pair> = want
+            .iter()
+            .map(|p| Pair { i: rows[p.i as usize], j: rows[p.j as usize], distance: p.distance })
+            .collect();
+        let mut got = Vec::new();
+        let stats = banded_join_active(&sigs, &b, &featureless, |p| got.push(p)).unwrap();
+        got.sort_unstable();
+        prop_assert_eq!(got, want);
+        prop_assert_eq!(
+            (stats.candidates, stats.checked, stats.capped),
+            (want_stats.candidates, want_stats.checked, want_stats.capped)
+        );
+        // None featureless: the join of every row.
+        let mut all = Vec::new();
+        banded_join_active(&sigs, &b, &[], |p| all.push(p)).unwrap();
+        all.sort_unstable();
+        prop_assert_eq!(all, banded_join(&sigs, &b).unwrap().0);
+        // Featureless rows must be increasing rows of the join.
+        let bad = |featureless: &[u32]| {
+            banded_join_active(&sigs, &b, featureless, |_| {}).unwrap_err().to_string()
+        };
+        let e = bad(&[n as u32]);
+        prop_assert!(e.contains(&format!("row {n} beyond the {n} rows")), "{}", e);
+        if let [a, c, ..] = featureless[..] {
+            let e = bad(&[c, a]);
+            prop_assert!(e.contains(&format!("must be increasing, {a} comes after {c}")), "{}", e);
+            prop_assert!(bad(&[a, a]).contains("must be increasing"));
+        }
     }
 
     #[test]

@@ -133,6 +133,66 @@ fn bad_strings_give_typed_errors_naming_the_problem() {
 }
 
 #[test]
+fn parameters_given_apart_merge_with_the_text_once() {
+    let with = SignerKind::parse_with;
+    let err = |s: &str, p: &[(&str, &str)]| with(s, p).unwrap_err().to_string();
+    // The keys given, in the order of the kind's table, whether written or apart; a default
+    // is given only when written.
+    let (kind, given) = with(" very-sparse : nnz = 40 ", &[("density", "0.5")]).unwrap();
+    assert_eq!(
+        kind,
+        SignerKind::VerySparse {
+            density: Some(0.5),
+            nnz: Some(40)
+        }
+    );
+    assert_eq!(given, ["density", "nnz"]);
+    assert_eq!(
+        with("pooled", &[]).unwrap(),
+        (SignerKind::Pooled { pool: 10_000 }, vec![])
+    );
+    assert_eq!(with("pooled:pool=10000", &[]).unwrap().1, ["pool"]);
+    for empty in ["pooled:", "pooled: , ,", " pooled "] {
+        assert_eq!(with(empty, &[]).unwrap().1, Vec::<&str>::new(), "{empty}");
+    }
+    assert_eq!(
+        with("pooled", &[("pool", "7")]).unwrap(),
+        (SignerKind::Pooled { pool: 7 }, vec!["pool"])
+    );
+    // The same value twice, as the kind reads it, is one parameter.
+    for (text, apart) in [("100", "100"), ("0.5", "0.50"), ("0.5", "5e-1")] {
+        let key = if text == "100" { "nnz" } else { "density" };
+        let spec = format!("very-sparse:{key}={text}");
+        assert_eq!(with(&spec, &[(key, apart)]).unwrap().1, [key], "{spec}");
+    }
+    // Another value is an error naming the key, both values and the text.
+    let e = err("pooled: pool = 100", &[("pool", "200")]);
+    assert!(
+        e.contains("signer spec")
+            && e.contains("parameter `pool` given twice: 100 in `pooled: pool = 100` and 200"),
+        "{e}"
+    );
+    let e = err("pooled", &[("pool", "100"), ("pool", "200")]);
+    assert!(e.contains("parameter `pool` given twice"), "{e}");
+    // Errors of the text come first, then those of the pairs, as the text form's.
+    assert!(err("pooled:pool=1,pool=2", &[]).contains("`pool` given twice"));
+    let e = err("pooled:pool=x", &[("pool", "3")]);
+    assert!(e.contains("`pool=x`: expected a whole number"), "{e}");
+    let e = err("pooled:pool=3", &[("pool", "x")]);
+    assert!(e.contains("`pool=x`: expected a whole number"), "{e}");
+    let e = err("hashing-trick", &[("depth", "3")]);
+    assert!(
+        e.contains("`hashing-trick` has no parameter `depth`: it takes none"),
+        "{e}"
+    );
+    let e = err("hashing-trick:depth=3", &[]);
+    assert!(e.contains("no parameter `depth`"), "{e}");
+    assert!(err("klingon", &[("depth", "3")]).contains("unknown signer `klingon`"));
+    let e = err("very-sparse", &[("density", "2")]);
+    assert!(e.contains("`density=2` is not in (0, 1]"), "{e}");
+}
+
+#[test]
 fn kinds_lists_every_kind_once_and_says_which_need_the_dimension() {
     let names: Vec<&str> = kinds().iter().map(|k| k.name).collect();
     let mut sorted = names.clone();

@@ -52,7 +52,7 @@ import numpy as np
 
 from . import _simlsh
 from ._codes import as_codes, as_ids
-from .join import _active
+from .join import _featureless
 
 if TYPE_CHECKING:
     from .signers import Signer
@@ -69,9 +69,16 @@ def _named(q: np.ndarray, featureless) -> np.ndarray | None:
     """The queries that take part, when ``featureless`` names those without features (a mask
     or row numbers); ``None`` for ``"zero"`` and ``False``, which the library's rule decides
     (all-zero codes are no one's neighbours, or codes are codes)."""
-    if featureless is False or (isinstance(featureless, str) and featureless == "zero"):
+    rows = _featureless(featureless, len(q))
+    if rows is None or (isinstance(rows, str) and rows == "zero"):
         return None
-    return _active(q, featureless)
+    if isinstance(rows, str):
+        raise ValueError(f"featureless must be 'zero', False, a mask or row numbers, got {rows!r}")
+    if rows.size and (rows[0] < 0 or rows[-1] >= len(q)):
+        raise ValueError(f"featureless rows must be row numbers in 0..{len(q)}")
+    active = np.ones(len(q), bool)
+    active[rows] = False
+    return None if active.all() else active
 
 
 class Index:

@@ -57,43 +57,27 @@ def _opt_int(v) -> int | None:
     return None if v is None else int(v)
 
 
-def _active(codes: np.ndarray, featureless) -> np.ndarray | None:
-    """The rows that take part in a join (``None``: all of them). ``featureless`` is ``"zero"``
-    (rows whose signature is all zeros: a simlsh signer gives that signature to every row
-    without features, an empty document or a zero vector, and to a row with features with
-    probability ``2**-bits`` for Gaussian hyperplanes), ``False`` (every row takes part, as
-    for codes that are not signatures of vectors), or a boolean mask or the row numbers of the
-    rows without features (``DedupResult.empty``, say)."""
-    n = codes.shape[0]
+def _featureless(featureless, n: int):
+    """The rows without features of a join of ``n`` rows, as the library takes them: ``"zero"``
+    (its rule: the rows whose signature is all zeros; a simlsh signer gives that signature to
+    every row without features, an empty document or a zero vector, and to a row with
+    features with probability ``2**-bits`` for Gaussian hyperplanes), None for ``False`` or
+    None (every row takes part, as for codes that are not signatures of vectors), or the row
+    numbers of a boolean mask or of row numbers (``DedupResult.empty``, say), in any order
+    and repeats allowed: sorted and distinct. Other strings and rows beyond ``n`` are the
+    library's errors."""
     if featureless is False or featureless is None:
         return None
     if isinstance(featureless, str):
-        if featureless != "zero":
-            raise ValueError(f"featureless must be 'zero', False, a mask or row numbers, got {featureless!r}")
-        active = np.any(codes != 0, axis=1)
-    else:
-        f = np.asarray(featureless)
-        if f.dtype == bool:
-            if f.shape != (n,):
-                raise ValueError(f"featureless mask has {f.shape} entries for {n} rows")
-            active = ~f
-        else:
-            active = np.ones(n, bool)
-            if f.size:
-                if f.dtype.kind not in "iu" or f.min() < 0 or f.max() >= n:
-                    raise ValueError(f"featureless rows must be row numbers in 0..{n}")
-                active[f] = False
-    return None if active.all() else active
-
-
-def _on_active(codes, featureless, join):
-    """``join`` of the rows that take part, its row numbers mapped back to ``codes``'."""
-    active = _active(codes, featureless)
-    if active is None:
-        return join(codes)
-    rows = np.flatnonzero(active)
-    i, j, *rest = join(np.ascontiguousarray(codes[rows]))
-    return (rows[i], rows[j], *rest)
+        return featureless
+    f = np.asarray(featureless)
+    if f.dtype == bool:
+        if f.shape != (n,):
+            raise ValueError(f"featureless mask has {f.shape} entries for {n} rows")
+        return np.flatnonzero(f)
+    if f.size and f.dtype.kind not in "iu":
+        raise ValueError(f"featureless rows must be row numbers in 0..{n}, got {f.dtype} values")
+    return np.unique(f).astype(np.int64)
 
 
 def _scheme(scheme) -> _simlsh.Scheme:
@@ -123,7 +107,8 @@ def self_join(
     codes, bits = as_codes(codes, bits)
     if isinstance(radius, bool) or not isinstance(radius, (int, np.integer)) or not 0 <= radius < 2**32:
         raise ValueError(f"radius must be an integer in 0..2^32, got {radius!r}")
-    return _on_active(codes, featureless, lambda c: _simlsh.self_join(c, bits, int(radius), threads=threads))
+    rows = _featureless(featureless, codes.shape[0])
+    return _simlsh.self_join(codes, bits, int(radius), featureless=rows, threads=threads)
 
 
 def clusters(n: int, i, j) -> np.ndarray:
@@ -161,17 +146,10 @@ def knn_graph(
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 0:
         raise ValueError(f"k must be a non-negative integer, got {k!r}")
     core = index._core if index is not None else None
-    active = _active(codes, featureless) if index is None else None
-    if active is None:
-        return _simlsh.knn_graph(codes, bits, int(k), index=core, threads=threads, method=method, seed=_opt_int(seed))
-    rows = np.flatnonzero(active)
-    d, i = _simlsh.knn_graph(
-        np.ascontiguousarray(codes[rows]), bits, int(k), threads=threads, method=method, seed=_opt_int(seed)
+    rows = _featureless(featureless, codes.shape[0]) if index is None else None
+    return _simlsh.knn_graph(
+        codes, bits, int(k), index=core, featureless=rows, threads=threads, method=method, seed=_opt_int(seed)
     )
-    D = np.full((codes.shape[0], int(k)), d.dtype.type(2**31 - 1), dtype=d.dtype)
-    I = np.full((codes.shape[0], int(k)), -1, dtype=i.dtype)
-    D[rows], I[rows] = d, np.where(i >= 0, rows[np.maximum(i, 0)], -1)
-    return D, I
 
 
 def banded_join(
@@ -208,11 +186,8 @@ def banded_join(
         raise ValueError("give a scheme or its parameters (bands, width, ...), not both")
     scheme = _scheme(scheme)
 
-    def join(c):
-        (i, j, d), stats = _simlsh.banded_join(c, bits, scheme, threads=threads)
-        return i, j, d, stats
-
-    i, j, d, stats = _on_active(codes, featureless, join)
+    rows = _featureless(featureless, codes.shape[0])
+    (i, j, d), stats = _simlsh.banded_join(codes, bits, scheme, featureless=rows, threads=threads)
     return (i, j, d, stats) if return_stats else (i, j, d)
 
 

@@ -45,9 +45,6 @@ KINDS = tuple(k["name"] for k in _simlsh.signer_kinds())
 HASHED = tuple(k["name"] for k in _simlsh.signer_kinds() if not k["needs_dim"])
 #: The kinds that hold an explicit ``dim x bits`` matrix (``HyperplaneSigner``'s distributions).
 _MATRICES = tuple(k for k in KINDS if k not in HASHED)
-#: The constructors' names of the spec parameters they name otherwise (``PooledSigner``'s
-#: ``pool_size`` is the ``pool`` of its spec).
-_CONSTRUCTOR_NAMES = {"pool": "pool_size"}
 
 
 #: The library's defaults (``seed``, ``distribution``, ...): Python states none of its own.
@@ -165,7 +162,9 @@ class HyperplaneSigner(Signer):
         Charikar 2002), ``"super-bit"``
         (Gaussian orthonormalised in batches of ``depth``, default ``min(dim, bits)``: lower
         estimation error), ``"rademacher"`` (``+-1`` stored as bits, 32x smaller),
-        ``"very-sparse"`` (``+-1`` with probability ``density``, default ``1/sqrt(dim)``).
+        ``"very-sparse"`` (``+-1`` with probability ``density``, default ``1/sqrt(dim)``, or
+        with ``nnz``, the expected nonzeros of an input row, high enough that under 1% of such
+        a row's projections are 0).
 
     >>> HyperplaneSigner(dim=384, bits=256, seed=7).info()["bytes"]
     393216
@@ -182,19 +181,17 @@ class HyperplaneSigner(Signer):
         distribution: str | None = None,
         density: float | None = None,
         depth: int | None = None,
+        nnz: int | None = None,
     ):
         if distribution is None:
             distribution = _DEFAULTS["distribution"]
         self._params = dict(dim=dim, bits=bits, seed=seed, distribution=distribution)
-        if density is not None:
-            self._params["density"] = density
-        if depth is not None:
-            self._params["depth"] = depth
+        given = {k: v for k, v in (("density", density), ("depth", depth), ("nnz", nnz)) if v is not None}
+        self._params.update(given)
         if distribution not in _MATRICES:
             raise ValueError(
                 f"invalid parameter `distribution`: unknown distribution `{distribution}` ({', '.join(_MATRICES)})"
             )
-        given = {k: v for k, v in (("density", density), ("depth", depth)) if v is not None}
         spec = distribution + (":" + ",".join(f"{k}={v!r}" for k, v in given.items()) if given else "")
         self._core = _simlsh.Signer.from_spec(spec, _count(bits, "bits"), _seed(seed), _count(dim, "dim"))
         self._params["seed"] = self._core.info()["seed"]
@@ -294,21 +291,16 @@ def signer(spec: str, *, bits: int, seed: int | None = None, dim: int | None = N
     ``hashed-gaussian``, ``fwht`` or ``pooled``,
     optionally with parameters (``super-bit:depth=32``, ``very-sparse:density=0.01``,
     ``pooled:pool=10000``); parameters may also be given by keyword (``depth``, ``density``,
-    ``pool_size``). ``seed`` defaults to the library's, 0.
+    ``nnz``, ``pool_size``, ``buckets``), a parameter in both only with the same value.
+    ``seed`` defaults to the library's, 0.
 
     >>> signer("hashing-trick", bits=128, seed=3)
     HashingTrick(bits=128, seed=3)
     >>> signer("super-bit:depth=16", bits=64, dim=300).params["depth"]
     16
     """
-    kind, given = _simlsh.Signer.parse_spec(spec)
-    written = {k.split("=")[0].strip() for k in spec.partition(":")[2].split(",") if "=" in k}
-    written = {_CONSTRUCTOR_NAMES.get(k, k) for k in written}
-    for k, v in params.items():
-        if k in written and given[k] != v:
-            raise ValueError(f"parameter `{k}` given twice: {given[k]} in `{spec}` and {v}")
-    given = {k: v for k, v in given.items() if k in written}
-    given.update(params)
+    # The library merges the keywords with the spec's parameters (one value each).
+    kind, given = _simlsh.Signer.parse_spec(spec, params)
     if kind in _MATRICES:
         if dim is None:
             raise ValueError(f"the {kind} signer holds a dim x bits matrix and needs dim, the input dimension")

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use ndarray::{Array2, ArrayView2, CowArray, Ix2, s};
 use numpy::{IntoPyArray, PyArray2, PyReadonlyArray1, PyReadonlyArray2};
+use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use simlsh::io::float::{F32Values, rows_to_f32};
@@ -35,6 +36,10 @@ const CONVERT_BYTES: usize = 16 << 20;
 
 /// Documents signed per chunk.
 const TEXT_CHUNK: usize = 8_192;
+
+/// The Python constructors' names of the spec keys they name otherwise: `(key, name)`
+/// (`PooledSigner`'s `pool_size` is the `pool` of its spec).
+const CONSTRUCTOR_NAMES: &[(&str, &str)] = &[("pool", "pool_size")];
 
 /// A signer of the library (any kind), shared between threads.
 #[pyclass(name = "Signer", module = "simlsh._simlsh", frozen)]
@@ -184,23 +189,56 @@ impl PySigner {
     }
 
     /// The kind and parameters of a signer specification (`gaussian`, `super-bit:depth=32`,
-    /// `very-sparse:density=0.01`, `pooled:pool=10000`, ...), as the library parses it:
-    /// `(kind, {parameter: value})` with the constructor's parameter names (`depth`,
-    /// `density`, `pool_size`), only those given.
+    /// `very-sparse:density=0.01`, `pooled:pool=10000`, ...) with parameters given apart from
+    /// it (`params`, by the constructors' names; None values left out), as the library
+    /// merges them (`SignerKind::parse_with`): `(kind, {parameter: value})` with the
+    /// constructors' names (`depth`, `density`, `nnz`, `pool_size`, `buckets`), only those
+    /// given.
     #[staticmethod]
-    fn parse_spec<'py>(py: Python<'py>, spec: &str) -> PyResult<(String, Bound<'py, PyDict>)> {
-        let s: SignerSpec = spec.parse().py()?;
-        let d = PyDict::new(py);
-        match &s.kind {
-            SignerKind::SuperBit { depth: Some(v) } => d.set_item("depth", v)?,
-            SignerKind::VerySparse {
-                density: Some(v), ..
-            } => d.set_item("density", v)?,
-            SignerKind::Pooled { pool } => d.set_item("pool_size", pool)?,
-            SignerKind::Fwht { buckets } => d.set_item("buckets", buckets)?,
-            _ => {}
+    #[pyo3(signature = (spec, params = None))]
+    fn parse_spec<'py>(
+        py: Python<'py>,
+        spec: &str,
+        params: Option<&Bound<'py, PyDict>>,
+    ) -> PyResult<(String, Bound<'py, PyDict>)> {
+        // A keyword the kind does not take is Python's TypeError, as its constructor's.
+        let keys = spec.parse::<SignerKind>().py()?.info().keys();
+        let mut texts = Vec::new();
+        for (k, v) in params.into_iter().flatten().filter(|(_, v)| !v.is_none()) {
+            let k: String = k.extract()?;
+            let key = CONSTRUCTOR_NAMES
+                .iter()
+                .find(|n| n.1 == k)
+                .map_or(&*k, |n| n.0);
+            if !keys.contains(&key) {
+                let e = format!("the `{}` signer takes no parameter `{k}`", spec.trim());
+                return Err(PyTypeError::new_err(e));
+            }
+            texts.push((key.to_string(), v.str()?.to_string()));
         }
-        Ok((s.kind.name().to_string(), d))
+        let pairs: Vec<(&str, &str)> = texts.iter().map(|(k, v)| (&**k, &**v)).collect();
+        let (kind, given) = SignerKind::parse_with(spec, &pairs).py()?;
+        let values: Vec<(&str, Bound<'py, PyAny>)> = match &kind {
+            SignerKind::SuperBit { depth } => vec![("depth", depth.into_pyobject(py)?)],
+            SignerKind::VerySparse { density, nnz } => vec![
+                ("density", density.into_pyobject(py)?),
+                ("nnz", nnz.into_pyobject(py)?),
+            ],
+            SignerKind::Pooled { pool } => vec![("pool", pool.into_pyobject(py)?.into_any())],
+            SignerKind::Fwht { buckets } => {
+                vec![("buckets", buckets.into_pyobject(py)?.into_any())]
+            }
+            _ => Vec::new(),
+        };
+        let d = PyDict::new(py);
+        for (key, v) in values.into_iter().filter(|(k, _)| given.contains(k)) {
+            let name = CONSTRUCTOR_NAMES
+                .iter()
+                .find(|n| n.0 == key)
+                .map_or(key, |n| n.1);
+            d.set_item(name, v)?;
+        }
+        Ok((kind.name().to_string(), d))
     }
 
     /// The signer's specification in the library's text form (its kind and parameters; width

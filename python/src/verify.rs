@@ -3,20 +3,16 @@
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray2};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
+use rayon::slice::ParallelSliceMut;
 use simlsh::join::{self, CappedGroup, Scheme};
 use simlsh::verify::{Vectors, VerifiedJoin, VerifiedPair};
 
 use crate::arrays::{VectorsArg, codes};
 use crate::errors::{IntoPy, value_error};
+use crate::join::{FeaturelessArg, PairArrays, featureless_rows, pair_arrays};
 use crate::scheme::PyScheme;
 use crate::threads::Threads;
 use crate::with_vectors;
-
-type PairArrays<'py> = (
-    Bound<'py, PyArray1<i64>>,
-    Bound<'py, PyArray1<i64>>,
-    Bound<'py, PyArray1<i32>>,
-);
 
 fn capped_list<'py>(py: Python<'py>, capped: &[CappedGroup]) -> PyResult<Vec<Bound<'py, PyDict>>> {
     capped
@@ -32,14 +28,16 @@ fn capped_list<'py>(py: Python<'py>, capped: &[CappedGroup]) -> PyResult<Vec<Bou
 }
 
 /// The banded self-join of a banding `scheme`: `(i, j, distance)` of the pairs agreeing on
-/// some band's key (within its filters), each once, sorted; and the statistics.
+/// some band's key (within its filters), each once, sorted; and the statistics. Rows without
+/// features (`featureless`) pair with no row (`join::banded_join_active`).
 #[pyfunction]
-#[pyo3(signature = (codes, bits, scheme, threads = None))]
+#[pyo3(signature = (codes, bits, scheme, featureless = None, threads = None))]
 pub fn banded_join<'py>(
     py: Python<'py>,
     codes: PyReadonlyArray2<'py, u64>,
     bits: usize,
     scheme: &PyScheme,
+    featureless: Option<FeaturelessArg<'py>>,
     threads: Option<i64>,
 ) -> PyResult<(PairArrays<'py>, Bound<'py, PyDict>)> {
     let t = Threads::new(threads)?;
@@ -50,19 +48,21 @@ pub fn banded_join<'py>(
             scheme.inner
         )));
     };
+    let featureless = featureless_rows(featureless, &m)?;
     py.check_signals()?;
-    let (pairs, stats) = t.run(py, || join::banded_join(&m, b)).py()?;
-    let i: Vec<i64> = pairs.iter().map(|p| i64::from(p.i)).collect();
-    let j: Vec<i64> = pairs.iter().map(|p| i64::from(p.j)).collect();
-    let d: Vec<i32> = pairs.iter().map(|p| p.distance as i32).collect();
+    let (pairs, stats) = t
+        .run(py, || {
+            let mut pairs = Vec::new();
+            let stats = join::banded_join_active(&m, b, &featureless, |p| pairs.push(p))?;
+            pairs.par_sort_unstable();
+            Ok::<_, simlsh::Error>((pairs, stats))
+        })
+        .py()?;
     let s = PyDict::new(py);
     s.set_item("checked", stats.checked)?;
     s.set_item("candidates", stats.candidates)?;
     s.set_item("capped", capped_list(py, &stats.capped)?)?;
-    Ok((
-        (i.into_pyarray(py), j.into_pyarray(py), d.into_pyarray(py)),
-        s,
-    ))
+    Ok((pair_arrays(py, &pairs), s))
 }
 
 type Verified<'py> = (

@@ -89,3 +89,59 @@ def test_knn_graph_defaults_are_the_librarys():
         np.testing.assert_array_equal(a, b)
     doc = " ".join(simlsh.knn_graph.__doc__.split())
     assert f"(default the library's, {method})" in doc and f"(default the library's, {seed})" in doc
+
+
+def test_featureless_rows_are_left_out_as_brute_force_does():
+    """Every way of naming the rows without features (the all-zero rule, a mask, row numbers
+    in any order with repeats) leaves the same rows out of the self-join, the banded join and
+    the k-NN graph, as NumPy's brute force over the other rows; ``False``/None/``[]`` name
+    none, and a bad row is a ValueError naming it."""
+    rng = np.random.default_rng(21)
+    n, radius, k = 300, 12, 4
+    codes = random_codes(rng, n, 64, planted=150, flips=4)
+    zero = [5, 17, 40, 41, 299]
+    codes[zero] = 0  # all-zero rows: at distance 0 from each other
+    named = [3, 17, 250]  # rows with features named featureless
+    mask = np.zeros(n, bool)
+    mask[named] = True
+    dist = popcount_distances(codes, codes).astype(np.int64)
+    bands = [(codes[:, 0] >> np.uint64(16 * b)) & np.uint64(0xFFFF) for b in range(4)]
+    agree = np.any([kb[:, None] == kb[None, :] for kb in bands], axis=0)
+
+    def oracle(out):
+        keep = np.ones(n, bool)
+        keep[list(out)] = False
+        both = np.triu(keep[:, None] & keep[None, :], k=1)
+        sj = np.nonzero(both & (dist <= radius))
+        bj = np.nonzero(both & agree)
+        d = np.where(keep[None, :] & ~np.eye(n, dtype=bool), dist, 1 << 40)
+        I = np.full((n, k), -1)
+        D = np.full((n, k), 2**31 - 1)
+        for r in np.flatnonzero(keep):
+            order = np.lexsort((np.arange(n), d[r]))[:k]
+            order = order[d[r, order] < 1 << 40]
+            I[r, : len(order)], D[r, : len(order)] = order, d[r, order]
+        return sj, bj, (D, I)
+
+    cases = [("zero", zero), (mask, named), (named, named), ([250, 3, 17, 3, 250], named),
+             (np.array(named, np.uint32), named), (False, []), (None, []), ([], [])]
+    for featureless, out in cases:
+        (si, sj), (bi, bj), (D, I) = oracle(out)
+        i, j, d = simlsh.self_join(codes, radius, featureless=featureless)
+        assert (i.tolist(), j.tolist(), d.tolist()) == (si.tolist(), sj.tolist(), dist[si, sj].tolist())
+        i, j, d = simlsh.banded_join(codes, bands=4, width=16, featureless=featureless)
+        assert (i.tolist(), j.tolist(), d.tolist()) == (bi.tolist(), bj.tolist(), dist[bi, bj].tolist())
+        got = simlsh.knn_graph(codes, k, featureless=featureless)
+        np.testing.assert_array_equal(got[0], D)
+        np.testing.assert_array_equal(got[1], I)
+    # The default is the all-zero rule.
+    assert simlsh.self_join(codes, radius)[0].tolist() == oracle(zero)[0][0].tolist()
+    for bad, says in ((n, f"row {n} beyond the {n} rows"), (-1, "-1"), (2**40, str(2**40))):
+        for join in (lambda f: simlsh.self_join(codes, radius, featureless=f),
+                     lambda f: simlsh.banded_join(codes, bands=4, width=16, featureless=f),
+                     lambda f: simlsh.knn_graph(codes, k, featureless=f)):
+            with pytest.raises(ValueError, match=says):
+                join([1, bad])
+    for bad, says in (("zeros", "'zeros'"), ([1.5], "row numbers"), (mask[:-1], "entries for 300 rows")):
+        with pytest.raises(ValueError, match=says):
+            simlsh.self_join(codes, radius, featureless=bad)

@@ -253,6 +253,42 @@ def test_unknown_kinds_and_parameters_raise_the_library_error():
     assert simlsh.signer("pooled", bits=64, pool_size=200).params["pool_size"] == 200
 
 
+def test_spec_parameters_and_keywords_merge_in_the_library():
+    """simlsh.signer passes the spec and its keywords to the library, which merges them: a
+    parameter in both only with the same value (as the library reads it), the text's own
+    errors as the text form's, and every parameter written or given reaches the signer."""
+    with pytest.raises(ValueError) as e:
+        simlsh.signer(" pooled : pool = 100 ", bits=64, pool_size=200)
+    assert str(e.value) == "invalid parameter `signer spec`: parameter `pool` given twice: 100 in `pooled : pool = 100` and 200"
+    with pytest.raises(ValueError, match="parameter `density` given twice: 0.5 in"):
+        simlsh.signer("very-sparse:density=0.5", bits=64, dim=30, density=0.25)
+    # The same value twice is one parameter; None is a keyword left out.
+    for s in (simlsh.signer("pooled:pool=100", bits=64, pool_size=100),
+              simlsh.signer("pooled: pool=100 ,", bits=64, pool_size=None)):
+        assert s == simlsh.PooledSigner(bits=64, pool_size=100)
+    s = simlsh.signer("very-sparse:density=0.5", bits=64, dim=30, density=0.50)
+    assert s.params["density"] == 0.5
+    with pytest.raises(ValueError, match="`pool` given twice"):
+        simlsh.signer("pooled:pool=1,pool=1", bits=64)
+    with pytest.raises(ValueError, match="`pool=x`: expected a whole number"):
+        simlsh.signer("pooled", bits=64, pool_size="x")
+    with pytest.raises(TypeError, match="the `pooled` signer takes no parameter `foo`"):
+        simlsh.signer("pooled", bits=64, foo=1)
+    # Written parameters only: the default pool is not given, so not recorded.
+    assert simlsh.signer("pooled:", bits=64).params == simlsh.PooledSigner(bits=64).params
+    # Every parameter of the spec reaches the signer: the library's signer of the same spec.
+    X = np.random.default_rng(0).standard_normal((40, 300)).astype(np.float32)
+    for spec, kw in (("very-sparse:nnz=10", {}), ("very-sparse", {"nnz": 10}), ("super-bit:depth=8", {}),
+                     ("fwht", {"buckets": 64}), ("pooled:pool=50", {})):
+        dim = 300 if spec.split(":")[0] in ("very-sparse", "super-bit") else None
+        s = simlsh.signer(spec, bits=64, seed=3, dim=dim, **kw)
+        core = _simlsh.Signer.from_spec(s.spec, 64, 3, dim)
+        full = spec + "".join(f":{k}={v}" for k, v in kw.items())
+        assert s.spec == _simlsh.Signer.from_spec(full, 64, 3, dim).spec(), spec
+        np.testing.assert_array_equal(s.sign(X), core.sign_dense_f32(X))
+        assert pickle.loads(pickle.dumps(s)) == s
+
+
 def test_defaults_are_the_librarys(glove):
     """The signers state no default of their own: leaving ``seed`` (and ``distribution``) out
     gives the signer, parameters and bits of the library's defaults (``_simlsh.defaults()``)

@@ -256,7 +256,7 @@ pub fn knn_graph_with<S: AsRef<[u64]>>(
 /// [`knn_graph_with`] of an index of them, ...), and its ids are mapped back to row numbers of
 /// `sigs`. A featureless row has no neighbours and is no one's, as joins leave such rows out
 /// ([`self_join_active`](super::self_join_active)). With no featureless row, `graph` gets
-/// `sigs` itself.
+/// `sigs` itself (borrowed, not copied).
 ///
 /// ```
 /// use simlsh::index::Featureless;
@@ -275,13 +275,13 @@ pub fn knn_graph_with<S: AsRef<[u64]>>(
 /// [`Error::InvalidParameter`] if `featureless` is not increasing or names a row beyond
 /// `sigs`, if `graph` does not give one list per other row, or an id beyond them;
 /// [`Error::OutOfMemory`] when the other rows' codes cannot be copied; `graph`'s errors.
-pub fn knn_graph_active<E: From<Error>>(
-    sigs: &SignatureMatrix,
+pub fn knn_graph_active<S: AsRef<[u64]>, E: From<Error>>(
+    sigs: &SignatureMatrix<S>,
     featureless: &[Id],
-    graph: impl FnOnce(&SignatureMatrix) -> std::result::Result<Vec<Vec<Hit>>, E>,
+    graph: impl FnOnce(&SignatureMatrix<&[u64]>) -> std::result::Result<Vec<Vec<Hit>>, E>,
 ) -> std::result::Result<Vec<Vec<Hit>>, E> {
     if featureless.is_empty() {
-        return graph(sigs);
+        return graph(&sigs.borrowed());
     }
     let rows = super::with_features(sigs.len(), featureless)?;
     let words = sigs.words_per_row();
@@ -296,7 +296,7 @@ pub fn knn_graph_active<E: From<Error>>(
         data.extend_from_slice(sigs.row(r as usize));
     }
     let kept = SignatureMatrix::from_parts(sigs.bits(), data)?;
-    let found = graph(&kept)?;
+    let found = graph(&kept.borrowed())?;
     if found.len() != rows.len() {
         return Err(Error::param(
             "graph",

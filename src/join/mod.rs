@@ -19,7 +19,8 @@ mod tables;
 pub(crate) use banded::{BIG_RUN, banded_join_map};
 pub use banded::{
     BandStats, Banding, BandingBuilder, CandidateSample, CappedGroup, DEFAULT_MAX_GROUP, IdPair,
-    MAX_PROBES, band_partition, banded_join, banded_join_each, sample_candidates,
+    MAX_PROBES, band_partition, banded_join, banded_join_active, banded_join_each,
+    sample_candidates,
 };
 pub use components::{SharedUnionFind, UnionFind, clusters, components};
 pub use descent::{ApproxKnn, ApproxStats};
@@ -166,6 +167,18 @@ pub(crate) fn with_features(n: usize, featureless: &[u32]) -> Result<Vec<u32>> {
     Ok(rows)
 }
 
+/// [`with_features`] as flags: `flags[i]` says whether row `i` has features.
+///
+/// # Errors
+/// As [`with_features`].
+fn with_features_flags(n: usize, featureless: &[u32]) -> Result<Vec<bool>> {
+    let mut active = crate::memory::filled(n, false, "rows with features")?;
+    for i in with_features(n, featureless)? {
+        active[i as usize] = true;
+    }
+    Ok(active)
+}
+
 /// The rows of a join of `n` rows marked in `active` (all if `None`), in increasing order.
 ///
 /// # Errors
@@ -218,10 +231,7 @@ pub fn self_join_active<S: AsRef<[u64]> + Sync>(
     featureless: &[u32],
     mut sink: impl FnMut(Pair),
 ) -> Result<u64> {
-    let mut active = crate::memory::filled(sigs.len(), false, "rows with features")?;
-    for i in with_features(sigs.len(), featureless)? {
-        active[i as usize] = true;
-    }
+    let active = with_features_flags(sigs.len(), featureless)?;
     let mut n = 0u64;
     self_join_map(sigs, r, Some(&active), Some, |p| {
         n += 1;

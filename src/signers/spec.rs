@@ -335,6 +335,42 @@ impl FromStr for SignerKind {
     }
 }
 
+impl SignerKind {
+    /// The kind of the text form `spec` with parameters given apart from it (`(key, value)`
+    /// pairs, a front end's keyword arguments), and the keys given in either, in the order of
+    /// the kind's [`KindInfo::params`]. A key may be given in both only with the same value.
+    ///
+    /// ```
+    /// use simlsh::signers::SignerKind;
+    ///
+    /// let (kind, given) = SignerKind::parse_with("very-sparse:nnz=40", &[("density", "0.5")])?;
+    /// let expected = SignerKind::VerySparse { density: Some(0.5), nnz: Some(40) };
+    /// assert_eq!((kind, given), (expected, vec!["density", "nnz"]));
+    /// // The default pool is not given.
+    /// assert_eq!(SignerKind::parse_with("pooled", &[])?.1, Vec::<&str>::new());
+    /// assert!(SignerKind::parse_with("pooled:pool=100", &[("pool", "100")]).is_ok());
+    /// let e = SignerKind::parse_with("pooled:pool=100", &[("pool", "200")]).unwrap_err();
+    /// assert!(e.to_string().contains("parameter `pool` given twice: 100 in `pooled:pool=100` and 200"));
+    /// # Ok::<(), simlsh::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`FromStr`], for the text and the pairs; [`Error::InvalidParameter`] for a key given
+    /// twice with different values.
+    pub fn parse_with<'a>(
+        spec: &'a str,
+        params: &[(&'a str, &'a str)],
+    ) -> Result<(SignerKind, Vec<&'static str>)> {
+        let t = SpecText::parse(WHAT, spec)?;
+        // The text alone first, so that its own errors are named before the pairs'.
+        kind_from(&t)?;
+        let t = t.with(params, kind_from)?;
+        let kind = kind_from(&t)?;
+        let given = kind.info().params.iter().map(|p| p.name);
+        Ok((kind, given.filter(|k| t.raw(k).is_some()).collect()))
+    }
+}
+
 /// What the errors of the text form name.
 const WHAT: &str = "signer spec";
 

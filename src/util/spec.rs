@@ -56,6 +56,8 @@ pub(crate) struct SpecText<'a> {
     what: &'static str,
     /// The kind's name, trimmed.
     pub kind: &'a str,
+    /// The text parsed, trimmed (the kind alone when given split), for error messages.
+    text: &'a str,
     pairs: Vec<(&'a str, &'a str)>,
 }
 
@@ -80,7 +82,10 @@ impl<'a> SpecText<'a> {
                 .ok_or_else(|| bad(format!("`{item}` in `{s}` is not a `key=value` parameter")))?;
             pairs.push((k.trim(), v.trim()));
         }
-        Self::from_pairs(what, kind, pairs)
+        Ok(SpecText {
+            text: s,
+            ..Self::from_pairs(what, kind, pairs)?
+        })
     }
 
     /// A text form already split (the parameters a file records, say).
@@ -100,7 +105,40 @@ impl<'a> SpecText<'a> {
                 ));
             }
         }
-        Ok(SpecText { what, kind, pairs })
+        Ok(SpecText {
+            what,
+            kind,
+            text: kind,
+            pairs,
+        })
+    }
+
+    /// The text form with `extra` pairs given apart from it (a front end's keyword
+    /// arguments): a key of `extra` that the text gives too must have the same value as
+    /// `read` (the family's parser) reads it alone, as must a key given twice in `extra`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] (named `what`) for a key given twice with different
+    /// values; `read`'s errors for such a key's values.
+    pub fn with<T: PartialEq>(
+        mut self,
+        extra: &[(&'a str, &'a str)],
+        read: impl Fn(&SpecText<'a>) -> Result<T>,
+    ) -> Result<Self> {
+        let alone = |k, v| read(&SpecText::from_pairs(self.what, self.kind, vec![(k, v)])?);
+        for &(k, v) in extra {
+            match self.raw(k) {
+                None => self.pairs.push((k, v)),
+                Some(w) if w == v || alone(k, w)? == alone(k, v)? => {}
+                Some(w) => {
+                    return Err(self.bad(format!(
+                        "parameter `{k}` given twice: {w} in `{}` and {v}",
+                        self.text
+                    )));
+                }
+            }
+        }
+        Ok(self)
     }
 
     /// The kind's entry in `kinds`, with every given key checked against its parameters.

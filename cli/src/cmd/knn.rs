@@ -92,9 +92,9 @@ fn parse_method(s: &str) -> std::result::Result<Method, String> {
 
 /// The k-NN graph of the rows of `sigs` in the index built from them, searched in batches
 /// of rows with a progress bar.
-fn knn_graph(
+fn knn_graph<S: AsRef<[u64]>>(
     index: &dyn HammingIndex,
-    sigs: &SignatureMatrix,
+    sigs: &SignatureMatrix<S>,
     k: usize,
     ctx: &Ctx,
 ) -> Result<Vec<Vec<Hit>>> {

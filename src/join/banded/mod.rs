@@ -50,14 +50,14 @@ mod sort;
 
 use rayon::prelude::*;
 
-use super::{Pair, active_rows};
+use super::{Pair, active_rows, with_features_flags};
 use crate::cpu::{PopcntBody, prefetch, with_popcnt};
 use crate::error::{Error, Result};
 use crate::hamming;
 use crate::signature::{SignatureMatrix, words_for};
 
 pub(crate) use pairs::banded_join_map;
-pub use pairs::{banded_join, banded_join_each};
+pub use pairs::{banded_join, banded_join_active, banded_join_each};
 pub use partition::band_partition;
 pub use sample::{CandidateSample, sample_candidates};
 pub(crate) use scan::BIG_RUN;

@@ -120,3 +120,34 @@ pub fn banded_join_each<S: AsRef<[u64]> + Sync>(
 ) -> Result<BandStats> {
     banded_join_map(sigs, banding, None, Some, sink)
 }
+
+/// [`banded_join_each`] of the rows other than `featureless` (row numbers in increasing
+/// order, as [`self_join_active`](crate::join::self_join_active) takes them): pairs involving
+/// a featureless row are never formed, and such rows take no part in the statistics (their
+/// keys make no run). The same pairs and statistics as the join of the other rows alone,
+/// their row numbers mapped back.
+///
+/// ```
+/// use simlsh::join::{Banding, banded_join_active};
+/// use simlsh::SignatureMatrix;
+///
+/// let sigs = SignatureMatrix::from_parts(16, vec![0u64, 0, 0x12ab, 0x12ab]).unwrap();
+/// let banding = Banding::builder().bits(16).bands(2).width(8).build()?;
+/// let mut pairs = Vec::new();
+/// let stats = banded_join_active(&sigs, &banding, &[0, 1], |p| pairs.push((p.i, p.j)))?;
+/// assert_eq!((pairs, stats.candidates), (vec![(2, 3)], 1));
+/// # Ok::<(), simlsh::Error>(())
+/// ```
+///
+/// # Errors
+/// As [`banded_join`]; [`Error::InvalidParameter`] if `featureless` is not increasing or
+/// names a row beyond `sigs`.
+pub fn banded_join_active<S: AsRef<[u64]> + Sync>(
+    sigs: &SignatureMatrix<S>,
+    banding: &Banding,
+    featureless: &[u32],
+    sink: impl FnMut(Pair),
+) -> Result<BandStats> {
+    let active = with_features_flags(sigs.len(), featureless)?;
+    banded_join_map(sigs, banding, Some(&active), Some, sink)
+}
