@@ -179,6 +179,7 @@ def test_defaults_are_the_librarys(tmp_path):
     d = _simlsh.defaults()
     seed, durability, verify = d["store_seed"], d["store_durability"], d["store_verify"]
     assert (seed, durability, verify) == (0, "sync", True)
+    assert seed == d["seed"]  # the signers' default seed
     X = np.random.default_rng(3).standard_normal((50, 8)).astype(np.float32)
     made = {}
     for name, kw in (("omitted", {}), ("explicit", {"seed": seed}), ("other", {"seed": seed + 1})):

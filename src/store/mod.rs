@@ -348,7 +348,7 @@ pub(crate) struct Config {
 }
 
 /// Builder of a new store: `Default`, chained setters, [`create`](Self::create).
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct StoreBuilder {
     content: Option<Content>,
     bits: Option<usize>,
@@ -358,6 +358,23 @@ pub struct StoreBuilder {
     seed: u64,
     tokenizer: Option<Tokenizer>,
     delta_limit: Option<usize>,
+}
+
+impl Default for StoreBuilder {
+    /// Every choice left to [`create`](Self::create) but the seed, which is the signers'
+    /// ([`SignerSpec::default`]'s).
+    fn default() -> Self {
+        StoreBuilder {
+            content: None,
+            bits: None,
+            index: None,
+            recall: None,
+            signer: None,
+            seed: SignerSpec::default().seed,
+            tokenizer: None,
+            delta_limit: None,
+        }
+    }
 }
 
 impl StoreBuilder {
@@ -394,7 +411,7 @@ impl StoreBuilder {
         self
     }
 
-    /// Seed of the signer (default 0).
+    /// Seed of the signer (default the signers', [`SignerSpec::default`]'s).
     pub fn seed(mut self, seed: u64) -> Self {
         self.seed = seed;
         self
