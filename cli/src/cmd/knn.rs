@@ -53,7 +53,12 @@ pub struct Args {
     /// `approx` (partition trees and NN-Descent, approximate), or the index searched, KIND or
     /// KIND:key=value,... as for `index build --kind` (linear: as exact; mih: multi-index
     /// hashing, exact; permutation and graph: approximate).
-    #[arg(long, alias = "index", default_value = KnnMethod::default().name(), value_parser = parse_method)]
+    #[arg(
+        long,
+        alias = "index",
+        default_value = KnnMethod::default().name(),
+        value_parser = parse_method
+    )]
     method: Method,
     /// Re-rank: take the M nearest by Hamming distance and keep the k of highest exact cosine
     /// (needs the input's vectors: dense, sparse, or the weighted features of text).
