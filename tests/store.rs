@@ -523,6 +523,53 @@ fn vector_store_cosine_queries_equal_brute_force() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// A store's default seed is the signers' ([`SignerSpec::default`]'s): a vector store created
+/// without a seed signs as the library's default signer spec of its kind, width and dimension
+/// does, and a store of another seed does not.
+#[test]
+fn the_default_seed_is_the_signers() {
+    use simlsh::Signer as _;
+    use simlsh::signers::SignerSpec;
+    let (dim, n, bits) = (16, 40, 128);
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(5);
+    let x: Vec<f32> = (0..n * dim)
+        .map(|_| rng.random_range(-1.0f32..1.0))
+        .collect();
+    let codes = |seed: Option<u64>| {
+        let dir = scratch(&format!("seed-{seed:?}"));
+        let mut b = Store::builder()
+            .content(Content::Vectors { dim })
+            .bits(bits);
+        if let Some(s) = seed {
+            b = b.seed(s);
+        }
+        assert_eq!(b.seed_of(), seed.unwrap_or(SignerSpec::default().seed));
+        let store = b.create(&dir).unwrap();
+        let got: Vec<Vec<u64>> = (0..n)
+            .map(|i| {
+                let item = store
+                    .prepare(Item::Vector(&x[i * dim..(i + 1) * dim]))
+                    .unwrap();
+                item.code
+            })
+            .collect();
+        drop(store);
+        std::fs::remove_dir_all(&dir).unwrap();
+        got
+    };
+    let signer = SignerSpec::new(simlsh::store::DEFAULT_SIGNER_VECTORS)
+        .bits(bits)
+        .build(Some(dim as u64))
+        .unwrap();
+    let arr = simlsh::ndarray::Array2::from_shape_vec((n, dim), x.clone()).unwrap();
+    let sigs = signer.sign_dense(&arr).unwrap();
+    let want: Vec<Vec<u64>> = (0..n).map(|i| sigs.row(i).to_vec()).collect();
+    let default = codes(None);
+    assert_eq!(default, want);
+    assert_eq!(codes(Some(SignerSpec::default().seed)), default);
+    assert_ne!(codes(Some(SignerSpec::default().seed + 1)), default);
+}
+
 /// Bad items are typed errors naming what does not fit, and change nothing.
 #[test]
 fn items_that_do_not_fit_are_refused() {

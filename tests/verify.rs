@@ -515,3 +515,80 @@ fn csr_vectors_verify_like_owned_ones() {
     assert!(VerifiedJoin::builder().threshold(0.5).build().is_err());
     assert!(join.pairs(&sigs.slice_rows(0..3), &owned).is_err());
 }
+
+/// One shape rule for the two verifiers of rows of two sets, `paired_cosines` and `RerankIds`
+/// (`Vectors::check_pairable`, derived from `Vectors::cols`): rows of a fixed number of
+/// columns (dense or CSR, copied or read in place) pair only with rows of as many, and both
+/// refuse the same mismatched pair with the same typed error naming both widths; owned
+/// sparse rows (keyed by hashes) pair with any; rows of one width pass both.
+#[test]
+fn paired_cosines_and_rerank_refuse_the_same_mismatched_pairs() {
+    use simlsh::Error;
+    use simlsh::signers::sparse::CsrArrays;
+    use simlsh::verify::{CsrRows, DenseRows, RerankIds, paired_cosines};
+
+    type Checked = (Result<(), Error>, Result<(), Error>);
+    fn both<V: Vectors>(a: &V, b: &V) -> Checked {
+        let ids = Array2::<i64>::zeros((a.len(), 1));
+        (
+            paired_cosines(a, b).map(drop),
+            RerankIds::new(a, b, &ids, 1).map(drop),
+        )
+    }
+    fn refused(c: Checked, kind: &str) {
+        for (user, r) in [("paired_cosines", c.0), ("RerankIds", c.1)] {
+            match r {
+                Err(Error::LengthMismatch {
+                    what,
+                    left: 4,
+                    right: 5,
+                }) => assert!(what.ends_with("columns"), "{kind}, {user}: {what}"),
+                other => panic!("{kind}, {user}: {other:?}"),
+            }
+        }
+    }
+    fn accepted(c: Checked, kind: &str) {
+        assert!(c.0.is_ok() && c.1.is_ok(), "{kind}: {c:?}");
+    }
+    let x = |cols: usize| Array2::from_shape_fn((3, cols), |(i, j)| (i * 7 + j % 3) as f32 - 4.0);
+    let (x4, y4, x5) = (x(4), x(4) * 2.0, x(5));
+    let dense = |m: &Array2<f32>| DenseVectors::new(m.view()).unwrap();
+    refused(both(&dense(&x4), &dense(&x5)), "dense");
+    accepted(both(&dense(&x4), &dense(&y4)), "dense");
+    fn rows(m: &Array2<f32>) -> DenseRows<'_> {
+        DenseRows::new(m.view()).unwrap()
+    }
+    refused(both(&rows(&x4), &rows(&x5)), "dense in place");
+    accepted(both(&rows(&x4), &rows(&y4)), "dense in place");
+    let (c4, d4, c5) = (
+        sprs::CsMat::csr_from_dense(x4.view(), 0.0),
+        sprs::CsMat::csr_from_dense(y4.view(), 0.0),
+        sprs::CsMat::csr_from_dense(x5.view(), 0.0),
+    );
+    fn csr(m: &sprs::CsMat<f32>) -> CsrVectors<'_> {
+        CsrVectors::new(m.view()).unwrap()
+    }
+    refused(both(&csr(&c4), &csr(&c5)), "CSR");
+    accepted(both(&csr(&c4), &csr(&d4)), "CSR");
+    // The arrays of the same matrices, read in place.
+    let arrays = |m: &sprs::CsMat<f32>| {
+        let to = |v: &[usize]| v.iter().map(|&k| k as i64).collect::<Vec<i64>>();
+        (
+            to(m.indptr().raw_storage()),
+            to(m.indices()),
+            m.data().to_vec(),
+            m.cols(),
+        )
+    };
+    let (a4, b4, a5) = (arrays(&c4), arrays(&d4), arrays(&c5));
+    fn csr_rows(a: &(Vec<i64>, Vec<i64>, Vec<f32>, usize)) -> CsrRows<'_, i64, i64> {
+        CsrRows::new(CsrArrays::new(&a.0[..], &a.1[..], &a.2[..], a.3).unwrap()).unwrap()
+    }
+    refused(both(&csr_rows(&a4), &csr_rows(&a5)), "CSR in place");
+    accepted(both(&csr_rows(&a4), &csr_rows(&b4)), "CSR in place");
+    // Owned sparse rows have no width: keys of any size pair.
+    let sparse = |shift: u32| {
+        SparseVectors::from_rows((0..3u64).map(|i| vec![(i << shift, 1.0f32), (7, 2.0)])).unwrap()
+    };
+    accepted(both(&sparse(1), &sparse(40)), "owned sparse");
+}

@@ -41,7 +41,7 @@ struct Opts {
 
 fn opts() -> Opts {
     let mut o = Opts {
-        addr: "127.0.0.1:7700".into(),
+        addr: simlsh::store::DEFAULT_LISTEN.to_string(),
         mode: "check".into(),
         clients: 64,
         seconds: 10.0,

@@ -468,3 +468,72 @@ fn raw_code_joins_leave_all_zero_codes_out_unless_zero_codes() {
         }
     }
 }
+
+/// `knn`'s default method is the library's ([`KnnMethod::default`](join::KnnMethod), whose
+/// name `--help` shows): `knn` without `--method` writes the graph `--method exact` writes,
+/// which is also the graph of `--method linear` (the exact scan) and the library's exact
+/// graph of the same signatures.
+#[test]
+fn knn_without_method_is_the_librarys_default_method() {
+    let default = join::KnnMethod::default();
+    assert_eq!(default, join::KnnMethod::Exact);
+    assert_eq!(default.name().parse::<join::KnnMethod>().unwrap(), default);
+    let help = ok(&simlsh().args(["knn", "--help"]).output().unwrap());
+    let method = &help[help.find("--method <METHOD>").unwrap()..];
+    let method = &method[..method.find("\n  -").unwrap_or(method.len())];
+    assert!(
+        method.contains(&format!("[default: {}]", default.name())),
+        "{method}"
+    );
+    let input = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../datasets/glove-6B-50d-10k/vectors.fvecs"
+    );
+    let run = |method: Option<&str>| {
+        let mut cmd = simlsh();
+        cmd.args([
+            "knn", input, "--k", "5", "--bits", "64", "--signer", "gaussian",
+        ]);
+        if let Some(m) = method {
+            cmd.args(["--method", m]);
+        }
+        let out = cmd.output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        (
+            ok(&out),
+            stderr.lines().last().unwrap_or_default().to_string(),
+        )
+    };
+    let (graph, summary) = run(None);
+    assert_eq!(run(Some(default.name())), (graph.clone(), summary.clone()));
+    assert_eq!(run(Some("linear")), (graph.clone(), summary.clone()));
+    assert!(summary.ends_with("index linear)"), "{summary}");
+    // The library's exact graph of the same signatures.
+    use simlsh::Signer as _;
+    let x = simlsh::io::read_vecs(input.as_ref(), simlsh::io::vecs::VecsKind::F32).unwrap();
+    let sigs = simlsh::signers::SignerSpec::new(simlsh::signers::SignerKind::Gaussian)
+        .bits(64)
+        .build(Some(x.ncols() as u64))
+        .unwrap()
+        .sign_dense(&x)
+        .unwrap();
+    let want: Vec<(usize, u32, u32)> = join::knn_graph(&sigs, 5)
+        .unwrap()
+        .iter()
+        .enumerate()
+        .flat_map(|(i, hits)| hits.iter().map(move |h| (i, h.id, h.distance)))
+        .collect();
+    let got: Vec<(usize, u32, u32)> = graph
+        .lines()
+        .skip(1)
+        .map(|l| {
+            let f: Vec<&str> = l.split('\t').collect();
+            (
+                f[0].parse().unwrap(),
+                f[1].parse().unwrap(),
+                f[2].parse().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(got, want);
+}

@@ -176,3 +176,48 @@ fn kill_9_under_load_loses_no_acknowledged_write_and_invents_none() {
     assert_eq!(report["items"].as_u64().unwrap(), n);
     std::fs::remove_dir_all(&store).unwrap();
 }
+
+/// The default `simlsh serve --help` shows for `--NAME`.
+fn shown_default(help: &str, name: &str) -> String {
+    let opt = format!("--{name} <");
+    let rest = &help[help
+        .find(&opt)
+        .unwrap_or_else(|| panic!("no {opt} in {help}"))..];
+    let rest = &rest[..rest[2..].find("\n  -").map_or(rest.len(), |e| e + 2)];
+    let start = rest.find("[default: ").expect("a default") + "[default: ".len();
+    rest[start..start + rest[start..].find(']').unwrap()].to_string()
+}
+
+/// `serve`'s defaults are the server's, and the address, durability and queue the library's:
+/// what `--help` shows is what a server configured by default uses.
+#[test]
+fn serve_defaults_are_the_servers_and_the_librarys() {
+    let out = Command::new(BIN)
+        .args(["serve", "--help"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let help = String::from_utf8(out.stdout).unwrap();
+    let server = simlsh_server::Config::new(PathBuf::new());
+    assert_eq!(server.listen, simlsh::store::DEFAULT_LISTEN);
+    assert_eq!(server.durability, simlsh::store::Durability::default());
+    assert_eq!(server.queue, simlsh::store::DEFAULT_QUEUE);
+    for (name, want) in [
+        ("listen", simlsh::store::DEFAULT_LISTEN.to_string()),
+        ("durability", server.durability.name().to_string()),
+        ("queue", server.queue.to_string()),
+        ("max-body", server.max_body.to_string()),
+        ("max-batch", server.max_batch.to_string()),
+        ("max-connections", server.max_connections.to_string()),
+        (
+            "request-timeout",
+            server.request_timeout.as_secs_f64().to_string(),
+        ),
+        (
+            "idle-timeout",
+            server.idle_timeout.as_secs_f64().to_string(),
+        ),
+    ] {
+        assert_eq!(shown_default(&help, name), want, "--{name}");
+    }
+}

@@ -1,7 +1,7 @@
 """A client of ``simlsh serve`` with the calls of the embedded :class:`~simlsh.Store`
 (standard library only: ``http.client`` over one keep-alive connection).
 
->>> client = simlsh.Client("http://127.0.0.1:7700")          # doctest: +SKIP
+>>> client = simlsh.Client()             # the server's default address  # doctest: +SKIP
 >>> client.check_insert([1], codes=[[0b1011]], radius=3)      # doctest: +SKIP
 [CheckResult(inserted=True, matches=[])]
 
@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from . import _simlsh
 from .store import CheckResult, Match, _ids, _reach
 
 __all__ = ["Client"]
@@ -58,14 +59,22 @@ def _matches(ms) -> list[Match]:
     return [Match(m["id"], m["distance"], m.get("cosine")) for m in ms]
 
 
-class Client:
-    """A connection to ``simlsh serve`` at ``url`` (``http://host:port``), with an optional
-    access ``token`` (``Authorization: Bearer``)."""
+def _default_url() -> str:
+    """The URL of ``simlsh serve`` listening at its default address (the library's)."""
+    return f"http://{_simlsh.defaults()['listen']}"
 
-    def __init__(self, url: str = "http://127.0.0.1:7700", *, token: str | None = None, timeout: float = 30.0, retries: int = 3):
+
+class Client:
+    """A connection to ``simlsh serve`` at ``url`` (``http://host:port``; default the
+    library's, http://127.0.0.1:7700, where ``simlsh serve`` listens unless told otherwise),
+    with an optional access ``token`` (``Authorization: Bearer``)."""
+
+    def __init__(self, url: str | None = None, *, token: str | None = None, timeout: float = 30.0, retries: int = 3):
+        if url is None:
+            url = _default_url()
         u = urllib.parse.urlsplit(url)
         if u.scheme != "http" or not u.hostname:
-            raise ValueError(f"expected a URL like http://127.0.0.1:7700, not {url!r}")
+            raise ValueError(f"expected a URL like {_default_url()}, not {url!r}")
         self._host, self._port = u.hostname, u.port or 80
         self._token, self._timeout, self._retries = token, timeout, retries
         self._conn: http.client.HTTPConnection | None = None

@@ -279,7 +279,7 @@ pub fn plan_join<'py>(
 /// `index` (the index specification), `manku_radius`, `permutations`, `beam` and
 /// `permutation_seed` (index parameters), `load_verify` and `load_copy` (`LoadOptions`),
 /// `knn_method` and `knn_seed` (`knn_graph`), `store_durability`, `store_verify` and
-/// `store_seed` (stores).
+/// `store_seed` (stores), `listen` (the address `simlsh serve` listens on, `Client`'s URL).
 #[pyfunction]
 pub fn defaults(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     let d = PyDict::new(py);
@@ -307,6 +307,7 @@ pub fn defaults(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     d.set_item("store_durability", store.durability_of().name())?;
     d.set_item("store_verify", store.verifies())?;
     d.set_item("store_seed", simlsh::store::Store::builder().seed_of())?;
+    d.set_item("listen", simlsh::store::DEFAULT_LISTEN.to_string())?;
     let load = simlsh::persist::LoadOptions::default();
     d.set_item("load_verify", load.verifies())?;
     d.set_item("load_copy", load.copies())?;

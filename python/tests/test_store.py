@@ -179,6 +179,7 @@ def test_defaults_are_the_librarys(tmp_path):
     d = _simlsh.defaults()
     seed, durability, verify = d["store_seed"], d["store_durability"], d["store_verify"]
     assert (seed, durability, verify) == (0, "sync", True)
+    assert seed == d["seed"]  # the signers' default seed
     X = np.random.default_rng(3).standard_normal((50, 8)).astype(np.float32)
     made = {}
     for name, kw in (("omitted", {}), ("explicit", {"seed": seed}), ("other", {"seed": seed + 1})):
@@ -200,3 +201,24 @@ def test_defaults_are_the_librarys(tmp_path):
     open_ = " ".join(simlsh.Store.open.__doc__.split())
     assert f"``seed`` (default the library's, {seed})" in create and "(default the library's, codes;" in create
     assert f"(default the library's, {durability})" in open_ and f"(default the library's, {verify})" in open_
+
+
+def test_client_default_address_is_the_librarys(cli):
+    """``Client()`` connects where ``simlsh serve`` listens by default: the library's address
+    (``_simlsh.defaults()["listen"]``), the one ``simlsh serve --help`` shows; the docstring
+    quotes it."""
+    import re
+
+    from simlsh import _simlsh
+
+    listen = _simlsh.defaults()["listen"]
+    assert listen == "127.0.0.1:7700"
+    help_ = subprocess.run([str(cli), "serve", "--help"], capture_output=True, text=True, check=True).stdout
+    shown = re.search(r"--listen <LISTEN>.*?\[default: ([^\]]+)\]", help_, re.S).group(1)
+    assert shown == listen
+    host, port = listen.rsplit(":", 1)
+    client = simlsh.Client()
+    assert (client._host, client._port) == (host, int(port))
+    assert f"http://{listen}" in " ".join(simlsh.Client.__doc__.split())
+    with pytest.raises(ValueError, match=re.escape(f"like http://{listen}, not")):
+        simlsh.Client("localhost:7700")

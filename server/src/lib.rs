@@ -17,7 +17,8 @@
 //!   `Retry-After`, never an unbounded queue.
 //! - **Shutdown**: SIGTERM or SIGINT stops accepting, marks the server not ready, lets the
 //!   requests in progress finish, checkpoints the store and returns.
-//! - **Access**: listens on `127.0.0.1` by default; an address that is not loopback is
+//! - **Access**: listens on a loopback address by default
+//!   ([`simlsh::store::DEFAULT_LISTEN`]); an address that is not loopback is
 //!   refused unless a token is configured. A read-write token allows every call, a read-only
 //!   token the queries, `get`, `stats` and `metrics` (`Authorization: Bearer TOKEN`).
 //!   Tokens and documents' text are never logged.
@@ -51,7 +52,7 @@ use metrics::Metrics;
 pub struct Config {
     /// The store's directory.
     pub store: PathBuf,
-    /// Address to listen on (default `127.0.0.1:7700`).
+    /// Address to listen on (default [`simlsh::store::DEFAULT_LISTEN`]).
     pub listen: SocketAddr,
     /// The read-write token.
     pub token: Option<String>,
@@ -75,7 +76,7 @@ pub struct Config {
     pub drain_timeout: Duration,
     /// Worker threads (default: the cores).
     pub threads: usize,
-    /// The store's durability (default [`Durability::Sync`]).
+    /// The store's durability (default the library's, [`Durability::default`]).
     pub durability: Durability,
     /// Writes waiting for the writer beyond which writes get a 503 (default 1,024).
     pub queue: usize,
@@ -98,7 +99,7 @@ impl Config {
     pub fn new(store: PathBuf) -> Self {
         Config {
             store,
-            listen: SocketAddr::from(([127, 0, 0, 1], 7700)),
+            listen: simlsh::store::DEFAULT_LISTEN,
             token: None,
             read_token: None,
             max_body: 16 << 20,
@@ -109,7 +110,7 @@ impl Config {
             idle_timeout: Duration::from_secs(30),
             drain_timeout: Duration::from_secs(30),
             threads: std::thread::available_parallelism().map_or(2, |n| n.get()),
-            durability: Durability::Sync,
+            durability: Durability::default(),
             queue: simlsh::store::DEFAULT_QUEUE,
         }
     }

@@ -458,6 +458,15 @@ fn slow_clients_are_cut_off_and_others_answered() {
     assert_eq!(s, 200);
 }
 
+/// The default address is the library's ([`simlsh::store::DEFAULT_LISTEN`]), and a loopback
+/// one: the default configuration needs no token.
+#[test]
+fn the_default_address_is_the_librarys_and_needs_no_token() {
+    let c = Config::new(PathBuf::from("unused"));
+    assert_eq!(c.listen, simlsh::store::DEFAULT_LISTEN);
+    c.check().unwrap();
+}
+
 /// Tokens: a non-loopback address without one is refused; the read-only token queries but
 /// cannot write; no token or a wrong one is a 401.
 #[test]

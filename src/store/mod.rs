@@ -1,5 +1,7 @@
 //! A durable store for online near-duplicate detection: codes, vectors or documents under
 //! `u64` ids, answering radius, cosine and k-NN queries, with an atomic check-and-insert.
+//! Embedded here, or served over HTTP by `simlsh serve` (at [`DEFAULT_LISTEN`] unless told
+//! otherwise).
 //!
 //! # What it holds
 //!
@@ -108,6 +110,7 @@ pub use rows::{Content, Payload};
 pub use wal::TornTail;
 
 use std::collections::HashMap;
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, SyncSender, TrySendError};
@@ -144,6 +147,18 @@ pub const DEFAULT_SIGNER_VECTORS: SignerKind = SignerKind::HashedGaussian;
 pub const DEFAULT_SIGNER_TEXT: SignerKind = SignerKind::HashedGaussian;
 /// The code width of a vector or text store, by default.
 pub const DEFAULT_BITS_SIGNED: usize = 256;
+/// The address a store is served at, by default (`simlsh serve`'s `--listen`, the server's
+/// configuration, and the URL of Python's `simlsh.Client`): a loopback address, so that a
+/// store is not exposed beyond the machine unless asked (a server refuses an address that is
+/// not loopback without an access token).
+///
+/// ```
+/// use simlsh::store::DEFAULT_LISTEN;
+///
+/// assert!(DEFAULT_LISTEN.ip().is_loopback());
+/// assert_eq!(DEFAULT_LISTEN.to_string(), "127.0.0.1:7700");
+/// ```
+pub const DEFAULT_LISTEN: SocketAddr = SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 7700));
 
 /// An item to insert or to query with.
 #[derive(Clone, Copy, Debug)]
@@ -333,7 +348,7 @@ pub(crate) struct Config {
 }
 
 /// Builder of a new store: `Default`, chained setters, [`create`](Self::create).
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct StoreBuilder {
     content: Option<Content>,
     bits: Option<usize>,
@@ -343,6 +358,23 @@ pub struct StoreBuilder {
     seed: u64,
     tokenizer: Option<Tokenizer>,
     delta_limit: Option<usize>,
+}
+
+impl Default for StoreBuilder {
+    /// Every choice left to [`create`](Self::create) but the seed, which is the signers'
+    /// ([`SignerSpec::default`]'s).
+    fn default() -> Self {
+        StoreBuilder {
+            content: None,
+            bits: None,
+            index: None,
+            recall: None,
+            signer: None,
+            seed: SignerSpec::default().seed,
+            tokenizer: None,
+            delta_limit: None,
+        }
+    }
 }
 
 impl StoreBuilder {
@@ -379,7 +411,7 @@ impl StoreBuilder {
         self
     }
 
-    /// Seed of the signer (default 0).
+    /// Seed of the signer (default the signers', [`SignerSpec::default`]'s).
     pub fn seed(mut self, seed: u64) -> Self {
         self.seed = seed;
         self

@@ -29,6 +29,7 @@ impl Norms {
         Ok(Norms(v))
     }
 
+    #[inline]
     fn get(&self, i: usize, compute: impl FnOnce() -> Result<f64>) -> Result<f64> {
         let bits = self.0[i].load(Ordering::Relaxed);
         if bits != UNKNOWN {
@@ -50,6 +51,67 @@ fn non_finite(row: usize, values: impl Iterator<Item = (u64, f32)>) -> Error {
         row,
         col,
         value: f64::from(v),
+    }
+}
+
+/// What [`DenseRows`] and [`CsrRows`] differ in: their shape, the norm of a row (computed
+/// once, the row checked then) and the dot product of two rows. Their [`Vectors`]
+/// implementation is written once over it, below; a caller generic over [`Vectors`] (e.g.
+/// [`RerankIds`](super::RerankIds)) is compiled for each kind, its loops calling that kind's
+/// methods directly.
+trait InPlace: Sync {
+    /// Rows and columns.
+    fn shape(&self) -> (usize, usize);
+
+    /// The norms computed so far.
+    fn norms(&self) -> &Norms;
+
+    /// The norm of row `i`, computed (the row checked): called once per row, by
+    /// [`checked_norm`](Self::checked_norm).
+    fn compute_norm(&self, i: usize) -> Result<f64>;
+
+    /// The dot product of row `i` of `self` and row `j` of `other`.
+    fn dot(&self, i: usize, other: &Self, j: usize) -> f64;
+
+    /// The norm of row `i`, computed on first use (the kind's `norm`).
+    #[inline]
+    fn checked_norm(&self, i: usize) -> Result<f64> {
+        self.norms().get(i, || self.compute_norm(i))
+    }
+}
+
+/// Rows read in place: a row [`check_row`](Vectors::check_row) refuses is not zero and its
+/// cosines are NaN.
+impl<T: InPlace> Vectors for T {
+    fn len(&self) -> usize {
+        self.shape().0
+    }
+
+    fn cols(&self) -> Option<usize> {
+        Some(self.shape().1)
+    }
+
+    fn check_row(&self, i: usize) -> Result<()> {
+        self.checked_norm(i).map(drop)
+    }
+
+    fn is_zero(&self, i: usize) -> bool {
+        self.checked_norm(i).is_ok_and(|n| n == 0.0)
+    }
+
+    /// 0 when a norm is 0, NaN when a row was refused.
+    fn cosine_with(&self, i: usize, other: &Self, j: usize) -> f64 {
+        match (self.checked_norm(i), other.checked_norm(j)) {
+            (Ok(a), Ok(b)) => {
+                let norm = a * b;
+                if norm > 0.0 {
+                    self.dot(i, other, j) / norm
+                } else {
+                    0.0
+                }
+            }
+            _ => f64::NAN,
+        }
     }
 }
 
@@ -103,52 +165,33 @@ impl DenseRows<'_> {
     /// # Panics
     /// If `i` is out of range.
     pub fn norm(&self, i: usize) -> Result<f64> {
-        self.norms.get(i, || {
-            let r = self.row(i);
-            let ss = dot(&r, &r);
-            if !ss.is_finite() {
-                return Err(non_finite(i, (0u64..).zip(r.iter().copied())));
-            }
-            Ok(ss.sqrt())
-        })
+        self.checked_norm(i)
     }
 }
 
-/// Rows read in place: a row [`check_row`](Vectors::check_row) refuses is not zero and its
-/// cosines are NaN.
-impl Vectors for DenseRows<'_> {
-    fn len(&self) -> usize {
-        self.x.nrows()
+impl InPlace for DenseRows<'_> {
+    #[inline]
+    fn shape(&self) -> (usize, usize) {
+        self.x.dim()
     }
 
-    fn cols(&self) -> Option<usize> {
-        Some(self.x.ncols())
+    #[inline]
+    fn norms(&self) -> &Norms {
+        &self.norms
     }
 
-    fn check_row(&self, i: usize) -> Result<()> {
-        self.norm(i).map(drop)
-    }
-
-    fn is_zero(&self, i: usize) -> bool {
-        self.norm(i).is_ok_and(|n| n == 0.0)
-    }
-
-    fn cosine_with(&self, i: usize, other: &Self, j: usize) -> f64 {
-        cosine(self.norm(i), other.norm(j), || {
-            dot(&self.row(i), &other.row(j))
-        })
-    }
-}
-
-/// The cosine of two rows read in place from their norms and their dot product: 0 when a
-/// norm is 0, NaN when a row was refused.
-fn cosine(a: Result<f64>, b: Result<f64>, dot: impl FnOnce() -> f64) -> f64 {
-    match (a, b) {
-        (Ok(a), Ok(b)) => {
-            let norm = a * b;
-            if norm > 0.0 { dot() / norm } else { 0.0 }
+    fn compute_norm(&self, i: usize) -> Result<f64> {
+        let r = self.row(i);
+        let ss = dot(&r, &r);
+        if !ss.is_finite() {
+            return Err(non_finite(i, (0u64..).zip(r.iter().copied())));
         }
-        _ => f64::NAN,
+        Ok(ss.sqrt())
+    }
+
+    #[inline]
+    fn dot(&self, i: usize, other: &Self, j: usize) -> f64 {
+        dot(&self.row(i), &other.row(j))
     }
 }
 
@@ -200,47 +243,39 @@ impl<P: SpIndex + Sync, I: CsrIndex> CsrRows<'_, P, I> {
     /// # Panics
     /// If `i` is out of range.
     pub fn norm(&self, i: usize) -> Result<f64> {
-        self.norms.get(i, || {
-            if !self.m.check_rows(i..i + 1)? {
-                return Err(Error::param(
-                    "indices",
-                    format!("row {i} has unsorted or repeated column indices"),
-                ));
-            }
-            let (idx, val) = self.row(i);
-            let ss: f64 = val.iter().map(|&v| f64::from(v) * f64::from(v)).sum();
-            if !ss.is_finite() {
-                let cols = idx.iter().map(|c| c.index() as u64);
-                return Err(non_finite(i, cols.zip(val.iter().copied())));
-            }
-            Ok(ss.sqrt())
-        })
+        self.checked_norm(i)
     }
 }
 
-/// Rows read in place: a row [`check_row`](Vectors::check_row) refuses is not zero and its
-/// cosines are NaN.
-impl<P: SpIndex + Sync, I: CsrIndex> Vectors for CsrRows<'_, P, I> {
-    fn len(&self) -> usize {
-        self.m.rows()
+impl<P: SpIndex + Sync, I: CsrIndex> InPlace for CsrRows<'_, P, I> {
+    #[inline]
+    fn shape(&self) -> (usize, usize) {
+        (self.m.rows(), self.m.cols())
     }
 
-    fn cols(&self) -> Option<usize> {
-        Some(self.m.cols())
+    #[inline]
+    fn norms(&self) -> &Norms {
+        &self.norms
     }
 
-    fn check_row(&self, i: usize) -> Result<()> {
-        self.norm(i).map(drop)
+    fn compute_norm(&self, i: usize) -> Result<f64> {
+        if !self.m.check_rows(i..i + 1)? {
+            return Err(Error::param(
+                "indices",
+                format!("row {i} has unsorted or repeated column indices"),
+            ));
+        }
+        let (idx, val) = self.row(i);
+        let ss: f64 = val.iter().map(|&v| f64::from(v) * f64::from(v)).sum();
+        if !ss.is_finite() {
+            let cols = idx.iter().map(|c| c.index() as u64);
+            return Err(non_finite(i, cols.zip(val.iter().copied())));
+        }
+        Ok(ss.sqrt())
     }
 
-    fn is_zero(&self, i: usize) -> bool {
-        self.norm(i).is_ok_and(|n| n == 0.0)
-    }
-
-    fn cosine_with(&self, i: usize, other: &Self, j: usize) -> f64 {
-        cosine(self.norm(i), other.norm(j), || {
-            let ((ka, wa), (kb, wb)) = (self.row(i), other.row(j));
-            dot_sparse(ka, wa, kb, wb)
-        })
+    fn dot(&self, i: usize, other: &Self, j: usize) -> f64 {
+        let ((ka, wa), (kb, wb)) = (self.row(i), other.row(j));
+        dot_sparse(ka, wa, kb, wb)
     }
 }

@@ -21,7 +21,8 @@ use crate::text::Tokenizer;
 /// ```
 ///
 /// # Errors
-/// [`Error::LengthMismatch`] when `a` and `b` differ in rows, or dense rows in dimension.
+/// [`Error::LengthMismatch`] when `a` and `b` differ in rows, or in columns
+/// ([`Vectors::check_pairable`]).
 pub fn paired_cosines<V: Vectors>(a: &V, b: &V) -> Result<Vec<f64>> {
     if a.len() != b.len() {
         return Err(Error::LengthMismatch {
@@ -30,7 +31,7 @@ pub fn paired_cosines<V: Vectors>(a: &V, b: &V) -> Result<Vec<f64>> {
             right: b.len(),
         });
     }
-    a.check_pairable(b)?;
+    a.check_pairable(b, "a vs b columns")?;
     Ok((0..a.len())
         .into_par_iter()
         .map(|i| a.cosine_with(i, b, i))

@@ -138,8 +138,9 @@ impl<'a, V: Vectors, C: Candidates + ?Sized> RerankIds<'a, V, C> {
     /// Checks the arguments.
     ///
     /// # Errors
-    /// [`Error::InvalidParameter`] when `k` is 0, `candidates` has not one list per query, or
-    /// the queries and base rows differ in columns.
+    /// [`Error::InvalidParameter`] when `k` is 0 or `candidates` has not one list per query;
+    /// [`Error::LengthMismatch`] when the queries and base rows differ in columns
+    /// ([`Vectors::check_pairable`]).
     pub fn new(queries: &'a V, base: &'a V, candidates: &'a C, k: usize) -> Result<Self> {
         if k == 0 {
             return Err(Error::param("k", "k must be at least 1"));
@@ -154,16 +155,7 @@ impl<'a, V: Vectors, C: Candidates + ?Sized> RerankIds<'a, V, C> {
                 ),
             ));
         }
-        if queries.cols() != base.cols() {
-            return Err(Error::param(
-                "queries",
-                format!(
-                    "queries have {} columns and base vectors {}",
-                    queries.cols().unwrap_or(0),
-                    base.cols().unwrap_or(0)
-                ),
-            ));
-        }
+        queries.check_pairable(base, "queries vs base columns")?;
         Ok(RerankIds {
             queries,
             base,
@@ -242,9 +234,9 @@ impl<'a, V: Vectors, C: Candidates + ?Sized> RerankIds<'a, V, C> {
 /// ```
 ///
 /// # Errors
-/// [`Error::LengthMismatch`] if `query_sigs` and `queries` have different numbers of rows;
-/// [`Error::InvalidParameter`] if the index returns an id beyond `base`, `k` is 0, or the
-/// queries and base differ in columns; the index's errors.
+/// [`Error::LengthMismatch`] if `query_sigs` and `queries` have different numbers of rows, or
+/// the queries and base differ in columns; [`Error::InvalidParameter`] if the index returns
+/// an id beyond `base` or `k` is 0; the index's errors.
 pub fn rerank<S: AsRef<[u64]>, V: Vectors>(
     index: &dyn HammingIndex,
     query_sigs: &SignatureMatrix<S>,

@@ -24,8 +24,8 @@ pub trait Vectors: Sync {
     }
 
     /// Number of columns, when the rows have a fixed number (dense rows, CSR matrices; owned
-    /// sparse rows keyed by hashes have none): a re-rank refuses queries and base rows that
-    /// differ in it.
+    /// sparse rows keyed by hashes have none): the shape that
+    /// [`check_pairable`](Self::check_pairable) compares.
     fn cols(&self) -> Option<usize> {
         None
     }
@@ -70,13 +70,34 @@ pub trait Vectors: Sync {
     }
 
     /// Checks that rows of `self` can be paired with rows of `other` by
-    /// [`cosine_with`](Self::cosine_with): dense rows of one dimension; any sparse rows.
+    /// [`cosine_with`](Self::cosine_with), the one shape rule of the verifiers
+    /// ([`paired_cosines`](super::paired_cosines), [`RerankIds`](super::RerankIds)): rows of
+    /// a fixed number of columns ([`cols`](Self::cols): dense rows, CSR matrices) pair with
+    /// rows of as many; rows without (owned sparse rows keyed by hashes) with any. It is
+    /// derived from [`cols`](Self::cols), which implementations give instead.
+    ///
+    /// ```
+    /// use simlsh::verify::{DenseVectors, SparseVectors, Vectors};
+    /// use ndarray::Array2;
+    ///
+    /// let (a, b) = (Array2::<f32>::ones((2, 4)), Array2::<f32>::ones((2, 5)));
+    /// let (a, b) = (DenseVectors::new(a.view())?, DenseVectors::new(b.view())?);
+    /// let e = a.check_pairable(&b, "a vs b columns").unwrap_err();
+    /// assert_eq!(e.to_string(), "a vs b columns: lengths differ (4 vs 5)");
+    /// let s = SparseVectors::from_rows([vec![(3u64, 1.0f32)], vec![(1 << 40, 2.0)]])?;
+    /// assert!(s.check_pairable(&s, "a vs b columns").is_ok());
+    /// # Ok::<(), simlsh::Error>(())
+    /// ```
     ///
     /// # Errors
-    /// [`Error::LengthMismatch`] naming both dimensions.
-    fn check_pairable(&self, other: &Self) -> Result<()> {
-        let _ = other;
-        Ok(())
+    /// [`Error::LengthMismatch`] naming `what` (the two sets) and both numbers of columns.
+    fn check_pairable(&self, other: &Self, what: &'static str) -> Result<()> {
+        match (self.cols(), other.cols()) {
+            (Some(left), Some(right)) if left != right => {
+                Err(Error::LengthMismatch { what, left, right })
+            }
+            _ => Ok(()),
+        }
     }
 
     /// The rows of norm 0, in increasing order.
@@ -296,17 +317,6 @@ impl Vectors for DenseVectors {
 
     fn is_zero(&self, i: usize) -> bool {
         self.zero[i]
-    }
-
-    fn check_pairable(&self, other: &Self) -> Result<()> {
-        if self.dim != other.dim {
-            return Err(Error::LengthMismatch {
-                what: "dense vectors' columns",
-                left: self.dim,
-                right: other.dim,
-            });
-        }
-        Ok(())
     }
 
     /// # Panics

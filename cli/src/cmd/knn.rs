@@ -49,11 +49,16 @@ pub struct Args {
     /// Neighbours per point.
     #[arg(long)]
     k: usize,
-    /// How the graph is found: `approx` (partition trees and NN-Descent, approximate), or the
-    /// index searched, KIND or KIND:key=value,... as for `index build --kind` (linear, alias
-    /// exact: every pair compared once; mih: multi-index hashing, exact; permutation and
-    /// graph: approximate).
-    #[arg(long, alias = "index", default_value = "linear", value_parser = parse_method)]
+    /// How the graph is found: the library's methods, `exact` (every pair compared once) or
+    /// `approx` (partition trees and NN-Descent, approximate), or the index searched, KIND or
+    /// KIND:key=value,... as for `index build --kind` (linear: as exact; mih: multi-index
+    /// hashing, exact; permutation and graph: approximate).
+    #[arg(
+        long,
+        alias = "index",
+        default_value = KnnMethod::default().name(),
+        value_parser = parse_method
+    )]
     method: Method,
     /// Re-rank: take the M nearest by Hamming distance and keep the k of highest exact cosine
     /// (needs the input's vectors: dense, sparse, or the weighted features of text).
@@ -77,16 +82,18 @@ pub struct Args {
 /// How `knn` finds the graph.
 #[derive(Clone, Debug)]
 enum Method {
-    /// The library's approximate k-NN graph.
-    Approx,
+    /// The library's approximate k-NN graph (its parameters; the seed is `--seed`).
+    Approx(ApproxKnn),
     /// Searches of an index of the rows (linear: the exact graph without an index).
     Index(IndexSpec),
 }
 
+/// The library's methods by their names ([`KnnMethod`]'s), else an index spec.
 fn parse_method(s: &str) -> std::result::Result<Method, String> {
-    match s.trim() {
-        "approx" => Ok(Method::Approx),
-        other => super::index::parse_index(other).map(Method::Index),
+    match s.parse::<KnnMethod>() {
+        Ok(KnnMethod::Exact) => Ok(Method::Index(IndexSpec::Linear)),
+        Ok(KnnMethod::Approx(approx)) => Ok(Method::Approx(approx)),
+        Err(_) => super::index::parse_index(s.trim()).map(Method::Index),
     }
 }
 
@@ -131,10 +138,10 @@ pub fn run(mut a: Args, ctx: &mut Ctx) -> Result<()> {
     // Rows without features (empty documents, zero vectors, all-zero stored codes) have no
     // neighbours and are no one's: the graph is the graph of the other rows.
     let (graph, how) = match &a.method {
-        Method::Approx => {
+        Method::Approx(approx) => {
             let method = KnnMethod::Approx(ApproxKnn {
                 seed: ctx.seed,
-                ..ApproxKnn::default()
+                ..approx.clone()
             });
             let mut stats = None;
             let graph = ctx.phase("knn", |ctx| {

@@ -2,18 +2,19 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::LazyLock;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use clap::{Args as ClapArgs, ValueEnum};
+use clap::Args as ClapArgs;
 use simlsh::store::Durability;
 
 use crate::common::Ctx;
 
 /// Serve a store (see `simlsh store create`) over HTTP/1.1 + JSON: batch query by code,
 /// vector or text, batch insert and remove, check-and-insert, get, stats, /health, /ready,
-/// /metrics (the API is described in server/openapi.yaml). Listens on 127.0.0.1 unless
-/// --listen says otherwise; an address that is not loopback needs an access token, read from
+/// /metrics (the API is described in server/openapi.yaml). Listens on a loopback address
+/// unless --listen says otherwise; an address that is not loopback needs an access token, read from
 /// the environment (SIMLSH_TOKEN: read-write; SIMLSH_READ_TOKEN: read-only) or from files.
 /// SIGTERM or Ctrl-C drains the requests in progress, checkpoints the store and exits 0.
 #[derive(ClapArgs)]
@@ -21,7 +22,7 @@ pub struct Args {
     /// The store's directory.
     store: PathBuf,
     /// Address and port to listen on (port 0: any free port, printed on stderr).
-    #[arg(long, default_value = "127.0.0.1:7700")]
+    #[arg(long, default_value_t = server().listen)]
     listen: SocketAddr,
     /// File holding the read-write access token (else $SIMLSH_TOKEN).
     #[arg(long)]
@@ -31,33 +32,39 @@ pub struct Args {
     read_token_file: Option<PathBuf>,
     /// When a write is acknowledged: sync (on disk: survives power loss) or os (handed to
     /// the operating system: survives the process being killed, not a power loss).
-    #[arg(long, value_enum, default_value = "sync")]
-    durability: DurabilityArg,
+    #[arg(long, default_value = server().durability.name(), value_parser = parse_durability)]
+    durability: Durability,
     /// Largest request body in bytes.
-    #[arg(long, default_value_t = 16 << 20)]
+    #[arg(long, default_value_t = server().max_body)]
     max_body: usize,
     /// Largest batch of queries, changes or items in one request.
-    #[arg(long, default_value_t = 10_000)]
+    #[arg(long, default_value_t = server().max_batch)]
     max_batch: usize,
     /// Most open connections (more get a 503 and are closed).
-    #[arg(long, default_value_t = 1024)]
+    #[arg(long, default_value_t = server().max_connections)]
     max_connections: usize,
     /// Seconds a request may take, body included (slower ones are cut).
-    #[arg(long, default_value_t = 30.0)]
+    #[arg(long, default_value_t = server().request_timeout.as_secs_f64())]
     request_timeout: f64,
     /// Seconds a connection may go without a complete request header (an idle keep-alive
     /// connection, or a client sending its headers that slowly, is closed).
-    #[arg(long, default_value_t = 30.0)]
+    #[arg(long, default_value_t = server().idle_timeout.as_secs_f64())]
     idle_timeout: f64,
     /// Writes waiting for the writer beyond which writes get a 503 with Retry-After.
-    #[arg(long, default_value_t = simlsh::store::DEFAULT_QUEUE)]
+    #[arg(long, default_value_t = server().queue)]
     queue: usize,
 }
 
-#[derive(Clone, Copy, ValueEnum)]
-enum DurabilityArg {
-    Sync,
-    Os,
+/// The server's defaults (the address, durability and queue are the library's): every
+/// default above is read from them, none restated.
+fn server() -> &'static simlsh_server::Config {
+    static DEFAULTS: LazyLock<simlsh_server::Config> =
+        LazyLock::new(|| simlsh_server::Config::new(PathBuf::new()));
+    &DEFAULTS
+}
+
+fn parse_durability(s: &str) -> std::result::Result<Durability, String> {
+    s.parse().map_err(|e: simlsh::Error| e.to_string())
 }
 
 fn token(file: &Option<PathBuf>, var: &str) -> Result<Option<String>> {
@@ -85,10 +92,7 @@ pub fn run(a: Args, ctx: &Ctx) -> Result<()> {
     c.listen = a.listen;
     c.token = token(&a.token_file, "SIMLSH_TOKEN")?;
     c.read_token = token(&a.read_token_file, "SIMLSH_READ_TOKEN")?;
-    c.durability = match a.durability {
-        DurabilityArg::Sync => Durability::Sync,
-        DurabilityArg::Os => Durability::Os,
-    };
+    c.durability = a.durability;
     c.max_body = a.max_body;
     c.max_batch = a.max_batch;
     c.max_connections = a.max_connections;
