@@ -65,22 +65,6 @@ __all__ = [
 ]
 
 
-def _named(q: np.ndarray, featureless) -> np.ndarray | None:
-    """The queries that take part, when ``featureless`` names those without features (a mask
-    or row numbers); ``None`` for ``"zero"`` and ``False``, which the library's rule decides
-    (all-zero codes are no one's neighbours, or codes are codes)."""
-    rows = _featureless(featureless, len(q))
-    if rows is None or (isinstance(rows, str) and rows == "zero"):
-        return None
-    if isinstance(rows, str):
-        raise ValueError(f"featureless must be 'zero', False, a mask or row numbers, got {rows!r}")
-    if rows.size and (rows[0] < 0 or rows[-1] >= len(q)):
-        raise ValueError(f"featureless rows must be row numbers in 0..{len(q)}")
-    active = np.ones(len(q), bool)
-    active[rows] = False
-    return None if active.all() else active
-
-
 class Index:
     """An index of any kind given by its specification, the compact text form shared with the
     command line (``simlsh index build --index SPEC``) and the Rust library's ``IndexSpec``:
@@ -168,11 +152,7 @@ class Index:
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 0:
             raise ValueError(f"k must be a non-negative integer, got {k!r}")
         k = int(k)
-        D, I = self._core.search(q, k, featureless is not False, threads=threads)
-        active = _named(q, featureless)
-        if active is not None:
-            D[~active], I[~active] = 2**31 - 1, -1
-        return D, I
+        return self._core.search(q, k, _featureless(featureless, q.shape[0]), threads=threads)
 
     def range_search(
         self, queries, radius: int, *, featureless="zero", threads: int | None = None
@@ -184,14 +164,7 @@ class Index:
         q, _ = as_codes(queries, self.bits, "queries")
         if isinstance(radius, bool) or not isinstance(radius, (int, np.integer)) or not 0 <= radius < 2**32:
             raise ValueError(f"radius must be an integer in 0..2^32, got {radius!r}")
-        lims, D, I = self._core.range_search(q, int(radius), featureless is not False, threads=threads)
-        active = _named(q, featureless)
-        if active is None:
-            return lims, D, I
-        keep = np.repeat(active, np.diff(lims))
-        counts = np.bincount(np.repeat(np.arange(q.shape[0]), np.diff(lims))[keep], minlength=q.shape[0])
-        lims = np.concatenate([[0], np.cumsum(counts)]).astype(lims.dtype)
-        return lims, D[keep], I[keep]
+        return self._core.range_search(q, int(radius), _featureless(featureless, q.shape[0]), threads=threads)
 
     def save(self, path: str | os.PathLike) -> None:
         """Saves the index in the library's file format (read by :func:`load_index` and the

@@ -13,6 +13,7 @@ use simlsh::persist::LoadOptions;
 
 use crate::arrays::{Knn, KnnOut, codes, contiguous, ids_u32};
 use crate::errors::{IntoPy, to_py, value_error};
+use crate::join::{FeaturelessArg, featureless_arg};
 use crate::text::PyTokenizer;
 use crate::threads::Threads;
 
@@ -50,24 +51,42 @@ impl PyIndex {
         }
     }
 
-    /// The featureless-row rule of the stored codes (`on`), or none (`!on`: codes as codes).
-    fn featureless(&self, on: bool) -> PyResult<Arc<Featureless>> {
-        if !on {
-            return Ok(Arc::new(Featureless::none()));
-        }
+    /// The featureless-row rule of the stored codes and the queries named featureless, from
+    /// Python's `featureless`: none (codes as codes), `"zero"` (the library's rule), or the
+    /// row numbers of the queries without features (under the rule), checked for `n` queries.
+    fn featureless(
+        &self,
+        arg: Option<FeaturelessArg<'_>>,
+        n: usize,
+    ) -> PyResult<(Arc<Featureless>, Vec<u32>)> {
+        let Some(rows) = featureless_arg(arg)? else {
+            return Ok((Arc::new(Featureless::none()), Vec::new()));
+        };
+        let rows = rows.unwrap_or_default();
         // The index's lock first, as `add` and `remove` take them.
         let idx = self.read();
         let mut cached = self.featureless.lock().unwrap_or_else(|p| p.into_inner());
         if cached.is_none() {
             *cached = Some(Arc::new(Featureless::of(&**idx).py()?));
         }
-        Ok(cached.clone().expect("set above"))
+        let rule = cached.clone().expect("set above");
+        rule.check_rows(n, &rows).py()?;
+        Ok((rule, rows))
     }
 
     /// Forgets the featureless rule (the stored codes changed), under the write lock.
     fn changed(&self) {
         *self.featureless.lock().unwrap_or_else(|p| p.into_inner()) = None;
     }
+}
+
+/// The rows of `rows` (increasing) in the part `r` of the queries, numbered within it.
+fn part(rows: &[u32], r: &std::ops::Range<usize>) -> Vec<u32> {
+    let at = |x: usize| rows.partition_point(|&row| (row as usize) < x);
+    rows[at(r.start)..at(r.end)]
+        .iter()
+        .map(|&row| row - r.start as u32)
+        .collect()
 }
 
 #[pymethods]
@@ -241,21 +260,23 @@ impl PyIndex {
 
     /// The `k` nearest stored codes of each query: `(D, I)`, `(n, k)` arrays of distances
     /// (`int32`) and ids (`int64`), sorted by (distance, id); missing neighbours (fewer than
-    /// `k` stored) have id -1 and distance 2^31 - 1. With `featureless`, the library's rule
-    /// ([`Featureless`]): all-zero codes are no one's neighbours.
-    #[pyo3(signature = (queries, k, featureless = true, threads = None))]
+    /// `k` stored) have id -1 and distance 2^31 - 1. `featureless`: none (codes as codes),
+    /// `"zero"` (the library's rule, [`Featureless`]: all-zero codes are no one's
+    /// neighbours), or the rows of the queries without features, under that rule
+    /// ([`Featureless::knn_batch_except`]).
+    #[pyo3(signature = (queries, k, featureless = None, threads = None))]
     fn search<'py>(
         &self,
         py: Python<'py>,
         queries: PyReadonlyArray2<'py, u64>,
         k: usize,
-        featureless: bool,
+        featureless: Option<FeaturelessArg<'py>>,
         threads: Option<i64>,
     ) -> PyResult<Knn<'py>> {
         let t = Threads::new(threads)?;
         let (bits, chunk, len) = self.with(|i| (i.bits(), i.queries_per_chunk(), i.len()));
         let q = self::codes(&queries, bits)?;
-        let rule = self.featureless(featureless)?;
+        let (rule, named) = self.featureless(featureless, q.len())?;
         // The arrays have FAISS's k columns, padded; the search asks for at most as many
         // neighbours as are stored, so a k far beyond them costs only the arrays (or a
         // MemoryError when they cannot be allocated).
@@ -263,7 +284,12 @@ impl PyIndex {
         t.chunked(py, q.len(), chunk, |r| {
             let rows = q.slice_rows(r.clone());
             let hits = rule
-                .knn_batch(&**self.read(), rows.as_slice(), k.min(len))
+                .knn_batch_except(
+                    &**self.read(),
+                    rows.as_slice(),
+                    k.min(len),
+                    &part(&named, &r),
+                )
                 .py()?;
             out.put(r.start, &hits);
             Ok(())
@@ -274,14 +300,14 @@ impl PyIndex {
     /// Every stored code within distance `radius` (inclusive) of each query, FAISS's
     /// `(lims, D, I)`: the hits of query `q` are `D[lims[q]:lims[q+1]]`,
     /// `I[lims[q]:lims[q+1]]`, sorted by (distance, id). `featureless` as in `search`.
-    #[pyo3(signature = (queries, radius, featureless = true, threads = None))]
+    #[pyo3(signature = (queries, radius, featureless = None, threads = None))]
     #[allow(clippy::type_complexity)]
     fn range_search<'py>(
         &self,
         py: Python<'py>,
         queries: PyReadonlyArray2<'py, u64>,
         radius: u32,
-        featureless: bool,
+        featureless: Option<FeaturelessArg<'py>>,
         threads: Option<i64>,
     ) -> PyResult<(
         Bound<'py, PyArray1<i64>>,
@@ -291,12 +317,13 @@ impl PyIndex {
         let t = Threads::new(threads)?;
         let (bits, chunk) = self.with(|i| (i.bits(), i.queries_per_chunk()));
         let q = self::codes(&queries, bits)?;
-        let rule = self.featureless(featureless)?;
+        let (rule, named) = self.featureless(featureless, q.len())?;
         let mut lims = vec![0i64];
         let (mut d, mut ids) = (Vec::new(), Vec::new());
         t.chunked(py, q.len(), chunk, |r| {
+            let part = part(&named, &r);
             let hits = rule
-                .radius_batch(&**self.read(), q.slice_rows(r).as_slice(), radius)
+                .radius_batch_except(&**self.read(), q.slice_rows(r).as_slice(), radius, &part)
                 .py()?;
             for h in hits.iter() {
                 ids.extend(h.iter().map(|h| i64::from(h.id)));

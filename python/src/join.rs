@@ -38,21 +38,32 @@ pub enum FeaturelessArg<'py> {
     Rows(PyReadonlyArray1<'py, i64>),
 }
 
+/// Python's `featureless` read: `None` for none (codes as codes), `Some(None)` for the
+/// library's rule of codes (`"zero"`), `Some(Some(rows))` for row numbers given.
+pub fn featureless_arg(arg: Option<FeaturelessArg<'_>>) -> PyResult<Option<Option<Vec<Id>>>> {
+    match arg {
+        None => Ok(None),
+        Some(FeaturelessArg::Rule(r)) if r == "zero" => Ok(Some(None)),
+        Some(FeaturelessArg::Rule(r)) => Err(value_error(format!(
+            "featureless must be 'zero', False, a mask or row numbers, got '{r}'"
+        ))),
+        Some(FeaturelessArg::Rows(a)) => Ok(Some(Some(u32s(
+            contiguous(&a, "featureless")?,
+            "featureless",
+        )?))),
+    }
+}
+
 /// The rows without features of `m` (none for `None`).
 pub fn featureless_rows(
     arg: Option<FeaturelessArg<'_>>,
     m: &SignatureMatrix<&[u64]>,
 ) -> PyResult<Vec<Id>> {
-    match arg {
-        None => Ok(Vec::new()),
-        Some(FeaturelessArg::Rule(r)) if r == "zero" => {
-            Ok(Featureless::of_codes(m).stored().to_vec())
-        }
-        Some(FeaturelessArg::Rule(r)) => Err(value_error(format!(
-            "featureless must be 'zero', False, a mask or row numbers, got '{r}'"
-        ))),
-        Some(FeaturelessArg::Rows(a)) => u32s(contiguous(&a, "featureless")?, "featureless"),
-    }
+    Ok(match featureless_arg(arg)? {
+        None => Vec::new(),
+        Some(None) => Featureless::of_codes(m).stored().to_vec(),
+        Some(Some(rows)) => rows,
+    })
 }
 
 /// Every pair of rows within `radius` (inclusive), each once with `i < j`, sorted by

@@ -302,3 +302,34 @@ def test_defaults_are_the_librarys(tmp_path):
     assert all(f"(default the library's, {d[k]})" in doc(simlsh.PermutationIndex) for k in ("permutations", "beam", "permutation_seed"))
     assert f"as ``simlsh index verify``; default the library's, {d['load_verify']})" in doc(simlsh.load_index)
     assert f"(``O(file size)``; default the library's, {d['load_copy']})" in doc(simlsh.load_index)
+
+
+def test_queries_named_without_features_get_no_hits_as_brute_force_says():
+    """Queries named featureless (a mask or row numbers, any order, repeats allowed) get no
+    hits; the others get the brute-force answer, all-zero stored codes left out."""
+    rng = np.random.default_rng(5)
+    codes = rng.integers(0, 2**63, size=(300, 2), dtype=np.uint64)
+    codes[::9] = 0
+    q = codes[:50].copy()
+    named = [7, 3, 3, 40, 9]
+    mask = np.zeros(50, bool)
+    mask[named] = True
+    mask |= ~q.any(axis=1)  # all-zero queries are featureless under the rule too
+    dist = popcount_distances(q, codes).astype(np.int64)
+    dist[:, ~codes.any(axis=1)] = 10**6
+    for idx in (simlsh.LinearScan(bits=128), simlsh.MultiIndex(bits=128)):
+        idx.add(codes)
+        for featureless in (named, np.array(named[::-1], dtype=np.uint32), mask):
+            D, I = idx.search(q, 4, featureless=featureless)
+            assert (I[mask] == -1).all() and (D[mask] == 2**31 - 1).all()
+            for r in np.flatnonzero(~mask):
+                order = np.lexsort((np.arange(300), dist[r]))[:4]
+                assert I[r].tolist() == order.tolist() and D[r].tolist() == dist[r][order].tolist()
+            lims, D, I = idx.range_search(q, 60, featureless=featureless)
+            for r in range(50):
+                want = [] if mask[r] else np.flatnonzero(dist[r] <= 60).tolist()
+                assert sorted(I[lims[r]:lims[r + 1]].tolist()) == want
+        with pytest.raises(ValueError, match="row 50 beyond the 50 rows"):
+            idx.search(q, 4, featureless=[3, 50])
+        with pytest.raises(ValueError, match="featureless mask has"):
+            idx.range_search(q, 4, featureless=np.zeros(49, bool))

@@ -93,6 +93,21 @@ impl Featureless {
         Featureless::default()
     }
 
+    /// Checks the rows without features that a caller names among `n` queries (for
+    /// [`knn_batch_except`](Self::knn_batch_except) and
+    /// [`radius_batch_except`](Self::radius_batch_except), before searching the queries in
+    /// parts): increasing, each below `n`, and none under [`none`](Self::none).
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`](crate::Error::InvalidParameter) naming the first bad row.
+    pub fn check_rows(&self, n: usize, rows: &[u32]) -> Result<()> {
+        if !self.active && !rows.is_empty() {
+            let reason = "rows without features given where codes are searched as codes";
+            return Err(crate::error::Error::param("featureless", reason));
+        }
+        crate::join::check_featureless(n, rows)
+    }
+
     /// Whether the rule applies.
     pub fn is_active(&self) -> bool {
         self.active
@@ -125,8 +140,26 @@ impl Featureless {
         queries: &[u64],
         k: usize,
     ) -> Result<Vec<Vec<Hit>>> {
+        self.knn_batch_except(index, queries, k, &[])
+    }
+
+    /// As [`knn_batch`](Self::knn_batch), the queries at `rows` (row numbers, increasing)
+    /// also featureless whatever their codes: a caller's rows without features (the empty
+    /// documents of a dedup's result, say), which get no hits. Under [`none`](Self::none)
+    /// no query is featureless and `rows` must be empty.
+    ///
+    /// # Errors
+    /// As [`HammingIndex::knn_batch`]; [`Error::InvalidParameter`] if `rows` is not
+    /// increasing, names a query beyond the last, or is given under [`none`](Self::none).
+    pub fn knn_batch_except(
+        &self,
+        index: &dyn HammingIndex,
+        queries: &[u64],
+        k: usize,
+        rows: &[u32],
+    ) -> Result<Vec<Vec<Hit>>> {
         let ask = k.saturating_add(self.stored.len()).min(index.len().max(k));
-        self.filtered(index, queries, |q| index.knn_batch(q, ask), Some(k))
+        self.filtered(index, queries, rows, |q| index.knn_batch(q, ask), Some(k))
     }
 
     /// Every stored code within `r` of each query, as [`HammingIndex::radius_batch`], the
@@ -140,24 +173,44 @@ impl Featureless {
         queries: &[u64],
         r: u32,
     ) -> Result<Vec<Vec<Hit>>> {
-        self.filtered(index, queries, |q| index.radius_batch(q, r), None)
+        self.radius_batch_except(index, queries, r, &[])
     }
 
-    /// `search` of the queries that have features, their hits filtered (and cut to `k`).
+    /// As [`radius_batch`](Self::radius_batch), the queries at `rows` also featureless (see
+    /// [`knn_batch_except`](Self::knn_batch_except)).
+    ///
+    /// # Errors
+    /// As [`knn_batch_except`](Self::knn_batch_except).
+    pub fn radius_batch_except(
+        &self,
+        index: &dyn HammingIndex,
+        queries: &[u64],
+        r: u32,
+        rows: &[u32],
+    ) -> Result<Vec<Vec<Hit>>> {
+        self.filtered(index, queries, rows, |q| index.radius_batch(q, r), None)
+    }
+
+    /// `search` of the queries that have features (neither all zero nor in `rows`), their
+    /// hits filtered (and cut to `k`).
     fn filtered(
         &self,
         index: &dyn HammingIndex,
         queries: &[u64],
+        rows: &[u32],
         search: impl Fn(&[u64]) -> Result<Vec<Vec<Hit>>>,
         k: Option<usize>,
     ) -> Result<Vec<Vec<Hit>>> {
+        let w = check_queries(index.bits(), queries)?;
+        self.check_rows(queries.len() / w, rows)?;
         if !self.active {
             return search(queries);
         }
-        let w = check_queries(index.bits(), queries)?;
+        let has = crate::join::with_features_flags(queries.len() / w, rows)?;
         let zero: Vec<bool> = queries
             .chunks_exact(w)
-            .map(|q| self.is_featureless(q))
+            .zip(has)
+            .map(|(q, has)| !has || self.is_featureless(q))
             .collect();
         let found = if zero.iter().any(|&z| z) {
             let kept: Vec<u64> = queries
@@ -261,12 +314,46 @@ mod tests {
                     "radius {q}"
                 );
             }
+            // Queries named featureless (whatever their codes) get no hits; the others
+            // are answered as without names.
+            let named = [0u32, 2, 17, 39];
+            let knn_named = rule
+                .knn_batch_except(index.as_ref(), &queries, 5, &named)
+                .unwrap();
+            let radius_named = rule
+                .radius_batch_except(index.as_ref(), &queries, 20, &named)
+                .unwrap();
+            for q in 0..40 {
+                let hidden = named.contains(&(q as u32));
+                assert!(!hidden || knn_named[q].is_empty() && radius_named[q].is_empty());
+                assert!(hidden || knn_named[q] == knn[q] && radius_named[q] == radius[q]);
+            }
+            assert!(named.iter().any(|&q| !knn[q as usize].is_empty()));
             // Without the rule: the index's own answers.
             let none = Featureless::none();
             assert_eq!(
                 none.knn_batch(index.as_ref(), &queries, 5).unwrap(),
                 index.knn_batch(&queries, 5).unwrap()
             );
+            // Named rows out of order, beyond the queries, or where codes are codes: errors.
+            for (rule, rows, says) in [
+                (
+                    &rule,
+                    &[3u32, 2][..],
+                    "rows must be increasing, 2 comes after 3",
+                ),
+                (&rule, &[40u32][..], "row 40 beyond the 40 rows"),
+                (&none, &[1u32][..], "searched as codes"),
+            ] {
+                let e = rule
+                    .knn_batch_except(index.as_ref(), &queries, 5, rows)
+                    .unwrap_err();
+                assert!(e.to_string().contains(says), "{e}");
+                assert!(
+                    rule.radius_batch_except(index.as_ref(), &queries, 5, rows)
+                        .is_err()
+                );
+            }
         }
     }
 }

@@ -138,6 +138,22 @@ pub fn self_join_each<S: AsRef<[u64]> + Sync>(
     Ok(n)
 }
 
+/// Checks a list of rows without features of `n` rows: increasing, each below `n`.
+///
+/// # Errors
+/// [`Error::InvalidParameter`] naming the first row out of order or beyond `n`.
+pub(crate) fn check_featureless(n: usize, featureless: &[u32]) -> Result<()> {
+    if let Some(w) = featureless.windows(2).find(|w| w[0] >= w[1]) {
+        let reason = format!("rows must be increasing, {} comes after {}", w[1], w[0]);
+        return Err(Error::param("featureless", reason));
+    }
+    if let Some(&last) = featureless.last().filter(|&&r| r as usize >= n) {
+        let reason = format!("row {last} beyond the {n} rows");
+        return Err(Error::param("featureless", reason));
+    }
+    Ok(())
+}
+
 /// The rows of `0..n` other than `featureless` (row numbers in increasing order, as
 /// [`Featureless::stored`](crate::index::Featureless::stored) and
 /// [`Vectors::zero_rows`](crate::verify::Vectors::zero_rows) give them): the rows with
@@ -147,14 +163,7 @@ pub fn self_join_each<S: AsRef<[u64]> + Sync>(
 /// [`Error::InvalidParameter`] if `featureless` is not increasing or names a row beyond `n`;
 /// [`Error::OutOfMemory`] when the list cannot be allocated.
 pub(crate) fn with_features(n: usize, featureless: &[u32]) -> Result<Vec<u32>> {
-    if let Some(w) = featureless.windows(2).find(|w| w[0] >= w[1]) {
-        let reason = format!("rows must be increasing, {} comes after {}", w[1], w[0]);
-        return Err(Error::param("featureless", reason));
-    }
-    if let Some(&last) = featureless.last().filter(|&&r| r as usize >= n) {
-        let reason = format!("row {last} beyond the {n} rows");
-        return Err(Error::param("featureless", reason));
-    }
+    check_featureless(n, featureless)?;
     let n = u32::try_from(n).map_err(|_| Error::param("signatures", "more than 2^32 rows"))?;
     let mut rows = Vec::new();
     crate::memory::reserve(
@@ -171,7 +180,7 @@ pub(crate) fn with_features(n: usize, featureless: &[u32]) -> Result<Vec<u32>> {
 ///
 /// # Errors
 /// As [`with_features`].
-fn with_features_flags(n: usize, featureless: &[u32]) -> Result<Vec<bool>> {
+pub(crate) fn with_features_flags(n: usize, featureless: &[u32]) -> Result<Vec<bool>> {
     let mut active = crate::memory::filled(n, false, "rows with features")?;
     for i in with_features(n, featureless)? {
         active[i as usize] = true;
