@@ -149,8 +149,9 @@ impl Featureless {
     /// no query is featureless and `rows` must be empty.
     ///
     /// # Errors
-    /// As [`HammingIndex::knn_batch`]; [`Error::InvalidParameter`] if `rows` is not
-    /// increasing, names a query beyond the last, or is given under [`none`](Self::none).
+    /// As [`HammingIndex::knn_batch`]; [`Error::InvalidParameter`](crate::Error::InvalidParameter)
+    /// if `rows` is not increasing, names a query beyond the last, or is given under
+    /// [`none`](Self::none).
     pub fn knn_batch_except(
         &self,
         index: &dyn HammingIndex,
