@@ -203,6 +203,12 @@ impl Error {
         }
     }
 
+    /// Shorthand for [`Error::LengthMismatch`]: `what` (`"a vs b"`) have `left` and `right`
+    /// elements.
+    pub fn lengths(what: &'static str, left: usize, right: usize) -> Self {
+        Error::LengthMismatch { what, left, right }
+    }
+
     /// The error of a call on rows `offset..` of a larger input, with its row number made
     /// relative to the whole input (errors without a row are unchanged): what a caller that
     /// signs or checks an input in chunks reports.

@@ -66,6 +66,16 @@ pub fn cosine<'py>(
     of_distance(py, h, f, estimate::cosine)
 }
 
+/// `g(c, f)` of each cosine `c` with its width `f`.
+fn of_cosine<'py, T: numpy::Element + Send>(
+    py: Python<'py>,
+    c: PyReadonlyArray1<'py, f64>,
+    f: PyReadonlyArray1<'py, u64>,
+    g: fn(f64, u64) -> simlsh::Result<T>,
+) -> PyResult<Bound<'py, PyArray1<T>>> {
+    Ok(map2(py, contiguous(&c, "cosine")?, contiguous(&f, "bits")?, g)?.into_pyarray(py))
+}
+
 /// Expected Hamming distance f·acos(c)/π.
 #[pyfunction]
 pub fn expected_hamming<'py>(
@@ -73,13 +83,7 @@ pub fn expected_hamming<'py>(
     c: PyReadonlyArray1<'py, f64>,
     f: PyReadonlyArray1<'py, u64>,
 ) -> PyResult<F64s<'py>> {
-    let v = map2(
-        py,
-        contiguous(&c, "cosine")?,
-        contiguous(&f, "bits")?,
-        estimate::expected_hamming,
-    )?;
-    Ok(v.into_pyarray(py))
+    of_cosine(py, c, f, estimate::expected_hamming)
 }
 
 /// The largest h whose estimated cosine is at least c.
@@ -89,13 +93,7 @@ pub fn max_hamming_for_cosine<'py>(
     c: PyReadonlyArray1<'py, f64>,
     f: PyReadonlyArray1<'py, u64>,
 ) -> PyResult<Bound<'py, PyArray1<u64>>> {
-    let v = map2(
-        py,
-        contiguous(&c, "cosine")?,
-        contiguous(&f, "bits")?,
-        estimate::max_hamming_for_cosine,
-    )?;
-    Ok(v.into_pyarray(py))
+    of_cosine(py, c, f, estimate::max_hamming_for_cosine)
 }
 
 /// P(h ≤ radius) for a pair of true cosine c with f bits.
@@ -106,26 +104,24 @@ pub fn recall_at<'py>(
     radius: PyReadonlyArray1<'py, u64>,
     c: PyReadonlyArray1<'py, f64>,
 ) -> PyResult<F64s<'py>> {
-    let (b, r, c) = (
-        contiguous(&bits, "bits")?,
-        contiguous(&radius, "radius")?,
-        contiguous(&c, "cosine")?,
-    );
-    if b.len() != c.len() || r.len() != c.len() {
-        return Err(value_error("arrays of different lengths"));
-    }
-    let rows: Vec<usize> = (0..c.len()).collect();
-    let v = map2(py, &rows, c, |k, c| estimate::recall_at(b[k], r[k], c))?;
+    let (b, r) = (contiguous(&bits, "bits")?, contiguous(&radius, "radius")?);
+    let br = map2(py, b, r, |b, r| Ok((b, r)))?;
+    let v = map2(py, &br, contiguous(&c, "cosine")?, |(b, r), c| {
+        estimate::recall_at(b, r, c)
+    })?;
     Ok(v.into_pyarray(py))
 }
 
+/// One column of a radius plan's rows.
+type PlanColumn = fn(&estimate::PlanRow) -> f64;
+
 /// The level and method of an interval (the library's defaults for `None`).
 fn interval(level: Option<f64>, method: Option<&str>) -> PyResult<(f64, IntervalMethod)> {
-    let m = method.map(str::parse).transpose().py()?;
-    Ok((
+    let (level, m) = (
         level.unwrap_or(estimate::DEFAULT_LEVEL),
-        m.unwrap_or_default(),
-    ))
+        method.map(str::parse),
+    );
+    Ok((level, m.transpose().py()?.unwrap_or_default()))
 }
 
 /// Estimates with confidence intervals: a dict of arrays (`angle`, `cosine`, `p_lo`, `p_hi`,
@@ -208,27 +204,20 @@ pub fn plan_radius<'py>(
     d.set_item("radius", plan.radius)?;
     d.set_item("expected_distance", plan.expected_distance)?;
     d.set_item("true_fraction", plan.true_fraction)?;
-    let col = |g: fn(&estimate::PlanRow) -> f64| -> Vec<f64> { plan.rows.iter().map(g).collect() };
     let rows = PyDict::new(py);
-    rows.set_item(
-        "radius",
-        plan.rows
-            .iter()
-            .map(|r| r.radius)
-            .collect::<Vec<u64>>()
-            .into_pyarray(py),
-    )?;
-    rows.set_item(
-        "recall_at_threshold",
-        col(|r| r.recall_at_threshold).into_pyarray(py),
-    )?;
-    rows.set_item("recall", col(|r| r.recall).into_pyarray(py))?;
-    rows.set_item("precision", col(|r| r.precision).into_pyarray(py))?;
-    rows.set_item(
-        "false_positive_rate",
-        col(|r| r.false_positive_rate).into_pyarray(py),
-    )?;
-    rows.set_item("f1", col(|r| r.f1).into_pyarray(py))?;
+    let radii: Vec<u64> = plan.rows.iter().map(|r| r.radius).collect();
+    rows.set_item("radius", radii.into_pyarray(py))?;
+    let cols: [(&str, PlanColumn); 5] = [
+        ("recall_at_threshold", |r| r.recall_at_threshold),
+        ("recall", |r| r.recall),
+        ("precision", |r| r.precision),
+        ("false_positive_rate", |r| r.false_positive_rate),
+        ("f1", |r| r.f1),
+    ];
+    for (name, g) in cols {
+        let col: Vec<f64> = plan.rows.iter().map(g).collect();
+        rows.set_item(name, col.into_pyarray(py))?;
+    }
     d.set_item("rows", rows)?;
     Ok(d)
 }

@@ -8,7 +8,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 use simlsh::Error;
 use simlsh::fs::LockGuard;
-use simlsh::index::{Featureless, HammingIndex, IndexSpec, NextIds};
+use simlsh::index::{Featureless, HammingIndex, Id, IndexSpec, NextIds};
 use simlsh::persist::LoadOptions;
 
 use crate::arrays::{Knn, KnnOut, codes, contiguous, ids_u32};
@@ -54,15 +54,10 @@ impl PyIndex {
     /// The featureless-row rule of the stored codes and the queries named featureless, from
     /// Python's `featureless`: none (codes as codes), `"zero"` (the library's rule), or the
     /// row numbers of the queries without features (under the rule), checked for `n` queries.
-    fn featureless(
-        &self,
-        arg: Option<FeaturelessArg<'_>>,
-        n: usize,
-    ) -> PyResult<(Arc<Featureless>, Vec<u32>)> {
-        let Some(rows) = featureless_arg(arg)? else {
+    fn rule(&self, f: Option<FeaturelessArg>, n: usize) -> PyResult<(Arc<Featureless>, Vec<Id>)> {
+        let Some(rows) = featureless_arg(f)?.map(Option::unwrap_or_default) else {
             return Ok((Arc::new(Featureless::none()), Vec::new()));
         };
-        let rows = rows.unwrap_or_default();
         // The index's lock first, as `add` and `remove` take them.
         let idx = self.read();
         let mut cached = self.featureless.lock().unwrap_or_else(|p| p.into_inner());
@@ -214,11 +209,7 @@ impl PyIndex {
             Some(ids) => {
                 let ids = ids_u32(contiguous(ids, "ids")?)?;
                 if ids.len() != n {
-                    return Err(to_py(Error::LengthMismatch {
-                        what: "codes vs ids",
-                        left: n,
-                        right: ids.len(),
-                    }));
+                    return Err(to_py(Error::lengths("codes vs ids", n, ids.len())));
                 }
                 Some(ids)
             }
@@ -276,7 +267,7 @@ impl PyIndex {
         let t = Threads::new(threads)?;
         let (bits, chunk, len) = self.with(|i| (i.bits(), i.queries_per_chunk(), i.len()));
         let q = self::codes(&queries, bits)?;
-        let (rule, named) = self.featureless(featureless, q.len())?;
+        let (rule, named) = self.rule(featureless, q.len())?;
         // The arrays have FAISS's k columns, padded; the search asks for at most as many
         // neighbours as are stored, so a k far beyond them costs only the arrays (or a
         // MemoryError when they cannot be allocated).
@@ -317,7 +308,7 @@ impl PyIndex {
         let t = Threads::new(threads)?;
         let (bits, chunk) = self.with(|i| (i.bits(), i.queries_per_chunk()));
         let q = self::codes(&queries, bits)?;
-        let (rule, named) = self.featureless(featureless, q.len())?;
+        let (rule, named) = self.rule(featureless, q.len())?;
         let mut lims = vec![0i64];
         let (mut d, mut ids) = (Vec::new(), Vec::new());
         t.chunked(py, q.len(), chunk, |r| {

@@ -103,11 +103,7 @@ pub fn clusters<'py>(
 ) -> PyResult<Bound<'py, PyArray1<i64>>> {
     let (i, j) = (contiguous(&i, "i")?, contiguous(&j, "j")?);
     if i.len() != j.len() {
-        return Err(to_py(simlsh::Error::LengthMismatch {
-            what: "i vs j",
-            left: i.len(),
-            right: j.len(),
-        }));
+        return Err(to_py(simlsh::Error::lengths("i vs j", i.len(), j.len())));
     }
     let point = |k: usize, v: i64| {
         u32::try_from(v).map_err(|_| value_error(format!("edge {k}: point {v} is not in 0..2^32")))

@@ -202,11 +202,8 @@ impl PyScheme {
         let groups = u32s(contiguous(&group, "group")?, "group")?;
         let cg = capped_group.as_ref().map(|g| contiguous(g, "capped_group"));
         let ck = capped_key.as_ref().map(|k| contiguous(k, "capped_key"));
-        let (cg, ck) = (
-            cg.transpose()?.unwrap_or(&[]),
-            ck.transpose()?.unwrap_or(&[]),
-        );
-        let capped = CappedGroup::from_columns(&u32s(cg, "capped_group")?, ck).py()?;
+        let cg = u32s(cg.transpose()?.unwrap_or(&[]), "capped_group")?;
+        let capped = CappedGroup::from_columns(&cg, ck.transpose()?.unwrap_or(&[])).py()?;
         let pass = if missed { Pass::Missed } else { Pass::First };
         let ids = contiguous(&ids, "ids")?;
         let found = py
