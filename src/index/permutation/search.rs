@@ -51,7 +51,7 @@ pub(super) const LINE_WORDS: usize = 8;
 /// Lines of a candidate's code prefetched (wide codes are usually dropped after two).
 pub(super) const PREFETCH_LINES: usize = 2;
 
-/// The live slots of one sorted list nearest rank `p`, into `buf` (`2·half` long); returns
+/// The live slots of one sorted list nearest rank `p`, into `buf` (`min(2·half, n)` long); returns
 /// how many: `half` on each side, alternating below and above (nearest rank first), more on
 /// one side where the other ends, `2·half` in all when the list holds that many. `dead` holds
 /// the tombstones, one bit per slot (`None`: no slot is dead); a slot out of range (an
@@ -66,8 +66,8 @@ fn collect_window(
 ) -> usize {
     let n = order.len();
     // Each slot is written, then kept by advancing the count if it is live (no branch on
-    // liveness). Every loop below takes a slot only while fewer than `2·half` are kept, so
-    // the write is in `buf`.
+    // liveness). Every loop below takes a slot only while fewer than `2·half` are kept, and
+    // each take reads another of the `n` ranks, so the write is in `buf`.
     let mut count = 0;
     let mut take = |slot: u32| -> usize {
         let s = slot as usize;
@@ -283,8 +283,10 @@ impl PermutationIndex {
             // alternating above and below), then the lists are interleaved rank by rank: the
             // candidates most likely to be near come first, so the top-k threshold drops
             // early and prunes the rest sooner.
-            // List `t`'s window is `window[t·2·half..]`, `lens[t]` slots long.
-            let span = 2 * half;
+            // List `t`'s window is `window[t·span..]`, `lens[t]` slots long: a list yields at
+            // most `2·half` slots and at most its `n` (every take reads another rank), so a
+            // `k` far beyond the codes costs no more than the lists hold.
+            let span = (2 * half).min(n);
             window.clear();
             window.resize(pos.len() * span, 0);
             lens.clear();
