@@ -77,7 +77,11 @@ def _featureless(featureless, n: int):
         return np.flatnonzero(f)
     if f.size and f.dtype.kind not in "iu":
         raise ValueError(f"featureless rows must be row numbers in 0..{n}, got {f.dtype} values")
-    return np.unique(f).astype(np.int64)
+    f = np.unique(f)
+    if f.dtype.kind == "u" and f.size and f[-1] > np.iinfo(np.int64).max:
+        # Beyond int64, as no row number is: name the value given, not its int64 wrap.
+        raise ValueError(f"featureless row {f[-1]} is beyond the {n} rows")
+    return f.astype(np.int64)
 
 
 def _scheme(scheme) -> _simlsh.Scheme:

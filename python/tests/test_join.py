@@ -142,6 +142,9 @@ def test_featureless_rows_are_left_out_as_brute_force_does():
                      lambda f: simlsh.knn_graph(codes, k, featureless=f)):
             with pytest.raises(ValueError, match=says):
                 join([1, bad])
+    # A uint64 row number beyond int64 is named as given, not as its int64 wrap.
+    with pytest.raises(ValueError, match=str(2**63 + 1)):
+        simlsh.self_join(codes, radius, featureless=np.array([1, 2**63 + 1], np.uint64))
     for bad, says in (("zeros", "'zeros'"), ([1.5], "row numbers"), (mask[:-1], "entries for 300 rows")):
         with pytest.raises(ValueError, match=says):
             simlsh.self_join(codes, radius, featureless=bad)

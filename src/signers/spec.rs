@@ -351,6 +351,9 @@ impl SignerKind {
     /// assert!(SignerKind::parse_with("pooled:pool=100", &[("pool", "100")]).is_ok());
     /// let e = SignerKind::parse_with("pooled:pool=100", &[("pool", "200")]).unwrap_err();
     /// assert!(e.to_string().contains("parameter `pool` given twice: 100 in `pooled:pool=100` and 200"));
+    /// // Two keywords for one parameter: neither is the text's.
+    /// let e = SignerKind::parse_with("pooled", &[("pool", "10"), ("pool", "100")]).unwrap_err();
+    /// assert!(e.to_string().ends_with("parameter `pool` given twice: 10 and 100"), "{e}");
     /// # Ok::<(), simlsh::Error>(())
     /// ```
     ///

@@ -126,15 +126,22 @@ impl<'a> SpecText<'a> {
         read: impl Fn(&SpecText<'a>) -> Result<T>,
     ) -> Result<Self> {
         let alone = |k, v| read(&SpecText::from_pairs(self.what, self.kind, vec![(k, v)])?);
+        // Pairs before `written` are the text's, the others came from `extra`.
+        let written = self.pairs.len();
         for &(k, v) in extra {
-            match self.raw(k) {
+            match self.pairs.iter().position(|p| p.0 == k) {
                 None => self.pairs.push((k, v)),
-                Some(w) if w == v || alone(k, w)? == alone(k, v)? => {}
-                Some(w) => {
-                    return Err(self.bad(format!(
-                        "parameter `{k}` given twice: {w} in `{}` and {v}",
-                        self.text
-                    )));
+                Some(i) => {
+                    let w = self.pairs[i].1;
+                    if w == v || alone(k, w)? == alone(k, v)? {
+                        continue;
+                    }
+                    let first = if i < written {
+                        format!("{w} in `{}`", self.text)
+                    } else {
+                        w.to_string()
+                    };
+                    return Err(self.bad(format!("parameter `{k}` given twice: {first} and {v}")));
                 }
             }
         }
