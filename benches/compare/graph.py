@@ -90,7 +90,7 @@ sys.path.insert(0, str(HERE))
 K = 10
 SEED = 0
 BITS = 256
-SECTIONS = ("codes", "weak", "embed", "knn", "dynamic")
+SECTIONS = ("codes", "weak", "embed", "knn", "knn-minilm", "dynamic")
 EFS = [16, 32, 64, 128, 256]
 _POP = np.array([bin(i).count("1") for i in range(256)], dtype=np.uint8)
 
@@ -639,9 +639,16 @@ def sec_knn(a, sl, res, cache):
     r["approx_over_exact_cpu"] = r["runs"]["approx"]["call_cpu_s"] / r["runs"]["exact"]["call_cpu_s"]
     for f in out.glob("*.npy"):
         f.unlink()
-    if a.tweets:
-        r["tweets"] = knn_tweets(a, out)
     res["knn"] = r
+
+
+def sec_knn_minilm(a, sl, res, cache):
+    if not a.tweets:
+        log("knn-minilm: no --tweets, skipped")
+        return
+    out = Path(a.out) / "graph-knn"
+    out.mkdir(parents=True, exist_ok=True)
+    res["knn-minilm"] = knn_tweets(a, out)
 
 
 def knn_tweets(a, out):
@@ -941,21 +948,21 @@ def report(res, out):
             f"approx / exact CPU: {k['approx_over_exact_cpu']:.3f}.",
             "",
         ]
-        if "tweets" in k:
-            t = k["tweets"]
-            L += [
-                f"MiniLM tweets ({t['n']:,} × {t['dim']}), recall@10 against the exact cosine top 10:",
-                "",
-                "| command | median CPU s | peak RSS MB | recall@10 |",
-                "|---|---|---|---|",
-            ]
-            for r in t["runs"]:
-                c = "simlsh " + r["command"].split(" knn ", 1)[1].replace(str(Path(out) / "graph-knn") + "/", "")
-                if "error" in r:
-                    L.append(f"| `{c}` | failed: {r['error'].splitlines()[-1]} | | |")
-                    continue
-                L.append(f"| `{c}` | {r['median_cpu_s']:.2f} | {r['peak_rss_mb']:.0f} | {r['recall']:.4f} |")
-            L.append("")
+    if "knn-minilm" in res:
+        t = res["knn-minilm"]
+        L += [
+            f"### k-NN graph, k = 10, MiniLM tweets ({t['n']:,} × {t['dim']}): recall@10 against the exact cosine top 10",
+            "",
+            "| command | median CPU s | peak RSS MB | recall@10 |",
+            "|---|---|---|---|",
+        ]
+        for r in t["runs"]:
+            c = "simlsh " + r["command"].split(" knn ", 1)[1].replace(str(Path(out) / "graph-knn") + "/", "")
+            if "error" in r:
+                L.append(f"| `{c}` | failed: {r['error'].splitlines()[-1]} | | |")
+                continue
+            L.append(f"| `{c}` | {r['median_cpu_s']:.2f} | {r['peak_rss_mb']:.0f} | {r['recall']:.4f} |")
+        L.append("")
     if "dynamic" in res:
         d = res["dynamic"]
         L += [
@@ -986,6 +993,16 @@ def report(res, out):
     return "\n".join(L)
 
 
+SECTION_FNS = {
+    "codes": sec_codes,
+    "weak": sec_weak,
+    "embed": sec_embed,
+    "knn": sec_knn,
+    "knn-minilm": sec_knn_minilm,
+    "dynamic": sec_dynamic,
+}
+
+
 def version(mod):
     try:
         return __import__(mod).__version__
@@ -1001,7 +1018,7 @@ def main():
     ap.add_argument("--shared", default=str(ROOT.parent / "shared"))
     ap.add_argument("--simlsh", default=str(ROOT / "target" / "release" / "simlsh"), help="the command line (knn)")
     ap.add_argument("--simlsh-wheel", help="install this simlsh wheel into the running Python first")
-    ap.add_argument("--only", default="codes,weak,embed,knn,dynamic")
+    ap.add_argument("--only", default=",".join(SECTIONS))
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--poems-base", type=int, default=300_000)
     ap.add_argument("--smoke", action="store_true")
@@ -1011,7 +1028,7 @@ def main():
     import simlsh as sl
 
     only = a.only.split(",")
-    bad = set(only) - {"codes", "weak", "embed", "knn", "dynamic"}
+    bad = set(only) - set(SECTIONS)
     if bad:
         ap.error(f"unknown section(s) {sorted(bad)}")
     if a.smoke:
@@ -1019,6 +1036,10 @@ def main():
     Path(a.out).mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
     commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    lib = subprocess.run(
+        ["git", "-C", str(ROOT), "log", "-1", "--format=%h", "--", "src", "python", "cli"], capture_output=True, text=True
+    ).stdout.strip()
+    commit += f" (library last changed at {lib})"
     dirty = subprocess.run(
         ["git", "-C", str(ROOT), "status", "--porcelain", "--", "src", "python", "cli"], capture_output=True, text=True
     ).stdout.strip()
@@ -1041,7 +1062,7 @@ def main():
     for s in SECTIONS:
         if s in only:
             t0 = time.perf_counter()
-            {"codes": sec_codes, "weak": sec_weak, "embed": sec_embed, "knn": sec_knn, "dynamic": sec_dynamic}[s](a, sl, res, cache)
+            SECTION_FNS[s](a, sl, res, cache)
             res["meta"][f"wall_s_{s}"] = time.perf_counter() - t0
             log(f"section {s}: {res['meta'][f'wall_s_{s}']:.0f} s")
             (Path(a.out) / "graph.json").write_text(json.dumps(res, indent=1, default=str))
