@@ -95,6 +95,16 @@ EFS = [16, 32, 64, 128, 256]
 _POP = np.array([bin(i).count("1") for i in range(256)], dtype=np.uint8)
 
 
+CHECKS = []
+
+
+def check(name, ok, detail=""):
+    """A property every run must show (the script exits 1 if one fails)."""
+    CHECKS.append({"check": name, "ok": bool(ok), "detail": detail})
+    if not ok:
+        log(f"CHECK FAILED: {name} {detail}")
+
+
 def log(*a):
     print(f"[{time.strftime('%H:%M:%S')}]", *a, file=sys.stderr, flush=True)
 
@@ -203,6 +213,7 @@ def binary_peers(rows, name, b8, q8, truth, repeat, hnsw_ms, efs, usearch_ms, ef
     mem = len(faiss.serialize_index_binary(ix)) / n
     t, (_, fi) = timed(lambda: ix.search(q8, K), repeat)
     rows.append(row("FAISS IndexBinaryFlat", "", b, mem, t, nq, truth.score(fi), data=name))
+    check(f"{name}: FAISS IndexBinaryFlat on simlsh's codes finds the exact top 10 (tie-aware recall 1)", rows[-1]["tie_recall"] == 1.0)
     log(f"{name}: FAISS flat {nq / t['cpu_s']:.0f} q/s")
     ix = None
     for m in hnsw_ms:
@@ -288,21 +299,25 @@ def sec_codes(a, sl, res, cache):
     b8, q8 = u8(bc), u8(qc)
     truth = Truth(q8, b8, ids.astype(np.int64), dist.astype(np.int64))
     cache["truth"] = truth
+    full = _POP[np.bitwise_xor(b8[None, :, :], q8[:5, None, :])].sum(axis=2, dtype=np.int64)
+    check("LinearScan's 10th distances equal NumPy brute force (5 queries)", np.array_equal(np.sort(full, axis=1)[:, K - 1], truth.kth[:5]))
     rows.append(row("simlsh LinearScan", "", b, lin.memory / n, t, nq, truth.score(ids), data=name))
     log(f"codes: LinearScan {rows[-1]['qps']:.0f} q/s")
     lin = None
     g = sl.GraphIndex(bits=BITS)
     b, _ = once(lambda: g.add(bc, threads=1))
     mem = g.memory / n
-    check = g.check
+    gcheck = g.check
     ef0 = g.ef_search
+    d0, i0 = g.search(bc[:200], 1, threads=1)
+    check("GraphIndex finds a stored code at distance 0 (200 stored codes as queries)", (d0[:, 0] == 0).all())
     t, (_, gi) = timed(lambda: g.search(qc, K, threads=1), a.repeat)
     rows.append(
-        row("simlsh GraphIndex", f"defaults ({g.spec})", b, mem, t, nq, truth.score(gi), ef=ef0, default=True, check=check, data=name)
+        row("simlsh GraphIndex", f"defaults ({g.spec})", b, mem, t, nq, truth.score(gi), ef=ef0, default=True, check=gcheck, data=name)
     )
     log(
         f"codes: graph defaults ef={ef0} {rows[-1]['qps']:.0f} q/s tie {rows[-1]['tie_recall']:.3f} "
-        f"(build {b['cpu_s']:.1f} s, check {check})"
+        f"(build {b['cpu_s']:.1f} s, check {gcheck})"
     )
     for ef in EFS:
         g.ef_search = ef
@@ -387,7 +402,7 @@ def sec_weak(a, sl, res, cache):
     lin = None
     g = sl.GraphIndex(bits=BITS)
     b, _ = once(lambda: g.add(bc, threads=1))
-    check = g.check
+    gcheck = g.check
     t, (_, gi) = timed(lambda: g.search(qc, K, threads=1), a.repeat)
     rows.append(
         row(
@@ -400,11 +415,11 @@ def sec_weak(a, sl, res, cache):
             truth.score(gi),
             ef=g.ef_search,
             default=True,
-            check=check,
+            check=gcheck,
             data=name,
         )
     )
-    log(f"weak: graph defaults: mode {check.get('mode')} ({check.get('reason')}), {rows[-1]['qps']:.0f} q/s vs scan {lin_qps:.0f}")
+    log(f"weak: graph defaults: mode {gcheck.get('mode')} ({gcheck.get('reason')}), {rows[-1]['qps']:.0f} q/s vs scan {lin_qps:.0f}")
     g = None
     g = sl.GraphIndex(bits=BITS, fallback=False)
     b, _ = once(lambda: g.add(bc, threads=1))
@@ -766,6 +781,7 @@ def sec_dynamic(a, sl, res, cache):
     r["tie_recall_after"] = tie(kth, gi)
     r["check_after"] = g.check
     r["returned_removed"] = int(np.isin(gi, gone).sum())
+    check("dynamic: no removed id is returned after the removals", r["returned_removed"] == 0, str(r["returned_removed"]))
     g = None
     g = sl.GraphIndex(bits=BITS)
     fb, _ = once(lambda: g.add(codes[final], threads=1))
@@ -840,6 +856,8 @@ def series_of(rows, key="tie_recall"):
         )
         if r.get("default"):
             label = "simlsh GraphIndex, defaults"
+        elif r["system"] == "simlsh GraphIndex":
+            label = "simlsh GraphIndex, ef sweep"
         elif r["system"].startswith("simlsh GraphIndex") and "rerank" in r:
             label = f"{r['system']} M={r['rerank']}"
         s.setdefault(label, []).append((r["qps"], r[key]))
@@ -976,6 +994,9 @@ def report(res, out):
             f"({d['fresh_build_cpu_s']:.1f} s CPU).",
             "",
         ]
+    if CHECKS:
+        bad = [c["check"] for c in CHECKS if not c["ok"]]
+        L += [f"Checks: {len(CHECKS) - len(bad)} of {len(CHECKS)} passed" + (f"; failed: {'; '.join(bad)}." if bad else "."), ""]
     (Path(out) / "graph.md").write_text("\n".join(L) + "\n")
     if "codes" in res:
         svg_recall(
@@ -1067,10 +1088,14 @@ def main():
             log(f"section {s}: {res['meta'][f'wall_s_{s}']:.0f} s")
             (Path(a.out) / "graph.json").write_text(json.dumps(res, indent=1, default=str))
             report(res, a.out)
+    res["checks"] = CHECKS
     res["meta"]["wall_s"] = time.perf_counter() - start
     res["meta"]["load_after"] = [round(x, 2) for x in os.getloadavg()]
     (Path(a.out) / "graph.json").write_text(json.dumps(res, indent=1, default=str))
     print(report(res, a.out))
+    failed = [c for c in CHECKS if not c["ok"]]
+    log(f"checks: {len(CHECKS) - len(failed)} of {len(CHECKS)} passed")
+    sys.exit(1 if failed else 0)
 
 
 if __name__ == "__main__":
