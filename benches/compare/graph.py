@@ -62,7 +62,8 @@ dynamic  On the codes of `codes`: a graph built on 90% of the base, 10% of its i
          the held-back 10% inserted; tie-aware recall@10 at the defaults before, after, and
          of a fresh build of the final set; removal and insertion CPU times.
 
---smoke: tiny sizes (a minute), to check the script itself.
+--smoke: tiny sizes (a minute), to check the script itself. --merge DIR...: rewrite OUT's
+tables and plots from the graph.json of earlier runs (e.g. sections run separately).
 """
 
 import argparse
@@ -1024,6 +1025,30 @@ SECTION_FNS = {
 }
 
 
+def merge(dirs, out):
+    """One report from the graph.json of several runs (e.g. sections run at different times)."""
+    res = {"meta": {}, "checks": []}
+    runs = []
+    for d in dirs:
+        r = json.loads((Path(d) / "graph.json").read_text())
+        runs.append(r["meta"])
+        for k, v in r.items():
+            if k not in ("meta", "checks"):
+                res[k] = v
+        res["checks"] += r.get("checks", [])
+    m = dict(runs[0])
+    for k in ("date", "commit", "command", "load_before", "load_after"):
+        m[k] = " / ".join(str(r.get(k, "")) for r in runs)
+    for r in runs[1:]:
+        m.update({k: v for k, v in r.items() if k.startswith("wall_s_")})
+    m["wall_s"] = sum(r.get("wall_s", 0) for r in runs)
+    res["meta"] = m
+    CHECKS[:] = res["checks"]
+    Path(out).mkdir(parents=True, exist_ok=True)
+    (Path(out) / "graph.json").write_text(json.dumps(res, indent=1, default=str))
+    print(report(res, out))
+
+
 def version(mod):
     try:
         return __import__(mod).__version__
@@ -1043,7 +1068,16 @@ def main():
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--poems-base", type=int, default=300_000)
     ap.add_argument("--smoke", action="store_true")
+    ap.add_argument(
+        "--merge",
+        nargs="+",
+        metavar="DIR",
+        help="only rewrite OUT's tables and plots from the graph.json of earlier runs (later sections win)",
+    )
     a = ap.parse_args()
+    if a.merge:
+        merge(a.merge, a.out)
+        return
     if a.simlsh_wheel:
         subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--force-reinstall", "--no-deps", a.simlsh_wheel], check=True)
     import simlsh as sl
