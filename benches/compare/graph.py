@@ -457,7 +457,7 @@ def embed_sets(a):
     if a.smoke:
         base, qs = base[:20000], qs[:200]
         gt = None
-    sets.append(("GloVe 6B 50-d 100k" + (" (smoke: 20,000)" if a.smoke else ""), unit(base), unit(qs), gt))
+    sets.append(("GloVe 6B 50-d 100k" + (" (smoke: 20,000)" if a.smoke else ""), unit(base), unit(qs), gt, 256))
     if a.tweets:
         x = read_fvecs(a.tweets)
         if a.smoke:
@@ -466,7 +466,7 @@ def embed_sets(a):
         qi = np.sort(rng.choice(len(x), 200 if a.smoke else 1000, replace=False))
         mask = np.ones(len(x), bool)
         mask[qi] = False
-        sets.append((f"MiniLM tweets, {mask.sum():,} base", unit(x[mask]), unit(x[qi]), None))
+        sets.append((f"MiniLM tweets, {mask.sum():,} base", unit(x[mask]), unit(x[qi]), None, 384))
     return sets
 
 
@@ -480,7 +480,7 @@ def exact_cos_top(base, qs, block=250):
     return np.concatenate(out)
 
 
-def embed_one(a, sl, faiss, name, base, qs, gt):
+def embed_one(a, sl, faiss, name, base, qs, gt, bits):
     """One data set of section `embed`."""
     n, dim = base.shape
     nq = len(qs)
@@ -492,13 +492,13 @@ def embed_one(a, sl, faiss, name, base, qs, gt):
         return float(np.mean([len(sets[i] & set(r[:K])) / K for i, r in enumerate(np.asarray(ids).tolist())]))
 
     log(f"embed: {name}, d = {dim}")
-    signer = sl.signer("super-bit", bits=BITS, dim=dim, seed=SEED)
+    signer = sl.signer("super-bit", bits=bits, dim=dim, seed=SEED)
     bc, qc = signer.sign(base, threads=1), signer.sign(qs, threads=1)
     rows = []
     floats = n * dim * 4 / n
-    lin = sl.LinearScan(bits=BITS)
+    lin = sl.LinearScan(bits=bits)
     b, _ = once(lambda: lin.add(bc))
-    for m in (50, 100, 200):
+    for m in (50, 100, 200, 300):
 
         def path(m=m):
             _, i = lin.search(qc, m, threads=1)
@@ -521,10 +521,10 @@ def embed_one(a, sl, faiss, name, base, qs, gt):
         )
         log(f"embed: scan+rerank M={m}: {rows[-1]['qps']:.0f} q/s recall {rows[-1]['recall']:.3f}")
     lin = None
-    g = sl.GraphIndex(bits=BITS)
+    g = sl.GraphIndex(bits=bits)
     b, _ = once(lambda: g.add(bc, threads=1))
     ef0 = g.ef_search
-    for m in (50, 100, 200):
+    for m in (50, 100, 200, 300):
         for ef in sorted({ef0, 64, 128, 256}):
             if ef < m and ef != ef0:
                 continue
@@ -591,7 +591,36 @@ def embed_one(a, sl, faiss, name, base, qs, gt):
         )
         log(f"embed: FAISS HNSWFlat ef={ef}: {rows[-1]['qps']:.0f} q/s recall {rows[-1]['recall']:.3f}")
     ix = None
-    return {"data": name, "n": n, "dim": dim, "queries": nq, "bits": BITS, "signer": signer.spec, "rows": rows}
+    return {
+        "data": name,
+        "n": n,
+        "dim": dim,
+        "queries": nq,
+        "bits": bits,
+        "signer": signer.spec,
+        "rows": rows,
+        "ratios": embed_ratios(rows),
+    }
+
+
+def embed_ratios(rows, target=0.95):
+    """The fastest graph + rerank row at recall >= target over the fastest scan + rerank row at
+    recall >= target, and over FAISS IndexHNSWFlat interpolated (log q/s) at the graph row's recall."""
+    best = {}
+    for r in rows:
+        if r["recall"] >= target and r["qps"] > best.get(r["system"], {}).get("qps", 0):
+            best[r["system"]] = r
+    g, s = best.get("simlsh GraphIndex + rerank"), best.get("simlsh LinearScan + rerank")
+    out = {"target_recall": target, "graph": g and g["params"], "scan": s and s["params"]}
+    if g and s:
+        out["graph_over_scan"] = g["qps"] / s["qps"]
+    if g:
+        q = interp_qps([(r["recall"], r["qps"]) for r in rows if r["system"] == "FAISS IndexHNSWFlat"], g["recall"])
+        out["graph_over_faiss_hnsw"] = g["qps"] / q if q else None
+        out["faiss_hnsw_memory_over_graph"] = (
+            next(r["index_bytes_per_item"] for r in rows if r["system"] == "FAISS IndexHNSWFlat") / g["index_bytes_per_item"]
+        )
+    return out
 
 
 def sec_embed(a, sl, res, cache):
@@ -949,6 +978,26 @@ def report(res, out):
                 f"| {r['system']} | {r['params']}{', ef=' + str(r['ef']) if 'ef' in r and 'rerank' not in r else ''} | "
                 f"{r['build_cpu_s']:.2f} | {r['index_bytes_per_item']:.0f} | {fmt_q(r['qps'])} | {r['recall']:.3f} |"
             )
+        ra = e.get("ratios", {})
+        if ra.get("graph"):
+            L += [
+                "",
+                f"At recall@10 ≥ {ra['target_recall']}: the fastest graph + rerank row ({ra['graph']}) runs at "
+                + (
+                    f"{ra['graph_over_scan']:.2f}× the fastest scan + rerank row ({ra['scan']})"
+                    if ra.get("graph_over_scan")
+                    else "(no scan row)"
+                )
+                + "; "
+                + (
+                    f"{ra['graph_over_faiss_hnsw']:.2f}× FAISS IndexHNSWFlat at equal recall (interpolated in log q/s)"
+                    if ra.get("graph_over_faiss_hnsw")
+                    else "outside FAISS IndexHNSWFlat's curve"
+                )
+                + f", with {ra['faiss_hnsw_memory_over_graph']:.1f}× less index memory than FAISS's.",
+            ]
+        elif ra:
+            L += ["", f"No graph + rerank row reaches recall@10 {ra['target_recall']}."]
         L.append("")
     if "knn" in res:
         k = res["knn"]
