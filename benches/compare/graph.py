@@ -740,7 +740,13 @@ def knn_tweets(a, out):
         try:
             runs = [run_timed(cmd, out / f"tweets-{method}-{i}") for i in range(a.repeat)]
         except RuntimeError as e:
-            res["runs"].append({"method": method, "command": " ".join(map(str, cmd)), "error": str(e)[-500:]})
+            res["runs"].append(
+                {
+                    "method": method,
+                    "command": " ".join(map(str, cmd)).replace(str(out), "OUT/graph-knn").replace(str(a.simlsh), "simlsh"),
+                    "error": str(e)[-500:],
+                }
+            )
             log(f"knn tweets {method} failed: {e}")
             continue
         g = np.loadtxt(out / f"tweets-{method}.tsv", skiprows=1, usecols=(0, 1), dtype=np.int64, ndmin=2)
@@ -751,7 +757,7 @@ def knn_tweets(a, out):
         res["runs"].append(
             {
                 "method": method,
-                "command": " ".join(map(str, cmd)),
+                "command": " ".join(map(str, cmd)).replace(str(out), "OUT/graph-knn").replace(str(a.simlsh), "simlsh"),
                 "cpu_s": [r["cpu_s"] for r in runs],
                 "median_cpu_s": statistics.median(r["cpu_s"] for r in runs),
                 "peak_rss_mb": max(r["peak_rss_mb"] for r in runs),
@@ -979,6 +985,7 @@ def report(res, out):
                 f"{r['build_cpu_s']:.2f} | {r['index_bytes_per_item']:.0f} | {fmt_q(r['qps'])} | {r['recall']:.3f} |"
             )
         ra = e.get("ratios", {})
+        L += ["", f"![recall against queries/s, {e['data']}](results/graph-embed-{res['embed'].index(e)}.svg)"]
         if ra.get("graph"):
             L += [
                 "",
@@ -1026,7 +1033,7 @@ def report(res, out):
             "|---|---|---|---|",
         ]
         for r in t["runs"]:
-            c = "simlsh " + r["command"].split(" knn ", 1)[1].replace(str(Path(out) / "graph-knn") + "/", "")
+            c = r["command"].replace("OUT/graph-knn/", "")
             if "error" in r:
                 L.append(f"| `{c}` | failed: {r['error'].splitlines()[-1]} | | |")
                 continue
@@ -1153,7 +1160,10 @@ def main():
             "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
             "commit": commit + (" (src/python changed)" if dirty else ""),
             "command": "python benches/compare/graph.py "
-            + " ".join(re.sub(r"^/\S*/", "", x) if x.startswith("/") else x for x in sys.argv[1:]),
+            + " ".join(
+                "OUT" if p == "--out" else re.sub(r"^/\S*/", "", x) if x.startswith("/") else x
+                for p, x in zip(["", *sys.argv[1:]], sys.argv[1:])
+            ),
             "load_before": [round(x, 2) for x in os.getloadavg()],
             "repeat": a.repeat,
             "machine": f"{platform.machine()}, {os.cpu_count()} cores, {platform.python_implementation()} {platform.python_version()}",
