@@ -3,7 +3,7 @@
 
   OMP_NUM_THREADS=1 RAYON_NUM_THREADS=1 python benches/compare/graph.py --out OUT \\
       --glove400k glove_6B_50d_emb.npy [--tweets tweets.fvecs] [--shared ../shared] \\
-      [--only codes,weak,embed,knn,dynamic] [--smoke] [--repeat 3]
+      [--only codes,weak,embed,knn,knn-minilm,dynamic] [--smoke] [--repeat 3]
 
 Writes OUT/graph.json (every measurement), OUT/graph.md (the tables) and OUT/graph-*.svg
 (recall against queries/s, log x), and prints the markdown. Every system runs in this one
@@ -45,7 +45,8 @@ weak     Weak neighbours: the unique lines of the Tang and Song poems
 embed    Embeddings, exact cosine: GloVe 100k (its queries and gt_cosine_top100.ivecs) and,
          with --tweets, the MiniLM tweet embeddings of `embed_tweets.py` (1,000 rows drawn by
          default_rng(42) are the queries; exact cosine top 10 by a NumPy scan). Vectors
-         normalised. simlsh: Hamming search for M candidates (256-bit super-bit codes) then
+         normalised. simlsh: Hamming search for M candidates (super-bit codes, 256 bits for GloVe,
+         384 for the 384-d MiniLM vectors) then
          `simlsh.rerank` by exact cosine (both timed), through LinearScan (today's path) and
          GraphIndex (M and ef sweep); FAISS IndexHNSWFlat (M = 32, efConstruction 40, inner
          product, efSearch sweep) and IndexFlatIP. Recall@10 against the exact cosine top 10.
@@ -55,9 +56,10 @@ embed    Embeddings, exact cosine: GloVe 100k (its queries and gt_cosine_top100.
 knn      The k-NN graph, k = 10, of the codes of `codes` (all base codes), by
          `simlsh.knn_graph(method="exact")` and `method="approx"`, each in its own process
          under /usr/bin/time -v (CPU s of the call and of the process, peak RSS); recall of
-         approx against exact, plain and tie-aware. With --tweets: `simlsh knn --signer
-         super-bit --bits 384 --rerank 100` (the command line, exact and --method approx)
-         against the exact cosine top 10.
+         approx against exact, plain and tie-aware.
+knn-minilm  With --tweets: `simlsh knn --signer super-bit --bits 384 --rerank 100` (the
+         command line, --method exact and approx, --repeat runs each under /usr/bin/time -v)
+         against the exact cosine top 10 (NumPy).
 dynamic  On the codes of `codes`: a graph built on 90% of the base, 10% of its ids removed,
          the held-back 10% inserted; tie-aware recall@10 at the defaults before, after, and
          of a fresh build of the final set; removal and insertion CPU times.
