@@ -59,7 +59,7 @@ echo "== workloads W1-W5 (simlsh's generator; checked against the published SHA-
 data="$out/data"
 [ -f "$data/w5.truth_ids.u32" ] || "$bin/examples/write_workloads" "$data"
 "$PY" "$here/compare.py" --verify --data "$data" --out "$out"
-rm -f "$out/synthetic.md" "$out/realdata.md" "$out/results.md"
+rm -f "$out/synthetic.md" "$out/realdata.md" "$out/graph.md" "$out/results.md"
 
 status=0
 echo "== synthetic workloads" >&2
@@ -69,6 +69,13 @@ if [ -z "$only" ]; then
   echo "== real data" >&2
   "$PY" "$here/realdata.py" --simlsh "$bin/simlsh" --out "$out" --shared "$shared" $smoke > /dev/null || status=1
 fi
+if [ -z "$only" ] && [ -n "$smoke" ]; then
+  # The graph index's comparison (graph.py) is a separate, larger run (README.md); its smoke
+  # run checks the script on small prefixes with the peers installed above (usearch, not
+  # installed here, is skipped).
+  echo "== graph index (graph.py --smoke)" >&2
+  "$PY" "$here/graph.py" --smoke --out "$out" --shared "$shared" --simlsh "$bin/simlsh" > /dev/null || status=1
+fi
 
 {
   echo "# simlsh side by side with its peers"
@@ -77,6 +84,7 @@ fi
   echo
   cat "$out/synthetic.md"
   if [ -z "$only" ] && [ -f "$out/realdata.md" ]; then echo; cat "$out/realdata.md"; fi
+  if [ -z "$only" ] && [ -n "$smoke" ] && [ -f "$out/graph.md" ]; then echo; cat "$out/graph.md"; fi
 } > "$out/results.md"
 cat "$out/results.md"
 echo "results: $out/results.md (raw: $out/synthetic.jsonl, $out/realdata.json; plots: $out/*.svg)" >&2
