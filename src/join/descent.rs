@@ -45,7 +45,7 @@ pub struct ApproxKnn {
     /// Entries kept per code while refining, when more than `k` (default 0: `k`); the `k`
     /// nearest of them are the result.
     pub list: usize,
-    /// Random partition trees for the seeds (default 8).
+    /// Random partition trees for the seeds (default 16).
     pub trees: usize,
     /// Most codes in a leaf of a tree (default 250).
     pub leaf: usize,
