@@ -242,3 +242,29 @@ proptest! {
         well_formed(&sigs, &graph, k);
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(16))]
+
+    /// When a tree's leaf holds every code, the leaf measures every pair: the approximate
+    /// graph is the exact one, row by row against brute force (ties to the smaller id, exact
+    /// duplicates included), whatever the rounds, random links and seed do afterwards (they
+    /// only insert entries nearer than a list's last, and there are none).
+    #[test]
+    fn approximate_knn_graph_with_one_leaf_equals_brute_force(
+        bits in prop::sample::select(vec![64usize, 256, 100]),
+        n in 2usize..300,
+        k in 1usize..40,
+        spread in prop::sample::select(vec![0u64, 3, 40]),
+        rounds in 0usize..3,
+        seed in any::<u64>(),
+    ) {
+        use simlsh::join::{ApproxKnn, KnnMethod, knn_graph_by};
+        let sigs = codes(n, bits, spread, seed);
+        let p = ApproxKnn { trees: 1, leaf: n.max(2), rounds, seed, ..ApproxKnn::default() };
+        let (graph, _) = knn_graph_by(&sigs, k, &KnnMethod::Approx(p)).unwrap();
+        for (i, row) in graph.iter().enumerate() {
+            prop_assert_eq!(row, &brute_knn(&sigs, i, k), "row {}", i);
+        }
+    }
+}

@@ -45,7 +45,7 @@ pub struct ApproxKnn {
     /// Entries kept per code while refining, when more than `k` (default 0: `k`); the `k`
     /// nearest of them are the result.
     pub list: usize,
-    /// Random partition trees for the seeds (default 8).
+    /// Random partition trees for the seeds (default 16).
     pub trees: usize,
     /// Most codes in a leaf of a tree (default 250).
     pub leaf: usize,
@@ -102,11 +102,10 @@ fn insert(l: &mut [u64], flags: &mut [u8], e: u64) -> bool {
     if e >= l[k - 1] {
         return false;
     }
-    let node = e as u32;
     let pos = l.partition_point(|&x| x < e);
-    // The same node at another distance cannot be: distances of a pair are fixed; but the
-    // node may sit later in the list only if at the same distance, so check around `pos`.
-    if l.iter().any(|&x| x != EMPTY && x as u32 == node) {
+    // A node's entry is always the same value (the distance of a pair is fixed), so a node
+    // already listed sits exactly at `pos`.
+    if l[pos] == e {
         return false;
     }
     l.copy_within(pos..k - 1, pos + 1);
