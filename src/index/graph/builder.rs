@@ -9,7 +9,7 @@ pub const MAX_M: usize = 1024;
 
 /// Builder for [`GraphIndex`]: `GraphIndex::builder().m(32).ef(64).seed(7).build(&sigs)`.
 ///
-/// Defaults: out-degree [`DEFAULT_M`] (32), search beam [`DEFAULT_EF`] (64), insertion beam
+/// Defaults: out-degree [`DEFAULT_M`] (32), search beam [`DEFAULT_EF`] (88), insertion beam
 /// [`DEFAULT_EF_CONSTRUCTION`] (64), seed 0, scan fallback on.
 #[derive(Clone, Debug)]
 pub struct GraphBuilder {
@@ -57,7 +57,7 @@ impl GraphBuilder {
         self
     }
 
-    /// Search beam `ef` (≥ 1; default 64): nodes kept by a k-NN search (which uses
+    /// Search beam `ef` (≥ 1; default 88): nodes kept by a k-NN search (which uses
     /// `max(ef, k)`). Can be changed after the build with [`GraphIndex::set_ef`].
     pub fn ef(mut self, ef: usize) -> Self {
         self.ef = ef;
