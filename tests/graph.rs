@@ -296,6 +296,30 @@ fn weak_neighbours_fall_back_to_the_scan() {
             .collect();
         assert_eq!(got, want, "the scan's distances");
     }
+    // A batch (several passes of queries over the codes, in parallel) answers as the
+    // queries one by one, with duplicate codes stored under several ids.
+    let mut dup = data.clone();
+    for i in (0..5000).step_by(7) {
+        dup.push_words(bits, data.row(i)).unwrap();
+    }
+    let idx = GraphIndex::build(&dup).unwrap();
+    assert_eq!(idx.mode(), Mode::Scan);
+    let mut flat: Vec<u64> = qs.iter().flatten().copied().collect();
+    for i in (0..5000).step_by(41) {
+        flat.extend_from_slice(data.row(i));
+    }
+    let words = bits / 64;
+    for k in [1, 10, 200] {
+        let batch = idx.knn_batch(&flat, k).unwrap();
+        assert_eq!(batch.len(), flat.len() / words);
+        for (q, got) in flat.chunks_exact(words).zip(&batch) {
+            assert_eq!(
+                got,
+                &idx.knn(q, k).unwrap(),
+                "batch against one query, k = {k}"
+            );
+        }
+    }
     // Forced to the graph, the same data gives lower recall (what the check measured).
     let forced = GraphIndex::builder().fallback(false).build(&data).unwrap();
     assert_eq!(forced.mode(), Mode::Graph);

@@ -35,6 +35,9 @@ pub(crate) const ALPHA: f32 = 1.2;
 
 /// Queries per parallel task in batch searches.
 const KNN_BATCH: usize = 16;
+/// Queries per pass over the node codes when k-NN is answered by the scan (as
+/// [`LinearScan`](super::LinearScan)'s batches).
+const SCAN_BATCH: usize = 64;
 /// Queries per parallel task in batch radius searches: they share one pass over the codes.
 const RADIUS_BATCH: usize = 64;
 
@@ -501,6 +504,31 @@ impl GraphIndex {
         Ok(())
     }
 
+    /// The `k` nearest of every query (`queries` checked) by scanning the node codes, a
+    /// batch of queries per pass over them as [`LinearScan`](super::LinearScan) does: the
+    /// codes are read once per batch, not once per query.
+    fn scan_knn_batch(&self, queries: &[u64], k: usize) -> Result<Vec<Vec<Hit>>> {
+        let w = self.words();
+        if self.len == 0 || k == 0 {
+            return Ok(vec![Vec::new(); queries.len() / w]);
+        }
+        let chunks: Vec<Vec<Vec<Hit>>> = queries
+            .par_chunks(w * SCAN_BATCH)
+            .map(|qs| {
+                let found = hamming::scan_knn(qs, &self.codes, w, k)?;
+                Ok(found
+                    .iter()
+                    .map(|f| {
+                        let mut out = Vec::new();
+                        self.expand(f.iter().map(|n| (n.distance, n.row as u32)), k, &mut out);
+                        out
+                    })
+                    .collect())
+            })
+            .collect::<Result<_>>()?;
+        Ok(chunks.into_iter().flatten().collect())
+    }
+
     /// k-NN with an explicit beam `ef` in the index's [`mode`](Self::mode).
     ///
     /// # Errors
@@ -523,6 +551,9 @@ impl GraphIndex {
     /// As [`knn_batch`](HammingIndex::knn_batch).
     pub fn knn_batch_with(&self, queries: &[u64], k: usize, ef: usize) -> Result<Vec<Vec<Hit>>> {
         let w = super::check_query_rows(self.bits, queries)?;
+        if self.mode() == Mode::Scan {
+            return self.scan_knn_batch(queries, k);
+        }
         let chunks: Vec<Vec<Vec<Hit>>> = queries
             .par_chunks(w * KNN_BATCH)
             .map(|qs| {
