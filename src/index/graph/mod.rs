@@ -25,7 +25,7 @@ use search::{Beam, NONE, Scratch, View, beam};
 /// Default out-degree `m` (neighbours kept per code).
 pub const DEFAULT_M: usize = 32;
 /// Default search beam `ef`.
-pub const DEFAULT_EF: usize = 88;
+pub const DEFAULT_EF: usize = 96;
 /// Default beam of the insertion searches.
 pub const DEFAULT_EF_CONSTRUCTION: usize = 64;
 /// Default seed (the insertion order and the entry points).
