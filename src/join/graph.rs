@@ -138,8 +138,8 @@ pub enum KnnMethod {
     /// Exact: every pair compared once ([`knn_graph`]), `O(N²)`.
     #[default]
     Exact,
-    /// Approximate: sorted-window seeds refined by NN-Descent rounds ([`ApproxKnn`](crate::join::ApproxKnn)),
-    /// about `O(N · rounds · sample²)`.
+    /// Approximate: the leaves of random partition trees as seeds, refined by NN-Descent
+    /// rounds ([`ApproxKnn`](crate::join::ApproxKnn)), about `O(N · rounds · sample²)`.
     Approx(super::ApproxKnn),
 }
 

@@ -82,14 +82,13 @@ const RADIUS_BATCH: usize = 64;
 /// both ~2,700 distances). HNSW's upper layers only find a good start, which the scan of the
 /// entry sample does from contiguous memory; one level keeps memory at `4·m` bytes a node.
 ///
-/// **Search speed** (same codes, the last 1,000 rows held out as queries, 10-NN, one thread,
-/// thread CPU time, medians of 5, one run side by side): the default beam ([`DEFAULT_EF`],
-/// 88) reaches tie-aware recall@10 0.957 (plain 0.908) at 20–25k queries/s with ~2,600
-/// distances a query, 8–10× the `LinearScan` (2.4k queries/s); FAISS `IndexBinaryHNSW`
-/// (efConstruction 64) reaches 0.957 at 8.0k queries/s (M = 16, efSearch 96) and 0.965 at
-/// 7.4k (M = 32, efSearch 64); its build took 42 s (M = 16) and 59 s (M = 32) of CPU against
-/// 16 s here. Most of a search's time is memory latency (a code and a row read at random
-/// per node reached), not the popcounts.
+/// **Search speed** (same codes, 1,000 held-out queries, 10-NN, one thread, CPU time,
+/// `benches/compare/graph.py`, every system in one run): the default beam ([`DEFAULT_EF`],
+/// 96) reaches tie-aware recall@10 0.956 (plain 0.91) with ~2,600 distances a query, at
+/// 4–5× the `LinearScan`'s queries/s and 2.1–2.3× FAISS `IndexBinaryHNSW` (efConstruction
+/// 64, M = 16 or 32) at equal recall; `ef` 88 gives 0.952 at 6× the scan. FAISS's build took
+/// 38–51 s of CPU against 14.5 s here. Most of a search's time is memory latency (a code and
+/// a row read at random per node reached), not the popcounts.
 ///
 /// # Guarantees
 ///
