@@ -229,9 +229,10 @@ pub(crate) fn entry_count(nodes: usize) -> usize {
 /// A copy of `v` in memory that the kernel is asked to back with huge pages (Linux's
 /// transparent huge pages, where they are enabled on request): a search reads codes and
 /// rows at random over tens of megabytes, and with 4 KiB pages nearly every read also
-/// misses the TLB.
-fn huge_copy<T: bytemuck::Pod>(v: &[T]) -> Vec<T> {
-    let mut out: Vec<T> = Vec::with_capacity(v.len());
+/// misses the TLB. None when the copy cannot be allocated (the caller keeps `v`).
+fn huge_copy<T: bytemuck::Pod>(v: &[T]) -> Option<Vec<T>> {
+    let mut out: Vec<T> = Vec::new();
+    out.try_reserve_exact(v.len()).ok()?;
     #[cfg(target_os = "linux")]
     {
         const PAGE: usize = 4096;
@@ -249,7 +250,7 @@ fn huge_copy<T: bytemuck::Pod>(v: &[T]) -> Vec<T> {
         }
     }
     out.extend_from_slice(v);
-    out
+    Some(out)
 }
 
 /// The rank of an id in the seeded order (insertion order, entry points).
@@ -303,8 +304,12 @@ impl GraphIndex {
     pub(super) fn from_codes(b: &GraphBuilder, bits: usize, ids: &[Id], codes: &[u64]) -> Self {
         let mut idx = Self::empty_with(b, bits);
         idx.add(ids, codes);
-        idx.codes = huge_copy(&idx.codes).into();
-        idx.adj = huge_copy(&idx.adj).into();
+        if let Some(codes) = huge_copy(&idx.codes) {
+            idx.codes = codes.into();
+        }
+        if let Some(adj) = huge_copy(&idx.adj) {
+            idx.adj = adj.into();
+        }
         idx.run_check();
         idx
     }
