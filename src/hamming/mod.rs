@@ -13,6 +13,8 @@
 //! * [`scan_knn`]: a batch of queries against every code, returning the `k` nearest codes of
 //!   each query sorted by `(distance, index)`: ties are broken by the smaller index, so the
 //!   result is exactly that of sorting all `n` codes by `(distance, index)` and keeping `k`.
+//! * [`scan_knn_batched`]: [`scan_knn`] of many queries, batches of [`SCAN_QUERY_BATCH`] in
+//!   parallel, each answer mapped by the caller (the indexes' batched scans).
 //! * [`self_knn`]: the `k` nearest *other* codes of every code of one set (the k-NN graph),
 //!   equal to [`scan_knn`] of the set against itself but computing each pair's distance
 //!   once: thresholds guessed from a sample, one parallel pass over the pairs that records
@@ -707,6 +709,49 @@ pub fn scan_knn(
     k: usize,
 ) -> Result<Vec<Vec<Neighbor>>> {
     Kernels::dispatched().scan_knn(queries, codes, words, k)
+}
+
+/// Queries per pass over the codes in the batched scans of the indexes
+/// ([`scan_knn_batched`], and the radius scans of [`LinearScan`](crate::index::LinearScan)
+/// and [`MultiIndex`](crate::index::MultiIndex)): the queries of a batch share each tile of
+/// codes, and the batches run in parallel.
+pub const SCAN_QUERY_BATCH: usize = 64;
+
+/// [`scan_knn`] of many queries in parallel, [`SCAN_QUERY_BATCH`] queries per pass over the
+/// codes, each query's neighbours turned into the caller's result by `answer` (in query
+/// order). Runs in the current rayon pool.
+///
+/// ```
+/// use simlsh::hamming;
+/// let codes = [0b0000u64, 0b0001, 0b0111, 0b0011];
+/// let rows = hamming::scan_knn_batched(&[0b0110, 0b0000], &codes, 1, 1, |nbs| nbs[0].row)?;
+/// assert_eq!(rows, [2, 0]);
+/// # Ok::<(), simlsh::Error>(())
+/// ```
+///
+/// # Errors
+/// As [`scan_knn`].
+pub fn scan_knn_batched<R: Send>(
+    queries: &[u64],
+    codes: &[u64],
+    words: usize,
+    k: usize,
+    answer: impl Fn(&[Neighbor]) -> R + Sync,
+) -> Result<Vec<R>> {
+    use rayon::prelude::*;
+    check_scan(queries, codes, words)?;
+    let kernels = Kernels::dispatched();
+    let chunks: Vec<Vec<R>> = queries
+        .par_chunks(words * SCAN_QUERY_BATCH)
+        .map(|qs| {
+            kernels
+                .scan_knn_unchecked(qs, codes, words, k)
+                .iter()
+                .map(|nbs| answer(nbs))
+                .collect()
+        })
+        .collect();
+    Ok(chunks.into_iter().flatten().collect())
 }
 
 /// For every code of `codes` (row-major, `words` words each), its `k` nearest **other** codes

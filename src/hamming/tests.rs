@@ -480,3 +480,21 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn scan_knn_batched_equals_scan_knn_and_brute_force() {
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(21);
+    for w in [1usize, 4] {
+        let queries = random_words(&mut rng, 70 * w);
+        let codes = planted_codes(&mut rng, &queries, 300, w);
+        let all = brute_knn(&queries, &codes, w, 300);
+        assert_eq!(scan_knn(&queries, &codes, w, 301).unwrap(), all, "w={w}");
+        // 70 queries: one full batch of SCAN_QUERY_BATCH and a partial one.
+        for k in [0, 1, 10, 400] {
+            let want = brute_knn(&queries, &codes, w, k.min(300));
+            let got = scan_knn_batched(&queries, &codes, w, k, <[Neighbor]>::to_vec).unwrap();
+            assert_eq!(got, want, "w={w} k={k}");
+        }
+    }
+    assert!(scan_knn_batched(&[0u64; 3], &[0u64; 4], 2, 1, |n| n.len()).is_err());
+}

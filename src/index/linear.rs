@@ -8,9 +8,6 @@ use crate::hamming;
 use crate::signature::{SignatureMatrix, words_for};
 use crate::storage::Buf;
 
-/// Queries per parallel task in batch searches: they share one pass over the codes.
-const QUERY_BATCH: usize = 64;
-
 /// Exact search by scanning every stored code with the dispatched popcount kernels
 /// ([`crate::hamming`]); a batch of queries shares one pass over the data. The oracle of the
 /// conformance suite, and the fastest choice for wide codes or few queries.
@@ -213,7 +210,7 @@ impl HammingIndex for LinearScan {
     fn radius_batch(&self, queries: &[u64], r: u32) -> Result<Vec<Vec<Hit>>> {
         let w = check_queries(self.bits, queries)?;
         let chunks: Vec<Vec<Vec<Hit>>> = queries
-            .par_chunks(w * QUERY_BATCH)
+            .par_chunks(w * hamming::SCAN_QUERY_BATCH)
             .map(|qs| {
                 let mut found: Vec<Vec<(usize, u32)>> = vec![Vec::new(); qs.len() / w];
                 hamming::scan_radius(qs, &self.codes, w, r, |q, i, d| found[q].push((i, d)))?;
@@ -232,23 +229,13 @@ impl HammingIndex for LinearScan {
 
     fn knn_batch(&self, queries: &[u64], k: usize) -> Result<Vec<Vec<Hit>>> {
         let w = check_queries(self.bits, queries)?;
-        let chunks: Vec<Vec<Vec<Hit>>> = queries
-            .par_chunks(w * QUERY_BATCH)
-            .map(|qs| {
-                let res = hamming::scan_knn(qs, &self.codes, w, k)?;
-                Ok(res
-                    .into_iter()
-                    .map(|ns| {
-                        ns.into_iter()
-                            .map(|n| Hit {
-                                distance: n.distance,
-                                id: self.ids[n.row],
-                            })
-                            .collect()
-                    })
-                    .collect())
-            })
-            .collect::<Result<_>>()?;
-        Ok(chunks.into_iter().flatten().collect())
+        hamming::scan_knn_batched(queries, &self.codes, w, k, |ns| {
+            ns.iter()
+                .map(|n| Hit {
+                    distance: n.distance,
+                    id: self.ids[n.row],
+                })
+                .collect()
+        })
     }
 }

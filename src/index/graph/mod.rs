@@ -35,11 +35,6 @@ pub(crate) const ALPHA: f32 = 1.2;
 
 /// Queries per parallel task in batch searches.
 const KNN_BATCH: usize = 16;
-/// Queries per pass over the node codes when k-NN is answered by the scan (as
-/// [`LinearScan`](super::LinearScan)'s batches).
-const SCAN_BATCH: usize = 64;
-/// Queries per parallel task in batch radius searches: they share one pass over the codes.
-const RADIUS_BATCH: usize = 64;
 
 /// A graph index over Hamming codes (approximate k-NN; exact radius search).
 ///
@@ -516,21 +511,15 @@ impl GraphIndex {
         if self.len == 0 || k == 0 {
             return Ok(vec![Vec::new(); queries.len() / w]);
         }
-        let chunks: Vec<Vec<Vec<Hit>>> = queries
-            .par_chunks(w * SCAN_BATCH)
-            .map(|qs| {
-                let found = hamming::scan_knn(qs, &self.codes, w, k)?;
-                Ok(found
-                    .iter()
-                    .map(|f| {
-                        let mut out = Vec::new();
-                        self.expand(f.iter().map(|n| (n.distance, n.row as u32)), k, &mut out);
-                        out
-                    })
-                    .collect())
-            })
-            .collect::<Result<_>>()?;
-        Ok(chunks.into_iter().flatten().collect())
+        hamming::scan_knn_batched(queries, &self.codes, w, k, |found| {
+            let mut out = Vec::new();
+            self.expand(
+                found.iter().map(|n| (n.distance, n.row as u32)),
+                k,
+                &mut out,
+            );
+            out
+        })
     }
 
     /// k-NN with an explicit beam `ef` in the index's [`mode`](Self::mode).
@@ -1133,7 +1122,7 @@ impl HammingIndex for GraphIndex {
     fn radius_batch(&self, queries: &[u64], r: u32) -> Result<Vec<Vec<Hit>>> {
         let w = super::check_query_rows(self.bits, queries)?;
         let chunks: Vec<Vec<Vec<Hit>>> = queries
-            .par_chunks(w * RADIUS_BATCH)
+            .par_chunks(w * hamming::SCAN_QUERY_BATCH)
             .map(|qs| {
                 let mut found: Vec<Vec<(u32, u32)>> = vec![Vec::new(); qs.len() / w];
                 hamming::scan_radius(qs, &self.codes, w, r, |q, i, d| {

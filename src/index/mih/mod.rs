@@ -24,8 +24,6 @@ use self::layout::{Substring, build_table, layout};
 pub(crate) use self::parts::MultiIndexParts;
 use self::probe::*;
 
-/// Queries per pass over the codes in batched scans.
-const QUERY_BATCH: usize = 64;
 /// Queries per parallel task in batch radius searches: their probes share the pipeline.
 const PROBE_BATCH: usize = 16;
 /// Codes per chunk of the single-query k-NN scan (distances go through a buffer).
@@ -824,7 +822,7 @@ impl HammingIndex for MultiIndex {
             }
             None => {
                 let chunks: Vec<Vec<Vec<Hit>>> = queries
-                    .par_chunks(w * QUERY_BATCH)
+                    .par_chunks(w * hamming::SCAN_QUERY_BATCH)
                     .map(|qs| {
                         let mut found = vec![Vec::new(); qs.len() / w];
                         if self.live_main() > 0 {
@@ -865,7 +863,7 @@ impl HammingIndex for MultiIndex {
         }
         // Second pass: the deferred queries share passes over the codes.
         let scanned: Vec<Vec<Hit>> = deferred
-            .par_chunks(QUERY_BATCH)
+            .par_chunks(hamming::SCAN_QUERY_BATCH)
             .map_init(
                 || self.scratch(),
                 |sc, group| {
