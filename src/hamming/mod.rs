@@ -184,7 +184,7 @@ impl TopK {
                 hist: Vec::new(),
                 below: 0,
                 cut: bits + 1,
-                limit: 2 * k + 64,
+                limit: Self::first_limit(k),
             }
         } else {
             Select::Lazy(crate::util::topk::LazyTopK::new(k))
@@ -194,6 +194,12 @@ impl TopK {
             sel,
             thr: if k == 0 { 0 } else { u64::MAX },
         }
+    }
+
+    /// The buffer length of the first cut: room for `k` codes and as many ties (saturating:
+    /// `k` may be any size asked for, such as `usize::MAX` for "every code").
+    fn first_limit(k: usize) -> usize {
+        k.saturating_mul(2).saturating_add(64)
     }
 
     /// A code at distance `d` can enter iff `u64::from(d) < threshold()`.
@@ -230,7 +236,7 @@ impl TopK {
                     if buf.len() >= *limit {
                         let c = *cut as u32;
                         buf.retain(|n| n.distance <= c);
-                        *limit = (2 * buf.len()).max(2 * k + 64);
+                        *limit = buf.len().saturating_mul(2).max(Self::first_limit(k));
                     }
                 }
             }

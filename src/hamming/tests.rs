@@ -482,15 +482,24 @@ proptest! {
 }
 
 #[test]
-fn scan_knn_batched_equals_scan_knn_and_brute_force() {
+fn scan_knn_of_any_k_keeps_every_code_and_the_batched_scan_equals_it() {
+    // k beyond the number of codes, up to usize::MAX ("every code"), must not overflow the
+    // buffer's sizing: every code comes back, sorted by (distance, row), as brute force.
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(21);
     for w in [1usize, 4] {
         let queries = random_words(&mut rng, 70 * w);
         let codes = planted_codes(&mut rng, &queries, 300, w);
         let all = brute_knn(&queries, &codes, w, 300);
-        assert_eq!(scan_knn(&queries, &codes, w, 301).unwrap(), all, "w={w}");
+        for k in [301, usize::MAX / 2 + 1, usize::MAX] {
+            assert_eq!(
+                scan_knn(&queries, &codes, w, k).unwrap(),
+                all,
+                "w={w} k={k}"
+            );
+        }
+        assert_eq!(TopK::first_limit(usize::MAX), usize::MAX);
         // 70 queries: one full batch of SCAN_QUERY_BATCH and a partial one.
-        for k in [0, 1, 10, 400] {
+        for k in [0, 1, 10, usize::MAX] {
             let want = brute_knn(&queries, &codes, w, k.min(300));
             let got = scan_knn_batched(&queries, &codes, w, k, <[Neighbor]>::to_vec).unwrap();
             assert_eq!(got, want, "w={w} k={k}");
