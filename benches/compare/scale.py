@@ -2,7 +2,7 @@
 """The large runs of the comparison: each writes OUT/<task>.json and prints a markdown table.
 
   python benches/compare/scale.py poems  --simlsh BIN --out OUT [--shared ../shared] [--repeat 3]
-  python benches/compare/scale.py corpus --simlsh BIN --gen BIN --out OUT --docs N [--threads T]
+  python benches/compare/scale.py corpus --simlsh BIN --gen BIN --out OUT --docs N [--threads T] [--peers minhash,rensa]
   python benches/compare/scale.py knn    --simlsh BIN --out OUT --vectors F.fvecs --label NAME [--rerank M]
 
 poems: every Song and Tang poem of `../shared/datasets/chinese-poetry-tang-song` (whitespace
@@ -13,6 +13,9 @@ poems: every Song and Tang poem of `../shared/datasets/chinese-poetry-tang-song`
 corpus: the generated corpus of `compare_corpus` (examples; `gen_corpus.rs`) with N documents
   and planted near-duplicate clusters, deduplicated at cosine >= 0.8 under `/usr/bin/time -v`
   (elapsed, peak RSS), scored against the planted pairs whose exact cosine is >= 0.8.
+  --peers runs MinHash LSH on the same documents (each line's words as a token set, the
+  Jaccard 0.667 matched to cosine 0.8 as in realdata.py): datasketch (`minhash`) and rensa,
+  each in its own one-thread process (realdata.py's workers), scored against the same truth.
 knn: the k-NN graph (k = 10) of a set of unit vectors by `simlsh knn --rerank M` against the
   exact cosine top 10 (a blocked NumPy float scan, timed in the same run, same thread count).
 """
@@ -32,7 +35,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import textprep as tp  # noqa: E402
-from realdata import dedup_plan, keys_of, read_pairs_tsv, score  # noqa: E402
+from realdata import NUM_PERM, dedup_plan, jaccard_for, keys_of, read_pairs_tsv, run_child, score  # noqa: E402
 
 TAU = 0.8
 
@@ -136,10 +139,56 @@ def corpus(a):
         "peak_rss_mb": r["peak_rss_mb"], "plan": dedup_plan(r["stderr"]),
         "phases_seconds": st.get("phases_seconds"), **sc, "load": os.getloadavg(),
     }
+    if a.peers:
+        res["peers"] = corpus_peers(a.peers.split(","), wdir, n, truth)
     (out / f"corpus-{n}.json").write_text(json.dumps(res, indent=1))
+    for pr in res.get("peers", []):
+        print(f"| {pr['label']} | {pr['params']} | CPU {pr['cpu_s']:.1f} s (sign {pr['times']['sign']:.1f}, "
+              f"index {pr['times']['index']:.1f}, query {pr['times']['query']:.1f}, verify {pr['times']['verify']:.1f}) "
+              f"| {pr['peak_rss_mb']:.0f} MB | candidates: recall {pr['candidates']['recall']:.4f}, "
+              f"F1 {pr['candidates']['f1']:.4f} | verified: recall {pr['verified']['recall']:.4f}, "
+              f"precision {pr['verified']['precision']:.4f}, F1 {pr['verified']['f1']:.4f} |")
     print(f"| {n:,} documents ({meta['bytes'] / 2**20:.0f} MiB) | {len(truth):,} | {r['wall_s']:.1f} s "
           f"(CPU {r['cpu_s']:.1f} s) | {r['peak_rss_mb']:.0f} MB | {sc['recall']:.4f} | {sc['precision']:.4f} "
           f"({extra} found pairs not planted) | {res['plan']} |")
+
+
+PEERS = {"minhash": "datasketch MinHashLSH", "rensa": "rensa RMinHashLSH"}
+
+
+def corpus_peers(kinds, wdir, n, truth):
+    """MinHash LSH of the peers on the corpus's documents (token sets of each line's words, the
+    Jaccard matched to TAU), each in its own process; candidates and candidates verified by
+    the estimated Jaccard, scored against the planted truth."""
+    import pickle
+
+    toks = wdir / "tokens.pkl"
+    if not toks.exists():
+        with open(wdir / "corpus.txt", encoding="utf-8") as fh:
+            docs = [line.split() for line in fh]
+        if len(docs) != n:
+            raise SystemExit(f"{wdir / 'corpus.txt'}: {len(docs)} lines, the corpus has {n} documents")
+        with open(toks, "wb") as fh:
+            pickle.dump(docs, fh, protocol=pickle.HIGHEST_PROTOCOL)
+        del docs
+    rows = []
+    for kind in kinds:
+        if kind not in PEERS:
+            raise SystemExit(f"--peers: unknown peer {kind!r} (known: {', '.join(PEERS)})")
+        res_path, pairs = wdir / f"{kind}.json", wdir / f"{kind}-{TAU}.npy"
+        proc = run_child([sys.executable, HERE / "realdata.py", "--worker", kind, "--dir", wdir, "--params",
+                          json.dumps({"jaccard": [jaccard_for(TAU)], "result": str(res_path),
+                                      "pairs": [str(pairs)]})], wdir / kind)
+        run = json.loads(res_path.read_text())["runs"][0]
+        qi, qj, ok = np.load(pairs)
+        rows.append({
+            "peer": kind, "label": PEERS[kind], "cpu_s": proc["cpu_s"], "wall_s": proc["wall_s"],
+            "peak_rss_mb": run["peak_rss_mb"], "times": run["times"],
+            "params": f"J = {run['jaccard']:.3f}, {NUM_PERM} perm, b = {run['bands']}, r = {run['rows_per_band']}",
+            "candidates": score(keys_of(qi, qj, n), truth),
+            "verified": score(keys_of(qi[ok == 1], qj[ok == 1], n), truth),
+        })
+    return rows
 
 
 def read_fvecs(path):
@@ -242,6 +291,7 @@ def main():
     ap.add_argument("--docs", type=int, default=1_000_000)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--threads", type=int, default=None)
+    ap.add_argument("--peers", default=None, help="corpus: MinHash LSH peers beside simlsh (minhash,rensa)")
     ap.add_argument("--vectors")
     ap.add_argument("--label")
     ap.add_argument("--signer", default="super-bit")
