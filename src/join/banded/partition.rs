@@ -57,17 +57,7 @@ pub fn band_partition(
              probe key) groups, joined by probe_partition",
         ));
     }
-    let sigs = SignatureMatrix::from_parts(banding.bits, sigs)?;
-    if sigs.len() != ids.len() {
-        return Err(Error::LengthMismatch {
-            what: "signatures vs ids",
-            left: sigs.len(),
-            right: ids.len(),
-        });
-    }
-    if u32::try_from(ids.len()).is_err() {
-        return Err(Error::param("ids", "more than 2^32 rows in one partition"));
-    }
+    let sigs = partition_rows(banding, ids, sigs)?;
     // Rows ordered by id, so that runs come out in id order whatever the input order.
     let mut order: Vec<u32> = (0..ids.len() as u32).collect();
     order.sort_unstable_by_key(|&r| ids[r as usize]);
@@ -95,6 +85,26 @@ pub fn band_partition(
         },
     );
     Ok(mine)
+}
+
+/// A partition's signatures, checked against its ids.
+fn partition_rows<'a>(
+    banding: &Banding,
+    ids: &[u64],
+    sigs: &'a [u64],
+) -> Result<SignatureMatrix<&'a [u64]>> {
+    let sigs = SignatureMatrix::from_parts(banding.bits, sigs)?;
+    if sigs.len() != ids.len() {
+        return Err(Error::LengthMismatch {
+            what: "signatures vs ids",
+            left: sigs.len(),
+            right: ids.len(),
+        });
+    }
+    if u32::try_from(ids.len()).is_err() {
+        return Err(Error::param("ids", "more than 2^32 rows in one partition"));
+    }
+    Ok(sigs)
 }
 
 /// The two halves of a band's key that a distributed multi-probe join keys apart: half 0 is
@@ -198,17 +208,7 @@ pub fn probe_partition(
             "the banding does not probe: its partitions are joined by band_partition",
         ));
     }
-    let sigs = SignatureMatrix::from_parts(banding.bits, sigs)?;
-    if sigs.len() != ids.len() {
-        return Err(Error::LengthMismatch {
-            what: "signatures vs ids",
-            left: sigs.len(),
-            right: ids.len(),
-        });
-    }
-    if u32::try_from(ids.len()).is_err() {
-        return Err(Error::param("ids", "more than 2^32 rows in one partition"));
-    }
+    let sigs = partition_rows(banding, ids, sigs)?;
     let start = band * banding.width as usize;
     let mut entries: Vec<(u64, u32)> = (0..ids.len() as u32)
         .map(|r| (band_bits(sigs.row(r as usize), start, banding.width), r))
