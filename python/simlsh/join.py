@@ -36,12 +36,14 @@ def plan_join(
     features: float | None = None,
     recall: float | None = None,
     memory: int | None = None,
+    probes: int | None = None,
 ) -> dict:
     """The library's plan of a verified join at cosine ``threshold`` over ``rows`` rows, as
     ``simlsh dedup --cosine`` makes it: at ``bits`` when the signatures exist, else the width
     chosen for rows of ``features`` nonzeros on average (signing counted), among those whose
     signatures fit in ``memory`` bytes when given; ``recall`` at the threshold (the library's
-    default when None). A dict: ``bits``, ``scheme`` (a :class:`Scheme`), ``choice``,
+    default when None); ``probes`` the multi-probe distance its banding may use (0 or 1; the
+    library's default when None, as ``simlsh dedup --probes``). A dict: ``bits``, ``scheme`` (a :class:`Scheme`), ``choice``,
     ``recall`` (the scheme's planned recall), ``cost_ns``.
 
     >>> import simlsh
@@ -49,7 +51,7 @@ def plan_join(
     >>> p["bits"], p["scheme"].kind
     (2048, 'bands')
     """
-    return _simlsh.plan_join(float(threshold), int(rows), bits, features, recall, memory)
+    return _simlsh.plan_join(float(threshold), int(rows), bits, features, recall, memory, _opt_int(probes))
 
 
 def _opt_int(v) -> int | None:

@@ -19,17 +19,21 @@ The steps, each a DataFrame function:
   ``array<bigint>`` (one entry per 64-bit word): **Spark has no unsigned 64-bit type**, so a
   word travels as its bit pattern (``fp & 0xFFFF_FFFF_FFFF_FFFF`` in Python, ``uint64`` in
   NumPy/Arrow readers gives the word back).
-- :func:`near_duplicates` pairs the rows of a DataFrame whose cosine is at least a threshold:
-  exact duplicates collapsed first (one shuffle on a 128-bit content hash), then for each
-  remaining row one ``(group, key)`` row per band (a banding of wide signatures) or per
-  permuted table (Manku et al.'s tables for a Hamming radius) by
-  :func:`simlsh.arrow.scheme_keys`, **one shuffle on the key**, and a native sort-and-scan of
-  each partition (:func:`simlsh.arrow.scheme_pairs`, the library's ``join::partition``: one call
-  per partition, never per row or group) that reports each pair once, by the first group its
-  signatures agree on, so that no ``distinct()`` is needed; candidates are then verified by
-  their exact cosine (two joins back to the input) unless ``verify=False``. Runs of more rows
-  than the scheme's cap under one key (hot keys) are skipped and their pairs looked for in the
-  other groups (a second scan of the keys, only when some run was capped).
+- :func:`near_duplicates` pairs the rows of a DataFrame whose cosine is at least a threshold.
+  One ``mapInArrow`` pass signs each batch and computes its keys, one per band (a banding of
+  wide signatures; two per band when it probes) or per permuted table (Manku et al.'s tables
+  for a Hamming radius), and emits **one row per document and partition its keys go to**
+  (the partition's hash-partitioning value, the groups keyed there as a bit mask, the
+  signature as bytes, a 128-bit content hash): a signature is shuffled once per partition
+  it meets, not once per group. Then **one shuffle**, and a native sort-and-scan of each
+  partition (the library's ``join::partition``: one call per partition, never per row or
+  group) that reports each pair once, by the first group its signatures agree on, so that no
+  ``distinct()`` is needed. Exact copies share a signature, so every partition holds all the
+  copies of its rows' contents: the scan keeps one representative of each and lists the
+  copies. Candidates are then verified by their exact cosine (their ids broadcast to a filter
+  of the input, two joins of those rows) unless ``verify=False``. Runs of more rows than the
+  scheme's cap under one key (hot keys) are skipped and their pairs looked for in the other
+  groups (a second scan, only when some run was capped).
 - :func:`clusters` labels connected components of the pairs: Rust union-find on the driver
   when the edges fit (``max_driver_edges``, 16 bytes an edge on the driver: the default 50
   million edges is 800 MB), else large-star/small-star iterations in the DataFrame API.
@@ -49,7 +53,7 @@ import pyarrow as pa
 
 from . import _simlsh
 from .arrow import (
-    _dense_values, _first_null, _string_buffers, codes_to_arrow, scheme_keys, scheme_pairs,
+    _dense_values, _first_null, _string_buffers, codes_to_arrow,
 )
 from .join import Scheme, _scheme, plan_join
 from .signers import Signer, signer as make_signer
@@ -310,6 +314,7 @@ def plan(
     signer: Signer | None = None,
     tokenizer: Tokenizer | None = None,
     recall: float | None = None,
+    probes: int | None = None,
 ) -> tuple[Signer, Tokenizer | None, dict]:
     """The signer, the fitted tokenizer (text) and the join plan (:func:`simlsh.plan_join`)
     that :func:`near_duplicates` uses for ``df``'s column ``col`` at cosine ``threshold``,
@@ -321,17 +326,17 @@ def plan(
     line also drops widths whose signatures would not fit in a third of its machine's memory;
     here every planned width is allowed."""
     src, inp = _resolve_input(df, col)
-    return _plan(src, inp, threshold, signer, tokenizer, recall)
+    return _plan(src, inp, threshold, signer, tokenizer, recall, probes)
 
 
-def _plan(src, inp: _Input, threshold: float, signer, tokenizer, recall):
+def _plan(src, inp: _Input, threshold: float, signer, tokenizer, recall, probes=None):
     n = src.count()
     tok = fit_tokenizer(src, inp.cols[0], tokenizer) if inp.kind == "text" else None
     if signer is not None:
         if not isinstance(signer, Signer):
             raise TypeError(f"signer must be a simlsh.Signer, got {type(signer).__name__}")
-        return signer, tok, plan_join(threshold, rows=n, bits=signer.bits, recall=recall)
-    p = plan_join(threshold, rows=n, features=_mean_features(src, inp, tok, n), recall=recall)
+        return signer, tok, plan_join(threshold, rows=n, bits=signer.bits, recall=recall, probes=probes)
+    p = plan_join(threshold, rows=n, features=_mean_features(src, inp, tok, n), recall=recall, probes=probes)
     d = _simlsh.defaults()
     chosen = make_signer(_simlsh.default_signer(inp.kind), bits=p["bits"], seed=d["seed"])
     return chosen, tok, p
@@ -343,8 +348,31 @@ def _mean_features(src, inp: _Input, tok: Tokenizer | None, n: int) -> float:
     if inp.kind == "text":
         step = _simlsh.feature_sample_step(n)
         col = inp.cols[0]
-        sample = src.select(col).rdd.zipWithIndex().filter(lambda r: r[1] % step == 0).map(lambda r: r[0][0])
-        docs = sample.collect()
+        # Rows 0, step, 2*step, ... in the DataFrame's order (partition by partition, as
+        # `zipWithIndex` numbers them): each partition's first row number from the counts,
+        # then one Arrow pass that keeps the sampled rows (no per-row Python).
+        _, T, _ = _spark()
+        with_pid = src.select(F.spark_partition_id().alias("pid"), col)
+        counts = dict(with_pid.groupBy("pid").count().collect())
+        first, start = {}, 0
+        for pid in sorted(counts):
+            first[pid] = start
+            start += counts[pid]
+
+        def pick(batches):
+            seen = None
+            for b in batches:
+                if not b.num_rows:
+                    continue
+                if seen is None:
+                    seen = first[_one_chunk(b.column("pid"))[0].as_py()]
+                rows = np.arange(seen, seen + b.num_rows)
+                seen += b.num_rows
+                keep = np.flatnonzero(rows % step == 0)
+                yield pa.RecordBatch.from_arrays([_one_chunk(b.column(col)).take(pa.array(keep))], names=[col])
+
+        schema = T.StructType([T.StructField(col, T.StringType(), True)])
+        docs = [r[0] for r in with_pid.mapInArrow(pick, schema).collect()]
         if any(d is None for d in docs):
             raise ValueError("null document (filter or fill nulls first)")
         return _simlsh.mean_features(tok._core, docs) if docs else 0.0
@@ -378,6 +406,7 @@ def near_duplicates(
     scheme=None,
     radius: int | None = None,
     recall: float | None = None,
+    probes: int | None = None,
     verify: bool = True,
     collapse_exact: bool = True,
     partitions: int | None = None,
@@ -396,7 +425,10 @@ def near_duplicates(
     (``F.monotonically_increasing_id()`` makes some).
 
     Candidates come from ``scheme`` (a :class:`simlsh.Scheme` or its text form; ``radius=r``
-    for ``Scheme.radius(r)``) or from the plan for ``recall`` at ``threshold``; a radius runs
+    for ``Scheme.radius(r)``) or from the plan for ``recall`` at ``threshold`` (``probes``: the
+    multi-probe distance the planned banding may use, the library's default when None, as
+    ``simlsh dedup --probes``; a probing banding keys each band twice, one half of its bits
+    cleared in each copy, so keys one bit apart meet in one partition); a radius runs
     as Manku's permuted tables planned for the rows (:meth:`simlsh.Scheme.keyed`).
     ``verify=False`` keeps every candidate of the estimated Hamming radius, as ``--no-verify``
     (256-bit signatures unless a signer is given). ``collapse_exact`` first groups rows of
@@ -410,9 +442,8 @@ def near_duplicates(
     ``representatives``, ``bits``, ``scheme`` (the text form), ``capped`` (hot keys: ``(group,
     key, rows)``), ``partitions``.
 
-    The signing and exact-duplicate stages run when this is called (their row count sizes the
-    table design) and stay persisted, memory and disk, for the lazy stages that follow (free
-    them with ``spark.catalog.clearCache()`` once the pairs are written).
+    The candidate stages (sign and key, one shuffle, scan) run when this is called: their
+    output is kept by ``localCheckpoint`` for the lazy verification that follows.
     """
     F, T, _ = _spark()
     if radius is not None:
@@ -421,7 +452,7 @@ def near_duplicates(
         scheme = Scheme.radius(int(radius))
     src, inp = _resolve_input(df, col)
     if verify:
-        signer, tok, p = _plan(src, inp, threshold, signer, tokenizer, recall)
+        signer, tok, p = _plan(src, inp, threshold, signer, tokenizer, recall, probes)
         chosen = _scheme(scheme) if scheme is not None else p["scheme"]
     else:
         if signer is None:
@@ -435,62 +466,46 @@ def near_duplicates(
     spark = df.sparkSession
     parts = int(partitions or spark.conf.get("spark.sql.shuffle.partitions"))
     feats = [id_col, *inp.cols]
-    fp_t = _fp_type(bits)
+    # A radius becomes the permuted tables planned for the rows (the other schemes ignore it).
+    keyed_scheme = chosen.keyed(bits, max(src.count(), 2) if chosen.kind == "radius" else 2)
+    scheme_text = str(keyed_scheme)
+    groups = keyed_scheme.groups
+    words = (bits + 63) // 64
+    slots = _slot_values(spark, parts)
+    collapse = bool(collapse_exact)
 
-    # 1. Signatures, "has features", content hashes: one pass, one native call per batch.
-    sig_schema = T.StructType([
-        T.StructField("id", T.LongType(), True), T.StructField("fp", fp_t, True),
-        T.StructField("h1", T.LongType(), True), T.StructField("h2", T.LongType(), True),
-    ])
+    # 1. One pass, one native call per batch: signatures, the scheme's keys, and one row per
+    # document and partition its keys go to (`p`, the value Spark's hash partitioning sends
+    # to that partition; `m`, the groups keyed there as a bit mask; the signature as bytes;
+    # the content hash when exact copies are collapsed), so a document's signature is
+    # shuffled once per partition it meets, not once per group.
+    fields = [
+        T.StructField("p", T.LongType(), False), T.StructField("m", T.BinaryType(), False),
+        T.StructField("id", T.LongType(), False), T.StructField("fp", T.BinaryType(), False),
+    ]
+    if collapse:
+        fields += [T.StructField("h1", T.LongType(), False), T.StructField("h2", T.LongType(), False)]
+    key_schema = T.StructType(fields)
 
-    def sign(batches):
+    def keys(batches):
+        sch = Scheme(scheme_text)
         for b in batches:
             if not b.num_rows:
                 continue
             ids = _ids(b, id_col)
             codes, has, (h1, h2) = _features(b, inp, signer, tok)
             keep = np.flatnonzero(has)
-            yield pa.RecordBatch.from_arrays(
-                [pa.array(ids[keep]), codes_to_arrow(np.ascontiguousarray(codes[keep])),
-                 pa.array(h1[keep].view(np.int64)), pa.array(h2[keep].view(np.int64))],
-                names=["id", "fp", "h1", "h2"],
-            )
+            if keep.size:
+                yield _slot_rows(
+                    sch, np.ascontiguousarray(codes[keep]), ids[keep], slots,
+                    (h1[keep], h2[keep]) if collapse else None,
+                )
 
-    sigs = src.select(*feats).mapInArrow(sign, sig_schema)
+    keyed = src.select(*feats).mapInArrow(keys, key_schema).repartition(parts, "p")
 
-    # 2. Exact duplicates: one representative (the smallest id) per content hash.
-    if collapse_exact:
-        groups = sigs.groupBy("h1", "h2").agg(
-            F.min("id").alias("id"), F.first("fp").alias("fp"), F.collect_list("id").alias("members"),
-        ).persist(_disk())
-        reps = groups.select("id", "fp")
-        multi = groups.where(F.size("members") > 1).select(F.col("id").alias("rep"), "members")
-        # A copy pairs with its representative's copies at distance 0: the representative
-        # paired with itself stands for them (verified like any pair, so the cosine is the
-        # one the command line computes), and the expansion below gives each copy its pairs.
-        self_pairs = multi.select(F.col("rep").alias("a"), F.col("rep").alias("b"), F.lit(0).alias("distance"))
-    else:
-        groups, reps, multi, self_pairs = None, sigs.select("id", "fp").persist(_disk()), None, None
-
-    n_rows = reps.count()
-    keyed_scheme = chosen.keyed(bits, max(n_rows, 2))
-    scheme_text = str(keyed_scheme)
-
-    # 3. One (group, key) row per band/table of each representative.
-    key_schema = T.StructType([
-        T.StructField("g", T.IntegerType(), True), T.StructField("key", T.LongType(), True),
-        T.StructField("id", T.LongType(), True), T.StructField("fp", fp_t, True),
-    ])
-
-    def keys(batches):
-        sch = Scheme(scheme_text)
-        for b in batches:
-            if b.num_rows:
-                yield scheme_keys(b, sch, threads=1)
-
-    keyed = reps.mapInArrow(keys, key_schema).repartition(parts, "g", "key")
-
-    # 4. The sort-and-scan of each partition: pairs, and the runs capped for their size.
+    # 2. The sort-and-scan of each partition (whole (group, key) runs), one native call: the
+    # pairs, the runs capped for their size, and, collapsing, the exact copies (each content
+    # group once, by the partition of its group-0 key) and counts.
     pair_schema = T.StructType([
         T.StructField("a", T.LongType(), True), T.StructField("b", T.LongType(), True),
         T.StructField("distance", T.IntegerType(), True),
@@ -502,54 +517,42 @@ def near_duplicates(
         def run(batches):
             sch = Scheme(scheme_text)
             batches = [b for b in batches if b.num_rows]
-            if not batches:
-                return
-            t = pa.Table.from_batches(batches)
-            pairs, caps = scheme_pairs(t, sch, capped=capped, missed=capped is not None)
-            n, m = pairs.num_rows, caps.num_rows
-            nulls = pa.nulls
-            yield pa.RecordBatch.from_arrays(
-                [*pairs.columns, nulls(n, pa.int32()), nulls(n, pa.int64()), nulls(n, pa.int64())],
-                names=["a", "b", "distance", "cg", "ck", "cr"],
-            )
-            if m:
-                yield pa.RecordBatch.from_arrays(
-                    [nulls(m, pa.int64()), nulls(m, pa.int64()), nulls(m, pa.int32()), *caps.columns],
-                    names=["a", "b", "distance", "cg", "ck", "cr"],
-                )
+            if batches:
+                yield from _scan_slot(pa.Table.from_batches(batches), sch, groups, words, collapse, capped)
         return run
 
-    capped: list[tuple[int, int, int]] = []
-    if keyed_scheme.max_group is None:
-        cands = keyed.mapInArrow(scan(), pair_schema).select("a", "b", "distance")
-    else:
-        # Hot keys: the first scan lists the capped runs; a second scan of the keys finds the
-        # pairs whose first agreeing group was capped, by their first uncapped group.
-        first = keyed.mapInArrow(scan(), pair_schema).localCheckpoint()
-        capped = [(r.cg, r.ck, r.cr) for r in first.where(F.col("cg").isNotNull()).select("cg", "ck", "cr").collect()]
-        cands = first.where(F.col("a").isNotNull()).select("a", "b", "distance")
-        if capped:
-            caps = pa.RecordBatch.from_arrays(
-                [pa.array([c[0] for c in capped], pa.int32()), pa.array([c[1] for c in capped], pa.int64()),
-                 pa.array([c[2] for c in capped], pa.int64())],
-                names=["g", "key", "rows"],
-            )
-            missed = keyed.mapInArrow(scan(caps), pair_schema).select("a", "b", "distance")
-            cands = cands.unionByName(missed)
+    first = keyed.mapInArrow(scan(), pair_schema).localCheckpoint()
+    meta = first.where((F.col("distance") < -1) | F.col("cg").isNotNull()).collect()
+    capped = [(r.cg, r.ck, r.cr) for r in meta if r.cg is not None]
+    with_features = sum(r.a for r in meta if r.distance == _STATS)
+    n_reps = sum(r.b for r in meta if r.distance == _STATS)
+    n_copies = sum(r.cr for r in meta if r.distance == _STATS)
+    cands = first.where(F.col("distance") >= 0).select("a", "b", "distance")
+    if capped:
+        # A second scan of the keys finds the pairs whose first agreeing group was capped, by
+        # their first uncapped group.
+        caps = pa.RecordBatch.from_arrays(
+            [pa.array([c[0] for c in capped], pa.int32()), pa.array([c[1] for c in capped], pa.int64()),
+             pa.array([c[2] for c in capped], pa.int64())],
+            names=["g", "key", "rows"],
+        )
+        missed = keyed.mapInArrow(scan(caps), pair_schema).select("a", "b", "distance")
+        cands = cands.unionByName(missed).localCheckpoint()
 
-    # 5. Exact verification, or the estimate from the distance.
-    if self_pairs is not None:
-        cands = cands.unionByName(self_pairs)
+    # 3. Exact verification, or the estimate from the distance.
     if verify:
         pairs = _verify(cands, src.select(*feats), id_col, inp, signer, tok, threshold, parts)
     else:
         pairs = cands.withColumn("cosine", F.cos(F.lit(math.pi / bits) * F.col("distance")))
-    if multi is not None:
+    if n_copies:
         # Every member of a representative's group takes its pairs: a pair of two groups
         # becomes every pair of their members, a representative's pair with itself every pair
         # of its members, each once.
-        ma = multi.select(F.col("rep").alias("a"), F.explode("members").alias("x"))
-        mb = multi.select(F.col("rep").alias("b"), F.explode("members").alias("y"))
+        copies = first.where(F.col("distance") == _COPY)
+        if n_copies <= _BROADCAST_ROWS:
+            copies = F.broadcast(copies)
+        ma = copies.select(F.col("a"), F.col("b").alias("x"))
+        mb = copies.select(F.col("a").alias("b"), F.col("b").alias("y"))
         pairs = (
             pairs.join(ma, "a", "left").join(mb, "b", "left")
             .select(F.coalesce("x", "a").alias("x"), F.coalesce("y", "b").alias("y"), "a", "b", "distance", "cosine")
@@ -561,16 +564,179 @@ def near_duplicates(
     )
     if not return_report:
         return pairs
+    rows = df.count()
     report = {
-        "rows": None, "empty": None, "representatives": n_rows, "bits": bits, "scheme": scheme_text,
-        "capped": capped, "partitions": parts,
+        "rows": rows, "empty": rows - with_features, "representatives": n_reps if collapse else with_features,
+        "bits": bits, "scheme": scheme_text, "capped": capped, "partitions": parts,
     }
-    report["rows"] = df.count()
-    with_features = (
-        groups.agg(F.sum(F.size("members"))).first()[0] or 0 if collapse_exact else n_rows
-    )
-    report["empty"] = report["rows"] - int(with_features)
     return pairs, report
+
+
+#: Marks of the scan's rows that are not pairs (``distance``): an exact copy ``(a: its
+#: representative, b: the copy)``, a partition's counts (``a`` rows with features, ``b``
+#: representatives, ``cr`` copy rows).
+_COPY, _STATS = -1, -2
+
+#: Up to this many rows, the exact copies and the candidates' ids are broadcast to the joins
+#: that need them (no shuffle of the documents).
+_BROADCAST_ROWS = 2_000_000
+
+
+def _mix64(x: np.ndarray) -> np.ndarray:
+    """SplitMix64's finaliser on ``uint64`` (wrapping arithmetic)."""
+    x = x ^ (x >> np.uint64(30))
+    x = x * np.uint64(0xBF58476D1CE4E5B9)
+    x = x ^ (x >> np.uint64(27))
+    x = x * np.uint64(0x94D049BB133111EB)
+    return x ^ (x >> np.uint64(31))
+
+
+def _slot_values(spark, parts: int) -> np.ndarray:
+    """For each partition ``s < parts``, a ``bigint`` value that ``repartition(parts, col)``
+    sends to partition ``s`` (Spark's hash partitioning: ``pmod(hash(col), parts)``, the
+    Murmur3 hash with seed 42), found by Spark itself, so that rows keyed by their slot's
+    value land in their slot whatever Spark's hash is."""
+    F, _, _ = _spark()
+    found: dict[int, int] = {}
+    span = 64 * parts
+    lo = 0
+    while len(found) < parts:
+        got = (
+            spark.range(lo, lo + span).select("id", F.expr(f"pmod(hash(id), {parts})").alias("s"))
+            .groupBy("s").agg(F.min("id").alias("v")).collect()
+        )
+        for r in got:
+            found.setdefault(int(r.s), int(r.v))
+        lo += span
+    return np.array([found[s] for s in range(parts)], dtype=np.int64)
+
+
+def _fixed_binary(a: np.ndarray) -> pa.Array:
+    """The rows of a 2-d array as a ``binary`` column of equal-length values (no copy)."""
+    raw = np.ascontiguousarray(a).view(np.uint8).reshape(a.shape[0], -1)
+    n, k = raw.shape
+    offsets = np.arange(0, (n + 1) * k, k, dtype=np.int32 if (n + 1) * k < 2**31 else np.int64)
+    t = pa.binary() if offsets.dtype == np.int32 else pa.large_binary()
+    return pa.Array.from_buffers(t, n, [None, pa.py_buffer(offsets), pa.py_buffer(raw.reshape(-1))])
+
+
+def _binary_rows(arr, k: int) -> np.ndarray:
+    """A ``binary`` column of ``k``-byte values as an ``(n, k)`` ``uint8`` array."""
+    arr = _one_chunk(arr)
+    n = len(arr)
+    _, ob, db = arr.buffers()
+    dt = np.dtype(np.int64 if pa.types.is_large_binary(arr.type) else np.int32)
+    offsets = np.frombuffer(ob, dtype=dt, count=n + 1, offset=arr.offset * dt.itemsize)
+    if n and not np.all(np.diff(offsets) == k):
+        raise ValueError(f"binary rows of {k} bytes expected")
+    data = np.frombuffer(db, dtype=np.uint8) if db is not None else np.zeros(0, np.uint8)
+    return data[offsets[0] : offsets[0] + n * k].reshape(n, k)
+
+
+def _slot_rows(sch: Scheme, codes: np.ndarray, ids: np.ndarray, slots: np.ndarray, hashes) -> pa.RecordBatch:
+    """One row per document and partition its keys go to (see :func:`near_duplicates`)."""
+    parts = len(slots)
+    keys = sch.keys(codes, threads=1)
+    n, groups = keys.shape
+    g = np.arange(groups, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+    slot = (_mix64(keys ^ g) % np.uint64(parts)).astype(np.int64)
+    comb = (np.arange(n, dtype=np.int64)[:, None] * parts + slot).reshape(-1)
+    order = np.argsort(comb, kind="stable")
+    sc = comb[order]
+    head = np.empty(sc.size, dtype=bool)
+    head[:1] = True
+    np.not_equal(sc[1:], sc[:-1], out=head[1:])
+    u = np.cumsum(head) - 1
+    member = np.zeros((int(u[-1]) + 1, groups), dtype=bool)
+    member[u, order % groups] = True
+    heads = sc[head]
+    rows, where = heads // parts, heads % parts
+    cols = [
+        pa.array(slots[where]), _fixed_binary(np.packbits(member, axis=1, bitorder="little")),
+        pa.array(ids[rows], pa.int64()), _fixed_binary(codes[rows]),
+    ]
+    names = ["p", "m", "id", "fp"]
+    if hashes is not None:
+        cols += [pa.array(hashes[0][rows].view(np.int64)), pa.array(hashes[1][rows].view(np.int64))]
+        names += ["h1", "h2"]
+    return pa.RecordBatch.from_arrays(cols, names=names)
+
+
+def _scan_slot(t: pa.Table, sch: Scheme, groups: int, words: int, collapse: bool, capped):
+    """The batches a partition of :func:`_slot_rows` rows gives: its pairs (the library's
+    ``join::partition``), capped runs, and (first pass) exact copies and counts."""
+    ids = _one_chunk(t.column("id")).to_numpy(zero_copy_only=False)
+    member = np.unpackbits(
+        _binary_rows(t.column("m"), (groups + 7) // 8), axis=1, count=groups, bitorder="little"
+    ).view(bool)
+    codes = _binary_rows(t.column("fp"), 8 * words)
+    n = len(ids)
+    keep = np.ones(n, dtype=bool)
+    extra_a: list[np.ndarray] = []
+    extra_b: list[np.ndarray] = []
+    extra_d: list[np.ndarray] = []
+    with_features = int(member[:, 0].sum())
+    reps, copies = with_features, 0
+    if collapse and n:
+        # Exact copies have one signature, hence one partition per group: each partition sees
+        # every copy of its rows' contents, and keeps one representative (the smallest id).
+        h1 = _one_chunk(t.column("h1")).to_numpy(zero_copy_only=False)
+        h2 = _one_chunk(t.column("h2")).to_numpy(zero_copy_only=False)
+        o = np.lexsort((ids, h2, h1))
+        new = np.empty(n, dtype=bool)
+        new[:1] = True
+        new[1:] = (h1[o][1:] != h1[o][:-1]) | (h2[o][1:] != h2[o][:-1])
+        grp = np.cumsum(new) - 1
+        size = np.bincount(grp)[grp]
+        rep_sorted = ids[o][new][grp]
+        keep[o] = ids[o] == rep_sorted
+        # Each group once: by the partition of its group-0 key. Its copy rows (every member,
+        # the representative included) and the representative's pair with itself.
+        here = (size > 1) & member[o, 0]
+        if capped is None and here.any():
+            extra_a.append(rep_sorted[here])
+            extra_b.append(ids[o][here])
+            extra_d.append(np.full(int(here.sum()), _COPY, np.int32))
+            selfs = here & (ids[o] == rep_sorted)
+            extra_a.append(rep_sorted[selfs])
+            extra_b.append(rep_sorted[selfs])
+            extra_d.append(np.zeros(int(selfs.sum()), np.int32))
+            copies = int(here.sum())
+        reps = int((keep & member[:, 0]).sum())
+    r, g = np.nonzero(member[keep])
+    kid = ids[keep][r]
+    kcodes = np.ascontiguousarray(codes[keep][r]).view(np.uint64)
+    cg = ck = None
+    if capped is not None and capped.num_rows:
+        cg = np.ascontiguousarray(capped.column("g").to_numpy(zero_copy_only=False), dtype=np.int32)
+        ck = np.ascontiguousarray(capped.column("key").to_numpy(zero_copy_only=False)).view(np.uint64)
+    a, b, d, kg, kk, kr = sch.partition(
+        g.astype(np.int32), np.ascontiguousarray(kid).view(np.uint64), kcodes,
+        capped_group=cg, capped_key=ck, missed=capped is not None,
+    )
+    nulls = pa.nulls
+    pa_ = np.concatenate([a.view(np.int64), *extra_a]) if extra_a else a.view(np.int64)
+    pb_ = np.concatenate([b.view(np.int64), *extra_b]) if extra_b else b.view(np.int64)
+    pd_ = np.concatenate([d.astype(np.int32), *extra_d]) if extra_d else d.astype(np.int32)
+    m = len(pa_)
+    yield pa.RecordBatch.from_arrays(
+        [pa.array(pa_), pa.array(pb_), pa.array(pd_, pa.int32()), nulls(m, pa.int32()), nulls(m, pa.int64()),
+         nulls(m, pa.int64())],
+        names=["a", "b", "distance", "cg", "ck", "cr"],
+    )
+    if capped is None:
+        k = len(kg)
+        if k:
+            yield pa.RecordBatch.from_arrays(
+                [nulls(k, pa.int64()), nulls(k, pa.int64()), nulls(k, pa.int32()), pa.array(kg, pa.int32()),
+                 pa.array(kk.view(np.int64)), pa.array(kr, pa.int64())],
+                names=["a", "b", "distance", "cg", "ck", "cr"],
+            )
+        yield pa.RecordBatch.from_arrays(
+            [pa.array([with_features], pa.int64()), pa.array([reps], pa.int64()), pa.array([_STATS], pa.int32()),
+             nulls(1, pa.int32()), nulls(1, pa.int64()), pa.array([copies], pa.int64())],
+            names=["a", "b", "distance", "cg", "ck", "cr"],
+        )
 
 
 def _disk():
@@ -583,6 +749,12 @@ def _verify(cands, docs, id_col, inp: _Input, signer: Signer, tok: Tokenizer, th
     """The candidates with their exact cosines, those at least ``threshold`` kept: two joins
     bring each pair's rows together, one native call per batch computes the cosines."""
     F, T, _ = _spark()
+    # The candidates' rows only: their ids broadcast to a filter of the documents, so that
+    # the joins shuffle those rows, not every document.
+    n = cands.count()
+    if n <= _BROADCAST_ROWS // 2:
+        need = cands.select(F.col("a").alias(id_col)).unionByName(cands.select(F.col("b").alias(id_col))).distinct()
+        docs = docs.join(F.broadcast(need), id_col, "left_semi")
     left = docs.select([F.col(id_col).alias("a")] + [F.col(c).alias(f"a_{i}") for i, c in enumerate(inp.cols)])
     right = docs.select([F.col(id_col).alias("b")] + [F.col(c).alias(f"b_{i}") for i, c in enumerate(inp.cols)])
     joined = cands.join(left, "a").join(right, "b")

@@ -229,10 +229,12 @@ impl PyScheme {
 /// The library's join plan for threshold `threshold` over `rows` rows: at `bits` when the
 /// signatures exist, else the width chosen for rows of `features` nonzeros on average
 /// (signing counted) among those whose signatures fit `memory` bytes; `recall` at the
-/// threshold (the library's default when `None`). A dict: `bits`, `scheme` (a `Scheme`),
+/// threshold (the library's default when `None`); `probes` the multi-probe distance the
+/// banding may use (the library's default when `None`). A dict: `bits`, `scheme` (a `Scheme`),
 /// `choice` (`hamming` or `bands`), `recall` (the scheme's planned recall), `cost_ns`.
 #[pyfunction]
-#[pyo3(signature = (threshold, rows, bits = None, features = None, recall = None, memory = None))]
+#[pyo3(signature = (threshold, rows, bits = None, features = None, recall = None, memory = None, probes = None))]
+#[allow(clippy::too_many_arguments)]
 pub fn plan_join<'py>(
     py: Python<'py>,
     threshold: f64,
@@ -241,8 +243,12 @@ pub fn plan_join<'py>(
     features: Option<f64>,
     recall: Option<f64>,
     memory: Option<u64>,
+    probes: Option<u32>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let mut p = JoinPlanner::new(threshold).rows(rows.max(2));
+    if let Some(t) = probes {
+        p = p.probes(t);
+    }
     if let Some(r) = recall {
         p = p.recall(r);
     }

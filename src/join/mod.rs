@@ -19,7 +19,7 @@ mod tables;
 pub(crate) use banded::{BIG_RUN, banded_join_map};
 pub use banded::{
     BandStats, Banding, BandingBuilder, CandidateSample, CappedGroup, DEFAULT_MAX_GROUP, IdPair,
-    MAX_PROBES, band_partition, banded_join, banded_join_active, banded_join_each,
+    MAX_PROBES, band_partition, banded_join, banded_join_active, banded_join_each, probe_partition,
     sample_candidates,
 };
 pub use components::{SharedUnionFind, UnionFind, clusters, components};

@@ -3,7 +3,9 @@
 //! ([`JoinPlan::scheme`](crate::estimate::JoinPlan::scheme)) chooses one, the verified join
 //! runs it in one process ([`VerifiedJoin::from_plan`](crate::verify::VerifiedJoin)), and a
 //! distributed join runs the same scheme over partitions of `(group, key)` rows
-//! ([`Scheme::keys`], [`partition`](super::partition)).
+//! ([`Scheme::keys`], [`partition`](super::partition)). A multi-probe banding keys each band
+//! twice there ([`Banding::probe_key`]: the band's key with one half of its bits cleared), so
+//! that keys one bit apart meet in one group ([`probe_partition`]).
 //!
 //! # The text form
 //!
@@ -35,7 +37,9 @@ use std::fmt;
 use std::str::FromStr;
 
 use super::banded::{CappedSet, DEFAULT_MAX_GROUP};
-use super::{Banding, CappedGroup, IdPair, TableKeys, band_partition, table_partition};
+use super::{
+    Banding, CappedGroup, IdPair, TableKeys, band_partition, probe_partition, table_partition,
+};
 use crate::error::{Error, Result};
 use crate::signature::words_for;
 use crate::util::spec::{SpecText, write};
@@ -146,13 +150,15 @@ impl Scheme {
         }
     }
 
-    /// The number of groups (bands or tables) each row is keyed in.
+    /// The number of groups (bands or tables) each row is keyed in: for a multi-probe banding,
+    /// two per band (group `2·band + half`, keyed by [`Banding::probe_key`]).
     ///
     /// # Errors
     /// [`Error::InvalidParameter`] for a radius, which has no keys ([`keyed`](Self::keyed)).
     pub fn groups(&self) -> Result<usize> {
         match self {
             Scheme::Radius { .. } => Err(no_keys()),
+            Scheme::Bands(b) if b.probes() > 0 => Ok(2 * b.bands()),
             Scheme::Bands(b) => Ok(b.bands()),
             Scheme::Tables(t) => Ok(t.tables()),
         }
@@ -175,6 +181,7 @@ impl Scheme {
 
     fn key_unchecked(&self, g: usize, sig: &[u64]) -> u64 {
         match self {
+            Scheme::Bands(b) if b.probes() > 0 => b.probe_key(g / 2, g % 2, sig),
             Scheme::Bands(b) => b.key(g, sig),
             Scheme::Tables(t) => t.key(g, sig),
             Scheme::Radius { .. } => unreachable!("checked by groups()"),
@@ -208,7 +215,8 @@ impl Scheme {
         Ok(out)
     }
 
-    /// The first group on which `a` and `b` agree, ignoring caps (`None` for a radius).
+    /// The first group on which `a` and `b` agree, ignoring caps (`None` for a radius): for a
+    /// multi-probe banding, the first band whose keys lie within the probe distance.
     pub fn first_agreeing(&self, a: &[u64], b: &[u64]) -> Option<usize> {
         match self {
             Scheme::Bands(s) => s.first_agreeing_band(a, b),
@@ -263,6 +271,18 @@ impl Scheme {
         }
     }
 
+    /// Whether the run of `a` or `b` in their first agreeing group `first` (a band or table,
+    /// as [`first_agreeing`](Self::first_agreeing) gives it) is capped: a pair of equal keys
+    /// shares one run, a probed pair of keys one bit apart is skipped when either run is.
+    fn first_capped(&self, set: &CappedSet, first: usize, a: &[u64], b: &[u64]) -> bool {
+        match self {
+            Scheme::Bands(s) => {
+                set.contains(first, s.key(first, a)) || set.contains(first, s.key(first, b))
+            }
+            _ => set.contains(first, self.key_unchecked(first, a)),
+        }
+    }
+
     /// The pairs of group `g` among `ids`/`sigs`, with `capped` known; the runs capped here.
     fn group_pairs(
         &self,
@@ -273,6 +293,9 @@ impl Scheme {
         sink: impl FnMut(IdPair),
     ) -> Result<Vec<CappedGroup>> {
         match self {
+            Scheme::Bands(b) if b.probes() > 0 => {
+                probe_partition(b, g / 2, g % 2, ids, sigs, capped, sink)
+            }
             Scheme::Bands(b) => band_partition(b, g, ids, sigs, capped, sink),
             Scheme::Tables(t) => table_partition(t, g, ids, sigs, capped, sink),
             Scheme::Radius { .. } => Err(no_keys()),
@@ -321,7 +344,8 @@ impl CappedGroup {
 
 /// The candidate pairs of one partition of a distributed join's `(group, key)` rows: row `r`
 /// has group `groups[r]`, id `ids[r]` and signature `codes[r]` (any groups, keys and order;
-/// a partition holds whole `(group, key)` runs). Each pair is reported once over all the
+/// a partition holds whole `(group, key)` runs; a multi-probe banding's groups are two per
+/// band, [`Scheme::groups`]). Each pair is reported once over all the
 /// partitions, by the first group its signatures agree on ([`Pass::First`]), the runs longer
 /// than the scheme's cap skipped and returned; `capped` (the runs capped over the whole data
 /// set, known after a first pass) are skipped too, and [`Pass::Missed`] reports only the
@@ -402,7 +426,7 @@ pub fn partition(
                 let first = scheme
                     .first_agreeing(sa, sb)
                     .expect("the pair agrees on this group");
-                if !set.contains(first, scheme.key_unchecked(first, sa)) {
+                if !scheme.first_capped(&set, first, sa, sb) {
                     return;
                 }
             }

@@ -58,7 +58,7 @@ use crate::signature::{SignatureMatrix, words_for};
 
 pub(crate) use pairs::banded_join_map;
 pub use pairs::{banded_join, banded_join_active, banded_join_each};
-pub use partition::band_partition;
+pub use partition::{band_partition, probe_partition};
 pub use sample::{CandidateSample, sample_candidates};
 pub(crate) use scan::BIG_RUN;
 use sort::*;
