@@ -134,7 +134,17 @@ fn files_of_the_earlier_release_load_verify_and_write_back_byte_for_byte() {
             bytes_of(loaded.as_ref()) == file,
             "{name}: loaded, written back"
         );
-        assert!(bytes_of(built.as_ref()) == file, "{name}: built now");
+        if name == "graph" {
+            // The graph's construction has changed since (its prune's α), not its format:
+            // a graph built now has other edges in sections of the same sizes.
+            assert_eq!(
+                bytes_of(built.as_ref()).len(),
+                file.len(),
+                "{name}: built now"
+            );
+        } else {
+            assert!(bytes_of(built.as_ref()) == file, "{name}: built now");
+        }
         let dir = std::env::temp_dir().join(format!("simlsh-compat-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let again = dir.join(format!("{name}.simlsh"));

@@ -262,7 +262,7 @@ const KINDS: &[KindInfo] = &[
             },
             ParamInfo {
                 name: "ef",
-                default: "96",
+                default: "88",
                 summary: "search beam: nodes a k-NN search keeps (recall and time grow with it)",
             },
             ParamInfo {

@@ -57,7 +57,7 @@ impl GraphBuilder {
         self
     }
 
-    /// Search beam `ef` (≥ 1; default 96): nodes kept by a k-NN search (which uses
+    /// Search beam `ef` (≥ 1; default 88): nodes kept by a k-NN search (which uses
     /// `max(ef, k)`). Can be changed after the build with [`GraphIndex::set_ef`].
     pub fn ef(mut self, ef: usize) -> Self {
         self.ef = ef;
