@@ -482,6 +482,25 @@ def exact_cos_top(base, qs, block=250):
     return np.concatenate(out)
 
 
+def embed_row(system, params, build, index_bytes, t, nq, recall, floats=None, **extra):
+    """A row of section `embed`: `index_bytes` a vector of the index, `floats` the bytes a
+    vector of the float rows the re-rank reads besides (None for the float indexes)."""
+    r = {
+        "system": system,
+        "params": params,
+        "build_cpu_s": build["cpu_s"],
+        "index_bytes_per_item": index_bytes,
+        "search_cpu_s": t["cpu_s"],
+        "search_wall_s": t["wall_s"],
+        "qps": nq / t["cpu_s"],
+        "recall": recall,
+        **extra,
+    }
+    if floats is not None:
+        r["floats_bytes_per_item"] = floats
+    return r
+
+
 def embed_one(a, sl, faiss, name, base, qs, gt, bits):
     """One data set of section `embed`."""
     n, dim = base.shape
@@ -507,20 +526,7 @@ def embed_one(a, sl, faiss, name, base, qs, gt, bits):
             return sl.rerank(qs, base, i, K, threads=1)
 
         t, (_, ri) = timed(path, a.repeat)
-        rows.append(
-            {
-                "system": "simlsh LinearScan + rerank",
-                "params": f"M={m}",
-                "rerank": m,
-                "build_cpu_s": b["cpu_s"],
-                "index_bytes_per_item": lin.memory / n,
-                "floats_bytes_per_item": floats,
-                "search_cpu_s": t["cpu_s"],
-                "search_wall_s": t["wall_s"],
-                "qps": nq / t["cpu_s"],
-                "recall": score(ri),
-            }
-        )
+        rows.append(embed_row("simlsh LinearScan + rerank", f"M={m}", b, lin.memory / n, t, nq, score(ri), floats, rerank=m))
         log(f"embed: scan+rerank M={m}: {rows[-1]['qps']:.0f} q/s recall {rows[-1]['recall']:.3f}")
     lin = None
     g = sl.GraphIndex(bits=bits)
@@ -538,38 +544,26 @@ def embed_one(a, sl, faiss, name, base, qs, gt, bits):
 
             t, (_, ri) = timed(path, a.repeat)
             rows.append(
-                {
-                    "system": "simlsh GraphIndex + rerank",
-                    "params": f"M={m}, ef={max(ef, m)}",
-                    "rerank": m,
-                    "ef": ef,
-                    "build_cpu_s": b["cpu_s"],
-                    "index_bytes_per_item": g.memory / n,
-                    "floats_bytes_per_item": floats,
-                    "search_cpu_s": t["cpu_s"],
-                    "search_wall_s": t["wall_s"],
-                    "qps": nq / t["cpu_s"],
-                    "recall": score(ri),
-                    "default_ef": ef == ef0,
-                }
+                embed_row(
+                    "simlsh GraphIndex + rerank",
+                    f"M={m}, ef={max(ef, m)}",
+                    b,
+                    g.memory / n,
+                    t,
+                    nq,
+                    score(ri),
+                    floats,
+                    rerank=m,
+                    ef=ef,
+                    default_ef=ef == ef0,
+                )
             )
             log(f"embed: graph+rerank M={m} ef={ef}: {rows[-1]['qps']:.0f} q/s recall {rows[-1]['recall']:.3f}")
     g = None
     ix = faiss.IndexFlatIP(dim)
     b, _ = once(lambda: ix.add(base))
     t, (_, fi) = timed(lambda: ix.search(qs, K), a.repeat)
-    rows.append(
-        {
-            "system": "FAISS IndexFlatIP",
-            "params": "",
-            "build_cpu_s": b["cpu_s"],
-            "index_bytes_per_item": len(faiss.serialize_index(ix)) / n,
-            "search_cpu_s": t["cpu_s"],
-            "search_wall_s": t["wall_s"],
-            "qps": nq / t["cpu_s"],
-            "recall": score(fi),
-        }
-    )
+    rows.append(embed_row("FAISS IndexFlatIP", "", b, len(faiss.serialize_index(ix)) / n, t, nq, score(fi)))
     ix = None
     ix = faiss.IndexHNSWFlat(dim, 32, faiss.METRIC_INNER_PRODUCT)
     ix.hnsw.efConstruction = 40
@@ -578,19 +572,7 @@ def embed_one(a, sl, faiss, name, base, qs, gt, bits):
     for ef in EFS:
         ix.hnsw.efSearch = ef
         t, (_, fi) = timed(lambda: ix.search(qs, K), a.repeat)
-        rows.append(
-            {
-                "system": "FAISS IndexHNSWFlat",
-                "params": "M=32, efC=40",
-                "ef": ef,
-                "build_cpu_s": b["cpu_s"],
-                "index_bytes_per_item": mem,
-                "search_cpu_s": t["cpu_s"],
-                "search_wall_s": t["wall_s"],
-                "qps": nq / t["cpu_s"],
-                "recall": score(fi),
-            }
-        )
+        rows.append(embed_row("FAISS IndexHNSWFlat", "M=32, efC=40", b, mem, t, nq, score(fi), ef=ef))
         log(f"embed: FAISS HNSWFlat ef={ef}: {rows[-1]['qps']:.0f} q/s recall {rows[-1]['recall']:.3f}")
     ix = None
     return {
