@@ -89,6 +89,7 @@ import numpy as np  # noqa: E402
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 sys.path.insert(0, str(HERE))
+from timing import run_timed  # noqa: E402
 
 K = 10
 SEED = 0
@@ -623,23 +624,6 @@ json.dump({"call_cpu_s": cpu, "call_wall_s": wall}, open(sys.argv[3] + ".json", 
 """
 
 
-def run_timed(cmd, log_path):
-    """cmd under /usr/bin/time -v: process CPU (user + sys), wall and peak RSS."""
-    with open(f"{log_path}.stderr", "wb") as se, open(f"{log_path}.stdout", "wb") as so:
-        t0 = time.perf_counter()
-        p = subprocess.run(["/usr/bin/time", "-v", *map(str, cmd)], stdout=so, stderr=se, env=dict(os.environ))
-        wall = time.perf_counter() - t0
-    err = Path(f"{log_path}.stderr").read_text(errors="replace")
-    if p.returncode != 0:
-        raise RuntimeError(f"command failed ({p.returncode}): {' '.join(map(str, cmd))}\n{err[-2000:]}")
-    g = lambda pat: float(re.search(pat, err).group(1))  # noqa: E731
-    return {
-        "wall_s": wall,
-        "cpu_s": g(r"User time \(seconds\): ([0-9.]+)") + g(r"System time \(seconds\): ([0-9.]+)"),
-        "peak_rss_mb": g(r"Maximum resident set size \(kbytes\): (\d+)") / 1024,
-    }
-
-
 def sec_knn(a, sl, res, cache):
     out = Path(a.out) / "graph-knn"
     out.mkdir(parents=True, exist_ok=True)
@@ -652,6 +636,7 @@ def sec_knn(a, sl, res, cache):
     for method in ("exact", "approx"):
         log(f"knn: {method} on {len(bc):,} codes")
         p = run_timed([sys.executable, "-c", CHILD, out / "codes.npy", method, out / method], out / f"{method}.time")
+        del p["stderr"]  # kept in the .time.stderr file, not in the JSON
         p.update(json.loads((out / f"{method}.json").read_text()))
         r["runs"][method] = p
         log(f"knn: {method}: {p}")
