@@ -89,6 +89,7 @@ import numpy as np  # noqa: E402
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 sys.path.insert(0, str(HERE))
+from timing import run_timed  # noqa: E402
 
 K = 10
 SEED = 0
@@ -482,6 +483,25 @@ def exact_cos_top(base, qs, block=250):
     return np.concatenate(out)
 
 
+def embed_row(system, params, build, index_bytes, t, nq, recall, floats=None, **extra):
+    """A row of section `embed`: `index_bytes` a vector of the index, `floats` the bytes a
+    vector of the float rows the re-rank reads besides (None for the float indexes)."""
+    r = {
+        "system": system,
+        "params": params,
+        "build_cpu_s": build["cpu_s"],
+        "index_bytes_per_item": index_bytes,
+        "search_cpu_s": t["cpu_s"],
+        "search_wall_s": t["wall_s"],
+        "qps": nq / t["cpu_s"],
+        "recall": recall,
+        **extra,
+    }
+    if floats is not None:
+        r["floats_bytes_per_item"] = floats
+    return r
+
+
 def embed_one(a, sl, faiss, name, base, qs, gt, bits):
     """One data set of section `embed`."""
     n, dim = base.shape
@@ -507,20 +527,7 @@ def embed_one(a, sl, faiss, name, base, qs, gt, bits):
             return sl.rerank(qs, base, i, K, threads=1)
 
         t, (_, ri) = timed(path, a.repeat)
-        rows.append(
-            {
-                "system": "simlsh LinearScan + rerank",
-                "params": f"M={m}",
-                "rerank": m,
-                "build_cpu_s": b["cpu_s"],
-                "index_bytes_per_item": lin.memory / n,
-                "floats_bytes_per_item": floats,
-                "search_cpu_s": t["cpu_s"],
-                "search_wall_s": t["wall_s"],
-                "qps": nq / t["cpu_s"],
-                "recall": score(ri),
-            }
-        )
+        rows.append(embed_row("simlsh LinearScan + rerank", f"M={m}", b, lin.memory / n, t, nq, score(ri), floats, rerank=m))
         log(f"embed: scan+rerank M={m}: {rows[-1]['qps']:.0f} q/s recall {rows[-1]['recall']:.3f}")
     lin = None
     g = sl.GraphIndex(bits=bits)
@@ -538,38 +545,26 @@ def embed_one(a, sl, faiss, name, base, qs, gt, bits):
 
             t, (_, ri) = timed(path, a.repeat)
             rows.append(
-                {
-                    "system": "simlsh GraphIndex + rerank",
-                    "params": f"M={m}, ef={max(ef, m)}",
-                    "rerank": m,
-                    "ef": ef,
-                    "build_cpu_s": b["cpu_s"],
-                    "index_bytes_per_item": g.memory / n,
-                    "floats_bytes_per_item": floats,
-                    "search_cpu_s": t["cpu_s"],
-                    "search_wall_s": t["wall_s"],
-                    "qps": nq / t["cpu_s"],
-                    "recall": score(ri),
-                    "default_ef": ef == ef0,
-                }
+                embed_row(
+                    "simlsh GraphIndex + rerank",
+                    f"M={m}, ef={max(ef, m)}",
+                    b,
+                    g.memory / n,
+                    t,
+                    nq,
+                    score(ri),
+                    floats,
+                    rerank=m,
+                    ef=ef,
+                    default_ef=ef == ef0,
+                )
             )
             log(f"embed: graph+rerank M={m} ef={ef}: {rows[-1]['qps']:.0f} q/s recall {rows[-1]['recall']:.3f}")
     g = None
     ix = faiss.IndexFlatIP(dim)
     b, _ = once(lambda: ix.add(base))
     t, (_, fi) = timed(lambda: ix.search(qs, K), a.repeat)
-    rows.append(
-        {
-            "system": "FAISS IndexFlatIP",
-            "params": "",
-            "build_cpu_s": b["cpu_s"],
-            "index_bytes_per_item": len(faiss.serialize_index(ix)) / n,
-            "search_cpu_s": t["cpu_s"],
-            "search_wall_s": t["wall_s"],
-            "qps": nq / t["cpu_s"],
-            "recall": score(fi),
-        }
-    )
+    rows.append(embed_row("FAISS IndexFlatIP", "", b, len(faiss.serialize_index(ix)) / n, t, nq, score(fi)))
     ix = None
     ix = faiss.IndexHNSWFlat(dim, 32, faiss.METRIC_INNER_PRODUCT)
     ix.hnsw.efConstruction = 40
@@ -578,19 +573,7 @@ def embed_one(a, sl, faiss, name, base, qs, gt, bits):
     for ef in EFS:
         ix.hnsw.efSearch = ef
         t, (_, fi) = timed(lambda: ix.search(qs, K), a.repeat)
-        rows.append(
-            {
-                "system": "FAISS IndexHNSWFlat",
-                "params": "M=32, efC=40",
-                "ef": ef,
-                "build_cpu_s": b["cpu_s"],
-                "index_bytes_per_item": mem,
-                "search_cpu_s": t["cpu_s"],
-                "search_wall_s": t["wall_s"],
-                "qps": nq / t["cpu_s"],
-                "recall": score(fi),
-            }
-        )
+        rows.append(embed_row("FAISS IndexHNSWFlat", "M=32, efC=40", b, mem, t, nq, score(fi), ef=ef))
         log(f"embed: FAISS HNSWFlat ef={ef}: {rows[-1]['qps']:.0f} q/s recall {rows[-1]['recall']:.3f}")
     ix = None
     return {
@@ -641,23 +624,6 @@ json.dump({"call_cpu_s": cpu, "call_wall_s": wall}, open(sys.argv[3] + ".json", 
 """
 
 
-def run_timed(cmd, log_path):
-    """cmd under /usr/bin/time -v: process CPU (user + sys), wall and peak RSS."""
-    with open(f"{log_path}.stderr", "wb") as se, open(f"{log_path}.stdout", "wb") as so:
-        t0 = time.perf_counter()
-        p = subprocess.run(["/usr/bin/time", "-v", *map(str, cmd)], stdout=so, stderr=se, env=dict(os.environ))
-        wall = time.perf_counter() - t0
-    err = Path(f"{log_path}.stderr").read_text(errors="replace")
-    if p.returncode != 0:
-        raise RuntimeError(f"command failed ({p.returncode}): {' '.join(map(str, cmd))}\n{err[-2000:]}")
-    g = lambda pat: float(re.search(pat, err).group(1))  # noqa: E731
-    return {
-        "wall_s": wall,
-        "cpu_s": g(r"User time \(seconds\): ([0-9.]+)") + g(r"System time \(seconds\): ([0-9.]+)"),
-        "peak_rss_mb": g(r"Maximum resident set size \(kbytes\): (\d+)") / 1024,
-    }
-
-
 def sec_knn(a, sl, res, cache):
     out = Path(a.out) / "graph-knn"
     out.mkdir(parents=True, exist_ok=True)
@@ -670,6 +636,7 @@ def sec_knn(a, sl, res, cache):
     for method in ("exact", "approx"):
         log(f"knn: {method} on {len(bc):,} codes")
         p = run_timed([sys.executable, "-c", CHILD, out / "codes.npy", method, out / method], out / f"{method}.time")
+        del p["stderr"]  # kept in the .time.stderr file, not in the JSON
         p.update(json.loads((out / f"{method}.json").read_text()))
         r["runs"][method] = p
         log(f"knn: {method}: {p}")

@@ -23,9 +23,7 @@ knn: the k-NN graph (k = 10) of a set of unit vectors by `simlsh knn --rerank M`
 import argparse
 import json
 import os
-import re
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -36,26 +34,9 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import textprep as tp  # noqa: E402
 from realdata import NUM_PERM, dedup_plan, jaccard_for, keys_of, read_pairs_tsv, run_child, score  # noqa: E402
+from timing import run_timed  # noqa: E402
 
 TAU = 0.8
-
-
-def run_timed(cmd, log, env_extra=None):
-    """Runs cmd under /usr/bin/time -v; returns wall seconds (ours), time's elapsed and max RSS."""
-    env = dict(os.environ)
-    env.update(env_extra or {})
-    with open(f"{log}.stdout", "wb") as so, open(f"{log}.stderr", "wb") as se:
-        t0 = time.perf_counter()
-        p = subprocess.run(["/usr/bin/time", "-v", *map(str, cmd)], stdout=so, stderr=se, env=env)
-        wall = time.perf_counter() - t0
-    err = Path(f"{log}.stderr").read_text(errors="replace")
-    summary = Path(f"{log}.stdout").read_text(errors="replace")
-    if p.returncode != 0:
-        raise RuntimeError(f"command failed ({p.returncode}): {' '.join(map(str, cmd))}\n{err[-2000:]}")
-    rss = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", err).group(1))
-    user = float(re.search(r"User time \(seconds\): ([0-9.]+)", err).group(1))
-    sys_t = float(re.search(r"System time \(seconds\): ([0-9.]+)", err).group(1))
-    return {"wall_s": wall, "cpu_s": user + sys_t, "peak_rss_mb": rss / 1024, "stderr": summary + err}
 
 
 def poems(a):

@@ -73,6 +73,12 @@ trait InPlace: Sync {
     /// The dot product of row `i` of `self` and row `j` of `other`.
     fn dot(&self, i: usize, other: &Self, j: usize) -> f64;
 
+    /// Hints the CPU to start loading row `i` ([`Vectors::prefetch`]); the default does
+    /// nothing.
+    fn prefetch_row(&self, i: usize) {
+        let _ = i;
+    }
+
     /// The norm of row `i`, computed on first use (the kind's `norm`).
     #[inline]
     fn checked_norm(&self, i: usize) -> Result<f64> {
@@ -89,6 +95,13 @@ impl<T: InPlace> Vectors for T {
 
     fn cols(&self) -> Option<usize> {
         Some(self.shape().1)
+    }
+
+    fn prefetch(&self, i: usize) {
+        if i < self.shape().0 {
+            crate::cpu::prefetch(&self.norms().0[i]);
+            self.prefetch_row(i);
+        }
     }
 
     fn check_row(&self, i: usize) -> Result<()> {
@@ -193,6 +206,15 @@ impl InPlace for DenseRows<'_> {
     fn dot(&self, i: usize, other: &Self, j: usize) -> f64 {
         dot(&self.row(i), &other.row(j))
     }
+
+    fn prefetch_row(&self, i: usize) {
+        // Every cache line of a contiguous row (64 bytes = 16 values).
+        if let Some(r) = self.x.row(i).to_slice() {
+            for v in r.iter().step_by(16) {
+                crate::cpu::prefetch(v);
+            }
+        }
+    }
 }
 
 /// The rows of a CSR matrix's arrays, read in place: the norm of a row is the square root of
@@ -277,5 +299,34 @@ impl<P: SpIndex + Sync, I: CsrIndex> InPlace for CsrRows<'_, P, I> {
     fn dot(&self, i: usize, other: &Self, j: usize) -> f64 {
         let ((ka, wa), (kb, wb)) = (self.row(i), other.row(j));
         dot_sparse(ka, wa, kb, wb)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ndarray::Array2;
+
+    #[test]
+    fn prefetching_rows_changes_no_cosine_and_ignores_rows_beyond() {
+        let x = Array2::from_shape_fn((40, 37), |(i, j)| ((i * 31 + j * 7) % 13) as f32 - 6.0);
+        let xt = x.t().to_owned();
+        // A C-contiguous matrix (rows prefetched) and a transposed view (rows not contiguous:
+        // nothing prefetched), each against a fresh copy never prefetched.
+        for view in [x.view(), xt.t()] {
+            let (a, b) = (DenseRows::new(view).unwrap(), DenseRows::new(view).unwrap());
+            for i in 0..45 {
+                a.prefetch(i);
+            }
+            for i in 0..40 {
+                for j in 0..40 {
+                    assert_eq!(
+                        a.cosine(i, j).to_bits(),
+                        b.cosine(i, j).to_bits(),
+                        "{i} {j}"
+                    );
+                }
+            }
+        }
     }
 }
