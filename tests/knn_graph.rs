@@ -167,12 +167,14 @@ fn well_formed(sigs: &SignatureMatrix, graph: &[Vec<Hit>], k: usize) {
 
 /// The approximate k-NN graph (`KnnMethod::Approx`) against brute force: well formed on every
 /// row, tie-aware recall from the measured behaviour at fixed seeds, rounds that raise it,
-/// and the same graph for any thread count.
+/// and the same graph for any thread count (6,000 codes: more than one block of local joins,
+/// whose updates several threads apply).
 #[test]
 fn approximate_knn_graph_against_brute_force() {
     use simlsh::index::recall_at_k;
     use simlsh::join::{ApproxKnn, KnnMethod, knn_graph_by};
-    let sigs = glove(4000);
+    let n = 6000;
+    let sigs = glove(n);
     let exact = knn_graph(&sigs, 10).unwrap();
     // Leaves of 64 codes: the trees alone find part of the graph, the rounds the rest.
     let p = ApproxKnn {
@@ -197,10 +199,10 @@ fn approximate_knn_graph_against_brute_force() {
         "trees alone {r0:.4} ({} distances), with {} rounds {r:.4} ({} distances)",
         s0.distances, stats.rounds, stats.distances
     );
-    // Measured: 0.372 from the trees (with the random links), 0.931 after the rounds.
-    assert!(r0 < 0.5 && r >= 0.9, "trees {r0}, rounds {r}");
-    assert!(stats.rounds >= 1 && stats.distances < (4000 * 3999 / 2) as u64);
-    for threads in [1, 3] {
+    // Measured: 0.567 from the trees (with the random links), 0.999 after 5 rounds.
+    assert!(r0 < 0.7 && r >= 0.97, "trees {r0}, rounds {r}");
+    assert!(stats.rounds >= 1 && stats.distances < (n * (n - 1) / 2) as u64);
+    for threads in [1, 2, 3] {
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(threads)
             .build()

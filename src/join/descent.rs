@@ -6,7 +6,7 @@ use rayon::prelude::*;
 
 use crate::cpu::{PopcntBody, prefetch, with_popcnt};
 use crate::hamming::scalar::{by_words, dist_words};
-use crate::rng::hash_u64;
+use crate::rng::{hash_u64, mix64};
 
 /// Empty list slot.
 const EMPTY: u64 = u64::MAX;
@@ -20,51 +20,59 @@ const EMPTY: u64 = u64::MAX;
 ///    most `leaf` codes: a part's codes go with the nearest of up to 64 of its codes drawn
 ///    by the seed (the codes move along with the split, so each leaf is contiguous). Within
 ///    a leaf every pair is measured by the batched distance kernel (sequential reads), and
-///    each code keeps its nearest. Near codes share leaves in many trees.
-/// 2. **Rounds.** Each code's list gathers the lists of its neighbours and reverse
-///    neighbours (the codes listing it), at most `sample` of each, and measures every code
-///    two steps away not measured before: the neighbour of a neighbour is likely a
-///    neighbour. Only pairs through an entry new since the previous round are gathered
-///    (NN-Descent's new/old flags). Rounds stop when fewer than `delta · N · k` entries
-///    changed, or after `rounds`.
+///    each code keeps its nearest. Near codes share leaves in many trees. The codes are
+///    renumbered in the order of the first tree's leaves, so that near codes sit near in
+///    memory during the rounds (the lists are given in the callers' numbers).
+/// 2. **Rounds** (NN-Descent's local join). Each code draws up to `sample` new and `sample`
+///    old candidates among its list's entries and the codes listing it (an entry is new
+///    until drawn once; the draw is by a seeded hash of the pair). Then, for each code,
+///    every pair of its new candidates and every pair of a new and an old one is measured
+///    once, and each end enters the other's list if nearer than its worst: the neighbour of
+///    a neighbour is likely a neighbour. Rounds stop when at most `delta · N · k` entries
+///    entered, or after `rounds`.
 ///
-/// Each tree and each round reads the lists as they were before it and writes each code's
-/// own list, so the result depends only on the codes and the parameters, not on the number
-/// of threads. Distances are exact; the lists may miss true neighbours (recall is measured
-/// in `benches/compare/graph.py` and checked against brute force in `tests/knn_graph.rs`).
+/// The lists are sorted arrays of packed `(distance, code, new)` entries, so a code already
+/// listed is found where the entry would go. The local joins of a block of 4,096 codes are
+/// computed (in parallel) against the lists as they were before the block, then each list
+/// takes that block's entries in the order found; so the result depends only on the codes
+/// and the parameters, not on the number of threads. Distances are exact; the lists may
+/// miss true neighbours (recall is measured in `benches/compare/graph.py` and checked
+/// against brute force in `tests/knn_graph.rs`).
 #[derive(Clone, Debug, PartialEq)]
 pub struct ApproxKnn {
-    /// Most refinement rounds (default 8).
+    /// Most refinement rounds (default 12).
     pub rounds: usize,
-    /// Neighbours and reverse neighbours of each code gathered per round (default 10).
+    /// New and old candidates of each code drawn per round (default 30).
     pub sample: usize,
-    /// Stop when fewer than `delta · N · k` list entries changed in a round (default 0.002).
+    /// Stop when at most `delta · N · list` entries entered the lists in a round (default
+    /// 0.002).
     pub delta: f64,
     /// Seed of the trees and the samples (default 0).
     pub seed: u64,
-    /// Entries kept per code while refining, when more than `k` (default 0: `k`); the `k`
-    /// nearest of them are the result.
+    /// Entries kept per code while refining (default 0: `k`, and at least 30); the `k`
+    /// nearest of them are the result. Longer lists give the rounds more paths to the true
+    /// neighbours: on all 400k `GloVe` 6B 50-d vectors as 256-bit codes, k = 10, lists of 10
+    /// stall near tie-aware recall 0.7-0.8, lists of 30 reach 0.958.
     pub list: usize,
-    /// Random partition trees for the seeds (default 16).
+    /// Random partition trees for the seeds (default 4).
     pub trees: usize,
     /// Most codes in a leaf of a tree (default 250).
     pub leaf: usize,
     /// Random codes measured for each code before the trees (default 10): links across the
     /// parts of the trees, through which the rounds reach neighbours that no leaf held with
-    /// the code (without them, 4 trees of 64-code leaves and 8 rounds reach tie-aware recall
-    /// 0.40 on 4,000 `GloVe` codes; with 10, 0.94).
+    /// the code.
     pub randoms: usize,
 }
 
 impl Default for ApproxKnn {
     fn default() -> Self {
         ApproxKnn {
-            rounds: 8,
-            sample: 10,
+            rounds: 12,
+            sample: 30,
             delta: 0.002,
             seed: 0,
             list: 0,
-            trees: 16,
+            trees: 4,
             leaf: 250,
             randoms: 10,
         }
@@ -72,16 +80,33 @@ impl Default for ApproxKnn {
 }
 
 impl ApproxKnn {
-    /// The parameters a graph index builds with ([`crate::index::GraphIndex`]): the
-    /// defaults without the random links (the index's prune and reverse edges connect the
-    /// parts; measured on `GloVe` 100k and 400k, `benches/compare/graph.py`).
+    /// Entries kept per code while refining for `k` neighbours: `list`, or when 0, `k` and
+    /// at least 30.
+    pub fn list_for(&self, k: usize) -> usize {
+        if self.list == 0 {
+            k.max(MIN_LIST)
+        } else {
+            self.list.max(k)
+        }
+    }
+
+    /// The parameters a graph index builds with ([`crate::index::GraphIndex`]): 16 trees,
+    /// 8 rounds of 20 candidates, no random links (the index's prune and reverse edges
+    /// connect the parts; measured on `GloVe` 100k and 400k, `benches/compare/graph.py`).
+    /// The index asks for its own list length.
     pub fn for_graph() -> Self {
         ApproxKnn {
+            rounds: 8,
+            sample: 20,
+            trees: 16,
             randoms: 0,
             ..ApproxKnn::default()
         }
     }
 }
+
+/// The shortest list the rounds refine by default ([`ApproxKnn::list_for`]).
+const MIN_LIST: usize = 30;
 
 /// What an approximate k-NN graph computation did.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -94,129 +119,36 @@ pub struct ApproxStats {
     pub distances: u64,
 }
 
-/// Inserts `e` (packed `distance << 32 | node`) into the sorted list `l` (padded with
-/// [`EMPTY`]) unless present or not better than the last; returns whether it entered.
+/// A list entry: `distance << 33 | node << 1 | new` (sorted by distance, then node; `new`
+/// marks an entry not yet drawn into a round's candidates).
 #[inline(always)]
-fn insert(l: &mut [u64], flags: &mut [u8], e: u64) -> bool {
+fn entry(d: u32, node: u32) -> u64 {
+    u64::from(d) << 33 | u64::from(node) << 1
+}
+
+/// Inserts `e` (an [`entry`], flagged new) into the sorted list `l` (padded with [`EMPTY`])
+/// unless its node is present or it is not better than the last; returns whether it
+/// entered.
+#[inline(always)]
+fn insert(l: &mut [u64], e: u64) -> bool {
     let k = l.len();
-    if e >= l[k - 1] {
+    let key = e & !1;
+    if key >= l[k - 1] & !1 {
         return false;
     }
-    let pos = l.partition_point(|&x| x < e);
-    // A node's entry is always the same value (the distance of a pair is fixed), so a node
+    let pos = l.partition_point(|&x| x < key);
+    // A node's entry is always the same (the distance of a pair is fixed), so a node
     // already listed sits exactly at `pos`.
-    if l[pos] == e {
+    if l[pos] | 1 == key | 1 {
         return false;
     }
-    l.copy_within(pos..k - 1, pos + 1);
-    flags.copy_within(pos..k - 1, pos + 1);
-    l[pos] = e;
-    flags[pos] = 1;
+    let mut i = k - 1;
+    while i > pos {
+        l[i] = l[i - 1];
+        i -= 1;
+    }
+    l[pos] = key | 1;
     true
-}
-
-/// What a refinement round reads: the codes, and each code's neighbourhood of the previous
-/// round (list and reverse entries, the new ones first).
-struct Ctx<'a> {
-    codes: &'a [u64],
-    w: usize,
-    k: usize,
-    /// Neighbourhoods in rows of `hw`: length, how many are new, entries.
-    hw: usize,
-    hlen: &'a [u32],
-    hnew: &'a [u32],
-    hood: &'a [u32],
-}
-
-/// Per-task scratch of a round.
-#[derive(Default)]
-struct Scr {
-    seen: Vec<u32>,
-    stamp: u32,
-    cand: Vec<u32>,
-}
-
-/// One refinement round for a range of codes.
-struct Round<'a> {
-    ctx: &'a Ctx<'a>,
-    lists: &'a mut [u64],
-    flags: &'a mut [u8],
-    first: usize,
-    scr: &'a mut Scr,
-}
-
-impl PopcntBody for Round<'_> {
-    type Output = u64;
-
-    #[inline(always)]
-    fn run(self) -> u64 {
-        let w = self.ctx.w;
-        by_words!(w, round_body(self))
-    }
-}
-
-#[inline(always)]
-fn round_body<const W: usize>(r: Round<'_>) -> u64 {
-    let Round {
-        ctx,
-        lists,
-        flags,
-        first,
-        scr,
-    } = r;
-    let w = if W == 0 { ctx.w } else { W };
-    let k = ctx.k;
-    let n = ctx.hnew.len();
-    if scr.seen.len() < n {
-        scr.seen.resize(n, 0);
-    }
-    let mut computed = 0u64;
-    for (i, (l, f)) in lists
-        .chunks_exact_mut(k)
-        .zip(flags.chunks_exact_mut(k))
-        .enumerate()
-    {
-        let v = first + i;
-        scr.stamp = scr.stamp.wrapping_add(1);
-        if scr.stamp == 0 {
-            scr.seen.iter_mut().for_each(|s| *s = 0);
-            scr.stamp = 1;
-        }
-        let stamp = scr.stamp;
-        // Codes already in the list, and v itself, need no measuring.
-        scr.seen[v] = stamp;
-        for &e in l.iter() {
-            if e != EMPTY {
-                scr.seen[e as u32 as usize] = stamp;
-            }
-        }
-        scr.cand.clear();
-        let hw = ctx.hw;
-        let (hs, hn) = (v * hw, ctx.hnew[v] as usize);
-        let he = hs + ctx.hlen[v] as usize;
-        for (i, &a) in ctx.hood[hs..he].iter().enumerate() {
-            let a = a as usize;
-            let s2 = a * hw;
-            // Through an old entry, only the new entries of its neighbourhood are new pairs.
-            let e2 = s2 + if i < hn { ctx.hlen[a] } else { ctx.hnew[a] } as usize;
-            for &b in &ctx.hood[s2..e2] {
-                if scr.seen[b as usize] != stamp {
-                    scr.seen[b as usize] = stamp;
-                    scr.cand.push(b);
-                }
-            }
-        }
-        let code = &ctx.codes[v * w..(v + 1) * w];
-        for (c, &b) in scr.cand.iter().enumerate() {
-            if let Some(&nb) = scr.cand.get(c + 8) {
-                prefetch(ctx.codes.as_ptr().wrapping_add(nb as usize * w));
-            }
-            let d = dist_words(code, &ctx.codes[b as usize * w..(b as usize + 1) * w], w);
-            insert(l, f, (u64::from(d) << 32) | u64::from(b));
-        }
-        computed += scr.cand.len() as u64;
-    }
-    computed
 }
 
 /// Splits `idx` (with their codes `cc`, moved along) into the leaves of a random tree,
@@ -302,7 +234,10 @@ fn split(
     }
 }
 
-/// Codes per parallel task.
+/// Codes whose local joins are computed before their list updates are applied: a fixed
+/// number, so that the result does not depend on the number of threads.
+const BLOCK: usize = 4096;
+/// Codes per parallel task within a block.
 const CHUNK: usize = 256;
 
 /// The approximate `k` nearest other codes of every code of `codes` (`w` words each), as
@@ -316,207 +251,43 @@ pub(crate) fn approx_knn(
 ) -> (Vec<u64>, ApproxStats) {
     let n = codes.len() / w;
     let mut stats = ApproxStats::default();
-    let mut lists = vec![EMPTY; n * k];
-    let mut flags = vec![0u8; n * k];
     if n < 2 || k == 0 {
-        return (lists, stats);
+        return (vec![EMPTY; n * k], stats);
     }
-    // 1. Seeds: random codes first (so that the rounds can leave a part the trees got
-    // wrong), then the trees.
-    let kernels = crate::hamming::Kernels::dispatched();
-    lists
-        .par_chunks_mut(k)
-        .zip(flags.par_chunks_mut(k))
-        .enumerate()
-        .for_each(|(v, (l, f))| {
-            let code = &codes[v * w..(v + 1) * w];
-            for j in 0..p.randoms as u64 {
-                let u = (hash_u64((v as u64) << 32 | j, p.seed) % n as u64) as usize;
-                if u != v {
-                    let d = kernels.distance_eq(code, &codes[u * w..(u + 1) * w]);
-                    insert(l, f, (u64::from(d) << 32) | u as u64);
-                }
-            }
-        });
-    for t in 0..p.trees {
-        // The codes in the order of a random tree's leaves, with the leaves' sizes.
-        let mut idx: Vec<u32> = (0..n as u32).collect();
-        let mut cc = codes.to_vec();
-        let salt = hash_u64(t as u64, p.seed);
-        let sizes = split(&mut idx, &mut cc, w, p.leaf.max(2), salt, 0);
-        let mut bounds = Vec::with_capacity(sizes.len() + 1);
-        bounds.push(0usize);
-        for s in &sizes {
-            bounds.push(bounds.last().expect("non-empty") + s);
-        }
-        // Each code's nearest in its leaf, among those beating its list's worst.
-        let mut cand = vec![EMPTY; n * k];
-        let worst: Vec<u64> = lists.par_chunks_exact(k).map(|l| l[k - 1]).collect();
-        let mut rows: Vec<&mut [u64]> = Vec::with_capacity(sizes.len());
-        let mut rest: &mut [u64] = &mut cand;
-        for &s in &sizes {
-            let (a, b) = rest.split_at_mut(s * k);
-            rows.push(a);
-            rest = b;
-        }
-        let computed: u64 = rows
-            .into_par_iter()
-            .zip(bounds.par_windows(2))
-            .map_init(Vec::new, |buf, (out, r)| {
-                let (s, e) = (r[0], r[1]);
-                let leaf = &cc[s * w..e * w];
-                let mut d = vec![0u32; e - s];
-                for (i, o) in out.chunks_exact_mut(k).enumerate() {
-                    let x = idx[s + i];
-                    kernels
-                        .distances(&leaf[i * w..(i + 1) * w], leaf, w, &mut d)
-                        .expect("whole codes");
-                    let bar = worst[x as usize];
-                    let bar_d = (bar >> 32) as u32;
-                    buf.clear();
-                    for (j, &dj) in d.iter().enumerate() {
-                        if dj <= bar_d {
-                            let e = (u64::from(dj) << 32) | u64::from(idx[s + j]);
-                            if j != i && e < bar {
-                                buf.push(e);
-                            }
-                        }
-                    }
-                    if buf.len() > k {
-                        buf.select_nth_unstable(k);
-                        buf.truncate(k);
-                    }
-                    o[..buf.len()].copy_from_slice(buf);
-                }
-                ((e - s) * (e - s)) as u64
-            })
-            .sum();
-        stats.distances += computed / 2;
-        let mut pos = vec![0u32; n];
-        for (p, &x) in idx.iter().enumerate() {
-            pos[x as usize] = p as u32;
-        }
-        lists
-            .par_chunks_mut(k)
-            .zip(flags.par_chunks_mut(k))
-            .enumerate()
-            .for_each(|(x, (l, f))| {
-                let p = pos[x] as usize;
-                for &e in &cand[p * k..(p + 1) * k] {
-                    if e == EMPTY {
-                        break;
-                    }
-                    insert(l, f, e);
-                }
-            });
+    // Locality: the codes are renumbered in the order of the first tree's leaves (near codes
+    // get near numbers, so the rounds read near memory); `order[i]` is the code numbered i.
+    let mut order: Vec<u32> = (0..n as u32).collect();
+    let mut local = codes.to_vec();
+    let sizes0 = split(
+        &mut order,
+        &mut local,
+        w,
+        p.leaf.max(2),
+        hash_u64(0, p.seed),
+        0,
+    );
+    let lists = descend(&local, w, k, p, sizes0, &mut stats);
+    drop(local);
+    // Back to the callers' numbers, each list sorted by (distance, number) again.
+    let mut pos = vec![0u32; n];
+    for (i, &x) in order.iter().enumerate() {
+        pos[x as usize] = i as u32;
     }
-    // 2. Rounds.
-    let target = (p.delta * n as f64 * k as f64) as usize;
-    let sample = p.sample.max(1);
-    for round in 0..p.rounds {
-        // Neighbourhoods: up to `sample` list entries and `sample` reverse entries (a
-        // seeded sample), the new ones first, in rows of `2 · sample`.
-        let mut rstart = vec![0usize; n + 1];
-        for l in lists.chunks_exact(k) {
-            for &e in l.iter().take(sample).take_while(|&&e| e != EMPTY) {
-                rstart[e as u32 as usize + 1] += 1;
+    let mut out = vec![EMPTY; n * k];
+    out.par_chunks_mut(k).enumerate().for_each(|(x, o)| {
+        let i = pos[x] as usize;
+        for (slot, &e) in o.iter_mut().zip(&lists[i * k..(i + 1) * k]) {
+            if e == EMPTY {
+                break;
             }
+            *slot = (e >> 33) << 32 | u64::from(order[(e >> 1) as u32 as usize]);
         }
-        for i in 0..n {
-            rstart[i + 1] += rstart[i];
-        }
-        // (old?, hash, source) per reverse entry, grouped by target.
-        let mut rev = vec![(0u8, 0u64, 0u32); rstart[n]];
-        let mut next = rstart.clone();
-        for (v, (l, f)) in lists.chunks_exact(k).zip(flags.chunks_exact(k)).enumerate() {
-            for (&e, &nw) in l
-                .iter()
-                .zip(f)
-                .take(sample)
-                .take_while(|(e, _)| **e != EMPTY)
-            {
-                let u = e as u32 as usize;
-                let h = hash_u64((v as u64) << 32 | u as u64, p.seed ^ round as u64);
-                rev[next[u]] = (1 - nw, h, v as u32);
-                next[u] += 1;
-            }
-        }
-        drop(next);
-        let hw = 2 * sample;
-        let mut hood = vec![0u32; n * hw];
-        let mut hlen = vec![0u32; n];
-        let mut hnew = vec![0u32; n];
-        hood.par_chunks_mut(hw)
-            .zip(hlen.par_iter_mut())
-            .zip(hnew.par_iter_mut())
-            .enumerate()
-            .for_each_init(Vec::new, |r, (v, ((h, len), nw))| {
-                let l = &lists[v * k..(v + 1) * k];
-                let f = &flags[v * k..(v + 1) * k];
-                r.clear();
-                r.extend_from_slice(&rev[rstart[v]..rstart[v + 1]]);
-                if r.len() > sample {
-                    r.select_nth_unstable(sample);
-                    r.truncate(sample);
-                }
-                r.sort_unstable();
-                let live = l.iter().take(sample).take_while(|&&e| e != EMPTY).count();
-                let mut at = 0;
-                for i in (0..live).filter(|&i| f[i] != 0) {
-                    h[at] = l[i] as u32;
-                    at += 1;
-                }
-                for e in r.iter().filter(|e| e.0 == 0) {
-                    h[at] = e.2;
-                    at += 1;
-                }
-                *nw = at as u32;
-                for i in (0..live).filter(|&i| f[i] == 0) {
-                    h[at] = l[i] as u32;
-                    at += 1;
-                }
-                for e in r.iter().filter(|e| e.0 != 0) {
-                    h[at] = e.2;
-                    at += 1;
-                }
-                *len = at as u32;
-            });
-        drop(rev);
-        flags.iter_mut().for_each(|f| *f = 0);
-        let ctx = Ctx {
-            codes,
-            w,
-            k,
-            hw,
-            hlen: &hlen,
-            hnew: &hnew,
-            hood: &hood,
-        };
-        let computed: u64 = lists
-            .par_chunks_mut(k * CHUNK)
-            .zip(flags.par_chunks_mut(k * CHUNK))
-            .enumerate()
-            .map_init(Scr::default, |scr, (c, (l, f))| {
-                with_popcnt(Round {
-                    ctx: &ctx,
-                    lists: l,
-                    flags: f,
-                    first: c * CHUNK,
-                    scr,
-                })
-            })
-            .sum();
-        stats.distances += computed;
-        let changed = flags.par_iter().filter(|&&f| f != 0).count();
-        stats.rounds += 1;
-        stats.changed.push(changed);
-        if changed <= target {
-            break;
-        }
-    }
+        o.sort_unstable();
+    });
+    drop(lists);
     // A code the trees and rounds left with fewer than k entries (alone in small leaves,
     // listed by no one) gets its exact nearest by a scan.
-    let short: Vec<usize> = lists
+    let short: Vec<usize> = out
         .par_chunks_exact(k)
         .enumerate()
         .filter(|(_, l)| l[k - 1] == EMPTY)
@@ -525,11 +296,462 @@ pub(crate) fn approx_knn(
     for v in short {
         let q = &codes[v * w..(v + 1) * w];
         let found = crate::hamming::scan_knn(q, codes, w, k + 1).expect("whole codes");
-        let l = &mut lists[v * k..(v + 1) * k];
+        let l = &mut out[v * k..(v + 1) * k];
         for (slot, nb) in found[0].iter().filter(|nb| nb.row != v).take(k).enumerate() {
             l[slot] = (u64::from(nb.distance) << 32) | nb.row as u64;
         }
         stats.distances += n as u64;
     }
-    (lists, stats)
+    (out, stats)
+}
+
+/// The seeds and rounds over `codes` (in the order of the first tree, whose leaves' sizes
+/// are `sizes0`): the lists of [`entry`]s.
+fn descend(
+    codes: &[u64],
+    w: usize,
+    k: usize,
+    p: &ApproxKnn,
+    sizes0: Vec<usize>,
+    stats: &mut ApproxStats,
+) -> Vec<u64> {
+    let n = codes.len() / w;
+    let mut lists = vec![EMPTY; n * k];
+    // 1. Seeds: random codes first (so that the rounds can leave a part the trees got
+    // wrong), then the trees.
+    let kernels = crate::hamming::Kernels::dispatched();
+    lists.par_chunks_mut(k).enumerate().for_each(|(v, l)| {
+        let code = &codes[v * w..(v + 1) * w];
+        for j in 0..p.randoms as u64 {
+            let u = (hash_u64((v as u64) << 32 | j, p.seed) % n as u64) as usize;
+            if u != v {
+                let d = kernels.distance_eq(code, &codes[u * w..(u + 1) * w]);
+                insert(l, entry(d, u as u32) | 1);
+            }
+        }
+    });
+    let identity: Vec<u32> = (0..n as u32).collect();
+    let mut sizes0 = Some(sizes0);
+    for t in 0..p.trees {
+        let computed = match sizes0.take() {
+            // The first tree is the order of the codes.
+            Some(sizes) => leaf_seeds(codes, &identity, &sizes, w, k, &mut lists),
+            None => {
+                let mut idx = identity.clone();
+                let mut cc = codes.to_vec();
+                let salt = hash_u64(t as u64, p.seed);
+                let sizes = split(&mut idx, &mut cc, w, p.leaf.max(2), salt, 0);
+                leaf_seeds(&cc, &idx, &sizes, w, k, &mut lists)
+            }
+        };
+        stats.distances += computed;
+    }
+    drop(identity);
+    // 2. Rounds.
+    let target = (p.delta * n as f64 * k as f64) as usize;
+    let s = p.sample.max(1);
+    let mut cand = Candidates {
+        s,
+        new: vec![0u32; n * s],
+        old: vec![0u32; n * s],
+        lens: vec![(0u32, 0u32); n],
+    };
+    let mut worst: Vec<u64> = lists.par_chunks_exact(k).map(|l| l[k - 1] & !1).collect();
+    for round in 0..p.rounds {
+        let salt = hash_u64(round as u64 | 1 << 40, p.seed);
+        cand.sample(&mut lists, k, salt);
+        let (changed, computed) = local_joins(codes, w, k, &cand, &mut lists, &mut worst);
+        stats.distances += computed;
+        stats.rounds += 1;
+        stats.changed.push(changed);
+        if changed <= target {
+            break;
+        }
+    }
+    lists
+}
+
+/// Each code's nearest in each leaf of a tree (`cc`: the codes in the tree's order, `idx`
+/// their numbers, `sizes` the leaves' sizes), among those beating its list's worst, into the
+/// lists. Returns the distances computed.
+fn leaf_seeds(
+    cc: &[u64],
+    idx: &[u32],
+    sizes: &[usize],
+    w: usize,
+    k: usize,
+    lists: &mut [u64],
+) -> u64 {
+    let n = idx.len();
+    let kernels = crate::hamming::Kernels::dispatched();
+    let mut bounds = Vec::with_capacity(sizes.len() + 1);
+    bounds.push(0usize);
+    for s in sizes {
+        bounds.push(bounds.last().expect("non-empty") + s);
+    }
+    let mut cand = vec![EMPTY; n * k];
+    let worst: Vec<u64> = lists.par_chunks_exact(k).map(|l| l[k - 1] & !1).collect();
+    let mut rows: Vec<&mut [u64]> = Vec::with_capacity(sizes.len());
+    let mut rest: &mut [u64] = &mut cand;
+    for &s in sizes {
+        let (a, b) = rest.split_at_mut(s * k);
+        rows.push(a);
+        rest = b;
+    }
+    let computed: u64 = rows
+        .into_par_iter()
+        .zip(bounds.par_windows(2))
+        .map_init(Vec::new, |buf, (out, r)| {
+            let (s, e) = (r[0], r[1]);
+            let leaf = &cc[s * w..e * w];
+            let mut d = vec![0u32; e - s];
+            for (i, o) in out.chunks_exact_mut(k).enumerate() {
+                let x = idx[s + i];
+                kernels
+                    .distances(&leaf[i * w..(i + 1) * w], leaf, w, &mut d)
+                    .expect("whole codes");
+                let bar = worst[x as usize];
+                let bar_d = (bar >> 33) as u32;
+                buf.clear();
+                for (j, &dj) in d.iter().enumerate() {
+                    if dj <= bar_d {
+                        let e = entry(dj, idx[s + j]);
+                        if j != i && e < bar {
+                            buf.push(e);
+                        }
+                    }
+                }
+                if buf.len() > k {
+                    buf.select_nth_unstable(k);
+                    buf.truncate(k);
+                }
+                o[..buf.len()].copy_from_slice(buf);
+            }
+            ((e - s) * (e - s)) as u64
+        })
+        .sum();
+    let mut pos = vec![0u32; n];
+    for (p, &x) in idx.iter().enumerate() {
+        pos[x as usize] = p as u32;
+    }
+    lists.par_chunks_mut(k).enumerate().for_each(|(x, l)| {
+        let p = pos[x] as usize;
+        for &e in &cand[p * k..(p + 1) * k] {
+            if e == EMPTY {
+                break;
+            }
+            insert(l, e | 1);
+        }
+    });
+    computed / 2
+}
+
+/// A round's candidates: for each code, up to `s` new and `s` old codes among its list's
+/// entries and the codes listing it (NN-Descent's sampled neighbours and reverse
+/// neighbours), in rows of `s`.
+struct Candidates {
+    s: usize,
+    new: Vec<u32>,
+    old: Vec<u32>,
+    /// How many new and old candidates each code has.
+    lens: Vec<(u32, u32)>,
+}
+
+impl Candidates {
+    /// Draws the round's candidates from the lists (`salt`: the round's hash seed): a code's
+    /// new (old) candidates are the `s` of its new (old) entries and reverse entries with the
+    /// smallest hash of the pair; its new entries drawn become old.
+    fn sample(&mut self, lists: &mut [u64], k: usize, salt: u64) {
+        let n = self.lens.len();
+        let s = self.s;
+        // Reverse entries grouped by the code listed: (new << 32 | lister).
+        let mut start = vec![0usize; n + 1];
+        for &e in lists.iter() {
+            if e != EMPTY {
+                start[(e >> 1) as u32 as usize + 1] += 1;
+            }
+        }
+        for i in 0..n {
+            start[i + 1] += start[i];
+        }
+        let mut rev = vec![0u64; start[n]];
+        let mut next = start.clone();
+        for (v, l) in lists.chunks_exact(k).enumerate() {
+            for &e in l.iter().take_while(|&&e| e != EMPTY) {
+                let u = (e >> 1) as u32 as usize;
+                rev[next[u]] = (e & 1) << 32 | v as u64;
+                next[u] += 1;
+            }
+        }
+        drop(next);
+        // The hash of the pair {a, b}, the same from both ends, then b.
+        let key = |a: u32, b: u32| {
+            let (lo, hi) = (a.min(b), a.max(b));
+            (mix64((u64::from(lo) << 32 | u64::from(hi)) ^ salt) >> 32) << 32 | u64::from(b)
+        };
+        self.new
+            .par_chunks_mut(s)
+            .zip(self.old.par_chunks_mut(s))
+            .zip(self.lens.par_iter_mut())
+            .zip(lists.par_chunks_mut(k))
+            .enumerate()
+            .for_each_init(
+                || (Vec::new(), Vec::new()),
+                |(nb, ob), (v, (((new, old), len), l))| {
+                    nb.clear();
+                    ob.clear();
+                    for &e in l.iter().take_while(|&&e| e != EMPTY) {
+                        if e & 1 != 0 {
+                            nb.push(key(v as u32, (e >> 1) as u32));
+                        }
+                    }
+                    let rv = &rev[start[v]..start[v + 1]];
+                    for &r in rv {
+                        if r >> 32 != 0 {
+                            nb.push(key(v as u32, r as u32));
+                        }
+                    }
+                    // Without new candidates, a code joins nothing: its old ones are not drawn.
+                    if nb.is_empty() {
+                        *len = (0, 0);
+                        return;
+                    }
+                    for &e in l.iter().take_while(|&&e| e != EMPTY) {
+                        if e & 1 == 0 {
+                            ob.push(key(v as u32, (e >> 1) as u32));
+                        }
+                    }
+                    for &r in rv {
+                        if r >> 32 == 0 {
+                            ob.push(key(v as u32, r as u32));
+                        }
+                    }
+                    for (buf, row, len) in [
+                        (&mut *nb, &mut *new, &mut len.0),
+                        (&mut *ob, &mut *old, &mut len.1),
+                    ] {
+                        if buf.len() > s {
+                            buf.select_nth_unstable(s);
+                        }
+                        let m = buf.len().min(s);
+                        buf[..m].sort_unstable();
+                        let mut at = 0;
+                        for i in 0..m {
+                            if i == 0 || buf[i] != buf[i - 1] {
+                                row[at] = buf[i] as u32;
+                                at += 1;
+                            }
+                        }
+                        *len = at as u32;
+                    }
+                    // The new entries drawn are old from now on.
+                    let drawn = &new[..len.0 as usize];
+                    for e in l.iter_mut().take_while(|e| **e != EMPTY) {
+                        if *e & 1 != 0 && drawn.contains(&((*e >> 1) as u32)) {
+                            *e &= !1;
+                        }
+                    }
+                },
+            );
+    }
+}
+
+/// What a range of local joins reads.
+struct Join<'a> {
+    codes: &'a [u64],
+    w: usize,
+    cand: &'a Candidates,
+    worst: &'a [u64],
+    /// The codes joined.
+    range: std::ops::Range<usize>,
+    /// Scratch: the candidates' codes and lists' worst entries.
+    local: &'a mut Vec<u64>,
+    bar: &'a mut Vec<u64>,
+    /// Updates out: (code, entry).
+    ups: &'a mut Vec<(u32, u64)>,
+}
+
+impl PopcntBody for Join<'_> {
+    type Output = u64;
+
+    #[inline(always)]
+    fn run(self) -> u64 {
+        let w = self.w;
+        by_words!(w, join_body(self))
+    }
+}
+
+/// The local joins of `j.range`: for each code, every pair of its new candidates and every
+/// pair of a new and an old candidate is measured, and each end that the other would enter
+/// (nearer than its list's worst) gets an update. Returns the distances computed.
+#[inline(always)]
+fn join_body<const W: usize>(j: Join<'_>) -> u64 {
+    let w = if W == 0 { j.w } else { W };
+    let s = j.cand.s;
+    let mut computed = 0u64;
+    for v in j.range.clone() {
+        let (nl, ol) = j.cand.lens[v];
+        let (nl, ol) = (nl as usize, ol as usize);
+        // The next code's candidates, on their way to the cache.
+        if let Some(&(nn, on)) = j.cand.lens.get(v + 1) {
+            let u = v + 1;
+            for &c in j.cand.new[u * s..u * s + nn as usize]
+                .iter()
+                .chain(&j.cand.old[u * s..u * s + on as usize])
+            {
+                prefetch(j.codes.as_ptr().wrapping_add(c as usize * w));
+                prefetch(j.worst.as_ptr().wrapping_add(c as usize));
+            }
+        }
+        if nl == 0 {
+            continue;
+        }
+        let newc = &j.cand.new[v * s..v * s + nl];
+        let oldc = &j.cand.old[v * s..v * s + ol];
+        j.local.clear();
+        j.bar.clear();
+        for &c in newc.iter().chain(oldc) {
+            let c = c as usize;
+            j.local.extend_from_slice(&j.codes[c * w..(c + 1) * w]);
+            j.bar.push(j.worst[c]);
+        }
+        for a in 0..nl {
+            let ca = &j.local[a * w..(a + 1) * w];
+            let ia = newc[a];
+            for b in a + 1..nl + ol {
+                let ib = if b < nl { newc[b] } else { oldc[b - nl] };
+                if ib == ia {
+                    continue;
+                }
+                let d = dist_words(ca, &j.local[b * w..(b + 1) * w], w);
+                let (ea, eb) = (entry(d, ib), entry(d, ia));
+                if ea < j.bar[a] {
+                    j.ups.push((ia, ea));
+                }
+                if eb < j.bar[b] {
+                    j.ups.push((ib, eb));
+                }
+            }
+            computed += (nl + ol - a - 1) as u64;
+        }
+    }
+    computed
+}
+
+/// One round of local joins over all codes, a [`BLOCK`] at a time (the updates of a block
+/// applied, each list taking its own in the order they were found, before the next block is
+/// joined). Returns the entries that entered the lists and the distances computed.
+fn local_joins(
+    codes: &[u64],
+    w: usize,
+    k: usize,
+    cand: &Candidates,
+    lists: &mut [u64],
+    worst: &mut [u64],
+) -> (usize, u64) {
+    let n = cand.lens.len();
+    let (mut changed, mut computed) = (0usize, 0u64);
+    // Updates grouped by runs of 2^shift lists (about 512 groups), read in that order: the
+    // lists are then visited nearly in order.
+    let shift = (usize::BITS - (n / 512).leading_zeros()).max(6);
+    let groups = (n >> shift) + 1;
+    let mut count = vec![0usize; groups + 1];
+    let mut sorted: Vec<(u32, u64)> = Vec::new();
+    for b0 in (0..n).step_by(BLOCK) {
+        let b1 = (b0 + BLOCK).min(n);
+        let worst_now: &[u64] = worst;
+        let found: Vec<(Vec<(u32, u64)>, u64)> = (b0..b1)
+            .into_par_iter()
+            .step_by(CHUNK)
+            .map_init(
+                || (Vec::new(), Vec::new()),
+                |(local, bar), c0| {
+                    let mut ups = Vec::new();
+                    let c = with_popcnt(Join {
+                        codes,
+                        w,
+                        cand,
+                        worst: worst_now,
+                        range: c0..(c0 + CHUNK).min(b1),
+                        local,
+                        bar,
+                        ups: &mut ups,
+                    });
+                    (ups, c)
+                },
+            )
+            .collect();
+        computed += found.iter().map(|f| f.1).sum::<u64>();
+        // A stable counting sort by group keeps each list's updates in the order found.
+        count.fill(0);
+        let all = || found.iter().flat_map(|f| &f.0);
+        for &(x, _) in all() {
+            count[(x as usize >> shift) + 1] += 1;
+        }
+        for g in 0..groups {
+            count[g + 1] += count[g];
+        }
+        let total = count[groups];
+        sorted.clear();
+        sorted.resize(total, (0, 0));
+        let mut next = count.clone();
+        for &(x, e) in all() {
+            let g = x as usize >> shift;
+            sorted[next[g]] = (x, e);
+            next[g] += 1;
+        }
+        drop(found);
+        // Whole groups to each task: a list's updates stay in one task, in order.
+        let per = groups
+            .div_ceil(rayon::current_num_threads().max(1) * 4)
+            .max(1);
+        let parts: Vec<(usize, usize)> = (0..groups)
+            .step_by(per)
+            .map(|g| (count[g], count[(g + per).min(groups)]))
+            .collect();
+        let lists_at = ListsPtr(lists.as_mut_ptr(), worst.as_mut_ptr());
+        changed += parts
+            .into_par_iter()
+            .map(|(lo, hi)| {
+                let mut entered = 0;
+                for &(x, e) in &sorted[lo..hi] {
+                    let x = x as usize;
+                    // SAFETY: each task's updates name lists of its own groups only (the
+                    // groups are disjoint ranges of lists), and `x < n`.
+                    let (l, wr) = unsafe { lists_at.row(x, k) };
+                    if insert(l, e | 1) {
+                        entered += 1;
+                        *wr = l[k - 1] & !1;
+                    }
+                }
+                entered
+            })
+            .sum::<usize>();
+    }
+    (changed, computed)
+}
+
+/// The lists and their worst entries, written by tasks that each own whole groups of lists.
+#[derive(Clone, Copy)]
+struct ListsPtr(*mut u64, *mut u64);
+
+// SAFETY: the tasks sharing a `ListsPtr` write disjoint lists (see `local_joins`).
+unsafe impl Send for ListsPtr {}
+// SAFETY: as above.
+unsafe impl Sync for ListsPtr {}
+
+impl ListsPtr {
+    /// List `x` (of `k` entries) and its worst entry.
+    ///
+    /// # Safety
+    /// `x` is within the lists, and no one else reads or writes list `x` meanwhile.
+    unsafe fn row<'a>(self, x: usize, k: usize) -> (&'a mut [u64], &'a mut u64) {
+        // SAFETY: the caller's promise.
+        unsafe {
+            (
+                std::slice::from_raw_parts_mut(self.0.add(x * k), k),
+                &mut *self.1.add(x),
+            )
+        }
+    }
 }

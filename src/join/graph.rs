@@ -138,8 +138,8 @@ pub enum KnnMethod {
     /// Exact: every pair compared once ([`knn_graph`]), `O(N²)`.
     #[default]
     Exact,
-    /// Approximate: the leaves of random partition trees as seeds, refined by NN-Descent
-    /// rounds ([`ApproxKnn`](crate::join::ApproxKnn)), about `O(N · rounds · sample²)`.
+    /// Approximate: the leaves of random partition trees as seeds, refined by NN-Descent's
+    /// local joins ([`ApproxKnn`](crate::join::ApproxKnn)), about `O(N · rounds · sample²)`.
     Approx(super::ApproxKnn),
 }
 
@@ -209,7 +209,11 @@ pub fn knn_graph_by<S: AsRef<[u64]>>(
         ));
     }
     let k_eff = k.min(sigs.len().saturating_sub(1));
-    let width = p.list.max(k_eff).min(sigs.len().saturating_sub(1));
+    let width = if k_eff == 0 {
+        0
+    } else {
+        p.list_for(k_eff).min(sigs.len() - 1)
+    };
     let (lists, stats) =
         super::descent::approx_knn(sigs.as_slice(), sigs.words_per_row(), width, p);
     let rows = if k_eff == 0 {
