@@ -3,6 +3,17 @@
 
 use super::*;
 
+/// `band` is one of the banding's bands.
+fn check_band(banding: &Banding, band: usize) -> Result<()> {
+    if band >= banding.bands {
+        return Err(Error::param(
+            "band",
+            format!("band {band} of a banding with {} bands", banding.bands),
+        ));
+    }
+    Ok(())
+}
+
 /// The candidate pairs that band `band` reports among a partition of rows, given as the
 /// caller's `ids` and their signatures `sigs` (row-major, `words_for(f)` words per row): the
 /// per-partition step of a distributed banded join.
@@ -44,12 +55,7 @@ pub fn band_partition(
     capped: &[CappedGroup],
     mut sink: impl FnMut(IdPair),
 ) -> Result<Vec<CappedGroup>> {
-    if band >= banding.bands {
-        return Err(Error::param(
-            "band",
-            format!("band {band} of a banding with {} bands", banding.bands),
-        ));
-    }
+    check_band(banding, band)?;
     if banding.probes > 0 {
         return Err(Error::param(
             "probes",
@@ -193,12 +199,7 @@ pub fn probe_partition(
     capped: &[CappedGroup],
     mut sink: impl FnMut(IdPair),
 ) -> Result<Vec<CappedGroup>> {
-    if band >= banding.bands {
-        return Err(Error::param(
-            "band",
-            format!("band {band} of a banding with {} bands", banding.bands),
-        ));
-    }
+    check_band(banding, band)?;
     if half > 1 {
         return Err(Error::param("half", format!("half {half} of a band's 2")));
     }
@@ -270,29 +271,16 @@ pub fn probe_partition(
     // clear meet those with the key that has it set (those keys come in increasing order).
     let mask = half_mask(banding.width, half);
     for i in (0..banding.width).filter(|&i| mask >> i & 1 == 1) {
-        let bit = 1u64 << i;
-        let mut hi = 0usize;
-        for &(k, s0, e0) in &runs {
-            if k & bit != 0 {
-                continue;
-            }
-            let target = k | bit;
-            while hi < runs.len() && runs[hi].0 < target {
-                hi += 1;
-            }
-            if hi == runs.len() {
-                break;
-            }
-            let (k1, s1, e1) = runs[hi];
-            if k1 != target || e0 - s0 > cap || e1 - s1 > cap {
-                continue;
+        super::scan::runs_one_bit_apart(&runs, 1u64 << i, |&(_, s0, e0), &(_, s1, e1)| {
+            if e0 - s0 > cap || e1 - s1 > cap {
+                return;
             }
             for &(_, ra) in &entries[s0..e0] {
                 for &(_, rb) in &entries[s1..e1] {
                     check(ra, rb, &mut emit);
                 }
             }
-        }
+        });
     }
     Ok(mine)
 }

@@ -222,22 +222,9 @@ impl Banding {
         }
         let mut checked = 0u64;
         for i in 0..self.width {
-            let bit = 1u64 << i;
-            let mut hi = 0usize;
-            for &(k, s0, e0) in &runs {
-                if k & bit != 0 {
-                    continue;
-                }
-                let target = k | bit;
-                while hi < runs.len() && runs[hi].0 < target {
-                    hi += 1;
-                }
-                if hi == runs.len() {
-                    break;
-                }
-                let (k1, s1, e1) = runs[hi];
-                if k1 != target || u64::from(e0 - s0) > cap || u64::from(e1 - s1) > cap {
-                    continue;
+            runs_one_bit_apart(&runs, 1u64 << i, |&(_, s0, e0), &(_, s1, e1)| {
+                if u64::from(e0 - s0) > cap || u64::from(e1 - s1) > cap {
+                    return;
                 }
                 checked += u64::from(e0 - s0) * u64::from(e1 - s1);
                 for ea in s0 as usize..e0 as usize {
@@ -262,7 +249,7 @@ impl Banding {
                         }
                     }
                 }
-            }
+            });
         }
         checked
     }
@@ -364,6 +351,33 @@ where
     fn run(self) -> u64 {
         self.banding
             .scan_runs_body(self.band, self.entries, self.row, self.capped, self.emit)
+    }
+}
+
+/// The pairs of runs whose keys are one bit apart, the bit `bit`: for each run whose key has
+/// `bit` clear and the run whose key is that key with `bit` set, `f(run, other run)`. `runs`
+/// are `(key, start, end)` with distinct keys in increasing order (the keys with `bit` set
+/// then come in increasing order too, so one forward cursor finds them all).
+pub(super) fn runs_one_bit_apart<T>(
+    runs: &[(u64, T, T)],
+    bit: u64,
+    mut f: impl FnMut(&(u64, T, T), &(u64, T, T)),
+) {
+    let mut hi = 0usize;
+    for run in runs {
+        if run.0 & bit != 0 {
+            continue;
+        }
+        let target = run.0 | bit;
+        while hi < runs.len() && runs[hi].0 < target {
+            hi += 1;
+        }
+        if hi == runs.len() {
+            break;
+        }
+        if runs[hi].0 == target {
+            f(run, &runs[hi]);
+        }
     }
 }
 
