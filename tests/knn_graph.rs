@@ -270,3 +270,23 @@ proptest! {
         }
     }
 }
+
+/// The approximate method's lists and candidates are sized by the caller (`k`, `sample`):
+/// sizes beyond the memory available are an error naming them, not an abort.
+#[test]
+fn approximate_graph_sizes_beyond_memory_are_errors() {
+    let mut rng = Rng::new(31);
+    let codes: Vec<u64> = (0..500).map(|_| rng.next_u64()).collect();
+    let sigs = SignatureMatrix::from_parts(64, codes).unwrap();
+    let huge = simlsh::join::KnnMethod::Approx(simlsh::join::ApproxKnn {
+        sample: usize::MAX / 4,
+        ..Default::default()
+    });
+    let err = simlsh::join::knn_graph_by(&sigs, 10, &huge).unwrap_err();
+    assert!(matches!(err, simlsh::Error::OutOfMemory { .. }), "{err}");
+    assert!(err.to_string().contains("approximate k-NN graph"), "{err}");
+    // Sizes that fit still run.
+    let fine = simlsh::join::KnnMethod::Approx(simlsh::join::ApproxKnn::default());
+    let (rows, _) = simlsh::join::knn_graph_by(&sigs, 10, &fine).unwrap();
+    assert_eq!(rows.len(), 500);
+}

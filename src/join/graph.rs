@@ -189,7 +189,9 @@ impl std::str::FromStr for KnnMethod {
 ///
 /// # Errors
 /// [`Error::InvalidParameter`] for more than `2^32` rows, or approximate parameters out of
-/// range (no permutation, a window of 0).
+/// range (no permutation, a window of 0); [`Error::OutOfMemory`] when the approximate
+/// method's lists (`k`, at least [`ApproxKnn::list`](super::ApproxKnn::list), a row) and
+/// candidates (`sample` a row) do not fit in the memory available.
 pub fn knn_graph_by<S: AsRef<[u64]>>(
     sigs: &SignatureMatrix<S>,
     k: usize,
@@ -214,6 +216,16 @@ pub fn knn_graph_by<S: AsRef<[u64]>>(
     } else {
         p.list_for(k_eff).min(sigs.len() - 1)
     };
+    // The lists (two arrays of `width` entries a row while they are renumbered) and the
+    // rounds' candidates (two of `sample` a row), checked before they are made.
+    let n = sigs.len();
+    let entries = n.saturating_mul(width).saturating_mul(2);
+    let cands = n.saturating_mul(p.sample.max(1)).saturating_mul(2);
+    crate::memory::check(
+        "the approximate k-NN graph's lists",
+        crate::memory::bytes_of::<u64>(entries)
+            .saturating_add(crate::memory::bytes_of::<u32>(cands)),
+    )?;
     let (lists, stats) =
         super::descent::approx_knn(sigs.as_slice(), sigs.words_per_row(), width, p);
     let rows = if k_eff == 0 {
