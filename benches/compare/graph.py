@@ -96,6 +96,8 @@ SEED = 0
 BITS = 256
 SECTIONS = ("codes", "weak", "embed", "knn", "knn-minilm", "dynamic")
 EFS = [16, 32, 64, 128, 256]
+# The wider codes of the embeddings' second graph series (section `embed`).
+WIDE_BITS = 1024
 _POP = np.array([bin(i).count("1") for i in range(256)], dtype=np.uint8)
 
 
@@ -530,16 +532,22 @@ def embed_one(a, sl, faiss, name, base, qs, gt, bits):
         rows.append(embed_row("simlsh LinearScan + rerank", f"M={m}", b, lin.memory / n, t, nq, score(ri), floats, rerank=m))
         log(f"embed: scan+rerank M={m}: {rows[-1]['qps']:.0f} q/s recall {rows[-1]['recall']:.3f}")
     lin = None
-    g = sl.GraphIndex(bits=bits)
-    b, _ = once(lambda: g.add(bc, threads=1))
-    ef0 = g.ef_search
-    for m in (50, 100, 200, 300):
-        for ef in sorted({ef0, 64, 128, 256}):
-            if ef < m and ef != ef0:
-                continue
+    # The graph at the scan's width, then at a wider one: wider codes rank the true neighbours
+    # higher, so fewer candidates (M) and a smaller beam reach the same recall.
+    for gbits in (bits, WIDE_BITS):
+        if gbits != bits:
+            wide = sl.signer("super-bit", bits=gbits, dim=dim, seed=SEED)
+            bc, qc = wide.sign(base, threads=1), wide.sign(qs, threads=1)
+        g = sl.GraphIndex(bits=gbits)
+        b, _ = once(lambda g=g, bc=bc: g.add(bc, threads=1))
+        ef0 = g.ef_search
+        grid = [(m, ef) for m in (50, 100, 200, 300) for ef in sorted({ef0, 64, 128, 256}) if ef >= m or ef == ef0]
+        if gbits != bits:
+            grid = [(m, ef) for m in (20, 30, 50) for ef in (32, 48, 64, 96) if ef >= m]
+        for m, ef in grid:
             g.ef_search = ef
 
-            def path(m=m):
+            def path(m=m, g=g, qc=qc):
                 _, i = g.search(qc, m, threads=1)
                 return sl.rerank(qs, base, i, K, threads=1)
 
@@ -547,7 +555,7 @@ def embed_one(a, sl, faiss, name, base, qs, gt, bits):
             rows.append(
                 embed_row(
                     "simlsh GraphIndex + rerank",
-                    f"M={m}, ef={max(ef, m)}",
+                    f"{gbits} bits, M={m}, ef={max(ef, m)}",
                     b,
                     g.memory / n,
                     t,
@@ -556,10 +564,11 @@ def embed_one(a, sl, faiss, name, base, qs, gt, bits):
                     floats,
                     rerank=m,
                     ef=ef,
+                    bits=gbits,
                     default_ef=ef == ef0,
                 )
             )
-            log(f"embed: graph+rerank M={m} ef={ef}: {rows[-1]['qps']:.0f} q/s recall {rows[-1]['recall']:.3f}")
+            log(f"embed: graph+rerank {gbits} bits M={m} ef={ef}: {rows[-1]['qps']:.0f} q/s recall {rows[-1]['recall']:.3f}")
     g = None
     ix = faiss.IndexFlatIP(dim)
     b, _ = once(lambda: ix.add(base))
@@ -941,7 +950,8 @@ def report(res, out):
             f"### Embeddings, exact cosine: {e['data']} ({e['dim']}-d, normalised)",
             "",
             f"{e['queries']:,} queries; recall@10 against the exact cosine top 10; simlsh: {e['bits']}-bit "
-            f"{e['signer']} codes, Hamming search for M candidates then `simlsh.rerank` (exact cosine), both timed. "
+            f"{e['signer']} codes (the graph also at {WIDE_BITS} bits: the rows named so), Hamming search for M "
+            "candidates then `simlsh.rerank` (exact cosine), both timed. "
             "Index memory a vector: simlsh's codes + graph (the re-rank also reads the float vectors, "
             f"{e['dim'] * 4} bytes a vector); FAISS's serialized index (floats + graph).",
             "",
