@@ -543,7 +543,7 @@ def embed_one(a, sl, faiss, name, base, qs, gt, bits):
         ef0 = g.ef_search
         grid = [(m, ef) for m in (50, 100, 200, 300) for ef in sorted({ef0, 64, 128, 256}) if ef >= m or ef == ef0]
         if gbits != bits:
-            grid = [(m, ef) for m in (20, 30, 50) for ef in (32, 48, 64, 96) if ef >= m]
+            grid = [(m, ef) for m in (20, 30, 40, 50) for ef in (32, 48, 64, 96) if ef >= m]
         for m, ef in grid:
             g.ef_search = ef
 
