@@ -726,7 +726,11 @@ mod tests {
             }
             #[cfg(target_arch = "x86_64")]
             if crate::cpu::detected().avx2_fma() && crate::cpu::detected().avx512f {
-                assert_eq!(x86::dot512_safe(&a, &b).to_bits(), want.to_bits(), "n = {n}");
+                assert_eq!(
+                    x86::dot512_safe(&a, &b).to_bits(),
+                    want.to_bits(),
+                    "n = {n}"
+                );
             }
             // And the value is the dot product, to the rounding of f64 sums.
             let naive: f64 = a

@@ -62,9 +62,15 @@ impl<'a, const W: usize> Query8<'a, W> {
     /// The CPU has AVX-512F; `words.len() >= W`.
     #[inline(always)]
     unsafe fn new(words: &'a [u64]) -> Self {
-        // SAFETY: the caller guarantees AVX-512F.
-        let splat = core::array::from_fn(|j| unsafe { _mm512_set1_epi64(words[j] as i64) });
-        Query8 { words, splat }
+        // SAFETY: the caller guarantees AVX-512F. A loop, not `array::from_fn`, which was
+        // left as a call (its array through the stack at every tile).
+        unsafe {
+            let mut splat = [_mm512_setzero_si512(); W];
+            for (s, &x) in splat.iter_mut().zip(words) {
+                *s = _mm512_set1_epi64(x as i64);
+            }
+            Query8 { words, splat }
+        }
     }
 
     /// Word `j` of the query in every lane.
@@ -364,8 +370,12 @@ unsafe fn distances_rows8<const W: usize>(
             }
             acc
         };
-        for (rows, o) in codes.chunks_exact(LANES * w).zip(head.chunks_exact_mut(LANES)) {
-            let v: [__m512i; LANES] = core::array::from_fn(|l| code_sums(&rows[l * w..(l + 1) * w]));
+        for (rows, o) in codes
+            .chunks_exact(LANES * w)
+            .zip(head.chunks_exact_mut(LANES))
+        {
+            let v: [__m512i; LANES] =
+                core::array::from_fn(|l| code_sums(&rows[l * w..(l + 1) * w]));
             store_u32x8(sum_lanes8(v), o);
         }
     }
@@ -397,12 +407,7 @@ unsafe fn distances1(q: u64, codes: &[u64], out: &mut [u32]) {
 }
 
 #[target_feature(enable = "avx512f,avx512vpopcntdq,avx2,popcnt")]
-pub(crate) unsafe fn distances_avx512(
-    query: &[u64],
-    codes: &[u64],
-    words: usize,
-    out: &mut [u32],
-) {
+pub(crate) unsafe fn distances_avx512(query: &[u64], codes: &[u64], words: usize, out: &mut [u32]) {
     // SAFETY: the features are enabled in this function; shapes are the caller's contract.
     unsafe {
         match words {
