@@ -449,7 +449,7 @@ unsafe fn scan_radius1(
 #[target_feature(enable = "avx2")]
 #[inline]
 pub(crate) unsafe fn transpose_lanes<const G: usize>(src: &[u64], w: usize, dst: &mut [u64]) {
-    const { assert!(G > 0 && G % 4 == 0) };
+    const { assert!(G > 0 && G.is_multiple_of(4)) };
     let w4 = w / 4 * 4;
     for (s, d) in src.chunks_exact(G * w).zip(dst.chunks_exact_mut(G * w)) {
         for h in (0..G).step_by(4) {
