@@ -1,4 +1,4 @@
-//! Hamming kernels side by side (scalar / popcnt / avx2, as available on the CPU).
+//! Hamming kernels side by side (scalar / popcnt / avx2 / avx512, as available on the CPU).
 //!
 //! Throughput is in code comparisons (query-code pairs) per second: for a batch of `q` queries
 //! over `n` codes that is `n * q` elements, so codes scanned per second is the reported rate

@@ -2,7 +2,8 @@
 //! candidates of a re-ranked one (`knn --rerank 100`: 100), at 256, 384 and 512 bits: by
 //! `join::knn_graph` (`hamming::self_knn`, each pair's distance computed once: `self`) and by
 //! the batched scan of every row against every row (`join::knn_graph_with` a `LinearScan`:
-//! `scan`), the ratio of the two measured in one run; and the re-ranking of such a
+//! `scan`), the ratio of the two measured in one run; `self_knn` by each vector kernel set
+//! of the CPU (`self_f{bits}_avx2`, `self_f{bits}_avx512`); and the re-ranking of such a
 //! graph by exact cosine (`verify::rerank_graph`) on 20,000 unit vectors of 384 dimensions.
 //! One thread (a 1-thread rayon pool on the benchmark's own thread), timed by the thread's
 //! CPU time.
@@ -25,6 +26,7 @@ mod pool;
 use ndarray::Array2;
 use pool::pool;
 use simlsh::LinearScan;
+use simlsh::hamming::Kernels;
 use simlsh::join::{knn_graph, knn_graph_with};
 use simlsh::rng::Rng;
 use simlsh::verify::{DenseVectors, rerank_graph};
@@ -84,6 +86,16 @@ fn graphs(c: &mut Criterion<CpuTime>) {
                 BenchmarkId::new(format!("self_f{bits}"), format!("k{k}")),
                 |b| b.iter(|| pool().install(|| knn_graph(black_box(&sigs), k).unwrap())),
             );
+            // `self_knn` by each vector kernel set the CPU has, side by side.
+            let (codes, w) = (sigs.as_slice(), sigs.words_per_row());
+            for kern in [Kernels::avx2(), Kernels::avx512()].into_iter().flatten() {
+                g.bench_function(
+                    BenchmarkId::new(format!("self_f{bits}_{}", kern.name()), format!("k{k}")),
+                    |b| {
+                        b.iter(|| pool().install(|| kern.self_knn(black_box(codes), w, k).unwrap()))
+                    },
+                );
+            }
             g.bench_function(
                 BenchmarkId::new(format!("scan_f{bits}"), format!("k{k}")),
                 |b| {

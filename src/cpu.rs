@@ -9,9 +9,10 @@
 //!
 //! | kernels | scalar reference | x86-64 kernels | needs |
 //! |---|---|---|---|
-//! | Hamming distances and scans ([`crate::hamming`]) | `hamming::scalar` | `popcnt`, `avx2` sets | POPCNT; AVX2 + POPCNT |
+//! | Hamming distances and scans ([`crate::hamming`]) | `hamming::scalar` | `popcnt`, `avx2`, `avx512` sets | POPCNT; AVX2 + POPCNT; AVX-512F + AVX512_VPOPCNTDQ + AVX2 + POPCNT |
 //! | Manku probes, MIH probes, self-join pair checks | the same loops, baseline `count_ones` | the loops compiled with POPCNT (`with_popcnt`) | POPCNT |
 //! | signers' accumulation and dense products ([`crate::signers`]) | `*_scalar` kernels | AVX2 + FMA kernels | AVX2, FMA |
+//! | exact cosines' dot products of dense vectors ([`crate::verify::dot`]) | `dot_scalar` | AVX2 + FMA kernel; AVX-512F kernel (same summation order, same bits) | AVX2, FMA; AVX-512F |
 //! | hashed Gaussian signer's lookups and hash stream | `add_table_rows_scalar`, a software AES round | AVX2 + AES-NI kernel | AVX2, FMA, AES |
 //!
 //! The choice is made here and nowhere else: [`detected`] asks the CPU once
@@ -23,7 +24,8 @@
 //! built for baseline x86-64 uses POPCNT and AVX2 where the CPU has them.
 //!
 //! Each x86 kernel is tested against its scalar twin (the Hamming kernel sets in
-//! `hamming::tests`, the signers' kernels in `signers::kernels`, the probes and joins by
+//! `hamming::tests`, the signers' kernels in `signers::kernels`, the dot products in
+//! `verify::vectors`, the probes and joins by
 //! comparing a run with `SIMLSH_FORCE_SCALAR=1` in a child process with the dispatched run,
 //! `tests/hamming_dispatch.rs`). Every `unsafe` block states why it is sound (`SAFETY:`).
 
@@ -45,6 +47,11 @@ pub struct Features {
     pub fma: bool,
     /// AES-NI (the hashed Gaussian signer's hash stream; not part of [`name`](Self::name)).
     pub aes: bool,
+    /// AVX-512 Foundation (512-bit vectors, mask registers).
+    pub avx512f: bool,
+    /// AVX512_VPOPCNTDQ (`vpopcntq`: the popcounts of the eight 64-bit lanes of a vector in
+    /// one instruction).
+    pub avx512vpopcntdq: bool,
 }
 
 impl Features {
@@ -54,19 +61,27 @@ impl Features {
         avx2: false,
         fma: false,
         aes: false,
+        avx512f: false,
+        avx512vpopcntdq: false,
     };
 
-    /// `"scalar"`, or the extensions joined by `+` (e.g. `"popcnt+avx2+fma"`).
-    pub fn name(&self) -> &'static str {
-        match (self.popcnt, self.avx2, self.fma) {
-            (false, false, false) => "scalar",
-            (true, false, false) => "popcnt",
-            (true, true, false) => "popcnt+avx2",
-            (true, true, true) => "popcnt+avx2+fma",
-            (true, false, true) => "popcnt+fma",
-            (false, true, false) => "avx2",
-            (false, true, true) => "avx2+fma",
-            (false, false, true) => "fma",
+    /// `"scalar"`, or the extensions joined by `+` (e.g. `"popcnt+avx2+fma"`,
+    /// `"popcnt+avx2+fma+avx512f+avx512vpopcntdq"`).
+    pub fn name(&self) -> String {
+        let parts: Vec<&str> = [
+            (self.popcnt, "popcnt"),
+            (self.avx2, "avx2"),
+            (self.fma, "fma"),
+            (self.avx512f, "avx512f"),
+            (self.avx512vpopcntdq, "avx512vpopcntdq"),
+        ]
+        .into_iter()
+        .filter_map(|(on, name)| on.then_some(name))
+        .collect();
+        if parts.is_empty() {
+            "scalar".into()
+        } else {
+            parts.join("+")
         }
     }
 
@@ -78,6 +93,13 @@ impl Features {
     /// True when AVX2, FMA and AES-NI are available (the hashed Gaussian signer's kernel).
     pub fn avx2_fma_aes(&self) -> bool {
         self.avx2_fma() && self.aes
+    }
+
+    /// True when AVX-512F, AVX512_VPOPCNTDQ, AVX2 and POPCNT are all available (the
+    /// `avx512` Hamming kernels, which fall back on AVX2 and POPCNT where 512-bit vectors do
+    /// not pay).
+    pub fn avx512_popcnt(&self) -> bool {
+        self.avx512f && self.avx512vpopcntdq && self.avx2 && self.popcnt
     }
 }
 
@@ -93,6 +115,8 @@ pub fn detected() -> Features {
                 avx2: std::arch::is_x86_feature_detected!("avx2"),
                 fma: std::arch::is_x86_feature_detected!("fma"),
                 aes: std::arch::is_x86_feature_detected!("aes"),
+                avx512f: std::arch::is_x86_feature_detected!("avx512f"),
+                avx512vpopcntdq: std::arch::is_x86_feature_detected!("avx512vpopcntdq"),
             }
         }
         #[cfg(not(target_arch = "x86_64"))]
@@ -230,17 +254,39 @@ mod tests {
         }
         #[cfg(target_arch = "x86_64")]
         assert_eq!(d.popcnt, std::arch::is_x86_feature_detected!("popcnt"));
+        #[cfg(target_arch = "x86_64")]
+        assert_eq!(
+            d.avx512vpopcntdq,
+            std::arch::is_x86_feature_detected!("avx512vpopcntdq")
+        );
         assert_eq!(Features::SCALAR.name(), "scalar");
-        assert!(!Features::SCALAR.avx2_fma());
+        assert!(!Features::SCALAR.avx2_fma() && !Features::SCALAR.avx512_popcnt());
         let all = Features {
             popcnt: true,
             avx2: true,
             fma: true,
             aes: true,
+            avx512f: true,
+            avx512vpopcntdq: true,
         };
-        assert_eq!(all.name(), "popcnt+avx2+fma");
-        assert!(all.avx2_fma() && all.avx2_fma_aes());
+        assert_eq!(all.name(), "popcnt+avx2+fma+avx512f+avx512vpopcntdq");
+        assert!(all.avx2_fma() && all.avx2_fma_aes() && all.avx512_popcnt());
         assert!(!Features { aes: false, ..all }.avx2_fma_aes());
+        assert!(
+            !Features {
+                avx512vpopcntdq: false,
+                ..all
+            }
+            .avx512_popcnt()
+        );
+        let some = Features {
+            fma: false,
+            aes: false,
+            avx512f: false,
+            avx512vpopcntdq: false,
+            ..all
+        };
+        assert_eq!(some.name(), "popcnt+avx2");
         // `with_popcnt` gives the scalar result, and prefetching any address is harmless.
         struct Count<'a>(&'a [u64]);
         impl PopcntBody for Count<'_> {

@@ -32,18 +32,19 @@
 //!
 //! # The SIMD layer
 //!
-//! Three kernel sets implement the same operations ([`Kernels`]):
+//! Four kernel sets implement the same operations ([`Kernels`]):
 //!
 //! | name | built for | how the distance of a pair is computed |
 //! |---|---|---|
 //! | `scalar` | every target (baseline) | `u64::count_ones` per word; on baseline x86-64 this is a SWAR bit trick of about a dozen instructions |
 //! | `popcnt` | x86-64 with `POPCNT` | the very same loops compiled with `#[target_feature(enable = "popcnt")]`: one `POPCNT` per word |
 //! | `avx2` | x86-64 with `AVX2` and `POPCNT` | explicit AVX2: four codes per 256-bit vector ("vertical" layout), a `vpshufb` nibble-table popcount, `vpsadbw` to sum the bytes of each code; AVX2 Harley–Seal for long slices |
+//! | `avx512` | x86-64 with `AVX-512F`, `AVX512_VPOPCNTDQ`, `AVX2` and `POPCNT` | the `avx2` set, but eight codes per 512-bit vector and one `vpopcntq` per vector in the k-NN scans, the pair pass of [`self_knn`] and [`distances`] |
 //!
 //! The choice is made **once per process**, at the first call, from the extensions the CPU
 //! dispatch layer allows ([`crate::cpu::features`]), and cached (a [`std::sync::OnceLock`]
-//! holding a reference to a static table of function pointers). The best set the CPU supports is used: `avx2`, else
-//! `popcnt`, else `scalar`. Compile-time `target_feature` settings play no part: a binary
+//! holding a reference to a static table of function pointers). The best set the CPU
+//! supports is used: `avx512`, else `avx2`, else `popcnt`, else `scalar`. Compile-time `target_feature` settings play no part: a binary
 //! built for baseline x86-64 still gets hardware popcount and AVX2 where the CPU has them,
 //! which is the point of the dispatch, since the baseline `count_ones` is the slow SWAR trick.
 //! [`kernel_name`] tells which set was chosen. On other architectures only `scalar` exists
@@ -52,8 +53,9 @@
 //! Setting the environment variable **`SIMLSH_FORCE_SCALAR`** to any non-empty value other
 //! than `0` (e.g. `SIMLSH_FORCE_SCALAR=1`) before the first call forces the `scalar` set, to
 //! compare results or speed. It is read once, when the choice is made. Every set can also be
-//! called explicitly: [`Kernels::scalar`], [`Kernels::popcnt`] and [`Kernels::avx2`] (the last
-//! two return `None` when the CPU lacks the features), and the [`scalar`] module.
+//! called explicitly: [`Kernels::scalar`], [`Kernels::popcnt`], [`Kernels::avx2`] and
+//! [`Kernels::avx512`] (the last three return `None` when the CPU lacks the features), and the
+//! [`scalar`] module.
 //!
 //! What the `avx2` set does per operation:
 //!
@@ -75,6 +77,16 @@
 //! * [`popcount`] and long [`distance`]s (at least 64 words, 512 bytes) use the AVX2
 //!   Harley–Seal carry-save-adder popcount of Muła, Kurz and Lemire (2018); below that,
 //!   `POPCNT` per word is faster, as in libpopcnt.
+//!
+//! What the `avx512` set does differently (its other operations are the `avx2` set's):
+//!
+//! * [`scan_knn`] with at least 4 queries (and every width), and the pair pass of
+//!   [`self_knn`]: tiles transposed into groups of **eight** codes (word `j` of eight codes
+//!   is one 512-bit vector); per word one `vpxorq`, one `vpopcntq` and one `vpaddq` give the
+//!   eight codes' distances, stored as `u32` and compared with the thresholds by mask.
+//! * [`distances`] (one query): eight one-word codes per vector; wider codes eight words at a
+//!   time (a masked load for the rest), the lanes of eight codes summed by a tree of
+//!   unpacks and lane shuffles.
 //!
 //! # Speed
 //!
@@ -344,7 +356,7 @@ type PairTileFn = unsafe fn(&scalar::PairTile<'_>, &mut [u32], &mut [u32]) -> us
 /// instruction-set level (see the [module documentation](self)).
 ///
 /// A `&'static Kernels` is only handed out by [`Kernels::scalar`], [`Kernels::popcnt`],
-/// [`Kernels::avx2`], [`Kernels::best_available`] and [`Kernels::dispatched`], which check
+/// [`Kernels::avx2`], [`Kernels::avx512`], [`Kernels::best_available`] and [`Kernels::dispatched`], which check
 /// that the CPU has the features the set was compiled for; its methods are therefore safe to
 /// call. The top-level functions of this module are `Kernels::dispatched()` plus the method.
 pub struct Kernels {
@@ -400,10 +412,27 @@ static AVX2: Kernels = Kernels {
     pair_tile: x86::pair_tile_avx2,
 };
 
+/// The `avx2` set with AVX-512 kernels where they pay (see the module documentation).
+#[cfg(target_arch = "x86_64")]
+static AVX512: Kernels = Kernels {
+    name: "avx512",
+    distance: x86::distance_avx2,
+    popcount: x86::popcount_avx2,
+    distances: x86::distances_avx512,
+    scan_radius: x86::scan_radius_avx2,
+    scan_knn: x86::scan_knn_avx512,
+    transpose: Some(x86::transpose_groups8),
+    pair_tile: x86::pair_tile_avx512,
+};
+
 static DISPATCHED: OnceLock<&'static Kernels> = OnceLock::new();
 
 /// The best set the extensions `f` allow.
 fn best_for(f: crate::cpu::Features) -> &'static Kernels {
+    #[cfg(target_arch = "x86_64")]
+    if f.avx512_popcnt() {
+        return &AVX512;
+    }
     #[cfg(target_arch = "x86_64")]
     if f.avx2 && f.popcnt {
         return &AVX2;
@@ -441,15 +470,27 @@ impl Kernels {
         None
     }
 
+    /// The `avx512` set, or `None` when not on x86-64 or the CPU lacks one of `AVX-512F`,
+    /// `AVX512_VPOPCNTDQ`, `AVX2` and `POPCNT`.
+    pub fn avx512() -> Option<&'static Kernels> {
+        #[cfg(target_arch = "x86_64")]
+        if crate::cpu::detected().avx512_popcnt() {
+            return Some(&AVX512);
+        }
+        None
+    }
+
     /// Every set this CPU can run, slowest first (`scalar` first).
     pub fn available() -> Vec<&'static Kernels> {
         let mut v = vec![Kernels::scalar()];
         v.extend(Kernels::popcnt());
         v.extend(Kernels::avx2());
+        v.extend(Kernels::avx512());
         v
     }
 
-    /// The fastest set this CPU can run (`avx2`, else `popcnt`, else `scalar`), ignoring
+    /// The fastest set this CPU can run (`avx512`, else `avx2`, else `popcnt`, else
+    /// `scalar`), ignoring
     /// [`FORCE_SCALAR_ENV`] ([`crate::cpu::detected`]).
     pub fn best_available() -> &'static Kernels {
         best_for(crate::cpu::detected())
@@ -462,7 +503,7 @@ impl Kernels {
         DISPATCHED.get_or_init(|| best_for(crate::cpu::features()))
     }
 
-    /// The set's name: `"scalar"`, `"popcnt"` or `"avx2"`.
+    /// The set's name: `"scalar"`, `"popcnt"`, `"avx2"` or `"avx512"`.
     pub fn name(&self) -> &'static str {
         self.name
     }
@@ -638,8 +679,8 @@ fn check_scan(queries: &[u64], codes: &[u64], words: usize) -> Result<()> {
     check_multiple("codes", codes.len(), words)
 }
 
-/// Name of the kernel set the dispatched functions use: `"avx2"`, `"popcnt"` or `"scalar"`
-/// (see the [module documentation](self) for how it is chosen).
+/// Name of the kernel set the dispatched functions use: `"avx512"`, `"avx2"`, `"popcnt"` or
+/// `"scalar"` (see the [module documentation](self) for how it is chosen).
 pub fn kernel_name() -> &'static str {
     Kernels::dispatched().name()
 }

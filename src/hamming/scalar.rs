@@ -19,10 +19,15 @@ use crate::error::Result;
 /// the batch is compared against it.
 pub(crate) const TILE_BYTES: usize = 16 * 1024;
 
-/// Number of codes of `words` words in one tile (a positive multiple of 4).
+/// Codes per group of the widest layout of the kernel sets (the `avx512` set's: word `j` of
+/// eight codes in one 512-bit vector). Tiles, and the codes the pair pass of
+/// [`super::self_knn`] gives the kernels, come in multiples of it.
+pub(crate) const GROUP_CODES: usize = 8;
+
+/// Number of codes of `words` words in one tile (a positive multiple of [`GROUP_CODES`]).
 #[inline]
 pub(crate) fn tile_codes(words: usize, tile_bytes: usize) -> usize {
-    (tile_bytes / (8 * words.max(1))).max(4) / 4 * 4
+    (tile_bytes / (8 * words.max(1))).max(GROUP_CODES) / GROUP_CODES * GROUP_CODES
 }
 
 /// Expands to a `match` on the code width that calls `$body::<W>` with a compile-time width
@@ -223,8 +228,8 @@ pub(crate) fn scan_knn_body<const W: usize>(
 }
 
 /// One query against a tile of codes in the pass of [`super::self_knn`]: the `col.len()`
-/// codes of `tile` (a multiple of 4; row-major, or in the kernel set's layout), the query's
-/// threshold `thr` and each code's own threshold `col[j]`.
+/// codes of `tile` (a multiple of [`GROUP_CODES`]; row-major, or in the kernel set's
+/// layout), the query's threshold `thr` and each code's own threshold `col[j]`.
 #[derive(Clone, Copy)]
 pub(crate) struct PairTile<'a> {
     pub(crate) tile: &'a [u64],

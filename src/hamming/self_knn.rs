@@ -43,7 +43,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use rayon::prelude::*;
 
-use super::scalar::{PairTile, TILE_BYTES, dist_words, tile_codes};
+use super::scalar::{GROUP_CODES, PairTile, TILE_BYTES, dist_words, tile_codes};
 use super::{Kernels, Neighbor};
 
 /// Rows per block: the unit of parallel work, compared together with each tile of codes.
@@ -286,18 +286,20 @@ impl Kernels {
         budget: usize,
     ) -> Option<Vec<Vec<Record>>> {
         let n = codes.len() / w;
-        let n4 = n / 4 * 4;
+        // The codes in whole groups of the widest layout; the few after them are compared
+        // one by one.
+        let ng = n / GROUP_CODES * GROUP_CODES;
         let transposed;
         let layout: &[u64] = match self.transpose {
             Some(transpose) => {
-                let mut t = vec![0u64; n4 * w];
+                let mut t = vec![0u64; ng * w];
                 // SAFETY: `self` was handed out for this CPU; equal lengths, a multiple of
-                // 4 * w.
-                unsafe { transpose(&codes[..n4 * w], w, &mut t) };
+                // GROUP_CODES * w.
+                unsafe { transpose(&codes[..ng * w], w, &mut t) };
                 transposed = t;
                 &transposed
             }
-            None => &codes[..n4 * w],
+            None => &codes[..ng * w],
         };
         let tile = tile_codes(w, TILE_BYTES);
         let total = AtomicUsize::new(0);
@@ -332,18 +334,19 @@ impl Kernels {
                     );
                 };
                 let mut t0 = i0;
-                while t0 < n4 {
+                while t0 < ng {
                     if over.load(Ordering::Relaxed) {
                         return Vec::new();
                     }
                     let before = recs.len();
-                    let t1 = n4.min(t0 + tile);
+                    let t1 = ng.min(t0 + tile);
                     let lay = &layout[t0 * w..t1 * w];
                     let col = &thr[t0..t1];
                     for i in i0..i1.min(t1 - 1) {
                         let q = &codes[i * w..(i + 1) * w];
                         // SAFETY: `self` was handed out for this CPU; `lay` holds the
-                        // `col.len()` codes t0..t1 (a multiple of 4) in the set's layout,
+                        // `col.len()` codes t0..t1 (a multiple of GROUP_CODES: t0 and t1 are)
+                        // in the set's layout,
                         // `dists` and `groups` have room for a tile.
                         let hits = unsafe {
                             (self.pair_tile)(
@@ -374,7 +377,7 @@ impl Kernels {
                 }
                 // The last codes, beyond the groups of four.
                 for i in i0..i1 {
-                    for j in n4.max(i + 1)..n {
+                    for j in ng.max(i + 1)..n {
                         let d = dist_words(&codes[i * w..], &codes[j * w..], w);
                         recs.room(2);
                         record(&mut recs, i, j, d);
@@ -512,9 +515,9 @@ mod tests {
         // Distances and listed groups of one query against a tile, with row and column
         // thresholds around the distances, at every specialised width and a generic one.
         for w in [1usize, 2, 3, 4, 5, 6, 8, 9] {
-            let codes = clustered(4 * 37, w, w as u64);
+            let codes = clustered(8 * 19, w, w as u64);
             let q = &codes[5 * w..6 * w];
-            let col: Vec<u32> = (0..4 * 37)
+            let col: Vec<u32> = (0..8 * 19)
                 .map(|j| (j as u32 * 7) % (64 * w as u32))
                 .collect();
             for thr in [0, 3, 32 * w as u32, u32::MAX] {

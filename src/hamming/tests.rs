@@ -7,7 +7,7 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 use super::scalar::{TILE_BYTES, tile_codes};
 use super::*;
 
-const WIDTHS: [usize; 8] = [1, 2, 3, 4, 5, 8, 16, 64];
+const WIDTHS: [usize; 10] = [1, 2, 3, 4, 5, 6, 8, 12, 16, 64];
 
 /// Distance counted bit by bit, independent of `count_ones`.
 fn bitwise_distance(a: &[u64], b: &[u64]) -> u32 {
@@ -124,7 +124,12 @@ fn dispatch_picks_best_available_set() {
         let avx2 = std::arch::is_x86_feature_detected!("avx2")
             && std::arch::is_x86_feature_detected!("popcnt");
         let popcnt = std::arch::is_x86_feature_detected!("popcnt");
-        let best = if avx2 {
+        let avx512 = avx2
+            && std::arch::is_x86_feature_detected!("avx512f")
+            && std::arch::is_x86_feature_detected!("avx512vpopcntdq");
+        let best = if avx512 {
+            "avx512"
+        } else if avx2 {
             "avx2"
         } else if popcnt {
             "popcnt"
@@ -132,12 +137,14 @@ fn dispatch_picks_best_available_set() {
             "scalar"
         };
         assert_eq!(Kernels::best_available().name(), best);
+        assert_eq!(Kernels::avx512().is_some(), avx512);
         assert_eq!(Kernels::avx2().is_some(), avx2);
         assert_eq!(Kernels::popcnt().is_some(), popcnt);
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
         assert!(Kernels::avx2().is_none() && Kernels::popcnt().is_none());
+        assert!(Kernels::avx512().is_none());
         assert_eq!(Kernels::best_available().name(), "scalar");
     }
     let names: Vec<&str> = Kernels::available().iter().map(|k| k.name()).collect();

@@ -225,6 +225,10 @@ fn dot_kernel() -> DotKernel {
     static K: std::sync::OnceLock<DotKernel> = std::sync::OnceLock::new();
     *K.get_or_init(|| {
         #[cfg(target_arch = "x86_64")]
+        if crate::cpu::features().avx512f && crate::cpu::features().avx2_fma() {
+            return x86::dot512_safe;
+        }
+        #[cfg(target_arch = "x86_64")]
         if crate::cpu::features().avx2_fma() {
             return x86::dot_safe;
         }
@@ -297,6 +301,46 @@ mod x86 {
         for (r, acc) in acc.iter().enumerate() {
             // SAFETY: 4 f64 stored at lanes[4r..4r + 4], in bounds (r < 4, LANES = 16).
             unsafe { _mm256_storeu_pd(lanes.as_mut_ptr().add(4 * r), *acc) };
+        }
+        let mut s = reduce(lanes);
+        for (&x, &y) in a[full..n].iter().zip(&b[full..n]) {
+            s += f64::from(x) * f64::from(y);
+        }
+        s
+    }
+
+    /// The AVX-512F dot product (two registers of eight `f64` lanes: lane `l` of register `r`
+    /// is canonical lane `8r + l`), the same bits as the AVX2 one with half the conversions
+    /// and multiply-adds.
+    pub fn dot512_safe(a: &[f32], b: &[f32]) -> f64 {
+        // SAFETY: chosen only when `cpu::features()` reports AVX-512F (and AVX2 and FMA).
+        unsafe { dot512(a, b) }
+    }
+
+    #[target_feature(enable = "avx512f,avx2,fma")]
+    unsafe fn dot512(a: &[f32], b: &[f32]) -> f64 {
+        let n = a.len().min(b.len());
+        let full = n / LANES * LANES;
+        let mut acc = [_mm512_setzero_pd(); 2];
+        let mut k = 0;
+        while k < full {
+            for (r, acc) in acc.iter_mut().enumerate() {
+                // SAFETY: k + 8r + 8 ≤ full ≤ n: eight f32 in bounds of both slices
+                // (unaligned loads).
+                let (x, y) = unsafe {
+                    (
+                        _mm512_cvtps_pd(_mm256_loadu_ps(a.as_ptr().add(k + 8 * r))),
+                        _mm512_cvtps_pd(_mm256_loadu_ps(b.as_ptr().add(k + 8 * r))),
+                    )
+                };
+                *acc = _mm512_fmadd_pd(x, y, *acc);
+            }
+            k += LANES;
+        }
+        let mut lanes = [0f64; LANES];
+        for (r, acc) in acc.iter().enumerate() {
+            // SAFETY: 8 f64 stored at lanes[8r..8r + 8], in bounds (r < 2, LANES = 16).
+            unsafe { _mm512_storeu_pd(lanes.as_mut_ptr().add(8 * r), *acc) };
         }
         let mut s = reduce(lanes);
         for (&x, &y) in a[full..n].iter().zip(&b[full..n]) {
@@ -674,11 +718,19 @@ mod tests {
             let a: Vec<f32> = (0..n).map(|_| rng.random_range(-3.0f32..3.0)).collect();
             let b: Vec<f32> = (0..n).map(|_| rng.random_range(-3.0f32..3.0)).collect();
             let want = dot_scalar(&a, &b);
-            // The dispatched kernel (AVX2 + FMA where present) gives the same bits.
+            // The dispatched kernel (AVX-512F or AVX2 + FMA where present) gives the same bits.
             assert_eq!(dot_dense(&a, &b).to_bits(), want.to_bits(), "n = {n}");
             #[cfg(target_arch = "x86_64")]
             if crate::cpu::detected().avx2_fma() {
                 assert_eq!(x86::dot_safe(&a, &b).to_bits(), want.to_bits(), "n = {n}");
+            }
+            #[cfg(target_arch = "x86_64")]
+            if crate::cpu::detected().avx2_fma() && crate::cpu::detected().avx512f {
+                assert_eq!(
+                    x86::dot512_safe(&a, &b).to_bits(),
+                    want.to_bits(),
+                    "n = {n}"
+                );
             }
             // And the value is the dot product, to the rounding of f64 sums.
             let naive: f64 = a

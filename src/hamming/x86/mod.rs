@@ -1,4 +1,5 @@
-//! x86-64 kernel sets: `popcnt` and `avx2` (see the table in [`super`]).
+//! x86-64 kernel sets: `popcnt`, `avx2` and `avx512` (see the table in [`super`]; the
+//! `avx512` set's own kernels are in [`avx512`], its other entries are the `avx2` set's).
 //!
 //! Every entry point is an `unsafe fn` with `#[target_feature(enable = ...)]`: calling it is
 //! sound only on a CPU with those features, which [`super::Kernels`] checks at run time before
@@ -22,6 +23,9 @@
 //! unwind through a cleanup (an `invoke`) did not get it, so LLVM inlined the loop again.
 
 use core::arch::x86_64::*;
+
+mod avx512;
+pub(crate) use avx512::{distances_avx512, pair_tile_avx512, scan_knn_avx512, transpose_groups8};
 
 use super::TopK;
 use super::scalar::{
@@ -431,52 +435,67 @@ unsafe fn scan_radius1(
     }
 }
 
-/// Copies the row-major codes `src` (a multiple of 4 codes of `w` words) into `dst` group by
-/// group: within a group of four codes, word `j` of code `l` goes to `4 * j + l`, so that
-/// word `j` of the four codes is one vector.
+/// Copies the row-major codes `src` (a multiple of `G` codes of `w` words, `G` a multiple of
+/// 4) into `dst` group by group: within a group of `G` codes, word `j` of code `l` goes to
+/// `G * j + l`, so that word `j` of the group's codes is one vector (`G = 4`: the `avx2`
+/// layout, 256-bit vectors; `G = 8`: the `avx512` layout).
 ///
 /// Blocks of 4 words by 4 codes are transposed in registers (two unpacks and two lane
 /// permutes per output vector pair), the last `w % 4` words of each code one by one. A scalar
 /// copy took about 7 cycles per 256-bit code, as much as comparing it with one query.
 ///
 /// # Safety
-/// The CPU has AVX2; `dst.len() == src.len()`, a multiple of `4 * w`.
+/// The CPU has AVX2; `dst.len() == src.len()`, a multiple of `G * w`.
 #[target_feature(enable = "avx2")]
 #[inline]
-pub(crate) unsafe fn transpose_groups(src: &[u64], w: usize, dst: &mut [u64]) {
+pub(crate) unsafe fn transpose_lanes<const G: usize>(src: &[u64], w: usize, dst: &mut [u64]) {
+    const { assert!(G > 0 && G.is_multiple_of(4)) };
     let w4 = w / 4 * 4;
-    for (s, d) in src.chunks_exact(4 * w).zip(dst.chunks_exact_mut(4 * w)) {
-        let (d_blocks, d_rest) = d.split_at_mut(4 * w4);
-        // SAFETY: the caller guarantees AVX2; the loads read words j..j+4 < w4 <= w of each
-        // of the four codes, the stores write 4 words at 4j + 4k + 4 <= 4 * w4.
-        unsafe {
-            for j in (0..w4).step_by(4) {
-                let r0 = load4(&s[j..]);
-                let r1 = load4(&s[w + j..]);
-                let r2 = load4(&s[2 * w + j..]);
-                let r3 = load4(&s[3 * w + j..]);
-                let t0 = _mm256_unpacklo_epi64(r0, r1);
-                let t1 = _mm256_unpackhi_epi64(r0, r1);
-                let t2 = _mm256_unpacklo_epi64(r2, r3);
-                let t3 = _mm256_unpackhi_epi64(r2, r3);
-                let out = &mut d_blocks[4 * j..4 * j + 16];
-                let cols = [
-                    _mm256_permute2x128_si256::<0x20>(t0, t2),
-                    _mm256_permute2x128_si256::<0x20>(t1, t3),
-                    _mm256_permute2x128_si256::<0x31>(t0, t2),
-                    _mm256_permute2x128_si256::<0x31>(t1, t3),
-                ];
-                for (k, c) in cols.into_iter().enumerate() {
-                    _mm256_storeu_si256(out[4 * k..4 * k + 4].as_mut_ptr().cast(), c);
+    for (s, d) in src.chunks_exact(G * w).zip(dst.chunks_exact_mut(G * w)) {
+        for h in (0..G).step_by(4) {
+            // Codes h..h + 4 of the group, to lanes h..h + 4 of each word's vector.
+            let s = &s[h * w..(h + 4) * w];
+            // SAFETY: the caller guarantees AVX2; the loads read words j..j+4 < w4 <= w of
+            // each of the four codes, the stores write 4 words at G(j + k) + h + 4 <= G * w.
+            unsafe {
+                for j in (0..w4).step_by(4) {
+                    let r0 = load4(&s[j..]);
+                    let r1 = load4(&s[w + j..]);
+                    let r2 = load4(&s[2 * w + j..]);
+                    let r3 = load4(&s[3 * w + j..]);
+                    let t0 = _mm256_unpacklo_epi64(r0, r1);
+                    let t1 = _mm256_unpackhi_epi64(r0, r1);
+                    let t2 = _mm256_unpacklo_epi64(r2, r3);
+                    let t3 = _mm256_unpackhi_epi64(r2, r3);
+                    let cols = [
+                        _mm256_permute2x128_si256::<0x20>(t0, t2),
+                        _mm256_permute2x128_si256::<0x20>(t1, t3),
+                        _mm256_permute2x128_si256::<0x31>(t0, t2),
+                        _mm256_permute2x128_si256::<0x31>(t1, t3),
+                    ];
+                    for (k, c) in cols.into_iter().enumerate() {
+                        let at = G * (j + k) + h;
+                        _mm256_storeu_si256(d[at..at + 4].as_mut_ptr().cast(), c);
+                    }
+                }
+            }
+            for j in w4..w {
+                for l in 0..4 {
+                    d[G * j + h + l] = s[l * w + j];
                 }
             }
         }
-        for j in w4..w {
-            for l in 0..4 {
-                d_rest[4 * (j - w4) + l] = s[l * w + j];
-            }
-        }
     }
+}
+
+/// [`transpose_lanes`] into the `avx2` layout (groups of four codes).
+///
+/// # Safety
+/// As [`transpose_lanes`] with `G = 4`.
+#[target_feature(enable = "avx2")]
+pub(crate) unsafe fn transpose_groups(src: &[u64], w: usize, dst: &mut [u64]) {
+    // SAFETY: the caller's contract.
+    unsafe { transpose_lanes::<4>(src, w, dst) }
 }
 
 /// A query broadcast word by word (`W` words in registers; with `W == 0` the words are
