@@ -384,8 +384,9 @@ pub fn signer_help() -> String {
          Default: hashed-gaussian for sparse vectors, text and dense vectors alike (unbiased \
          when a few features dominate a row, where the ±1 columns of hashing-trick \
          over-collide; on the bundled GloVe vectors at 256 bits, recall@10 0.58 against \
-         0.55). very-sparse on sparse vectors takes nnz from the input's mean row \
-         length unless density or nnz is given.\n",
+         0.55), except fwht for text from 1,024 bits (the widths planned for large corpora, \
+         where its rotations cost less than a column per feature). very-sparse on sparse \
+         vectors takes nnz from the input's mean row length unless density or nnz is given.\n",
     );
     for k in simlsh::signers::kinds() {
         h.push_str(&format!("\n  {}: {}", k.name, k.summary));
@@ -455,19 +456,20 @@ impl InputShape {
 #[derive(Args, Clone, Debug)]
 pub struct SignerArgs {
     /// The signer: KIND or KIND:key=value,... (default: hashed-gaussian for sparse vectors,
-    /// text and dense vectors alike; see --help).
+    /// text and dense vectors alike, fwht for text from 1,024 bits; see --help).
     #[arg(long, value_parser = parse_signer, long_help = signer_help())]
     pub signer: Option<SignerKind>,
 }
 
 impl SignerArgs {
-    /// The signer kind for `input`: `--signer`, else the default for its shape. With the very
+    /// The signer kind for `input` at `bits` bits: `--signer`, else the library's default for
+    /// its shape and width. With the very
     /// sparse signer on sparse rows and neither `density` nor `nnz` given, `nnz` is the input's
     /// mean row length (so that under 1% of a row's projections are 0, instead of most of
     /// them at the default density `1/√D`).
-    pub fn kind(&self, input: InputShape) -> SignerKind {
+    pub fn kind(&self, input: InputShape, bits: usize) -> SignerKind {
         match (&self.signer, input) {
-            (None, input) => SignerKind::default_for(input.kind()),
+            (None, input) => SignerKind::default_for(input.kind(), bits),
             (
                 Some(SignerKind::VerySparse {
                     density: None,
@@ -488,7 +490,7 @@ impl SignerArgs {
     /// projections at 0.
     pub fn build_for(&self, input: InputShape, bits: usize, ctx: &mut Ctx) -> Result<AnySigner> {
         // `signer_origin` in `--stats`: "default for text", "--signer".
-        let kind = self.kind(input);
+        let kind = self.kind(input, bits);
         let signer = SignerArgs {
             signer: Some(kind.clone()),
         }
@@ -544,10 +546,10 @@ impl SignerArgs {
 
     /// Builds the signer for input dimension `dim` (needed by the matrix signers).
     fn build(&self, dim: Option<u64>, bits: usize, seed: u64) -> Result<AnySigner> {
-        let kind = self
-            .signer
-            .clone()
-            .unwrap_or(SignerKind::default_for(simlsh::signers::InputKind::Sparse));
+        let kind = self.signer.clone().unwrap_or(SignerKind::default_for(
+            simlsh::signers::InputKind::Sparse,
+            bits,
+        ));
         SignerSpec::new(kind.clone())
             .bits(bits)
             .seed(seed)

@@ -1,5 +1,6 @@
 //! The CLI's choice of signer and text weighting, checked against the library: the default
-//! signer of each input shape (hashed Gaussian for sparse vectors, text and dense vectors),
+//! signer of each input shape (hashed Gaussian for sparse vectors, text and dense vectors;
+//! structured rotations for text from 1,024 bits),
 //! `--signer hashing`, the very sparse signer's density taken from the
 //! input's row length (or a warning), and jieba's keyword weights (`--weighting jieba`).
 
@@ -194,6 +195,46 @@ fn the_default_signer_of_text_is_hashed_gaussian() {
         stderr.contains("signer hashed-gaussian, the default for text"),
         "{stderr}"
     );
+}
+
+/// From 1,024 bits (`FWHT_TEXT_BITS`) the default signer of text is the structured-rotation
+/// one, with its default buckets; sparse rows keep the hashed Gaussian signer at that width.
+#[test]
+fn the_default_signer_of_wide_text_signatures_is_fwht() {
+    use simlsh::signers::{FWHT_TEXT_BITS, FwhtSigner};
+    let txt = tmp("wide.txt");
+    let docs = [
+        "the quick brown fox jumps over the lazy dog",
+        "the quick brown fox jumped over a lazy dog",
+        "lorem ipsum dolor sit amet",
+        "",
+    ];
+    std::fs::write(&txt, docs.join("\n") + "\n").unwrap();
+    let bits = FWHT_TEXT_BITS.to_string();
+    let (got, values, _) = sign(&txt, "wide-text", FWHT_TEXT_BITS, &["--bits", &bits]);
+    let plain = Tokenizer::builder().mode(Mode::Auto).build().unwrap();
+    let tok = plain
+        .to_builder()
+        .idf(Idf::fit(&plain, docs.iter()))
+        .build()
+        .unwrap();
+    let fwht = FwhtSigner::builder().bits(FWHT_TEXT_BITS).build().unwrap();
+    assert_eq!(got, tok.sign_corpus(&fwht, &docs).unwrap().as_slice());
+    assert_eq!(values["signer"], "fwht");
+    assert_eq!(values["signer_origin"], "default for text");
+    // One bit narrower, the hashed Gaussian signer.
+    let narrower = (FWHT_TEXT_BITS - 1).to_string();
+    let (_, values, _) = sign(
+        &txt,
+        "narrower-text",
+        FWHT_TEXT_BITS - 1,
+        &["--bits", &narrower],
+    );
+    assert_eq!(values["signer"], "hashed-gaussian");
+    // Sparse rows at the same width: the hashed Gaussian signer.
+    let svm = sparse_file("wide.svm", 50, 10_000, 2);
+    let (_, values, _) = sign(&svm, "wide-sparse", FWHT_TEXT_BITS, &["--bits", &bits]);
+    assert_eq!(values["signer"], "hashed-gaussian");
 }
 
 #[test]

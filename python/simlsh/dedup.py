@@ -112,7 +112,7 @@ def dedup(
         if f is None:
             f = d["cosine_bits"] if threshold is not None else d["bits"]
         if signer is None:
-            signer = make_signer(_simlsh.default_signer(kind), bits=f, seed=seed)
+            signer = make_signer(_simlsh.default_signer(kind, f), bits=f, seed=seed)
         codes = signer.sign(X if kind != "text" else data, tokenizer=tok, threads=threads)
     if threshold is not None and verify:
         sch = _scheme(scheme) if scheme is not None else planned["scheme"]

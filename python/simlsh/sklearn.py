@@ -53,7 +53,8 @@ class SimHashTransformer(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
         feature ids) or ``gaussian``, ``super-bit``, ``rademacher``, ``very-sparse`` (an
         explicit matrix of ``n_features_in_`` rows, drawn at ``fit``), optionally with
         parameters (``super-bit:depth=16``). None is the library's default kind for the input
-        (dense, sparse or text: ``simlsh._simlsh.default_signer``), as the command line's.
+        (dense, sparse or text) and width (``simlsh._simlsh.default_signer``), as the command
+        line's.
     seed : int or None, default None
         The seed (None: the library's default seed): the same seed and parameters give the
         same signatures as :mod:`simlsh` and the command line.
@@ -128,17 +129,18 @@ class SimHashTransformer(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
         else:
             X = validate_data(self, X, accept_sparse="csr", dtype=(np.float32, np.float64))
             kind = "sparse" if _is_sparse(X) else "dense"
-        spec = self.signer if self.signer is not None else _simlsh.default_signer(kind)
+        d = _simlsh.defaults()
+        bits = d["bits"] if self.bits is None else self.bits
+        spec = self.signer if self.signer is not None else _simlsh.default_signer(kind, bits)
         hashed = _simlsh.Signer.parse_spec(spec)[0] in HASHED
         if kind == "text" and not hashed:
             raise ValueError(
                 f"the {spec} signer holds a matrix of the input's columns and needs a matrix "
                 "input, not documents (use a hashed signer: " + ", ".join(HASHED) + ")"
             )
-        d = _simlsh.defaults()
         self.signer_: Signer = signer(
             spec,
-            bits=d["bits"] if self.bits is None else self.bits,
+            bits=bits,
             seed=d["seed"] if self.seed is None else self.seed,
             dim=None if hashed else self.n_features_in_,
             **self._signer_params(),

@@ -241,7 +241,7 @@ def signatures(
     src, inp = _resolve_input(df, col)
     if signer is None:
         d = _simlsh.defaults()
-        signer = make_signer(_simlsh.default_signer(inp.kind), bits=d["bits"], seed=d["seed"])
+        signer = make_signer(_simlsh.default_signer(inp.kind, d["bits"]), bits=d["bits"], seed=d["seed"])
     if not isinstance(signer, Signer):
         raise TypeError(f"signer must be a simlsh.Signer, got {type(signer).__name__}")
     tok = fit_tokenizer(src, inp.cols[0], tokenizer) if inp.kind == "text" else None
@@ -338,7 +338,7 @@ def _plan(src, inp: _Input, threshold: float, signer, tokenizer, recall, probes=
         return signer, tok, plan_join(threshold, rows=n, bits=signer.bits, recall=recall, probes=probes)
     p = plan_join(threshold, rows=n, features=_mean_features(src, inp, tok, n), recall=recall, probes=probes)
     d = _simlsh.defaults()
-    chosen = make_signer(_simlsh.default_signer(inp.kind), bits=p["bits"], seed=d["seed"])
+    chosen = make_signer(_simlsh.default_signer(inp.kind, p["bits"]), bits=p["bits"], seed=d["seed"])
     return chosen, tok, p
 
 
@@ -457,7 +457,7 @@ def near_duplicates(
     else:
         if signer is None:
             d = _simlsh.defaults()
-            signer = make_signer(_simlsh.default_signer(inp.kind), bits=d["cosine_bits"], seed=d["seed"])
+            signer = make_signer(_simlsh.default_signer(inp.kind, d["cosine_bits"]), bits=d["cosine_bits"], seed=d["seed"])
         tok = fit_tokenizer(src, inp.cols[0], tokenizer) if inp.kind == "text" else None
         chosen = _scheme(scheme) if scheme is not None else Scheme.radius(
             int(_simlsh.max_hamming_for_cosine(np.array([float(threshold)]), np.array([signer.bits], np.uint64))[0])

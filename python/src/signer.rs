@@ -406,10 +406,11 @@ impl PySigner {
 }
 
 /// The kind of the signer used when none is chosen, for `input` (`dense`, `sparse` or
-/// `text`): the library's `SignerKind::default_for`, as the command line's default.
+/// `text`) signed at `bits` bits: the library's `SignerKind::default_for`, as the command
+/// line's default.
 #[pyfunction]
-pub fn default_signer(input: &str) -> PyResult<String> {
-    Ok(SignerKind::default_for(input.parse().py()?).to_string())
+pub fn default_signer(input: &str, bits: usize) -> PyResult<String> {
+    Ok(SignerKind::default_for(input.parse().py()?, bits).to_string())
 }
 
 /// The library's signer kinds (`signers::kinds()`): a list of dicts `name`, `summary`,

@@ -113,7 +113,7 @@ def test_documents_give_the_same_bits_at_the_defaults(cli, tmp_path, kind):
     args = [] if kind is None else ["--signer", kind]
     want = cli_codes(cli, tmp_path, tmp_path / "docs.txt", *args)
     d = _simlsh.defaults()
-    s = simlsh.signer(kind or _simlsh.default_signer("text"), bits=d["bits"], seed=d["seed"])
+    s = simlsh.signer(kind or _simlsh.default_signer("text", d["bits"]), bits=d["bits"], seed=d["seed"])
     np.testing.assert_array_equal(s.sign(docs), want)
     # Featureless documents have the all-zero signature.
     assert not want[-len(FEATURELESS):].any()
@@ -135,7 +135,7 @@ def test_spark_signs_as_the_command_line(spark, cli, tmp_path):
     np.save(tmp_path / "x.npy", X)
     want = cli_codes(cli, tmp_path, tmp_path / "x.npy", "--bits", 128)
     df = spark.createDataFrame([(i, X[i].tolist()) for i in range(len(X))], "id bigint, v array<float>")
-    signer = simlsh.signer(_simlsh.default_signer("dense"), bits=128)
+    signer = simlsh.signer(_simlsh.default_signer("dense", 128), bits=128)
     got = {r.id: r.fp for r in S.signatures(df.repartition(2), "v", signer).collect()}
     np.testing.assert_array_equal(np.array([got[i] for i in range(len(X))], np.int64).view(np.uint64), want)
 

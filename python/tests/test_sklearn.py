@@ -76,7 +76,7 @@ def test_defaults_are_the_librarys():
     X = np.random.default_rng(0).standard_normal((50, 12)).astype(np.float32)
     t.fit(X)
     d = _simlsh.defaults()
-    kind = _simlsh.default_signer("dense")
+    kind = _simlsh.default_signer("dense", d["bits"])
     assert t.signer_ == simlsh.signer(kind, bits=d["bits"], seed=d["seed"])
     np.testing.assert_array_equal(t.transform(X), simlsh.signer(kind, bits=d["bits"], seed=d["seed"]).sign(X))
 

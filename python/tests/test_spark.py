@@ -242,7 +242,7 @@ def test_the_plan_is_the_command_lines(spark):
     mean = _simlsh.mean_features(fitted._core, docs[::step])
     want = simlsh.plan_join(0.8, rows=len(docs), features=mean)
     assert (signer.bits, str(p["scheme"])) == (want["bits"], str(want["scheme"]))
-    assert signer.spec == _simlsh.default_signer("text") and signer.seed == _simlsh.defaults()["seed"]
+    assert signer.spec == _simlsh.default_signer("text", signer.bits) and signer.seed == _simlsh.defaults()["seed"]
     assert tok.idf == fitted.idf
     assert simlsh.plan_join(0.8, rows=10**6, features=40)["bits"] > 256
 

@@ -136,15 +136,31 @@ impl FromStr for InputKind {
     }
 }
 
+/// The narrowest signature that the default signer of text signs by structured rotations
+/// ([`SignerKind::default_for`]).
+pub const FWHT_TEXT_BITS: usize = 1024;
+
 impl SignerKind {
-    /// The signer used when none is chosen, by the command line, Python and Spark alike: the
-    /// hashed Gaussian signer for every input. On sparse rows and text it keeps the `1 − θ/π`
-    /// law when a few features dominate a row (the `±1` columns of the hashing trick do not),
-    /// at about 1.4× its cost per nonzero; dense embeddings have heavy coordinates too (on
-    /// GloVe 10,000 × 50 at 256 bits, four seeds: recall@10 0.575–0.586 against 0.546–0.568
-    /// for the hashing trick, mean cosine error 0.072–0.075 against 0.075–0.077).
-    pub fn default_for(input: InputKind) -> SignerKind {
+    /// The signer used when none is chosen for `bits`-bit signatures, by the command line,
+    /// Python and Spark alike: the hashed Gaussian signer, except for text at
+    /// [`FWHT_TEXT_BITS`] bits or more, where the structured-rotation signer ([`FwhtSigner`],
+    /// 1,024 buckets) costs less.
+    ///
+    /// On sparse rows and text the hashed Gaussian signer keeps the `1 − θ/π` law when a few
+    /// features dominate a row (the `±1` columns of the hashing trick do not), at about 1.4×
+    /// its cost per nonzero; dense embeddings have heavy coordinates too (on GloVe 10,000 × 50
+    /// at 256 bits, four seeds: recall@10 0.575–0.586 against 0.546–0.568 for the hashing
+    /// trick, mean cosine error 0.072–0.075 against 0.075–0.077). Its cost grows with
+    /// `f × nnz`; the rotations' with `nnz + f·log d`. At the widths the join planner picks for
+    /// large corpora (1,024 bits and up) the rotations sign text several times faster, and
+    /// keep the law within binomial bounds on the dominance set and real TF-IDF rows
+    /// (`tests/collision_law.rs`). Dense and sparse vectors keep the hashed Gaussian signer:
+    /// hashing their coordinates into buckets would add an error that they do not need.
+    pub fn default_for(input: InputKind, bits: usize) -> SignerKind {
         match input {
+            InputKind::Text if bits >= FWHT_TEXT_BITS => SignerKind::Fwht {
+                buckets: DEFAULT_BUCKETS,
+            },
             InputKind::Dense | InputKind::Sparse | InputKind::Text => SignerKind::HashedGaussian,
         }
     }

@@ -143,8 +143,6 @@ pub const DEFAULT_CHECKPOINT_BYTES: u64 = 256 << 20;
 pub const MAX_BATCH: usize = 100_000;
 /// The signer of a vector store, by default.
 pub const DEFAULT_SIGNER_VECTORS: SignerKind = SignerKind::HashedGaussian;
-/// The signer of a text store, by default.
-pub const DEFAULT_SIGNER_TEXT: SignerKind = SignerKind::HashedGaussian;
 /// The code width of a vector or text store, by default.
 pub const DEFAULT_BITS_SIGNED: usize = 256;
 /// The address a store is served at, by default (`simlsh serve`'s `--listen`, the server's
@@ -404,8 +402,8 @@ impl StoreBuilder {
         self
     }
 
-    /// The signer kind of a vector or text store (default [`DEFAULT_SIGNER_VECTORS`],
-    /// [`DEFAULT_SIGNER_TEXT`]); its width and seed are the store's.
+    /// The signer kind of a vector or text store (default [`DEFAULT_SIGNER_VECTORS`], and for
+    /// text [`SignerKind::default_for`] the store's width); its width and seed are the store's.
     pub fn signer(mut self, spec: SignerSpec) -> Self {
         self.signer = Some(spec);
         self
@@ -494,7 +492,12 @@ impl StoreBuilder {
             ),
             Content::Text => Some(
                 self.signer
-                    .unwrap_or_else(|| SignerSpec::new(DEFAULT_SIGNER_TEXT))
+                    .unwrap_or_else(|| {
+                        SignerSpec::new(SignerKind::default_for(
+                            crate::signers::InputKind::Text,
+                            bits,
+                        ))
+                    })
                     .bits(bits)
                     .seed(self.seed),
             ),
