@@ -342,6 +342,67 @@ fn weak_neighbours_fall_back_to_the_scan() {
 }
 
 #[test]
+fn the_scan_fallback_answers_exactly_as_the_linear_scan() {
+    // 64-bit random codes: distances of 32 ± 4, so many codes tie at the k-th distance, and
+    // the answer depends on the tie-break (the smaller id); every ninth code stored twice.
+    let mut rng = Rng::new(23);
+    let bits = 64;
+    let mut data = SignatureMatrix::new(bits).unwrap();
+    for _ in 0..4000 {
+        data.push_words(bits, &random_code(&mut rng, bits)).unwrap();
+    }
+    for i in (0..4000).step_by(9) {
+        let row = data.row(i).to_vec();
+        data.push_words(bits, &row).unwrap();
+    }
+    let mut qs = SignatureMatrix::new(bits).unwrap();
+    for _ in 0..60 {
+        qs.push_words(bits, &random_code(&mut rng, bits)).unwrap();
+    }
+    for i in (0..4000).step_by(201) {
+        qs.push_words(bits, data.row(i)).unwrap();
+    }
+    let mut idx = GraphIndex::build(&data).unwrap();
+    assert_eq!(idx.mode(), Mode::Scan, "{}", idx.check().describe());
+    let mut oracle = LinearScan::build(&data).unwrap();
+    let same = |idx: &GraphIndex, oracle: &LinearScan, what: &str| {
+        let mut tied = 0;
+        for k in [1, 10, 100] {
+            let want = knn_all(oracle, &qs, k);
+            assert_eq!(knn_all(idx, &qs, k), want, "{what}: a batch, k = {k}");
+            for (q, w) in qs.rows().zip(&want) {
+                assert_eq!(&idx.knn(q, k).unwrap(), w, "{what}: one query, k = {k}");
+                // The k-th distance is shared with a code left out: the tie-break decided.
+                let more = oracle.knn(q, k + 1).unwrap();
+                tied += usize::from(more.len() > k && more[k].distance == more[k - 1].distance);
+            }
+        }
+        assert!(tied > 50, "{what}: only {tied} answers decided by a tie");
+    };
+    same(&idx, &oracle, "the build");
+    // Removals move the last nodes into the freed slots, and inserts add nodes (smaller ids
+    // among them, and codes already stored): the answers stay the scan's.
+    let gone: Vec<u32> = (0..4444).step_by(13).collect();
+    assert_eq!(idx.remove_batch(&gone).unwrap(), gone.len());
+    assert_eq!(oracle.remove_batch(&gone).unwrap(), gone.len());
+    same(&idx, &oracle, "after removals");
+    let mut ids: Vec<u32> = gone.iter().step_by(2).copied().collect();
+    ids.extend(5000..5300);
+    let mut codes = Vec::new();
+    for (j, _) in ids.iter().enumerate() {
+        if j % 5 == 0 {
+            codes.extend_from_slice(data.row(j * 7));
+        } else {
+            codes.extend(random_code(&mut rng, bits));
+        }
+    }
+    idx.insert_batch(&ids, &codes).unwrap();
+    oracle.insert_batch(&ids, &codes).unwrap();
+    assert_eq!(idx.mode(), Mode::Scan, "{}", idx.check().describe());
+    same(&idx, &oracle, "after inserts");
+}
+
+#[test]
 fn a_saved_graph_answers_the_same() {
     let mut rng = Rng::new(18);
     let bits = 130;
