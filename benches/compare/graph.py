@@ -143,6 +143,24 @@ def timed(fn, repeat):
     return {"cpu_s": statistics.median(cpu), "wall_s": statistics.median(wall), "cpu_runs": cpu}, res
 
 
+def timed_pair(fa, fb, repeat):
+    """`timed` for two callables whose speeds are compared: one warm-up call of each, then
+    `repeat` rounds alternating them, so that a change of the machine's load falls on both.
+    Returns `(timing, last result)` of each."""
+    out = []
+    for f in (fa, fb):
+        f()
+        out.append(([], [], None))
+    for _ in range(repeat):
+        for i, f in enumerate((fa, fb)):
+            c0, t0 = time.process_time(), time.perf_counter()
+            res = f()
+            out[i][0].append(time.process_time() - c0)
+            out[i][1].append(time.perf_counter() - t0)
+            out[i] = (out[i][0], out[i][1], res)
+    return tuple(({"cpu_s": statistics.median(c), "wall_s": statistics.median(w), "cpu_runs": c}, r) for c, w, r in out)
+
+
 def once(fn):
     c0, t0 = time.process_time(), time.perf_counter()
     res = fn()
@@ -398,7 +416,14 @@ def sec_weak(a, sl, res, cache):
     rows = []
     lin = sl.LinearScan(bits=BITS)
     b, _ = once(lambda: lin.add(bc))
-    t, (dist, ids) = timed(lambda: lin.search(qc, K, threads=1), a.repeat)
+    g = sl.GraphIndex(bits=BITS)
+    bg, _ = once(lambda: g.add(bc, threads=1))
+    gcheck = g.check
+    # The scan and the graph's default (its fallback here) timed in alternating rounds: the
+    # comparison the issue asks for ("never worse than its own scan") is a ratio near 1.
+    (t, (dist, ids)), (tg, (_, gi)) = timed_pair(
+        lambda: lin.search(qc, K, threads=1), lambda: g.search(qc, K, threads=1), 2 * a.repeat + 1
+    )
     b8, q8 = u8(bc), u8(qc)
     truth = Truth(q8, b8, ids.astype(np.int64), dist.astype(np.int64))
     rows.append(row("simlsh LinearScan", "", b, lin.memory / nb, t, nq, truth.score(ids), data=name))
@@ -406,17 +431,13 @@ def sec_weak(a, sl, res, cache):
     kth = dist[:, K - 1].astype(float)
     rand = hamming_rows(q8, b8, rng.integers(0, nb, size=(nq, 10)))
     lin = None
-    g = sl.GraphIndex(bits=BITS)
-    b, _ = once(lambda: g.add(bc, threads=1))
-    gcheck = g.check
-    t, (_, gi) = timed(lambda: g.search(qc, K, threads=1), a.repeat)
     rows.append(
         row(
             "simlsh GraphIndex",
             f"defaults ({g.spec})",
-            b,
+            bg,
             g.memory / nb,
-            t,
+            tg,
             nq,
             truth.score(gi),
             ef=g.ef_search,
