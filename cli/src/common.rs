@@ -579,7 +579,7 @@ pub fn memory_available() -> u64 {
 }
 
 /// Parses a size in bytes: a number with an optional binary suffix `K`, `M`, `G` or `T`
-/// (powers of 1024, `B`, `iB` or `iB` after it allowed: `512M`, `2G`, `1.5GiB`, `4096`).
+/// (powers of 1024, optionally followed by `B` or `iB`: `512M`, `2G`, `1.5GiB`, `4096`).
 pub fn parse_bytes(s: &str) -> std::result::Result<u64, String> {
     let t = s.trim();
     let lower = t.to_ascii_lowercase();
@@ -600,7 +600,9 @@ pub fn parse_bytes(s: &str) -> std::result::Result<u64, String> {
         .map_err(|_| format!("`{s}` is not a size in bytes (e.g. 2G, 512M, 4096)"))?;
     let bytes = value * scale;
     if !bytes.is_finite() || bytes < 0.0 || bytes >= u64::MAX as f64 {
-        return Err(format!("`{s}` is not a size in bytes (e.g. 2G, 512M, 4096)"));
+        return Err(format!(
+            "`{s}` is not a size in bytes (e.g. 2G, 512M, 4096)"
+        ));
     }
     Ok(bytes as u64)
 }

@@ -5,15 +5,15 @@
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
+use rayon::prelude::*;
 use simlsh::SignatureMatrix;
 use simlsh::estimate::{JoinPlan, JoinPlanner};
 use simlsh::index::Featureless;
 use simlsh::io::Csr;
 use simlsh::io::InputFormat;
 use simlsh::io::documents::{Document, TextOptions, documents, read_documents_with_ids};
-use simlsh::io::lines::BadLines;
 use simlsh::io::input::{VectorOptions, Vectors as InputVectors, read_vectors};
-use rayon::prelude::*;
+use simlsh::io::lines::BadLines;
 use simlsh::text::{DfCounter, FeatureRows, SignOptions, SignedCorpus, Tokenizer};
 use simlsh::verify::{DenseVectors, SparseVectors};
 
@@ -130,8 +130,7 @@ impl Signing {
         let Some(memory) = self.memory else {
             return Ok(());
         };
-        let bytes = simlsh::memory::bytes_of::<u64>(n)
-            .saturating_mul(bits.div_ceil(64) as u64);
+        let bytes = simlsh::memory::bytes_of::<u64>(n).saturating_mul(bits.div_ceil(64) as u64);
         anyhow::ensure!(
             bytes <= memory / 3,
             "--memory {} is too small: the signatures of {n} rows at {bits} bits take {}, \
@@ -604,7 +603,9 @@ fn prepare_streamed(
         pb.finish_and_clear();
         match all {
             Some(c) => Ok(c),
-            None => Ok(tokenizer.sign_corpus_with(&signer, &[] as &[&str], SignOptions::default())?),
+            None => {
+                Ok(tokenizer.sign_corpus_with(&signer, &[] as &[&str], SignOptions::default())?)
+            }
         }
     })?;
     anyhow::ensure!(

@@ -5,9 +5,9 @@
 
 use anyhow::{Context, Result, bail};
 use clap::{Args as ClapArgs, ValueEnum};
+use simlsh::SignatureMatrix;
 use simlsh::estimate;
 use simlsh::join::{LeaderOrder, SharedUnionFind, leader_clusters, self_join_active};
-use simlsh::SignatureMatrix;
 use simlsh::verify::{CsrVectors, VerifiedJoin, VerifiedPair, VerifyReport};
 
 use std::collections::HashMap;
@@ -236,7 +236,12 @@ pub fn run(
 
 /// The outcome of a verified join: its summary line, and the scheme, candidates and capped
 /// groups recorded.
-fn verified_outcome(join: &VerifiedJoin, report: &VerifyReport, bits: u64, ctx: &mut Ctx) -> Outcome {
+fn verified_outcome(
+    join: &VerifiedJoin,
+    report: &VerifyReport,
+    bits: u64,
+    ctx: &mut Ctx,
+) -> Outcome {
     let how = join.candidates().describe();
     ctx.record("scheme", join.candidates().to_string());
     if !report.capped.is_empty() {

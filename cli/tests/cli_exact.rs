@@ -487,14 +487,20 @@ fn dedup_under_a_memory_budget_gives_the_outputs_of_a_run_without() {
                 .output()
                 .unwrap());
             let stats = serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
-            (files.iter().map(|f| std::fs::read(f).unwrap()).collect(), stats)
+            (
+                files.iter().map(|f| std::fs::read(f).unwrap()).collect(),
+                stats,
+            )
         };
         let (want, _) = run(None, "whole");
         assert!(want[0].len() > 1000, "too few pairs to test");
         for &(memory, spilled) in budgets {
             let (got, stats) = run(Some(memory), "budget");
             for (k, name) in names.iter().enumerate() {
-                assert!(got[k] == want[k], "{opts:?} --memory {memory}: {name} differs");
+                assert!(
+                    got[k] == want[k],
+                    "{opts:?} --memory {memory}: {name} differs"
+                );
             }
             let spill = stats["values"]["candidates_spilled_bytes"]
                 .as_u64()
@@ -519,4 +525,12 @@ fn dedup_under_a_memory_budget_gives_the_outputs_of_a_run_without() {
         err.contains("--memory 20.0 KiB is too small") && err.contains("256 bits"),
         "{err}"
     );
+    let out = simlsh()
+        .arg("dedup")
+        .arg(&input)
+        .args(["--cosine", "0.8", "--memory", "lots"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("`lots` is not a size"), "{err}");
 }

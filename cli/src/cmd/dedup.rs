@@ -8,8 +8,8 @@ use simlsh::fs::OutputSet;
 
 use crate::common::{Ctx, SignerArgs, print_line};
 use crate::input::{Prepared, Signing, prepare};
-use crate::names::Names;
 use crate::join::{Clusters, Found, JoinArgs, Mode, cluster_sizes, write_clusters};
+use crate::names::Names;
 use crate::parquet::Shape;
 use crate::sign::InputArgs;
 use crate::table::Rows;
