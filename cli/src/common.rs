@@ -580,6 +580,35 @@ pub fn memory_available() -> u64 {
     simlsh::memory::available()
 }
 
+/// Parses a size in bytes: a number with an optional binary suffix `K`, `M`, `G` or `T`
+/// (powers of 1024, optionally followed by `B` or `iB`: `512M`, `2G`, `1.5GiB`, `4096`).
+pub fn parse_bytes(s: &str) -> std::result::Result<u64, String> {
+    let t = s.trim();
+    let lower = t.to_ascii_lowercase();
+    let body = lower
+        .strip_suffix("ib")
+        .or_else(|| lower.strip_suffix('b'))
+        .unwrap_or(&lower);
+    let (number, scale) = match body.char_indices().last() {
+        Some((i, c @ ('k' | 'm' | 'g' | 't'))) => {
+            let power = "kmgt".find(c).expect("a suffix") as i32 + 1;
+            (&body[..i], 1024f64.powi(power))
+        }
+        _ => (body, 1.0),
+    };
+    let value: f64 = number
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{s}` is not a size in bytes (e.g. 2G, 512M, 4096)"))?;
+    let bytes = value * scale;
+    if !bytes.is_finite() || bytes < 0.0 || bytes >= u64::MAX as f64 {
+        return Err(format!(
+            "`{s}` is not a size in bytes (e.g. 2G, 512M, 4096)"
+        ));
+    }
+    Ok(bytes as u64)
+}
+
 /// Bytes as a short human string.
 pub fn human_bytes(b: usize) -> String {
     match b {

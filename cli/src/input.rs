@@ -2,17 +2,24 @@
 //! vectors the signatures sketch (for exact cosines), which rows have no direction, and how
 //! rows are named in the outputs.
 
+use std::path::PathBuf;
+
 use anyhow::{Context, Result};
+use rayon::prelude::*;
 use simlsh::SignatureMatrix;
 use simlsh::estimate::{JoinPlan, JoinPlanner};
 use simlsh::index::Featureless;
 use simlsh::io::Csr;
-use simlsh::io::documents::{TextOptions, read_documents_with_ids};
+use simlsh::io::InputFormat;
+use simlsh::io::documents::{Document, TextOptions, documents, read_documents_with_ids};
 use simlsh::io::input::{VectorOptions, Vectors as InputVectors, read_vectors};
-use simlsh::text::SignOptions;
+use simlsh::io::lines::BadLines;
+use simlsh::text::{DfCounter, FeatureRows, SignOptions, SignedCorpus, Tokenizer};
 use simlsh::verify::{DenseVectors, SparseVectors};
 
-use crate::common::{Ctx, DEFAULT_BITS, InputShape, SignerArgs, memory_available, read_codes};
+use crate::common::{
+    Ctx, DEFAULT_BITS, InputShape, SignerArgs, human_bytes, memory_available, read_codes,
+};
 use crate::names::Names;
 use crate::parquet::Table;
 use crate::sign::{self, InputArgs};
@@ -49,6 +56,10 @@ pub struct Signing {
     /// Stored codes: all-zero codes are codes like any other (`--zero-codes`), instead of rows
     /// without features (the library's rule, [`Featureless::of_codes`]).
     pub zero_codes: bool,
+    /// The memory budget (`--memory`): the signatures of the planned width take at most a
+    /// third of it, and documents are streamed (neither their texts nor their vectors kept:
+    /// read again for verification and output, [`Reread`]).
+    pub memory: Option<u64>,
 }
 
 impl Default for Signing {
@@ -59,6 +70,7 @@ impl Default for Signing {
             join: None,
             vectors: false,
             zero_codes: false,
+            memory: None,
         }
     }
 }
@@ -83,7 +95,9 @@ impl Signing {
         ctx: &mut Ctx,
     ) -> Result<(usize, Option<JoinPlan>)> {
         let Some(j) = self.join else {
-            return Ok((ctx.bits_given.unwrap_or(self.default_bits), None));
+            let bits = ctx.bits_given.unwrap_or(self.default_bits);
+            self.check_fits(n, bits)?;
+            return Ok((bits, None));
         };
         let planner = JoinPlanner::new(j.threshold)
             .recall(j.recall)
@@ -94,7 +108,7 @@ impl Signing {
             None => {
                 let plan = planner
                     .features(features())
-                    .memory(memory_available() / 3)
+                    .memory(self.memory.unwrap_or_else(memory_available) / 3)
                     .plan()?;
                 ctx.record("bits_planned", plan.bits);
                 if plan.bits != self.default_bits {
@@ -107,7 +121,25 @@ impl Signing {
                 plan
             }
         };
+        self.check_fits(n, plan.bits)?;
         Ok((plan.bits, Some(plan)))
+    }
+
+    /// Under a memory budget, `n` signatures of `bits` bits take at most a third of it.
+    fn check_fits(&self, n: usize, bits: usize) -> Result<()> {
+        let Some(memory) = self.memory else {
+            return Ok(());
+        };
+        let bytes = simlsh::memory::bytes_of::<u64>(n).saturating_mul(bits.div_ceil(64) as u64);
+        anyhow::ensure!(
+            bytes <= memory / 3,
+            "--memory {} is too small: the signatures of {n} rows at {bits} bits take {}, \
+              and they may take a third of it ({})",
+            human_bytes(memory as usize),
+            human_bytes(bytes as usize),
+            human_bytes((memory / 3) as usize),
+        );
+        Ok(())
     }
 }
 
@@ -135,6 +167,9 @@ pub struct Prepared {
     pub plan: Option<JoinPlan>,
     /// The tokenizer of documents signed here (with its stop words and IDF table).
     pub tokenizer: Option<simlsh::text::Tokenizer>,
+    /// Documents streamed under a memory budget: where to read them again (their vectors
+    /// for verification, their texts for the output), instead of `exact` and `texts`.
+    pub reread: Option<Reread>,
 }
 
 impl Prepared {
@@ -176,6 +211,16 @@ pub fn prepare(
             field: a.text.field.clone(),
             on_bad: a.on_bad(),
         };
+        if let Some(memory) = signing.memory {
+            let reread = Reread {
+                path: a.input.clone(),
+                format,
+                opts,
+                id_field: id_field.map(str::to_string),
+                memory,
+            };
+            return prepare_streamed(a, s, reread, signing, ctx);
+        }
         let (docs, bad) = ctx.phase("read", |_| {
             Ok(read_documents_with_ids(&a.input, format, &opts, id_field)?)
         })?;
@@ -227,6 +272,7 @@ fn codes(sigs: SignatureMatrix, signer: String, zero_codes: bool, ctx: &mut Ctx)
         origin: None,
         plan: None,
         tokenizer: None,
+        reread: None,
     }
 }
 
@@ -329,6 +375,7 @@ fn prepare_vectors(
         origin: Some(s.origin(shape)),
         plan,
         tokenizer: None,
+        reread: None,
     })
 }
 
@@ -397,5 +444,191 @@ fn prepare_texts(
         origin: Some(s.origin(InputShape::Text)),
         plan,
         tokenizer: Some(tokenizer),
+        reread: None,
+    })
+}
+
+/// Documents read again from their file, in chunks: the passes of a streamed run (fitting the
+/// IDF table, sampling the mean number of features, signing, the vectors of the candidate
+/// rows, the texts of the output), so that no pass holds the whole corpus. Row `k` is the
+/// `k`-th document read (bad lines skipped as in the first pass).
+#[derive(Clone, Debug)]
+pub struct Reread {
+    path: PathBuf,
+    format: InputFormat,
+    opts: TextOptions,
+    id_field: Option<String>,
+    /// The memory budget of the run (`--memory`).
+    pub memory: u64,
+}
+
+/// Documents read at once by a streamed pass.
+const REREAD_CHUNK: usize = 20_000;
+
+impl Reread {
+    /// Calls `f(first, docs)` for each chunk of documents in order, `first` the row of the
+    /// chunk's first document.
+    pub fn for_each_chunk(
+        &self,
+        mut f: impl FnMut(usize, Vec<Document>) -> Result<()>,
+    ) -> Result<()> {
+        let mut docs = documents(&self.path, self.format, &self.opts)?;
+        if let Some(field) = &self.id_field {
+            docs = docs.with_ids(field)?;
+        }
+        let mut bad = BadLines::default();
+        let mut first = 0;
+        loop {
+            let chunk = docs.next_chunk(REREAD_CHUNK, self.opts.on_bad, &mut bad)?;
+            if chunk.is_empty() {
+                return Ok(());
+            }
+            let n = chunk.len();
+            f(first, chunk)?;
+            first += n;
+        }
+    }
+
+    /// The weighted features of the documents of `rows` (increasing), row `k` that of
+    /// `rows[k]`, as the signing pass made them: the vectors the verified join's cosines take.
+    pub fn vectors(&self, tokenizer: &Tokenizer, rows: &[u32]) -> Result<SparseVectors> {
+        let mut all = FeatureRows::default();
+        let mut next = 0;
+        self.for_each_chunk(|first, docs| {
+            let end = first + docs.len();
+            let mut texts = Vec::new();
+            while next < rows.len() && (rows[next] as usize) < end {
+                texts.push(docs[rows[next] as usize - first].text.as_str());
+                next += 1;
+            }
+            if !texts.is_empty() {
+                all.append(tokenizer.feature_rows(&texts));
+            }
+            Ok(())
+        })?;
+        anyhow::ensure!(
+            next == rows.len(),
+            "{} changed while it was read: row {} is gone",
+            self.path.display(),
+            rows.get(next).copied().unwrap_or_default()
+        );
+        Ok(SparseVectors::from_feature_rows(all)?)
+    }
+}
+
+/// Documents under a memory budget, streamed: the names kept, the IDF table fitted in one pass
+/// and the documents signed in another, their texts and vectors not kept (read again,
+/// [`Prepared::reread`]).
+fn prepare_streamed(
+    a: &InputArgs,
+    s: &SignerArgs,
+    reread: Reread,
+    signing: Signing,
+    ctx: &mut Ctx,
+) -> Result<Prepared> {
+    let mut ids = Vec::new();
+    let mut records = Vec::new();
+    let mut named = false;
+    let mut name = |docs: &[Document]| {
+        for d in docs {
+            match &reread.id_field {
+                Some(_) => ids.push(d.id.clone().unwrap_or_default()),
+                None => records.push(d.record),
+            }
+        }
+    };
+    let tokenizer = sign::tokenizer_with(&a.text, ctx, |counting| {
+        let mut c = DfCounter::new(counting);
+        reread.for_each_chunk(|_, docs| {
+            name(&docs);
+            let texts: Vec<&str> = docs.iter().map(|d| d.text.as_str()).collect();
+            c.add_batch(&texts);
+            Ok(())
+        })?;
+        named = true;
+        Ok(c.finish())
+    })?;
+    if !named {
+        ctx.phase("read", |_| {
+            reread.for_each_chunk(|_, docs| {
+                name(&docs);
+                Ok(())
+            })
+        })?;
+    }
+    let names = match &reread.id_field {
+        Some(field) => Names::Ids {
+            field: field.clone(),
+            ids,
+        },
+        None => Names::Records(records),
+    };
+    let n = names.len();
+    let (bits, plan) = signing.width(
+        n,
+        || {
+            // The sample of `mean_features`: rows 0, step, 2·step, …
+            let step = simlsh::text::feature_sample_step(n);
+            let mut counts = Vec::new();
+            let read = reread.for_each_chunk(|first, docs| {
+                let texts: Vec<&str> = (first.div_ceil(step) * step..first + docs.len())
+                    .step_by(step)
+                    .map(|r| docs[r - first].text.as_str())
+                    .collect();
+                counts.par_extend(texts.par_iter().map(|t| tokenizer.features(t).len()));
+                Ok(())
+            });
+            match read {
+                Ok(()) => counts.iter().sum::<usize>() as f64 / counts.len().max(1) as f64,
+                // Read again at signing, where the error is reported.
+                Err(_) => 1.0,
+            }
+        },
+        ctx,
+    )?;
+    let signer = s.build_for(InputShape::Text, bits, ctx)?;
+    let corpus = ctx.phase("sign", |ctx| {
+        let pb = ctx.progress(n as u64, "signing");
+        let mut all: Option<SignedCorpus> = None;
+        reread.for_each_chunk(|_, docs| {
+            let texts: Vec<&str> = docs.iter().map(|d| d.text.as_str()).collect();
+            let part = tokenizer.sign_corpus_with(&signer, &texts, SignOptions::default())?;
+            match &mut all {
+                Some(c) => c.append(part)?,
+                None => all = Some(part),
+            }
+            pb.inc(texts.len() as u64);
+            Ok(())
+        })?;
+        pb.finish_and_clear();
+        match all {
+            Some(c) => Ok(c),
+            None => {
+                Ok(tokenizer.sign_corpus_with(&signer, &[] as &[&str], SignOptions::default())?)
+            }
+        }
+    })?;
+    anyhow::ensure!(
+        corpus.len() == n,
+        "{} changed while it was read: {} documents, then {}",
+        reread.path.display(),
+        n,
+        corpus.len()
+    );
+    ctx.record("rows", n);
+    let empty: Vec<u32> = corpus.featureless().into_iter().map(|i| i as u32).collect();
+    let info = simlsh::Signer::info(&signer);
+    Ok(Prepared {
+        sigs: corpus.signatures,
+        exact: None,
+        empty,
+        names,
+        texts: None,
+        signer: info.kind.to_string(),
+        info: Some(info),
+        origin: Some(s.origin(InputShape::Text)),
+        plan,
+        tokenizer: Some(tokenizer),
+        reread: Some(reread),
     })
 }

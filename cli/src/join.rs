@@ -5,6 +5,7 @@
 
 use anyhow::{Context, Result, bail};
 use clap::{Args as ClapArgs, ValueEnum};
+use simlsh::SignatureMatrix;
 use simlsh::estimate;
 use simlsh::join::{LeaderOrder, SharedUnionFind, leader_clusters, self_join_active};
 use simlsh::verify::{CsrVectors, VerifiedJoin, VerifiedPair, VerifyReport};
@@ -13,7 +14,7 @@ use std::collections::HashMap;
 use std::io::Write;
 use std::path::Path;
 
-use crate::common::Ctx;
+use crate::common::{Ctx, human_bytes};
 use crate::input::{Exact, Prepared, Signing, VerifiedRequest};
 use crate::names::Names;
 use crate::parquet::Shape;
@@ -142,7 +143,7 @@ impl JoinArgs {
         };
         let verify = if self.no_verify {
             false
-        } else if p.exact.is_none() {
+        } else if p.exact.is_none() && p.reread.is_none() {
             if self.verify {
                 bail!(
                     "--verify needs the input's vectors, and stored signature codes have none: \
@@ -167,14 +168,28 @@ impl JoinArgs {
     }
 }
 
-/// Runs the join; every pair goes to `sink` as it is found.
+/// Runs the join; every pair goes to `sink` as it is found. Documents streamed under a
+/// memory budget ([`Prepared::reread`]) are verified in two passes: the candidate pairs first
+/// (spilled beyond a quarter of the budget), then, the signatures dropped (`p.sigs` is left
+/// empty), the vectors of the candidate rows read again.
 pub fn run(
-    p: &Prepared,
+    p: &mut Prepared,
     mode: &Mode,
     ctx: &mut Ctx,
     mut sink: impl FnMut(Found),
 ) -> Result<Outcome> {
     let bits = p.sigs.bits() as u64;
+    if let (Mode::Verified { join }, Some(memory)) = (mode, p.reread.as_ref().map(|r| r.memory)) {
+        let report = run_streamed(p, join, memory, ctx, |v| {
+            sink(Found {
+                i: v.i,
+                j: v.j,
+                distance: v.distance,
+                cosine: v.cosine,
+            })
+        })?;
+        return Ok(verified_outcome(join, &report, bits, ctx));
+    }
     match mode {
         Mode::Hamming { radius } => {
             let n = ctx.phase("join", |ctx| {
@@ -214,36 +229,47 @@ pub fn run(
                     Exact::Csr(m) => join.run(&p.sigs, &CsrVectors::new(m.view())?, &mut on_pair),
                 })?)
             })?;
-            let how = join.candidates().describe();
-            ctx.record("scheme", join.candidates().to_string());
-            if !report.capped.is_empty() {
-                ctx.say(format!(
-                    "{} groups of rows sharing a band key were too large to compare (largest {} rows): their pairs may be missed",
-                    report.capped.len(),
-                    report.capped.iter().map(|g| g.rows).max().unwrap_or(0)
-                ));
-            }
-            ctx.record("candidates", report.candidates);
-            ctx.record("capped_groups", report.capped.len());
-            Ok(Outcome {
-                pairs: report.pairs,
-                how: format!(
-                    "exact cosine ≥ {} verified on {} candidates from {how}, planned recall {}{}",
-                    join.threshold(),
-                    report.candidates,
-                    self_recall(join, bits),
-                    if report.capped.is_empty() {
-                        String::new()
-                    } else {
-                        format!(
-                            ", not reached: {} band groups too large to compare (more --bits \
-                             make narrower groups)",
-                            report.capped.len()
-                        )
-                    }
-                ),
-            })
+            Ok(verified_outcome(join, &report, bits, ctx))
         }
+    }
+}
+
+/// The outcome of a verified join: its summary line, and the scheme, candidates and capped
+/// groups recorded.
+fn verified_outcome(
+    join: &VerifiedJoin,
+    report: &VerifyReport,
+    bits: u64,
+    ctx: &mut Ctx,
+) -> Outcome {
+    let how = join.candidates().describe();
+    ctx.record("scheme", join.candidates().to_string());
+    if !report.capped.is_empty() {
+        ctx.say(format!(
+            "{} groups of rows sharing a band key were too large to compare (largest {} rows): their pairs may be missed",
+            report.capped.len(),
+            report.capped.iter().map(|g| g.rows).max().unwrap_or(0)
+        ));
+    }
+    ctx.record("candidates", report.candidates);
+    ctx.record("capped_groups", report.capped.len());
+    Outcome {
+        pairs: report.pairs,
+        how: format!(
+            "exact cosine ≥ {} verified on {} candidates from {how}, planned recall {}{}",
+            join.threshold(),
+            report.candidates,
+            self_recall(join, bits),
+            if report.capped.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    ", not reached: {} band groups too large to compare (more --bits \
+                     make narrower groups)",
+                    report.capped.len()
+                )
+            }
+        ),
     }
 }
 
@@ -328,4 +354,56 @@ impl Clusters {
             Clustering::Star => leader_clusters(n, self.edges, LeaderOrder::Degree)?,
         })
     }
+}
+
+/// Share of the memory budget the candidate pairs may hold before they are spilled.
+const CANDIDATES_SHARE: u64 = 4;
+
+/// The two-pass verified join of streamed documents: candidates (held up to a quarter of
+/// `memory`, the rest spilled to a temporary file), the signatures dropped, then the vectors of
+/// the candidate rows read again and checked against half of `memory`.
+fn run_streamed(
+    p: &mut Prepared,
+    join: &VerifiedJoin,
+    memory: u64,
+    ctx: &mut Ctx,
+    sink: impl FnMut(VerifiedPair),
+) -> Result<VerifyReport> {
+    let reread = p
+        .reread
+        .as_ref()
+        .context("a streamed join reads its documents again")?;
+    let tokenizer = p
+        .tokenizer
+        .as_ref()
+        .context("streamed documents are tokenised here")?;
+    let held = (memory / CANDIDATES_SHARE).max(simlsh::verify::CANDIDATE_BYTES);
+    let candidates = ctx.phase("join", |ctx| {
+        Ok(ctx.spin("joining pairs", || {
+            join.candidate_pairs(&p.sigs, &p.empty, held, &std::env::temp_dir())
+        })?)
+    })?;
+    let bits = p.sigs.bits();
+    p.sigs = SignatureMatrix::zeros(0, bits)?;
+    ctx.record("candidates_spilled_bytes", candidates.spilled_bytes());
+    ctx.phase("verify", |ctx| {
+        let rows = candidates.rows();
+        let vectors = reread.vectors(tokenizer, &rows)?;
+        let bytes = vectors.bytes() as u64;
+        ctx.record("candidate_rows", rows.len());
+        ctx.record("candidate_vector_bytes", bytes);
+        if bytes > memory / 2 {
+            bail!(
+                "the vectors of the {} candidate rows take {}, over half of --memory ({}): \
+                 give more memory",
+                rows.len(),
+                human_bytes(bytes as usize),
+                human_bytes((memory / 2) as usize)
+            );
+        }
+        drop(rows);
+        Ok(ctx.spin("verifying pairs", || {
+            candidates.verify(|_| Ok(vectors), sink)
+        })?)
+    })
 }

@@ -10,6 +10,14 @@ pub enum Names {
 }
 
 impl Names {
+    /// Number of rows named.
+    pub fn len(&self) -> usize {
+        match self {
+            Names::Records(r) => r.len(),
+            Names::Ids { ids, .. } => ids.len(),
+        }
+    }
+
     /// Rows `0..n`.
     pub fn rows(n: usize) -> Names {
         Names::Records((0..n).collect())

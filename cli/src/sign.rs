@@ -98,6 +98,16 @@ pub struct TextArgs {
 /// The tokenizer of the text options; a TF-IDF table is loaded (`--idf`) or fitted on `texts`
 /// (and saved with `--save-idf`).
 pub fn tokenizer(t: &TextArgs, texts: &[&str], ctx: &mut Ctx) -> Result<Tokenizer> {
+    tokenizer_with(t, ctx, |counting| Ok(Idf::fit(counting, texts.iter())))
+}
+
+/// [`tokenizer`], the TF-IDF table (when one is fitted) made by `fit` from the counting
+/// tokenizer (e.g. with a [`simlsh::text::DfCounter`] fed by a pass over the input).
+pub fn tokenizer_with(
+    t: &TextArgs,
+    ctx: &mut Ctx,
+    fit: impl FnOnce(&Tokenizer) -> Result<Idf>,
+) -> Result<Tokenizer> {
     if let Some(recorded) = &t.recorded {
         return Ok(recorded.clone());
     }
@@ -120,7 +130,7 @@ pub fn tokenizer(t: &TextArgs, texts: &[&str], ctx: &mut Ctx) -> Result<Tokenize
         Some(p) => Idf::load(p)?,
         None => {
             let counting = spec.counting()?;
-            let idf = ctx.phase("idf", |_| Ok(Idf::fit(&counting, texts.iter())))?;
+            let idf = ctx.phase("idf", |_| fit(&counting))?;
             if let Some(p) = &t.save_idf {
                 ctx.write_file(p, |w| idf.write_to(w))?;
             }

@@ -445,3 +445,92 @@ fn knn_rerank_gives_exact_cosines_and_recovers_the_exact_neighbours() {
     assert_eq!(r.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&r.stderr).contains("--rerank needs the input's vectors"));
 }
+
+/// `--memory` streams the documents (read again to verify the candidates and to write
+/// --output; candidates spilled to a temporary file beyond a quarter of the budget) and gives
+/// the outputs of the run without a budget, byte for byte, with and without a spill; the
+/// spill is removed; a budget too small for the signatures is an error naming it.
+#[test]
+fn dedup_under_a_memory_budget_gives_the_outputs_of_a_run_without() {
+    let docs = planted_documents();
+    let input = tmp("budget-docs.txt");
+    std::fs::write(&input, docs.join("\n") + "\n").unwrap();
+    let spill_dir = tmp("budget-spill");
+    std::fs::create_dir_all(&spill_dir).unwrap();
+    let names = ["pairs.tsv", "clusters.tsv", "unique.txt", "empty.txt"];
+    // (options, memory budget, spilled): 50,000+ candidates at cosine 0.5 on 64 bits.
+    for (opts, budgets) in [
+        (&["--cosine", "0.8"][..], &[("1G", false)][..]),
+        (
+            &["--cosine", "0.5", "--bits", "64"][..],
+            &[("1G", false), ("1M", true)][..],
+        ),
+    ] {
+        let run = |memory: Option<&str>, tag: &str| -> (Vec<Vec<u8>>, serde_json::Value) {
+            let files: Vec<PathBuf> = names.iter().map(|n| tmp(&format!("{tag}-{n}"))).collect();
+            let stats = tmp(&format!("{tag}-stats.json"));
+            let mut cmd = simlsh();
+            cmd.arg("dedup").arg(&input).args(opts);
+            for (flag, f) in ["--pairs", "--clusters", "--output", "--empty"]
+                .iter()
+                .zip(&files)
+            {
+                cmd.arg(flag).arg(f);
+            }
+            if let Some(m) = memory {
+                cmd.args(["--memory", m]);
+            }
+            ok(&cmd
+                .arg("--stats")
+                .arg(&stats)
+                .env("TMPDIR", &spill_dir)
+                .output()
+                .unwrap());
+            let stats = serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
+            (
+                files.iter().map(|f| std::fs::read(f).unwrap()).collect(),
+                stats,
+            )
+        };
+        let (want, _) = run(None, "whole");
+        assert!(want[0].len() > 1000, "too few pairs to test");
+        for &(memory, spilled) in budgets {
+            let (got, stats) = run(Some(memory), "budget");
+            for (k, name) in names.iter().enumerate() {
+                assert!(
+                    got[k] == want[k],
+                    "{opts:?} --memory {memory}: {name} differs"
+                );
+            }
+            let spill = stats["values"]["candidates_spilled_bytes"]
+                .as_u64()
+                .unwrap_or_else(|| panic!("{stats}"));
+            assert_eq!(spill > 0, spilled, "{opts:?} --memory {memory}: {stats}");
+            assert!(
+                std::fs::read_dir(&spill_dir).unwrap().next().is_none(),
+                "a temporary file is left behind"
+            );
+        }
+    }
+    // Too small for the signatures of 600 documents at 256 bits (19 KB, a third of --memory).
+    let out = simlsh()
+        .arg("dedup")
+        .arg(&input)
+        .args(["--cosine", "0.8", "--memory", "20K"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("--memory 20.0 KiB is too small") && err.contains("256 bits"),
+        "{err}"
+    );
+    let out = simlsh()
+        .arg("dedup")
+        .arg(&input)
+        .args(["--cosine", "0.8", "--memory", "lots"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("`lots` is not a size"), "{err}");
+}

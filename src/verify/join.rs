@@ -264,25 +264,44 @@ impl VerifiedJoin {
             kept += 1;
             sink(p);
         };
-        let mut capped = Vec::new();
-        match &self.candidates {
-            Scheme::Radius { radius } => {
-                self_join_map(sigs, *radius, Some(&active), verify, count)?;
-            }
-            Scheme::Tables(t) => {
-                self.candidates.check_bits(sigs.bits())?;
-                self_join_map(sigs, t.radius(), Some(&active), verify, count)?;
-            }
-            Scheme::Bands(b) => {
-                capped = banded_join_map(sigs, b, Some(&active), verify, count)?.capped;
-            }
-        }
+        let capped = self.scan(sigs, &active, verify, count)?;
         Ok(VerifyReport {
             zero_rows,
             candidates: candidates.into_inner(),
             pairs: kept,
             capped,
         })
+    }
+
+    /// The candidate pairs of the active rows of `sigs`, each mapped by `map` (in parallel),
+    /// the kept ones given to `sink` in the join's order (which does not depend on the number
+    /// of threads); the band runs skipped for their size.
+    pub(super) fn scan<S, T, M, K>(
+        &self,
+        sigs: &SignatureMatrix<S>,
+        active: &[bool],
+        map: M,
+        sink: K,
+    ) -> Result<Vec<CappedGroup>>
+    where
+        S: AsRef<[u64]> + Sync,
+        T: Send,
+        M: Fn(Pair) -> Option<T> + Sync,
+        K: FnMut(T),
+    {
+        match &self.candidates {
+            Scheme::Radius { radius } => {
+                self_join_map(sigs, *radius, Some(active), map, sink)?;
+            }
+            Scheme::Tables(t) => {
+                self.candidates.check_bits(sigs.bits())?;
+                self_join_map(sigs, t.radius(), Some(active), map, sink)?;
+            }
+            Scheme::Bands(b) => {
+                return Ok(banded_join_map(sigs, b, Some(active), map, sink)?.capped);
+            }
+        }
+        Ok(Vec::new())
     }
 
     /// [`run`](Self::run), collecting the pairs sorted by `(i, j)`.

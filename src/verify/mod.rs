@@ -4,6 +4,7 @@
 //! | task | function | candidates from |
 //! |---|---|---|
 //! | all pairs with cosine ≥ τ | [`VerifiedJoin`] | the exact Hamming join at a planned radius, or banding |
+//! | the same, vectors of the candidate rows only | [`VerifiedJoin::candidate_pairs`], [`CandidatePairs::verify`] | as above, collected (and spilled) first |
 //! | k nearest by cosine | [`rerank`], [`rerank_graph`] | the `m` nearest by Hamming distance |
 //! | k best of given candidates | [`RerankIds`] (and [`check_base`]) | the hits of any search of an index, or ids |
 //! | the cosine of given pairs | [`paired_cosines`], [`paired_text_cosines`] | pairs found elsewhere (a distributed join) |
@@ -57,6 +58,7 @@ mod in_place;
 mod join;
 mod paired;
 mod rerank;
+mod stream;
 mod vectors;
 
 pub use in_place::{CsrRows, DenseRows};
@@ -65,4 +67,5 @@ pub use hits::{BaseMismatch, check_base};
 pub use join::{VerifiedJoin, VerifiedJoinBuilder, VerifiedPair, VerifyReport};
 pub use paired::{paired_cosines, paired_text_cosines};
 pub use rerank::{Candidates, RerankIds, rerank, rerank_graph};
+pub use stream::{CANDIDATE_BYTES, CandidatePairs};
 pub use vectors::{CsrVectors, DenseVectors, SparseVectors, Vectors, dot, dot_sparse};

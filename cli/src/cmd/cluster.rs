@@ -48,7 +48,7 @@ pub fn run(mut a: Args, ctx: &mut Ctx) -> Result<()> {
     let _spool = a.input.spool_stdin()?;
     let outputs: Vec<&std::path::Path> = a.out.iter().map(PathBuf::as_path).collect();
     a.input.check_paths(ctx, &outputs)?;
-    let p = prepare(
+    let mut p = prepare(
         &a.input,
         &a.signer,
         a.join.signing(),
@@ -57,7 +57,7 @@ pub fn run(mut a: Args, ctx: &mut Ctx) -> Result<()> {
     )?;
     let mode = a.join.mode(&p, None)?;
     let mut clusters = Clusters::new(p.len(), a.join.clustering)?;
-    let outcome = crate::join::run(&p, &mode, ctx, |f| clusters.add(f.i, f.j))?;
+    let outcome = crate::join::run(&mut p, &mode, ctx, |f| clusters.add(f.i, f.j))?;
     let labels = clusters.labels()?;
     let (multi, largest) = cluster_sizes(&labels);
     let target = a.out.clone().unwrap_or_default();

@@ -7,8 +7,9 @@ use clap::Parser;
 use simlsh::fs::OutputSet;
 
 use crate::common::{Ctx, SignerArgs, print_line};
-use crate::input::{Prepared, prepare};
+use crate::input::{Prepared, Signing, prepare};
 use crate::join::{Clusters, Found, JoinArgs, Mode, cluster_sizes, write_clusters};
+use crate::names::Names;
 use crate::parquet::Shape;
 use crate::sign::InputArgs;
 use crate::table::Rows;
@@ -61,6 +62,14 @@ pub struct Args {
     /// Leave the rows without features out of --output.
     #[arg(long)]
     drop_empty: bool,
+    /// Memory budget (bytes, or with a suffix: 512M, 2G): the planned signatures take at most
+    /// a third of it, and documents (text input) are streamed instead of held: read again to
+    /// verify the candidate pairs (collected first, spilled to a temporary file in the
+    /// system's temporary directory beyond a quarter of the budget; the vectors of the
+    /// candidate rows at most half) and to write --output. The pairs are those found without
+    /// a budget. An error when the signatures cannot fit.
+    #[arg(long, value_parser = crate::common::parse_bytes)]
+    memory: Option<u64>,
     #[command(flatten)]
     signer: SignerArgs,
 }
@@ -73,25 +82,26 @@ pub fn run(mut a: Args, ctx: &mut Ctx) -> Result<()> {
         .map(PathBuf::as_path)
         .collect();
     a.input.check_paths(ctx, &outputs)?;
-    let p = prepare(
-        &a.input,
-        &a.signer,
-        a.join.signing(),
-        a.id_field.as_deref(),
-        ctx,
-    )?;
+    let signing = Signing {
+        memory: a.memory,
+        ..a.join.signing()
+    };
+    let mut p = prepare(&a.input, &a.signer, signing, a.id_field.as_deref(), ctx)?;
     let mode = a.join.mode(&p, Some(3))?;
     let n = p.len();
+    let bits = p.sigs.bits();
     let mut clusters = Clusters::new(n, a.join.clustering)?;
     let mut set = OutputSet::new();
     let outcome = match &a.pairs {
         Some(path) => {
             let exact = matches!(mode, Mode::Verified { .. });
             let mut result = None;
+            // The names apart from `p`, which the join may change (dropping the signatures).
+            let names = std::mem::replace(&mut p.names, Names::rows(0));
             set.write(path, |w| {
-                let mut rows = Rows::new(path, w, &p.names, Shape::Pairs, exact)?;
+                let mut rows = Rows::new(path, w, &names, Shape::Pairs, exact)?;
                 let mut err = Ok(());
-                let r = crate::join::run(&p, &mode, ctx, |f: Found| {
+                let r = crate::join::run(&mut p, &mode, ctx, |f: Found| {
                     clusters.add(f.i, f.j);
                     if err.is_ok() {
                         err = rows.push(f.i, f.j, f.distance, f.cosine);
@@ -101,9 +111,10 @@ pub fn run(mut a: Args, ctx: &mut Ctx) -> Result<()> {
                 err?;
                 rows.finish()
             })?;
+            p.names = names;
             result.expect("the join ran")?
         }
-        None => crate::join::run(&p, &mode, ctx, |f| clusters.add(f.i, f.j))?,
+        None => crate::join::run(&mut p, &mode, ctx, |f| clusters.add(f.i, f.j))?,
     };
     let labels = clusters.labels()?;
     write_outputs(&a, &p, &labels, &mut set)?;
@@ -126,7 +137,7 @@ pub fn run(mut a: Args, ctx: &mut Ctx) -> Result<()> {
         "documents {n}  empty {}  pairs {}  clusters {in_clusters}  removed {removed}  (f = {}, {}; signer {})",
         p.empty.len(),
         outcome.pairs,
-        p.sigs.bits(),
+        bits,
         outcome.how,
         p.signer
     ))
@@ -144,18 +155,31 @@ fn write_outputs(a: &Args, p: &Prepared, labels: &[u32], set: &mut OutputSet) ->
     }
     if let Some(path) = &a.output {
         // Text input: the kept documents' text; vectors or codes: the kept rows' names.
-        set.write(path, |w| {
-            for i in 0..labels.len() {
-                if labels[i] as usize != i || (a.drop_empty && is_empty(p, i)) {
-                    continue;
+        let kept = |i: usize| labels[i] as usize == i && !(a.drop_empty && is_empty(p, i));
+        match &p.reread {
+            // Streamed documents: their texts from a pass over the input.
+            Some(reread) => set.write(path, |w| {
+                reread
+                    .for_each_chunk(|first, docs| {
+                        for (k, d) in docs.iter().enumerate() {
+                            if kept(first + k) {
+                                writeln!(w, "{}", d.text.replace('\n', " "))?;
+                            }
+                        }
+                        Ok(())
+                    })
+                    .map_err(std::io::Error::other)
+            })?,
+            None => set.write(path, |w| {
+                for i in (0..labels.len()).filter(|&i| kept(i)) {
+                    match &p.texts {
+                        Some(t) => writeln!(w, "{}", t[i].replace('\n', " "))?,
+                        None => writeln!(w, "{}", p.names.name(i))?,
+                    }
                 }
-                match &p.texts {
-                    Some(t) => writeln!(w, "{}", t[i].replace('\n', " "))?,
-                    None => writeln!(w, "{}", p.names.name(i))?,
-                }
-            }
-            Ok(())
-        })?;
+                Ok(())
+            })?,
+        }
     }
     if let Some(path) = &a.empty {
         set.write(path, |w| {

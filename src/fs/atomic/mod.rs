@@ -28,6 +28,7 @@ mod stage;
 pub use same::check_distinct;
 pub use set::OutputSet;
 pub use stage::clean_stale_temporaries;
+pub(crate) use stage::{Temp, create as create_temp};
 
 use crate::error::{Error, Result};
 use stage::Dest;

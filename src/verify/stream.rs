@@ -1,0 +1,527 @@
+//! The verified self-join in two passes, for inputs whose vectors do not fit beside the
+//! signatures: the join's candidate pairs are collected first ([`VerifiedJoin::candidate_pairs`],
+//! in the order the join finds them, held in memory up to a budget and spilled beyond it to a
+//! temporary file), the signatures can then be dropped, and only the vectors of the rows that
+//! appear in some candidate ([`CandidatePairs::rows`]) are made, by the caller, from a second
+//! pass over its input, to verify them ([`CandidatePairs::verify`]).
+//!
+//! **Exactness.** Each candidate is verified by the same cosine ([`Vectors::cosine_with`]) of
+//! the same weights as [`VerifiedJoin::run`] computes, and the kept pairs reach the sink in
+//! the same order: the pairs (and their cosines, bit for bit) are those of `run`, provided the
+//! caller's vectors of the candidate rows are the rows `run` would have been given.
+//!
+//! ```
+//! use simlsh::verify::{SparseVectors, VerifiedJoin, Vectors};
+//! use simlsh::{HashingTrick, Signer};
+//!
+//! let docs: Vec<Vec<(u64, f32)>> = vec![
+//!     vec![(1, 1.0), (2, 1.0), (3, 1.0)],
+//!     vec![(1, 1.0), (2, 1.0), (3, 1.0), (4, 1.0)],
+//!     vec![(7, 1.0)],
+//!     vec![],
+//! ];
+//! let signer = HashingTrick::builder().bits(256).seed(7).build()?;
+//! let sigs = simlsh::SignatureMatrix::from_signatures(
+//!     256,
+//!     &docs.iter().map(|d| {
+//!         let (ids, w): (Vec<u64>, Vec<f32>) = d.iter().copied().unzip();
+//!         signer.sign_sparse(&ids, &w)
+//!     }).collect::<Result<Vec<_>, _>>()?,
+//! )?;
+//! let join = VerifiedJoin::planned(0.8, 0.99, 256, docs.len())?;
+//! // Pass 1: candidates (row 3 has no features), 1 MiB of them held before spilling.
+//! let candidates = join.candidate_pairs(&sigs, &[3], 1 << 20, &std::env::temp_dir())?;
+//! drop(sigs);
+//! // Pass 2: the vectors of the candidate rows only, in the order of `rows`.
+//! let rows = candidates.rows();
+//! let mut pairs = Vec::new();
+//! let report = candidates.verify(
+//!     |rows: &[u32]| SparseVectors::from_rows(rows.iter().map(|&r| docs[r as usize].clone())),
+//!     |p| pairs.push((p.i, p.j)),
+//! )?;
+//! assert_eq!(pairs, vec![(0, 1)]);
+//! assert_eq!(report.zero_rows, vec![3]);
+//! assert!(!rows.contains(&3));
+//! # Ok::<(), simlsh::Error>(())
+//! ```
+
+use std::fs::File;
+use std::io::{BufReader, BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+
+use rayon::prelude::*;
+
+use super::{Vectors, VerifiedJoin, VerifiedPair, VerifyReport};
+use crate::error::{Error, Result};
+use crate::fs::atomic::{Temp, create_temp};
+use crate::join::{CappedGroup, Pair};
+use crate::signature::SignatureMatrix;
+
+/// Bytes of one candidate pair, held or spilled: `i`, `j` and the distance as `u32`.
+pub const CANDIDATE_BYTES: u64 = 12;
+
+/// Candidates verified at once (read back from the spill, checked in parallel).
+const VERIFY_BATCH: usize = 1 << 16;
+
+/// The candidate pairs of a verified join, in the order the join found them, collected
+/// before any vector is read ([`VerifiedJoin::candidate_pairs`]): up to a budget in memory,
+/// the rest in a temporary file (removed when this is dropped). See the
+/// [module docs](self).
+#[derive(Debug)]
+pub struct CandidatePairs {
+    threshold: f64,
+    zero_rows: Vec<u32>,
+    capped: Vec<CappedGroup>,
+    /// Rows appearing in some candidate, one bit each.
+    seen: Vec<u64>,
+    /// The candidates not yet spilled.
+    held: Vec<Pair>,
+    /// Most candidates held before the held ones are spilled.
+    limit: usize,
+    dir: PathBuf,
+    spill: Option<Spill>,
+    count: u64,
+    /// The first error of a spill (the join's sink cannot return it).
+    failed: Option<Error>,
+}
+
+/// The spill file and its writer.
+struct Spill {
+    temp: Temp,
+    writer: BufWriter<File>,
+    pairs: u64,
+}
+
+impl std::fmt::Debug for Spill {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Spill")
+            .field("path", &self.temp.path)
+            .field("pairs", &self.pairs)
+            .finish()
+    }
+}
+
+fn io_error(path: &Path) -> impl Fn(std::io::Error) -> Error + '_ {
+    move |source| Error::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+impl CandidatePairs {
+    fn push(&mut self, p: Pair) {
+        if self.failed.is_some() {
+            return;
+        }
+        for r in [p.i, p.j] {
+            self.seen[r as usize / 64] |= 1u64 << (r % 64);
+        }
+        self.count += 1;
+        if self.held.len() == self.held.capacity() {
+            // Grow by doubling, never beyond the budget.
+            let more = self
+                .held
+                .len()
+                .max(1 << 10)
+                .min(self.limit - self.held.len());
+            self.held.reserve_exact(more);
+        }
+        self.held.push(p);
+        if self.held.len() >= self.limit
+            && let Err(e) = self.spill_held()
+        {
+            self.failed = Some(e);
+        }
+    }
+
+    /// Appends the held candidates to the spill file (created on first use).
+    fn spill_held(&mut self) -> Result<()> {
+        let spill = match &mut self.spill {
+            Some(s) => s,
+            None => {
+                let dest = self.dir.join("simlsh-candidates");
+                let temp = create_temp(&self.dir, &dest).map_err(io_error(&dest))?;
+                let file = temp.file.try_clone().map_err(io_error(&temp.path))?;
+                self.spill.insert(Spill {
+                    temp,
+                    writer: BufWriter::with_capacity(1 << 20, file),
+                    pairs: 0,
+                })
+            }
+        };
+        for p in self.held.drain(..) {
+            let mut b = [0u8; CANDIDATE_BYTES as usize];
+            b[0..4].copy_from_slice(&p.i.to_le_bytes());
+            b[4..8].copy_from_slice(&p.j.to_le_bytes());
+            b[8..12].copy_from_slice(&p.distance.to_le_bytes());
+            spill
+                .writer
+                .write_all(&b)
+                .map_err(io_error(&spill.temp.path))?;
+        }
+        spill.pairs = self.count;
+        Ok(())
+    }
+
+    /// Number of candidate pairs.
+    pub fn len(&self) -> u64 {
+        self.count
+    }
+
+    /// True when there is no candidate.
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// Bytes of candidates written to the temporary file (0 when all fit the budget).
+    pub fn spilled_bytes(&self) -> u64 {
+        self.spill.as_ref().map_or(0, |s| s.pairs * CANDIDATE_BYTES)
+    }
+
+    /// The rows appearing in some candidate, in increasing order: the rows whose vectors
+    /// [`verify`](Self::verify) asks for.
+    pub fn rows(&self) -> Vec<u32> {
+        let mut out = Vec::new();
+        for (w, &bits) in self.seen.iter().enumerate() {
+            let mut b = bits;
+            while b != 0 {
+                out.push((w * 64) as u32 + b.trailing_zeros());
+                b &= b - 1;
+            }
+        }
+        out
+    }
+
+    /// Verifies every candidate by the exact cosine of its rows' vectors, the kept pairs
+    /// (cosine ≥ τ) going to `sink` in the order [`VerifiedJoin::run`] gives them.
+    /// `vectors_of` is called once with [`rows`](Self::rows) and returns their vectors, row
+    /// `k` that of `rows[k]` (e.g. from a second pass over the input). The report is `run`'s.
+    ///
+    /// # Errors
+    /// The error of a spill (writing or reading the temporary file); `vectors_of`'s;
+    /// [`Error::LengthMismatch`] when it returns another number of rows than asked.
+    pub fn verify<V: Vectors>(
+        mut self,
+        vectors_of: impl FnOnce(&[u32]) -> Result<V>,
+        mut sink: impl FnMut(VerifiedPair),
+    ) -> Result<VerifyReport> {
+        if let Some(e) = self.failed.take() {
+            return Err(e);
+        }
+        let rows = self.rows();
+        let vectors = vectors_of(&rows)?;
+        if vectors.len() != rows.len() {
+            return Err(Error::LengthMismatch {
+                what: "candidate rows vs their vectors",
+                left: rows.len(),
+                right: vectors.len(),
+            });
+        }
+        drop(rows);
+        // The position of row `r` among the candidate rows: the set bits before it.
+        let mut before = Vec::with_capacity(self.seen.len());
+        let mut total = 0u32;
+        for &w in &self.seen {
+            before.push(total);
+            total += w.count_ones();
+        }
+        let seen = &self.seen;
+        let rank = |r: u32| {
+            let (w, b) = (r as usize / 64, r % 64);
+            (before[w] + (seen[w] & ((1u64 << b) - 1)).count_ones()) as usize
+        };
+        let t = self.threshold;
+        let mut kept = 0u64;
+        let mut check = |batch: &[Pair]| {
+            let found: Vec<Option<VerifiedPair>> = batch
+                .par_iter()
+                .map(|p| {
+                    let c = vectors.cosine(rank(p.i), rank(p.j));
+                    (c >= t).then_some(VerifiedPair {
+                        i: p.i,
+                        j: p.j,
+                        distance: p.distance,
+                        cosine: c,
+                    })
+                })
+                .collect();
+            for p in found.into_iter().flatten() {
+                kept += 1;
+                sink(p);
+            }
+        };
+        if let Some(spill) = &mut self.spill {
+            let path = &spill.temp.path;
+            spill.writer.flush().map_err(io_error(path))?;
+            let mut reader =
+                BufReader::with_capacity(1 << 20, File::open(path).map_err(io_error(path))?);
+            let mut bytes = vec![0u8; VERIFY_BATCH * CANDIDATE_BYTES as usize];
+            let mut batch = Vec::with_capacity(VERIFY_BATCH);
+            let mut left = spill.pairs;
+            while left > 0 {
+                let n = left.min(VERIFY_BATCH as u64) as usize;
+                let b = &mut bytes[..n * CANDIDATE_BYTES as usize];
+                reader.read_exact(b).map_err(io_error(path))?;
+                batch.clear();
+                batch.extend(b.chunks_exact(CANDIDATE_BYTES as usize).map(|c| {
+                    let u = |k: usize| u32::from_le_bytes([c[k], c[k + 1], c[k + 2], c[k + 3]]);
+                    Pair {
+                        i: u(0),
+                        j: u(4),
+                        distance: u(8),
+                    }
+                }));
+                check(&batch);
+                left -= n as u64;
+            }
+        }
+        for batch in self.held.chunks(VERIFY_BATCH) {
+            check(batch);
+        }
+        Ok(VerifyReport {
+            zero_rows: std::mem::take(&mut self.zero_rows),
+            candidates: self.count,
+            pairs: kept,
+            capped: std::mem::take(&mut self.capped),
+        })
+    }
+}
+
+impl VerifiedJoin {
+    /// The first pass of the two-pass join (see the [module docs](self)): the candidate pairs
+    /// of `sigs` whose rows are not in `zero_rows` (the rows of norm 0, in increasing order,
+    /// e.g. the documents without features: never paired), in the join's order. Up to
+    /// `memory` bytes of them ([`CANDIDATE_BYTES`] each) are held; beyond, they are appended
+    /// to a temporary file in `spill_dir` (named as the crate's temporaries,
+    /// `.simlsh-candidates.<pid>-<n>.simlsh-tmp`, removed when the result is dropped).
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] when `memory` holds less than one candidate, or a row of
+    /// `zero_rows` is out of range; as [`run`](Self::run); [`Error::Io`] writing the spill.
+    pub fn candidate_pairs<S>(
+        &self,
+        sigs: &SignatureMatrix<S>,
+        zero_rows: &[u32],
+        memory: u64,
+        spill_dir: &Path,
+    ) -> Result<CandidatePairs>
+    where
+        S: AsRef<[u64]> + Sync,
+    {
+        if memory < CANDIDATE_BYTES {
+            return Err(Error::param(
+                "memory",
+                format!("{memory} bytes cannot hold one candidate pair ({CANDIDATE_BYTES} bytes)"),
+            ));
+        }
+        let n = sigs.len();
+        let mut active = vec![true; n];
+        for &r in zero_rows {
+            match active.get_mut(r as usize) {
+                Some(a) => *a = false,
+                None => {
+                    return Err(Error::param(
+                        "zero_rows",
+                        format!("row {r} is beyond the {n} rows"),
+                    ));
+                }
+            }
+        }
+        let mut out = CandidatePairs {
+            threshold: self.threshold(),
+            zero_rows: zero_rows.to_vec(),
+            capped: Vec::new(),
+            seen: crate::memory::filled(n.div_ceil(64), 0u64, "candidate rows")?,
+            held: Vec::new(),
+            limit: usize::try_from(memory / CANDIDATE_BYTES).unwrap_or(usize::MAX),
+            dir: spill_dir.to_path_buf(),
+            spill: None,
+            count: 0,
+            failed: None,
+        };
+        let capped = self.scan(sigs, &active, Some, |p| out.push(p))?;
+        out.capped = capped;
+        if let Some(e) = out.failed.take() {
+            return Err(e);
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::join::{Banding, Scheme};
+    use crate::signers::{HashingTrick, Signer};
+    use crate::verify::SparseVectors;
+    use rand::{RngExt, SeedableRng};
+    use rand_xoshiro::Xoshiro256PlusPlus;
+
+    /// Sparse rows: 60 groups of near-copies (a random row, then copies with a few entries
+    /// reweighted or replaced), 200 unrelated rows, and 5 empty rows, in a seeded order.
+    fn planted_rows(seed: u64) -> Vec<Vec<(u64, f32)>> {
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
+        let row = |rng: &mut Xoshiro256PlusPlus, n: usize| -> Vec<(u64, f32)> {
+            (0..n)
+                .map(|_| (rng.random_range(0..5000u64), rng.random_range(0.1f32..2.0)))
+                .collect()
+        };
+        let mut rows = Vec::new();
+        for _ in 0..60 {
+            let base = row(&mut rng, 30);
+            rows.push(base.clone());
+            for _ in 0..rng.random_range(1..4) {
+                let mut copy = base.clone();
+                for _ in 0..rng.random_range(0..10) {
+                    let k = rng.random_range(0..copy.len());
+                    copy[k] = (rng.random_range(0..5000u64), rng.random_range(0.1f32..2.0));
+                }
+                rows.push(copy);
+            }
+        }
+        for _ in 0..200 {
+            let n = rng.random_range(3..40);
+            rows.push(row(&mut rng, n));
+        }
+        rows.extend(std::iter::repeat_n(Vec::new(), 5));
+        // Keys strictly increasing (the signer's rule for sparse rows).
+        for r in &mut rows {
+            r.sort_by_key(|e| e.0);
+            r.dedup_by_key(|e| e.0);
+        }
+        for i in (1..rows.len()).rev() {
+            let j = rng.random_range(0..=i);
+            rows.swap(i, j);
+        }
+        rows
+    }
+
+    fn signed(rows: &[Vec<(u64, f32)>], bits: usize) -> SignatureMatrix {
+        let signer = HashingTrick::builder().bits(bits).seed(3).build().unwrap();
+        let sigs: Vec<_> = rows
+            .iter()
+            .map(|r| {
+                let (ids, w): (Vec<u64>, Vec<f32>) = r.iter().copied().unzip();
+                signer.sign_sparse(&ids, &w).unwrap()
+            })
+            .collect();
+        SignatureMatrix::from_signatures(bits, &sigs).unwrap()
+    }
+
+    fn files_in(dir: &Path) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+
+    /// The two-pass join gives `run`'s pairs (cosines bit for bit, in `run`'s order) and
+    /// report, whatever the budget: all held, or spilled every few candidates; the spill file
+    /// exists while the candidates do and is removed with them.
+    #[test]
+    fn two_passes_give_the_pairs_of_one_at_every_budget() {
+        let dir = std::env::temp_dir().join(format!("simlsh-stream-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        for seed in [1, 2] {
+            let rows = planted_rows(seed);
+            let sigs = signed(&rows, 256);
+            let vectors = SparseVectors::from_rows(rows.clone()).unwrap();
+            let zero_rows = vectors.zero_rows();
+            let joins = [
+                VerifiedJoin::planned(0.7, 0.99, 256, rows.len()).unwrap(),
+                VerifiedJoin::builder()
+                    .threshold(0.6)
+                    .candidates(Scheme::Bands(
+                        Banding::builder()
+                            .bits(256)
+                            .bands(16)
+                            .width(8)
+                            .build()
+                            .unwrap(),
+                    ))
+                    .build()
+                    .unwrap(),
+                VerifiedJoin::builder()
+                    .threshold(0.8)
+                    .candidates(Scheme::Radius { radius: 60 })
+                    .build()
+                    .unwrap(),
+            ];
+            for join in &joins {
+                let mut want = Vec::new();
+                let want_report = join.run(&sigs, &vectors, |p| want.push(p)).unwrap();
+                assert!(want.len() > 50, "{} pairs: too few to test", want.len());
+                assert!(want_report.candidates > want_report.pairs);
+                for memory in [CANDIDATE_BYTES, 7 * CANDIDATE_BYTES, 1 << 30] {
+                    let c = join
+                        .candidate_pairs(&sigs, &zero_rows, memory, &dir)
+                        .unwrap();
+                    assert_eq!(c.len(), want_report.candidates);
+                    let spilled = memory < 1 << 20;
+                    assert_eq!(c.spilled_bytes() > 0, spilled, "memory {memory}");
+                    assert_eq!(files_in(&dir).len(), usize::from(spilled));
+                    let asked = c.rows();
+                    // Every row of a verified pair is asked for, no row of norm 0.
+                    assert!(
+                        want.iter().all(|p| asked.binary_search(&p.i).is_ok()
+                            && asked.binary_search(&p.j).is_ok())
+                    );
+                    assert!(zero_rows.iter().all(|r| asked.binary_search(r).is_err()));
+                    let mut got = Vec::new();
+                    let report = c
+                        .verify(
+                            |r| {
+                                SparseVectors::from_rows(
+                                    r.iter().map(|&k| rows[k as usize].clone()),
+                                )
+                            },
+                            |p| got.push(p),
+                        )
+                        .unwrap();
+                    assert_eq!(report, want_report);
+                    assert_eq!(got.len(), want.len());
+                    for (g, w) in got.iter().zip(&want) {
+                        assert_eq!((g.i, g.j, g.distance), (w.i, w.j, w.distance));
+                        assert_eq!(g.cosine.to_bits(), w.cosine.to_bits());
+                    }
+                    assert!(files_in(&dir).is_empty(), "spill file left behind");
+                }
+            }
+        }
+        std::fs::remove_dir(&dir).unwrap();
+    }
+
+    #[test]
+    fn budgets_and_vectors_that_cannot_work_are_errors() {
+        let rows = planted_rows(3);
+        let sigs = signed(&rows, 128);
+        let join = VerifiedJoin::planned(0.7, 0.99, 128, rows.len()).unwrap();
+        let dir = std::env::temp_dir();
+        let e = join
+            .candidate_pairs(&sigs, &[], CANDIDATE_BYTES - 1, &dir)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("11 bytes") && e.contains("memory"), "{e}");
+        let e = join
+            .candidate_pairs(&sigs, &[rows.len() as u32], 1 << 20, &dir)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(&format!("row {}", rows.len())), "{e}");
+        // Vectors of another number of rows than asked.
+        let c = join.candidate_pairs(&sigs, &[], 1 << 20, &dir).unwrap();
+        let e = c
+            .verify(|_| SparseVectors::from_rows([vec![(1u64, 1.0f32)]]), |_| {})
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("candidate rows"), "{e}");
+        // A spill directory that does not exist: the error names it.
+        let missing = dir.join(format!("simlsh-missing-{}", std::process::id()));
+        let e = join
+            .candidate_pairs(&sigs, &[], CANDIDATE_BYTES, &missing)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("simlsh-missing"), "{e}");
+    }
+}
