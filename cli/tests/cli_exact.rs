@@ -532,5 +532,8 @@ fn dedup_under_a_memory_budget_gives_the_outputs_of_a_run_without() {
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success() && err.contains("`lots` is not a size"), "{err}");
+    assert!(
+        !out.status.success() && err.contains("`lots` is not a size"),
+        "{err}"
+    );
 }
