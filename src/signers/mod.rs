@@ -50,7 +50,7 @@ pub use hyperplane::{
 };
 pub use kernels::kernel_name;
 pub use pooled::{PooledBuilder, PooledSigner};
-pub use spec::{DEFAULT_POOL, InputKind, SignerKind, SignerSpec, kinds};
+pub use spec::{DEFAULT_POOL, FWHT_TEXT_BITS, InputKind, SignerKind, SignerSpec, kinds};
 
 use ndarray::ArrayRef2;
 use rayon::prelude::*;
