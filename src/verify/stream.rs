@@ -65,8 +65,9 @@ const VERIFY_BATCH: usize = 1 << 16;
 
 /// The candidate pairs of a verified join, in the order the join found them, collected
 /// before any vector is read ([`VerifiedJoin::candidate_pairs`]): up to a budget in memory,
-/// the rest in a temporary file (removed when this is dropped). See the
-/// [module docs](self).
+/// the rest in a temporary file (removed when this is dropped). [`CandidatePairs::verify`]
+/// then verifies them with the same cosine, in the same order, as [`VerifiedJoin::run`]: the
+/// same pairs, their cosines bit for bit.
 #[derive(Debug)]
 pub struct CandidatePairs {
     threshold: f64,
@@ -288,7 +289,7 @@ impl CandidatePairs {
 }
 
 impl VerifiedJoin {
-    /// The first pass of the two-pass join (see the [module docs](self)): the candidate pairs
+    /// The first pass of the two-pass join (collect, then verify the candidate rows' vectors: [`CandidatePairs::verify`]): the candidate pairs
     /// of `sigs` whose rows are not in `zero_rows` (the rows of norm 0, in increasing order,
     /// e.g. the documents without features: never paired), in the join's order. Up to
     /// `memory` bytes of them ([`CANDIDATE_BYTES`] each) are held; beyond, they are appended
