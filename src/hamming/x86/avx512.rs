@@ -110,7 +110,9 @@ unsafe fn group_distances8<const W: usize>(grp: &[u64], q: &Query8<'_, W>, w: us
 /// words each) into `out[..tile.len() / w]`; the groups of **four** codes with a distance
 /// below the query's `thr`, or with `COLS` below the code's own threshold in `col`, are
 /// listed in `groups` (as the other sets list them: without a branch, each written and the
-/// count advanced when it has such a distance). Returns the number listed. The buffered
+/// count advanced when it has such a distance), sixteen codes at a time: sixteen without any
+/// such distance, most of them in the pair tiles and late in a scan, skip the listing by one
+/// well-predicted branch. Returns the number listed. The buffered
 /// k-NN scan's tiles (`COLS = false`) and the pair tiles of [`super::super::self_knn`].
 ///
 /// Two groups at a time: their sixteen 64-bit distances are packed into one vector of
@@ -161,7 +163,11 @@ unsafe fn tile_distances8<const W: usize, const COLS: bool>(
                 let c = &p.col[LANES * g..LANES * (g + 2)];
                 below |= _mm512_cmplt_epu32_mask(d, _mm512_loadu_si512(c.as_ptr().cast()));
             }
-            list(2 * g, 4, u32::from(below));
+            // Most sixteens have no code below a threshold: their listing (four writes and
+            // counts) is skipped.
+            if below != 0 {
+                list(2 * g, 4, u32::from(below));
+            }
             g += 2;
         }
         if g < ngroups {
