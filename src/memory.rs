@@ -101,6 +101,28 @@ pub(crate) fn refused(what: &str, bytes: u64, _e: TryReserveError) -> Error {
     }
 }
 
+/// Blocks of at least this many bytes are mapped apart by the allocator once
+/// [`return_freed_memory`] has run, and unmapped when freed.
+pub const MAPPED_BLOCK_BYTES: usize = 1 << 20;
+
+/// Makes the memory a run frees go back to the system, so that its resident size follows what
+/// it holds (a run under a memory budget). With glibc's allocator, blocks of
+/// [`MAPPED_BLOCK_BYTES`] or more are then always mapped apart (by default the threshold rises
+/// to the largest block freed, up to 32 MiB, and later blocks below it stay in the heap when
+/// freed), and the free memory at the heap's end is returned now. Elsewhere it does nothing.
+pub fn return_freed_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        // SAFETY: `mallopt` and `malloc_trim` only change and apply the settings of glibc's
+        // allocator and take no pointers (with another global allocator they act on an unused
+        // heap).
+        unsafe {
+            libc::mallopt(libc::M_MMAP_THRESHOLD, MAPPED_BLOCK_BYTES as libc::c_int);
+            libc::malloc_trim(0);
+        }
+    }
+}
+
 /// `MemAvailable` of `/proc/meminfo`, in bytes.
 fn meminfo_available() -> Option<u64> {
     let m = std::fs::read_to_string("/proc/meminfo").ok()?;

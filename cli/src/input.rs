@@ -14,8 +14,8 @@ use simlsh::io::InputFormat;
 use simlsh::io::documents::{Document, TextOptions, documents, read_documents_with_ids};
 use simlsh::io::input::{VectorOptions, Vectors as InputVectors, read_vectors};
 use simlsh::io::lines::BadLines;
-use simlsh::text::{DfCounter, FeatureRows, SignOptions, SignedCorpus, Tokenizer};
-use simlsh::verify::{DenseVectors, SparseVectors};
+use simlsh::text::{DfCounter, FeatureRows, SignOptions, Tokenizer};
+use simlsh::verify::{DenseVectors, MemoryBudget, SparseVectors};
 
 use crate::common::{
     Ctx, DEFAULT_BITS, InputShape, SignerArgs, human_bytes, memory_available, read_codes,
@@ -56,9 +56,9 @@ pub struct Signing {
     /// Stored codes: all-zero codes are codes like any other (`--zero-codes`), instead of rows
     /// without features (the library's rule, [`Featureless::of_codes`]).
     pub zero_codes: bool,
-    /// The memory budget (`--memory`): the signatures of the planned width take at most a
-    /// third of it, and documents are streamed (neither their texts nor their vectors kept:
-    /// read again for verification and output, [`Reread`]).
+    /// The memory budget (`--memory`), split by the library's [`MemoryBudget`]: the signatures
+    /// of the planned width take at most their share, and documents are streamed (neither their
+    /// texts nor their vectors kept: read again for verification and output, [`Reread`]).
     pub memory: Option<u64>,
 }
 
@@ -84,19 +84,53 @@ impl Signing {
         }
     }
 
+    /// The budget of a run over `n` rows whose caller holds `held` bytes throughout: `--memory`,
+    /// or what this process may still allocate.
+    fn budget(&self, n: usize, held: u64) -> Result<MemoryBudget> {
+        let total = self.memory.unwrap_or_else(memory_available);
+        MemoryBudget::new(total, n, held).with_context(|| {
+            format!(
+                "--memory {} is too small for {n} rows",
+                human_bytes(total as usize)
+            )
+        })
+    }
+
     /// The width to sign `n` rows of `features()` nonzeros on average at, and the join's plan
     /// when one is requested: with `--bits`, the plan at that width; without, the width the
-    /// planner finds cheapest (join and signing counted) among those whose signatures take
-    /// at most a third of the available memory.
+    /// planner finds cheapest (join and signing counted) among those whose signatures fit
+    /// their share of the budget ([`MemoryBudget::signatures`]; `held` bytes held by the
+    /// caller throughout). Under `--memory`, an error when the signatures do not fit, or (a
+    /// streamed run) the banded join beside them.
     fn width(
         &self,
         n: usize,
         features: impl FnOnce() -> f64,
+        held: u64,
+        streamed: bool,
         ctx: &mut Ctx,
     ) -> Result<(usize, Option<JoinPlan>)> {
+        // Without --memory, a budget too small for the rows' state plans the narrowest width.
+        let budget = match (self.budget(n, held), self.memory) {
+            (Ok(b), _) => Some(b),
+            (Err(e), Some(_)) => return Err(e),
+            (Err(_), None) => None,
+        };
+        let fits = |bits: usize| -> Result<()> {
+            if let (Some(b), Some(total)) = (&budget, self.memory) {
+                let fit = match streamed {
+                    true => b.bands(n, bits),
+                    false => b.check_signatures(n, bits),
+                };
+                fit.with_context(|| {
+                    format!("--memory {} is too small", human_bytes(total as usize))
+                })?;
+            }
+            Ok(())
+        };
         let Some(j) = self.join else {
             let bits = ctx.bits_given.unwrap_or(self.default_bits);
-            self.check_fits(n, bits)?;
+            fits(bits)?;
             return Ok((bits, None));
         };
         let planner = JoinPlanner::new(j.threshold)
@@ -108,7 +142,7 @@ impl Signing {
             None => {
                 let plan = planner
                     .features(features())
-                    .memory(self.memory.unwrap_or_else(memory_available) / 3)
+                    .memory(budget.map_or(0, |b| b.signatures))
                     .plan()?;
                 ctx.record("bits_planned", plan.bits);
                 if plan.bits != self.default_bits {
@@ -121,25 +155,8 @@ impl Signing {
                 plan
             }
         };
-        self.check_fits(n, plan.bits)?;
+        fits(plan.bits)?;
         Ok((plan.bits, Some(plan)))
-    }
-
-    /// Under a memory budget, `n` signatures of `bits` bits take at most a third of it.
-    fn check_fits(&self, n: usize, bits: usize) -> Result<()> {
-        let Some(memory) = self.memory else {
-            return Ok(());
-        };
-        let bytes = simlsh::memory::bytes_of::<u64>(n).saturating_mul(bits.div_ceil(64) as u64);
-        anyhow::ensure!(
-            bytes <= memory / 3,
-            "--memory {} is too small: the signatures of {n} rows at {bits} bits take {}, \
-              and they may take a third of it ({})",
-            human_bytes(memory as usize),
-            human_bytes(bytes as usize),
-            human_bytes((memory / 3) as usize),
-        );
-        Ok(())
     }
 }
 
@@ -211,13 +228,13 @@ pub fn prepare(
             field: a.text.field.clone(),
             on_bad: a.on_bad(),
         };
-        if let Some(memory) = signing.memory {
+        if signing.memory.is_some() {
             let reread = Reread {
                 path: a.input.clone(),
                 format,
                 opts,
                 id_field: id_field.map(str::to_string),
-                memory,
+                budget: None,
             };
             return prepare_streamed(a, s, reread, signing, ctx);
         }
@@ -345,7 +362,7 @@ fn prepare_vectors(
         InputShape::Sparse { mean_nnz, .. } => mean_nnz,
         _ => dim as f64,
     };
-    let (bits, plan) = signing.width(v.rows(), || features, ctx)?;
+    let (bits, plan) = signing.width(v.rows(), || features, 0, false, ctx)?;
     let signer = ctx.phase("signer", |ctx| s.build_for(shape, bits, ctx))?;
     let sigs = ctx
         .phase("sign", |ctx| sign::sign_vectors(&v, &signer, ctx))
@@ -413,6 +430,8 @@ fn prepare_texts(
     let (bits, plan) = signing.width(
         refs.len(),
         || simlsh::text::mean_features(&tokenizer, &refs),
+        0,
+        false,
         ctx,
     )?;
     let signer = s.build_for(InputShape::Text, bits, ctx)?;
@@ -458,8 +477,8 @@ pub struct Reread {
     format: InputFormat,
     opts: TextOptions,
     id_field: Option<String>,
-    /// The memory budget of the run (`--memory`).
-    pub memory: u64,
+    /// The split of the run's memory budget (`--memory`), once the rows are counted and the names and IDF table made.
+    pub budget: Option<MemoryBudget>,
 }
 
 /// Documents read at once by a streamed pass.
@@ -491,7 +510,13 @@ impl Reread {
 
     /// The weighted features of the documents of `rows` (increasing), row `k` that of
     /// `rows[k]`, as the signing pass made them: the vectors the verified join's cosines take.
-    pub fn vectors(&self, tokenizer: &Tokenizer, rows: &[u32]) -> Result<SparseVectors> {
+    /// An error as soon as they exceed their share of `budget` ([`MemoryBudget::vectors`]).
+    pub fn vectors(
+        &self,
+        tokenizer: &Tokenizer,
+        rows: &[u32],
+        budget: &MemoryBudget,
+    ) -> Result<SparseVectors> {
         let mut all = FeatureRows::default();
         let mut next = 0;
         self.for_each_chunk(|first, docs| {
@@ -503,6 +528,14 @@ impl Reread {
             }
             if !texts.is_empty() {
                 all.append(tokenizer.feature_rows(&texts));
+                budget
+                    .check_vectors(next, all.bytes() as u64)
+                    .with_context(|| {
+                        format!(
+                            "--memory {} is too small",
+                            human_bytes(budget.total as usize)
+                        )
+                    })?;
             }
             Ok(())
         })?;
@@ -522,13 +555,15 @@ impl Reread {
 fn prepare_streamed(
     a: &InputArgs,
     s: &SignerArgs,
-    reread: Reread,
+    mut reread: Reread,
     signing: Signing,
     ctx: &mut Ctx,
 ) -> Result<Prepared> {
+    simlsh::memory::return_freed_memory();
     let mut ids = Vec::new();
     let mut records = Vec::new();
     let mut named = false;
+    let mut idf_bytes = 0;
     let mut name = |docs: &[Document]| {
         for d in docs {
             match &reread.id_field {
@@ -546,7 +581,9 @@ fn prepare_streamed(
             Ok(())
         })?;
         named = true;
-        Ok(c.finish())
+        let idf = c.finish();
+        idf_bytes = idf.bytes();
+        Ok(idf)
     })?;
     if !named {
         ctx.phase("read", |_| {
@@ -564,6 +601,10 @@ fn prepare_streamed(
         None => Names::Records(records),
     };
     let n = names.len();
+    // What fitting the IDF table freed.
+    simlsh::memory::return_freed_memory();
+    // Held throughout: the names, the IDF table and the clusters.
+    let held = names.bytes() + idf_bytes + crate::join::Clusters::bytes(n);
     let (bits, plan) = signing.width(
         n,
         || {
@@ -584,42 +625,47 @@ fn prepare_streamed(
                 Err(_) => 1.0,
             }
         },
+        held,
+        true,
         ctx,
     )?;
+    reread.budget = Some(signing.budget(n, held)?);
     let signer = s.build_for(InputShape::Text, bits, ctx)?;
-    let corpus = ctx.phase("sign", |ctx| {
+    // The signatures' words reserved once (a growing matrix would hold up to twice them),
+    // and the rows without features noted chunk by chunk.
+    let words = simlsh::signature::words_for(bits);
+    let mut data = Vec::new();
+    simlsh::memory::reserve(&mut data, n.saturating_mul(words), "the signatures")?;
+    let mut empty = Vec::new();
+    let signed = ctx.phase("sign", |ctx| {
         let pb = ctx.progress(n as u64, "signing");
-        let mut all: Option<SignedCorpus> = None;
-        reread.for_each_chunk(|_, docs| {
+        let mut signed = 0;
+        reread.for_each_chunk(|first, docs| {
             let texts: Vec<&str> = docs.iter().map(|d| d.text.as_str()).collect();
             let part = tokenizer.sign_corpus_with(&signer, &texts, SignOptions::default())?;
-            match &mut all {
-                Some(c) => c.append(part)?,
-                None => all = Some(part),
+            empty.extend(part.featureless().into_iter().map(|i| (first + i) as u32));
+            if data.len() + part.signatures.as_slice().len() <= data.capacity() {
+                data.extend_from_slice(part.signatures.as_slice());
             }
+            signed += part.len();
             pb.inc(texts.len() as u64);
             Ok(())
         })?;
         pb.finish_and_clear();
-        match all {
-            Some(c) => Ok(c),
-            None => {
-                Ok(tokenizer.sign_corpus_with(&signer, &[] as &[&str], SignOptions::default())?)
-            }
-        }
+        Ok(signed)
     })?;
     anyhow::ensure!(
-        corpus.len() == n,
+        signed == n,
         "{} changed while it was read: {} documents, then {}",
         reread.path.display(),
         n,
-        corpus.len()
+        signed
     );
+    let sigs = SignatureMatrix::from_parts(bits, data)?;
     ctx.record("rows", n);
-    let empty: Vec<u32> = corpus.featureless().into_iter().map(|i| i as u32).collect();
     let info = simlsh::Signer::info(&signer);
     Ok(Prepared {
-        sigs: corpus.signatures,
+        sigs,
         exact: None,
         empty,
         names,

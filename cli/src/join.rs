@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use std::io::Write;
 use std::path::Path;
 
-use crate::common::{Ctx, human_bytes};
+use crate::common::Ctx;
 use crate::input::{Exact, Prepared, Signing, VerifiedRequest};
 use crate::names::Names;
 use crate::parquet::Shape;
@@ -170,7 +170,7 @@ impl JoinArgs {
 
 /// Runs the join; every pair goes to `sink` as it is found. Documents streamed under a
 /// memory budget ([`Prepared::reread`]) are verified in two passes: the candidate pairs first
-/// (spilled beyond a quarter of the budget), then, the signatures dropped (`p.sigs` is left
+/// (spilled beyond their share of the budget), then, the signatures dropped (`p.sigs` is left
 /// empty), the vectors of the candidate rows read again.
 pub fn run(
     p: &mut Prepared,
@@ -179,8 +179,8 @@ pub fn run(
     mut sink: impl FnMut(Found),
 ) -> Result<Outcome> {
     let bits = p.sigs.bits() as u64;
-    if let (Mode::Verified { join }, Some(memory)) = (mode, p.reread.as_ref().map(|r| r.memory)) {
-        let report = run_streamed(p, join, memory, ctx, |v| {
+    if let (Mode::Verified { join }, Some(_)) = (mode, &p.reread) {
+        let report = run_streamed(p, join, ctx, |v| {
             sink(Found {
                 i: v.i,
                 j: v.j,
@@ -306,15 +306,22 @@ pub fn write_clusters(
     rows.finish()
 }
 
-/// Edges buffered before they are united in parallel (8 MiB).
+/// Edges buffered before they are united in parallel (8 MiB), at most.
 const UNITE_BATCH: usize = 1 << 20;
 
+/// Edges buffered for `n` rows: [`UNITE_BATCH`], or a few per row when that is fewer (the
+/// components do not depend on it).
+fn unite_batch(n: usize) -> usize {
+    UNITE_BATCH.min(n.max(1 << 10))
+}
+
 /// Clusters as pairs arrive: the parallel union-find for components, fed in batches of
-/// [`UNITE_BATCH`] edges (nothing else held); every edge for leader clusters.
+/// [`unite_batch`] edges (nothing else held); every edge for leader clusters.
 pub struct Clusters {
     mode: Clustering,
     uf: SharedUnionFind,
     edges: Vec<(u32, u32)>,
+    batch: usize,
     /// The first batch's error (a pair beyond the rows), returned by `labels`.
     failed: Result<()>,
 }
@@ -325,14 +332,23 @@ impl Clusters {
             mode,
             uf: SharedUnionFind::new(n)?,
             edges: Vec::new(),
+            batch: unite_batch(n),
             failed: Ok(()),
         })
+    }
+
+    /// Bytes the components of `n` rows hold: the union-find's parents, a batch of edges and
+    /// the labels made at the end (leader clusters hold every edge besides).
+    pub fn bytes(n: usize) -> u64 {
+        let mut b = simlsh::memory::bytes_of::<u32>(n);
+        b += simlsh::memory::bytes_of::<(u32, u32)>(unite_batch(n));
+        b + simlsh::memory::bytes_of::<u32>(n)
     }
 
     /// Takes one pair.
     pub fn add(&mut self, i: u32, j: u32) {
         self.edges.push((i, j));
-        if self.mode == Clustering::Components && self.edges.len() >= UNITE_BATCH {
+        if self.mode == Clustering::Components && self.edges.len() >= self.batch {
             if self.failed.is_ok() {
                 self.failed = self.uf.union_all(&self.edges).map(drop).map_err(Into::into);
             }
@@ -356,16 +372,13 @@ impl Clusters {
     }
 }
 
-/// Share of the memory budget the candidate pairs may hold before they are spilled.
-const CANDIDATES_SHARE: u64 = 4;
-
-/// The two-pass verified join of streamed documents: candidates (held up to a quarter of
-/// `memory`, the rest spilled to a temporary file), the signatures dropped, then the vectors of
-/// the candidate rows read again and checked against half of `memory`.
+/// The two-pass verified join of streamed documents, within the budget the library split
+/// ([`simlsh::verify::MemoryBudget`]): candidates (held up to their share, the rest spilled to a
+/// temporary file; bands sorted by chunks within theirs), the signatures dropped, then the
+/// vectors of the candidate rows read again within their share.
 fn run_streamed(
     p: &mut Prepared,
     join: &VerifiedJoin,
-    memory: u64,
     ctx: &mut Ctx,
     sink: impl FnMut(VerifiedPair),
 ) -> Result<VerifyReport> {
@@ -373,34 +386,27 @@ fn run_streamed(
         .reread
         .as_ref()
         .context("a streamed join reads its documents again")?;
+    let budget = reread
+        .budget
+        .context("a streamed join's budget is split when its input is signed")?;
     let tokenizer = p
         .tokenizer
         .as_ref()
         .context("streamed documents are tokenised here")?;
-    let held = (memory / CANDIDATES_SHARE).max(simlsh::verify::CANDIDATE_BYTES);
     let candidates = ctx.phase("join", |ctx| {
         Ok(ctx.spin("joining pairs", || {
-            join.candidate_pairs(&p.sigs, &p.empty, held, &std::env::temp_dir())
+            join.candidate_pairs(&p.sigs, &p.empty, &budget, &std::env::temp_dir())
         })?)
     })?;
     let bits = p.sigs.bits();
     p.sigs = SignatureMatrix::zeros(0, bits)?;
+    simlsh::memory::return_freed_memory();
     ctx.record("candidates_spilled_bytes", candidates.spilled_bytes());
     ctx.phase("verify", |ctx| {
         let rows = candidates.rows();
-        let vectors = reread.vectors(tokenizer, &rows)?;
-        let bytes = vectors.bytes() as u64;
+        let vectors = reread.vectors(tokenizer, &rows, &budget)?;
         ctx.record("candidate_rows", rows.len());
-        ctx.record("candidate_vector_bytes", bytes);
-        if bytes > memory / 2 {
-            bail!(
-                "the vectors of the {} candidate rows take {}, over half of --memory ({}): \
-                 give more memory",
-                rows.len(),
-                human_bytes(bytes as usize),
-                human_bytes((memory / 2) as usize)
-            );
-        }
+        ctx.record("candidate_vector_bytes", vectors.bytes());
         drop(rows);
         Ok(ctx.spin("verifying pairs", || {
             candidates.verify(|_| Ok(vectors), sink)

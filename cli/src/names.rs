@@ -18,6 +18,17 @@ impl Names {
         }
     }
 
+    /// Bytes held (the list, and each id's text).
+    pub fn bytes(&self) -> u64 {
+        match self {
+            Names::Records(r) => simlsh::memory::bytes_of::<usize>(r.capacity()),
+            Names::Ids { ids, .. } => {
+                simlsh::memory::bytes_of::<String>(ids.capacity())
+                    + ids.iter().map(|s| s.capacity() as u64).sum::<u64>()
+            }
+        }
+    }
+
     /// Rows `0..n`.
     pub fn rows(n: usize) -> Names {
         Names::Records((0..n).collect())

@@ -447,9 +447,10 @@ fn knn_rerank_gives_exact_cosines_and_recovers_the_exact_neighbours() {
 }
 
 /// `--memory` streams the documents (read again to verify the candidates and to write
-/// --output; candidates spilled to a temporary file beyond a quarter of the budget) and gives
-/// the outputs of the run without a budget, byte for byte, with and without a spill; the
-/// spill is removed; a budget too small for the signatures is an error naming it.
+/// --output; candidates spilled to a temporary file beyond their share of the budget, bands
+/// sorted by chunks within theirs) and gives the outputs of the run without a budget, byte
+/// for byte, at several budgets, with and without a spill; the spill is removed; a budget too
+/// small for the signatures, or for the names and tables, is an error naming it.
 #[test]
 fn dedup_under_a_memory_budget_gives_the_outputs_of_a_run_without() {
     let docs = planted_documents();
@@ -463,7 +464,7 @@ fn dedup_under_a_memory_budget_gives_the_outputs_of_a_run_without() {
         (&["--cosine", "0.8"][..], &[("1G", false)][..]),
         (
             &["--cosine", "0.5", "--bits", "64"][..],
-            &[("1G", false), ("1M", true)][..],
+            &[("1G", false), ("1M", true), ("700K", true)][..],
         ),
     ] {
         let run = |memory: Option<&str>, tag: &str| -> (Vec<Vec<u8>>, serde_json::Value) {
@@ -512,19 +513,26 @@ fn dedup_under_a_memory_budget_gives_the_outputs_of_a_run_without() {
             );
         }
     }
-    // Too small for the signatures of 600 documents at 256 bits (19 KB, a third of --memory).
-    let out = simlsh()
-        .arg("dedup")
-        .arg(&input)
-        .args(["--cosine", "0.8", "--memory", "20K"])
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success());
-    assert!(
-        err.contains("--memory 20.0 KiB is too small") && err.contains("256 bits"),
-        "{err}"
-    );
+    // Too small for the vectors of the candidate rows; for the signatures of the documents
+    // at 4,096 bits; for their names, IDF table and clusters.
+    for (memory, bits, human, what) in [
+        ("300K", "64", "300.0 KiB", "vectors of the"),
+        ("400K", "4096", "400.0 KiB", "4096 bits"),
+        ("20K", "4096", "20.0 KiB", "names and tables"),
+    ] {
+        let out = simlsh()
+            .arg("dedup")
+            .arg(&input)
+            .args(["--cosine", "0.5", "--bits", bits, "--memory", memory])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success());
+        assert!(
+            err.contains(&format!("--memory {human} is too small")) && err.contains(what),
+            "{err}"
+        );
+    }
     let out = simlsh()
         .arg("dedup")
         .arg(&input)

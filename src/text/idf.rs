@@ -240,7 +240,9 @@ fn smoothed_idf(docs: u64, df: u32) -> f64 {
     ln((1.0 + docs as f64) / (1.0 + df as f64)) + 1.0
 }
 impl Idf {
-    fn new(docs: u64, table: Vec<(u64, u32)>, config: String) -> Idf {
+    fn new(docs: u64, mut table: Vec<(u64, u32)>, config: String) -> Idf {
+        // The merges of fitting reserve more than the distinct keys.
+        table.shrink_to_fit();
         let max_df = table.iter().map(|e| e.1).max().unwrap_or(0).min(BY_DF_MAX);
         let by_df = (0..=max_df).map(|df| smoothed_idf(docs, df)).collect();
         Idf {
@@ -360,6 +362,14 @@ impl Idf {
     /// True when no token was seen.
     pub fn is_empty(&self) -> bool {
         self.table.is_empty()
+    }
+
+    /// Bytes held: the entries, their directory and the cached weights.
+    pub fn bytes(&self) -> u64 {
+        (self.table.capacity() * std::mem::size_of::<(u64, u32)>()
+            + self.dir.starts.capacity() * 4
+            + self.by_df.capacity() * 8
+            + self.config.capacity()) as u64
     }
 
     /// The `(key, df)` entries, sorted by key.

@@ -264,7 +264,7 @@ impl VerifiedJoin {
             kept += 1;
             sink(p);
         };
-        let capped = self.scan(sigs, &active, verify, count)?;
+        let capped = self.scan(sigs, &active, None, verify, count)?;
         Ok(VerifyReport {
             zero_rows,
             candidates: candidates.into_inner(),
@@ -275,11 +275,13 @@ impl VerifiedJoin {
 
     /// The candidate pairs of the active rows of `sigs`, each mapped by `map` (in parallel),
     /// the kept ones given to `sink` in the join's order (which does not depend on the number
-    /// of threads); the band runs skipped for their size.
+    /// of threads); the band runs skipped for their size. Bands are sorted by chunks of at most
+    /// `band_bytes` when given ([`crate::join::band_chunk`]).
     pub(super) fn scan<S, T, M, K>(
         &self,
         sigs: &SignatureMatrix<S>,
         active: &[bool],
+        band_bytes: Option<u64>,
         map: M,
         sink: K,
     ) -> Result<Vec<CappedGroup>>
@@ -298,7 +300,7 @@ impl VerifiedJoin {
                 self_join_map(sigs, t.radius(), Some(active), map, sink)?;
             }
             Scheme::Bands(b) => {
-                return Ok(banded_join_map(sigs, b, Some(active), map, sink)?.capped);
+                return Ok(banded_join_map(sigs, b, Some(active), band_bytes, map, sink)?.capped);
             }
         }
         Ok(Vec::new())

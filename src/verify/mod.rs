@@ -67,5 +67,5 @@ pub use hits::{BaseMismatch, check_base};
 pub use join::{VerifiedJoin, VerifiedJoinBuilder, VerifiedPair, VerifyReport};
 pub use paired::{paired_cosines, paired_text_cosines};
 pub use rerank::{Candidates, RerankIds, rerank, rerank_graph};
-pub use stream::{CANDIDATE_BYTES, CandidatePairs};
+pub use stream::{CANDIDATE_BYTES, CandidatePairs, JOIN_ROW_BYTES, MemoryBudget};
 pub use vectors::{CsrVectors, DenseVectors, SparseVectors, Vectors, dot, dot_sparse};

@@ -5,13 +5,20 @@
 //! appear in some candidate ([`CandidatePairs::rows`]) are made, by the caller, from a second
 //! pass over its input, to verify them ([`CandidatePairs::verify`]).
 //!
+//! **Memory.** A [`MemoryBudget`] splits a run's budget between its parts once, in the
+//! library, for every front end: what the caller holds throughout (row names, the IDF table,
+//! the clusters), the join's per-row state, the signatures (the width planner's memory), the
+//! candidates held before they are spilled, the band entries the banded join sorts at once,
+//! and the vectors of the candidate rows. Each part is checked where it is made, an
+//! [`Error::InvalidParameter`] naming `memory`, what does not fit and by how much.
+//!
 //! **Exactness.** Each candidate is verified by the same cosine ([`Vectors::cosine_with`]) of
 //! the same weights as [`VerifiedJoin::run`] computes, and the kept pairs reach the sink in
 //! the same order: the pairs (and their cosines, bit for bit) are those of `run`, provided the
 //! caller's vectors of the candidate rows are the rows `run` would have been given.
 //!
 //! ```
-//! use simlsh::verify::{SparseVectors, VerifiedJoin, Vectors};
+//! use simlsh::verify::{MemoryBudget, SparseVectors, VerifiedJoin, Vectors};
 //! use simlsh::{HashingTrick, Signer};
 //!
 //! let docs: Vec<Vec<(u64, f32)>> = vec![
@@ -29,8 +36,9 @@
 //!     }).collect::<Result<Vec<_>, _>>()?,
 //! )?;
 //! let join = VerifiedJoin::planned(0.8, 0.99, 256, docs.len())?;
-//! // Pass 1: candidates (row 3 has no features), 1 MiB of them held before spilling.
-//! let candidates = join.candidate_pairs(&sigs, &[3], 1 << 20, &std::env::temp_dir())?;
+//! // Pass 1: candidates (row 3 has no features) within 64 MiB, nothing held by the caller.
+//! let budget = MemoryBudget::new(64 << 20, docs.len(), 0)?;
+//! let candidates = join.candidate_pairs(&sigs, &[3], &budget, &std::env::temp_dir())?;
 //! drop(sigs);
 //! // Pass 2: the vectors of the candidate rows only, in the order of `rows`.
 //! let rows = candidates.rows();
@@ -60,8 +68,188 @@ use crate::signature::SignatureMatrix;
 /// Bytes of one candidate pair, held or spilled: `i`, `j` and the distance as `u32`.
 pub const CANDIDATE_BYTES: u64 = 12;
 
-/// Candidates verified at once (read back from the spill, checked in parallel).
+/// Candidates verified at once (read back from the spill, checked in parallel), at most.
 const VERIFY_BATCH: usize = 1 << 16;
+
+/// The buffer of the spill file, at most (written, or read back).
+const SPILL_BUFFER: u64 = 1 << 20;
+
+/// Bytes per candidate of a batch being verified: as read back, as a pair, and its result.
+const BATCH_CANDIDATE_BYTES: u64 = CANDIDATE_BYTES
+    + std::mem::size_of::<Pair>() as u64
+    + std::mem::size_of::<Option<VerifiedPair>>() as u64;
+
+/// Bytes per row the two-pass join holds besides the signatures and the band entries: each
+/// row's active flag (1), the banded join's list of active rows (4) and the candidate rows'
+/// bits (1/8, counted as 1).
+pub const JOIN_ROW_BYTES: u64 = 6;
+
+/// The signatures may take this fraction (1/n) of the free budget ([`MemoryBudget::free`]).
+const SIGNATURES_SHARE: u64 = 3;
+
+/// The candidates held before spilling take this fraction (1/n) of the free budget.
+const CANDIDATES_SHARE: u64 = 6;
+
+/// A memory budget for the two-pass verified join of [`VerifiedJoin::candidate_pairs`] and
+/// [`CandidatePairs::verify`], split into the parts the run holds. Once the caller's own state
+/// (`held`: row names, the IDF table, the clusters, …) and the join's per-row state
+/// ([`JOIN_ROW_BYTES`] per row) are taken out, the **free** rest goes:
+///
+/// | phase | holds |
+/// |---|---|
+/// | signing | the signatures: at most a third of the free budget ([`signatures`](Self::signatures), the planner's memory) |
+/// | join | the signatures, the candidates held before spilling with the spill's buffer (a sixth, [`candidates`](Self::candidates)), and the band entries sorted at once: the rest ([`bands`](Self::bands)) |
+/// | verification | the held candidates, a batch of them read back and checked (at most as much again), and the candidate rows' vectors: the rest once the signatures are dropped ([`vectors`](Self::vectors)) |
+///
+/// so that no phase holds more than the budget (beyond a fixed overhead: the program, its
+/// threads' stacks, the input's read buffers and a batch of documents, which the caller states).
+///
+/// ```
+/// use simlsh::verify::MemoryBudget;
+///
+/// // 256 MiB for a million rows whose names and IDF table take 40 MiB.
+/// let budget = MemoryBudget::new(256 << 20, 1_000_000, 40 << 20)?;
+/// assert!(budget.signatures >= 64_000_000); // 512-bit signatures fit, 1,024-bit ones do not
+/// assert!(budget.signatures < 128_000_000);
+/// let bands = budget.bands(1_000_000, 512)?;
+/// assert!(simlsh::join::band_chunk(1_000_000, bands) >= 1);
+/// assert!(budget.bands(1_000_000, 1024).is_err());
+/// # Ok::<(), simlsh::Error>(())
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MemoryBudget {
+    /// The whole budget, bytes.
+    pub total: u64,
+    /// What the caller holds throughout the run.
+    pub held: u64,
+    /// The join's per-row state ([`JOIN_ROW_BYTES`] per row).
+    pub rows: u64,
+    /// The most the signatures may take: the width planner's memory
+    /// ([`JoinPlanner::memory`](crate::estimate::JoinPlanner::memory)).
+    pub signatures: u64,
+    /// The candidates held before they are spilled to a temporary file.
+    pub candidates: u64,
+}
+
+impl MemoryBudget {
+    /// The budget of `total` bytes for a join of `rows` rows whose caller holds `held` bytes
+    /// throughout.
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] (`memory`) when `held` and the rows' state leave less than
+    /// what one candidate and one signature word per row need.
+    pub fn new(total: u64, rows: usize, held: u64) -> Result<Self> {
+        let state = JOIN_ROW_BYTES.saturating_mul(rows as u64);
+        let free = total.saturating_sub(held).saturating_sub(state);
+        let least = CANDIDATES_SHARE
+            .saturating_mul(CANDIDATE_BYTES)
+            .max(SIGNATURES_SHARE.saturating_mul(crate::memory::bytes_of::<u64>(rows)));
+        if free < least {
+            return Err(Error::param(
+                "memory",
+                format!(
+                    "{total} bytes cannot hold a join of {rows} rows: their names and tables \
+                     take {held} bytes and the join's state per row {state}, leaving {free} \
+                     where at least {least} are needed"
+                ),
+            ));
+        }
+        Ok(MemoryBudget {
+            total,
+            held,
+            rows: state,
+            signatures: free / SIGNATURES_SHARE,
+            candidates: free / CANDIDATES_SHARE,
+        })
+    }
+
+    /// What the signatures, candidates, band entries and vectors share: the budget less what
+    /// the caller holds and the rows' state.
+    pub fn free(&self) -> u64 {
+        self.total
+            .saturating_sub(self.held)
+            .saturating_sub(self.rows)
+    }
+
+    /// The bytes of the signatures of `rows` rows at `bits` bits, when they fit their share
+    /// ([`signatures`](Self::signatures)).
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] (`memory`) naming both sizes.
+    pub fn check_signatures(&self, rows: usize, bits: usize) -> Result<u64> {
+        let sigs = crate::memory::bytes_of::<u64>(rows).saturating_mul(bits.div_ceil(64) as u64);
+        if sigs > self.signatures {
+            return Err(Error::param(
+                "memory",
+                format!(
+                    "{} bytes cannot hold the signatures of {rows} rows at {bits} bits: they \
+                     take {sigs} bytes, and may take a third of the {} left by names, tables \
+                     and the rows' state ({})",
+                    self.total,
+                    self.free(),
+                    self.signatures
+                ),
+            ));
+        }
+        Ok(sigs)
+    }
+
+    /// The bytes of band entries the banded join may sort at once (the budget
+    /// [`join::band_chunk`](crate::join::band_chunk) takes) beside the signatures of `rows`
+    /// rows at `bits` bits and the held candidates.
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] (`memory`) when the signatures exceed their share, or what
+    /// is left does not hold one band's entries.
+    pub fn bands(&self, rows: usize, bits: usize) -> Result<u64> {
+        let sigs = self.check_signatures(rows, bits)?;
+        let bands = self
+            .free()
+            .saturating_sub(sigs)
+            .saturating_sub(self.candidates);
+        if crate::join::band_chunk(rows, bands) == 0 {
+            let one = crate::join::band_chunk_bytes(rows, 1, rayon::current_num_threads());
+            return Err(Error::param(
+                "memory",
+                format!(
+                    "{} bytes cannot hold the banded join of {rows} rows: one band's entries \
+                     take {one} bytes, and {bands} are left beside the signatures ({sigs}) and \
+                     the held candidates ({})",
+                    self.total, self.candidates
+                ),
+            ));
+        }
+        Ok(bands)
+    }
+
+    /// The bytes the candidate rows' vectors may take: the free budget less the held
+    /// candidates and the batch of them being verified (at most as much again); the
+    /// signatures and band entries are gone by then.
+    pub fn vectors(&self) -> u64 {
+        self.free().saturating_sub(2 * self.candidates)
+    }
+
+    /// `Ok` when the vectors of `rows` candidate rows, `bytes` bytes, fit their share
+    /// ([`vectors`](Self::vectors)).
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] (`memory`) naming both sizes.
+    pub fn check_vectors(&self, rows: usize, bytes: u64) -> Result<()> {
+        if bytes > self.vectors() {
+            return Err(Error::param(
+                "memory",
+                format!(
+                    "{} bytes cannot hold the vectors of the {rows} candidate rows: they take \
+                     {bytes} bytes, and {} are left beside the held candidates and the \
+                     verification's buffers",
+                    self.total,
+                    self.vectors()
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
 
 /// The candidate pairs of a verified join, in the order the join found them, collected
 /// before any vector is read ([`VerifiedJoin::candidate_pairs`]): up to a budget in memory,
@@ -79,6 +267,11 @@ pub struct CandidatePairs {
     held: Vec<Pair>,
     /// Most candidates held before the held ones are spilled.
     limit: usize,
+    /// The spill file's buffer, bytes (taken from the candidates' share).
+    buffer: usize,
+    /// Candidates verified at once: their batch takes at most the candidates' share less the
+    /// buffer.
+    batch: usize,
     dir: PathBuf,
     spill: Option<Spill>,
     count: u64,
@@ -145,7 +338,7 @@ impl CandidatePairs {
                 let file = temp.file.try_clone().map_err(io_error(&temp.path))?;
                 self.spill.insert(Spill {
                     temp,
-                    writer: BufWriter::with_capacity(1 << 20, file),
+                    writer: BufWriter::with_capacity(self.buffer, file),
                     pairs: 0,
                 })
             }
@@ -255,12 +448,12 @@ impl CandidatePairs {
             let path = &spill.temp.path;
             spill.writer.flush().map_err(io_error(path))?;
             let mut reader =
-                BufReader::with_capacity(1 << 20, File::open(path).map_err(io_error(path))?);
-            let mut bytes = vec![0u8; VERIFY_BATCH * CANDIDATE_BYTES as usize];
-            let mut batch = Vec::with_capacity(VERIFY_BATCH);
+                BufReader::with_capacity(self.buffer, File::open(path).map_err(io_error(path))?);
+            let mut bytes = vec![0u8; self.batch * CANDIDATE_BYTES as usize];
+            let mut batch = Vec::with_capacity(self.batch);
             let mut left = spill.pairs;
             while left > 0 {
-                let n = left.min(VERIFY_BATCH as u64) as usize;
+                let n = left.min(self.batch as u64) as usize;
                 let b = &mut bytes[..n * CANDIDATE_BYTES as usize];
                 reader.read_exact(b).map_err(io_error(path))?;
                 batch.clear();
@@ -276,7 +469,7 @@ impl CandidatePairs {
                 left -= n as u64;
             }
         }
-        for batch in self.held.chunks(VERIFY_BATCH) {
+        for batch in self.held.chunks(self.batch) {
             check(batch);
         }
         Ok(VerifyReport {
@@ -289,32 +482,40 @@ impl CandidatePairs {
 }
 
 impl VerifiedJoin {
-    /// The first pass of the two-pass join (collect, then verify the candidate rows' vectors: [`CandidatePairs::verify`]): the candidate pairs
-    /// of `sigs` whose rows are not in `zero_rows` (the rows of norm 0, in increasing order,
-    /// e.g. the documents without features: never paired), in the join's order. Up to
-    /// `memory` bytes of them ([`CANDIDATE_BYTES`] each) are held; beyond, they are appended
-    /// to a temporary file in `spill_dir` (named as the crate's temporaries,
-    /// `.simlsh-candidates.<pid>-<n>.simlsh-tmp`, removed when the result is dropped).
+    /// The first pass of the two-pass join (collect, then verify the candidate rows' vectors:
+    /// [`CandidatePairs::verify`]): the candidate pairs of `sigs` whose rows are not in
+    /// `zero_rows` (the rows of norm 0, in increasing order, e.g. the documents without
+    /// features: never paired), in the join's order. Up to `budget.candidates` bytes of them
+    /// ([`CANDIDATE_BYTES`] each) are held; beyond, they are appended to a temporary file in
+    /// `spill_dir` (named as the crate's temporaries,
+    /// `.simlsh-candidates.<pid>-<n>.simlsh-tmp`, removed when the result is dropped). A banded
+    /// join sorts its bands by chunks within [`MemoryBudget::bands`].
     ///
     /// # Errors
-    /// [`Error::InvalidParameter`] when `memory` holds less than one candidate, or a row of
-    /// `zero_rows` is out of range; as [`run`](Self::run); [`Error::Io`] writing the spill.
+    /// [`Error::InvalidParameter`] when `budget.candidates` holds less than one candidate, the
+    /// signatures or one band's entries do not fit the budget ([`MemoryBudget::bands`]), or a
+    /// row of `zero_rows` is out of range; as [`run`](Self::run); [`Error::Io`] writing the
+    /// spill.
     pub fn candidate_pairs<S>(
         &self,
         sigs: &SignatureMatrix<S>,
         zero_rows: &[u32],
-        memory: u64,
+        budget: &MemoryBudget,
         spill_dir: &Path,
     ) -> Result<CandidatePairs>
     where
         S: AsRef<[u64]> + Sync,
     {
+        let memory = budget.candidates;
         if memory < CANDIDATE_BYTES {
             return Err(Error::param(
                 "memory",
                 format!("{memory} bytes cannot hold one candidate pair ({CANDIDATE_BYTES} bytes)"),
             ));
         }
+        let band_bytes = budget.bands(sigs.len(), sigs.bits())?;
+        // The spill's write buffer comes out of the candidates' share.
+        let buffer = SPILL_BUFFER.min(memory / 2);
         let n = sigs.len();
         let mut active = vec![true; n];
         for &r in zero_rows {
@@ -334,13 +535,19 @@ impl VerifiedJoin {
             capped: Vec::new(),
             seen: crate::memory::filled(n.div_ceil(64), 0u64, "candidate rows")?,
             held: Vec::new(),
-            limit: usize::try_from(memory / CANDIDATE_BYTES).unwrap_or(usize::MAX),
+            limit: usize::try_from((memory - buffer) / CANDIDATE_BYTES)
+                .unwrap_or(usize::MAX)
+                .max(1),
+            buffer: buffer as usize,
+            batch: usize::try_from((memory - buffer) / BATCH_CANDIDATE_BYTES)
+                .unwrap_or(usize::MAX)
+                .clamp(1, VERIFY_BATCH),
             dir: spill_dir.to_path_buf(),
             spill: None,
             count: 0,
             failed: None,
         };
-        let capped = self.scan(sigs, &active, Some, |p| out.push(p))?;
+        let capped = self.scan(sigs, &active, Some(band_bytes), Some, |p| out.push(p))?;
         out.capped = capped;
         if let Some(e) = out.failed.take() {
             return Err(e);
@@ -409,6 +616,35 @@ mod tests {
         SignatureMatrix::from_signatures(bits, &sigs).unwrap()
     }
 
+    /// A budget of 1 TiB holding `candidates` bytes of candidates.
+    fn holding(candidates: u64) -> MemoryBudget {
+        MemoryBudget {
+            candidates,
+            ..MemoryBudget::new(1 << 40, 1000, 0).unwrap()
+        }
+    }
+
+    /// The least budget for `sigs` holding `candidates` bytes of candidates: its band share
+    /// holds one band at a time.
+    fn tight(sigs: &SignatureMatrix, candidates: u64) -> MemoryBudget {
+        let n = sigs.len();
+        let sig_bytes = (sigs.as_slice().len() * 8) as u64;
+        let one = crate::join::band_chunk_bytes(n, 1, rayon::current_num_threads());
+        let rows = JOIN_ROW_BYTES * n as u64;
+        let b = MemoryBudget {
+            total: rows + sig_bytes + candidates + one,
+            held: 0,
+            rows,
+            signatures: sig_bytes,
+            candidates,
+        };
+        assert_eq!(
+            crate::join::band_chunk(n, b.bands(n, sigs.bits()).unwrap()),
+            1
+        );
+        b
+    }
+
     fn files_in(dir: &Path) -> Vec<String> {
         let mut names: Vec<String> = std::fs::read_dir(dir)
             .unwrap()
@@ -455,9 +691,19 @@ mod tests {
                 let want_report = join.run(&sigs, &vectors, |p| want.push(p)).unwrap();
                 assert!(want.len() > 50, "{} pairs: too few to test", want.len());
                 assert!(want_report.candidates > want_report.pairs);
-                for memory in [CANDIDATE_BYTES, 7 * CANDIDATE_BYTES, 1 << 30] {
+                // Spilled or not; the bands sorted one at a time or by chunks.
+                for (memory, one_band) in [
+                    (CANDIDATE_BYTES, false),
+                    (7 * CANDIDATE_BYTES, true),
+                    (1 << 30, false),
+                    (1 << 30, true),
+                ] {
+                    let budget = match one_band {
+                        true => tight(&sigs, memory),
+                        false => holding(memory),
+                    };
                     let c = join
-                        .candidate_pairs(&sigs, &zero_rows, memory, &dir)
+                        .candidate_pairs(&sigs, &zero_rows, &budget, &dir)
                         .unwrap();
                     assert_eq!(c.len(), want_report.candidates);
                     let spilled = memory < 1 << 20;
@@ -494,6 +740,49 @@ mod tests {
         std::fs::remove_dir(&dir).unwrap();
     }
 
+    /// The shares of a budget: no phase holds more than the total; what does not fit is an
+    /// error naming it.
+    #[test]
+    fn a_budget_splits_its_bytes_and_names_what_does_not_fit() {
+        let n = 1_000_000;
+        let b = MemoryBudget::new(256 << 20, n, 40 << 20).unwrap();
+        assert_eq!(b.rows, JOIN_ROW_BYTES * n as u64);
+        assert_eq!(b.free(), (256 << 20) - (40 << 20) - b.rows);
+        // Signing and the join: the signatures at their share, the candidates and the bands.
+        let sigs = 64_000_000u64;
+        let bands = b.bands(n, 512).unwrap();
+        assert_eq!(b.held + b.rows + sigs + b.candidates + bands, b.total);
+        assert!(sigs <= b.signatures);
+        // Verification: the candidates, its buffers and the vectors.
+        assert_eq!(b.held + b.rows + 2 * b.candidates + b.vectors(), b.total);
+        assert!(b.check_vectors(100_000, b.vectors()).is_ok());
+        let e = b
+            .check_vectors(100_000, b.vectors() + 1)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("100000 candidate rows") && e.contains("memory"),
+            "{e}"
+        );
+        let e = b.bands(n, 1024).unwrap_err().to_string();
+        assert!(e.contains("1024 bits") && e.contains("128000000"), "{e}");
+        assert!(b.check_signatures(n, 512).is_ok());
+        // Names and tables that leave nothing.
+        let e = MemoryBudget::new(10 << 20, n, 8 << 20)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("1000000 rows") && e.contains("8388608"), "{e}");
+        // Signatures that fit, but leave no room for one band (32 bytes a row with one
+        // thread, more with several).
+        let b = MemoryBudget {
+            total: b.rows + sigs + b.candidates + 1000,
+            ..b
+        };
+        let b = MemoryBudget { held: 0, ..b };
+        let e = b.bands(n, 512).unwrap_err().to_string();
+        assert!(e.contains("one band"), "{e}");
+    }
+
     #[test]
     fn budgets_and_vectors_that_cannot_work_are_errors() {
         let rows = planted_rows(3);
@@ -501,17 +790,19 @@ mod tests {
         let join = VerifiedJoin::planned(0.7, 0.99, 128, rows.len()).unwrap();
         let dir = std::env::temp_dir();
         let e = join
-            .candidate_pairs(&sigs, &[], CANDIDATE_BYTES - 1, &dir)
+            .candidate_pairs(&sigs, &[], &holding(CANDIDATE_BYTES - 1), &dir)
             .unwrap_err()
             .to_string();
         assert!(e.contains("11 bytes") && e.contains("memory"), "{e}");
         let e = join
-            .candidate_pairs(&sigs, &[rows.len() as u32], 1 << 20, &dir)
+            .candidate_pairs(&sigs, &[rows.len() as u32], &holding(1 << 20), &dir)
             .unwrap_err()
             .to_string();
         assert!(e.contains(&format!("row {}", rows.len())), "{e}");
         // Vectors of another number of rows than asked.
-        let c = join.candidate_pairs(&sigs, &[], 1 << 20, &dir).unwrap();
+        let c = join
+            .candidate_pairs(&sigs, &[], &holding(1 << 20), &dir)
+            .unwrap();
         let e = c
             .verify(|_| SparseVectors::from_rows([vec![(1u64, 1.0f32)]]), |_| {})
             .unwrap_err()
@@ -520,7 +811,7 @@ mod tests {
         // A spill directory that does not exist: the error names it.
         let missing = dir.join(format!("simlsh-missing-{}", std::process::id()));
         let e = join
-            .candidate_pairs(&sigs, &[], CANDIDATE_BYTES, &missing)
+            .candidate_pairs(&sigs, &[], &holding(CANDIDATE_BYTES), &missing)
             .unwrap_err()
             .to_string();
         assert!(e.contains("simlsh-missing"), "{e}");

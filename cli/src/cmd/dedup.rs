@@ -62,12 +62,13 @@ pub struct Args {
     /// Leave the rows without features out of --output.
     #[arg(long)]
     drop_empty: bool,
-    /// Memory budget (bytes, or with a suffix: 512M, 2G): the planned signatures take at most
-    /// a third of it, and documents (text input) are streamed instead of held: read again to
-    /// verify the candidate pairs (collected first, spilled to a temporary file in the
-    /// system's temporary directory beyond a quarter of the budget; the vectors of the
-    /// candidate rows at most half) and to write --output. The pairs are those found without
-    /// a budget. An error when the signatures cannot fit.
+    /// Memory budget (bytes, or with a suffix: 512M, 2G), split by the library between the
+    /// run's parts (the row names, IDF table and clusters; the signatures, whose width is
+    /// planned within their share; the band entries the join sorts at once; the candidate
+    /// pairs, spilled to a temporary file in the system's temporary directory beyond their
+    /// share; the vectors of the candidate rows). Documents (text input) are streamed instead
+    /// of held: read again to verify the candidate pairs and to write --output. The pairs are
+    /// those found without a budget. An error naming what does not fit.
     #[arg(long, value_parser = crate::common::parse_bytes)]
     memory: Option<u64>,
     #[command(flatten)]

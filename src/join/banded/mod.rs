@@ -62,6 +62,7 @@ pub use partition::{band_partition, probe_partition};
 pub use sample::{CandidateSample, sample_candidates};
 pub(crate) use scan::BIG_RUN;
 use sort::*;
+pub use sort::{BAND_ENTRY_BYTES, band_chunk, band_chunk_bytes};
 
 /// The largest multi-probe distance ([`BandingBuilder::probes`]): keys one bit apart.
 pub const MAX_PROBES: u32 = 1;

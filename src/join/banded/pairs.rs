@@ -6,11 +6,13 @@ use super::*;
 /// The banded self-join, general form: the candidate pairs of the rows of `sigs` marked in
 /// `active` (all if `None`), each passed through `map` in the worker threads; the kept results
 /// go to `sink` band by band, in a deterministic order (band, key, rows) whatever the number
-/// of threads.
+/// of threads. With `budget`, the bands are taken by chunks whose entries and sort scratch
+/// take at most that many bytes ([`band_chunk`], one band at least).
 pub(crate) fn banded_join_map<S, T, M, K>(
     sigs: &SignatureMatrix<S>,
     banding: &Banding,
     active: Option<&[bool]>,
+    budget: Option<u64>,
     map: M,
     mut sink: K,
 ) -> Result<BandStats>
@@ -24,7 +26,7 @@ where
     let rows = active_rows(sigs.len(), active)?;
     let mut stats = BandStats::default();
     let mut capped = CappedSet::default();
-    let chunk = chunk_bands(rows.len());
+    let chunk = chunk_bands(rows.len(), budget);
     let w = banding.width;
     for first in (0..banding.bands).step_by(chunk) {
         let last = (first + chunk).min(banding.bands);
@@ -102,7 +104,7 @@ pub fn banded_join<S: AsRef<[u64]> + Sync>(
     banding: &Banding,
 ) -> Result<(Vec<Pair>, BandStats)> {
     let mut pairs = Vec::new();
-    let stats = banded_join_map(sigs, banding, None, Some, |p| pairs.push(p))?;
+    let stats = banded_join_map(sigs, banding, None, None, Some, |p| pairs.push(p))?;
     pairs.par_sort_unstable();
     Ok((pairs, stats))
 }
@@ -118,7 +120,7 @@ pub fn banded_join_each<S: AsRef<[u64]> + Sync>(
     banding: &Banding,
     sink: impl FnMut(Pair),
 ) -> Result<BandStats> {
-    banded_join_map(sigs, banding, None, Some, sink)
+    banded_join_map(sigs, banding, None, None, Some, sink)
 }
 
 /// [`banded_join_each`] of the rows other than `featureless` (row numbers in increasing
@@ -149,5 +151,5 @@ pub fn banded_join_active<S: AsRef<[u64]> + Sync>(
     sink: impl FnMut(Pair),
 ) -> Result<BandStats> {
     let active = with_features_flags(sigs.len(), featureless)?;
-    banded_join_map(sigs, banding, Some(&active), Some, sink)
+    banded_join_map(sigs, banding, Some(&active), None, Some, sink)
 }

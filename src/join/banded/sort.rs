@@ -64,12 +64,41 @@ pub(super) type SortedBand = (Vec<(u64, u32)>, Vec<CappedGroup>);
 /// the rows, and their sorted entries held together).
 pub(super) const CHUNK_BANDS: usize = 8;
 
-/// Bytes of sorted entries a chunk of bands may hold (16 per row and band).
+/// Bytes of sorted entries a chunk of bands may hold without a memory budget (16 per row and
+/// band).
 pub(super) const CHUNK_BYTES: usize = 256 << 20;
 
+/// Bytes of one `(key, row)` entry of a band (padded): 16.
+pub const BAND_ENTRY_BYTES: u64 = std::mem::size_of::<(u64, u32)>() as u64;
+
+/// Bytes the banded join holds for a chunk of `bands` bands of `rows` rows sorted by `threads`
+/// threads: every band's entries ([`BAND_ENTRY_BYTES`] per row), and the radix sort's scratch
+/// of each band sorted at once (as many as threads). The banded join takes bands by chunks of
+/// this size at most when given a memory budget ([`band_chunk`]).
+pub fn band_chunk_bytes(rows: usize, bands: usize, threads: usize) -> u64 {
+    let sorting = bands.min(threads.max(1));
+    ((bands + sorting) as u64)
+        .saturating_mul(rows as u64)
+        .saturating_mul(BAND_ENTRY_BYTES)
+}
+
+/// The most bands a chunk of `rows` rows takes within `bytes` ([`band_chunk_bytes`] with the
+/// current thread pool), at most 8; 0 when not even one band fits.
+pub fn band_chunk(rows: usize, bytes: u64) -> usize {
+    let threads = rayon::current_num_threads().max(1);
+    (1..=CHUNK_BANDS)
+        .take_while(|&k| band_chunk_bytes(rows, k, threads) <= bytes)
+        .last()
+        .unwrap_or(0)
+}
+
 /// Number of bands grouped at once for `n` rows: at least two per thread (so that every
-/// thread has bands to sort and scan), at most [`CHUNK_BANDS`] and [`CHUNK_BYTES`].
-pub(super) fn chunk_bands(n: usize) -> usize {
+/// thread has bands to sort and scan), at most [`CHUNK_BANDS`] and [`CHUNK_BYTES`]; within
+/// `budget` bytes ([`band_chunk`], at least one band) when one is given.
+pub(super) fn chunk_bands(n: usize, budget: Option<u64>) -> usize {
+    if let Some(bytes) = budget {
+        return band_chunk(n, bytes).max(1);
+    }
     let threads = rayon::current_num_threads().max(1);
     let by_memory = CHUNK_BYTES / (16 * n.max(1));
     by_memory.clamp(1, CHUNK_BANDS).max(2 * threads)
