@@ -186,8 +186,9 @@ impl JoinPlanner {
     }
 
     /// Only widths whose signatures of the planned rows fit in `bytes` (`rows · f / 8`) are
-    /// considered; the narrowest allowed width is always kept. Callers pass a share of the
-    /// memory they may use (the command line: a third of what is available).
+    /// considered; the narrowest allowed width is always kept. Callers pass the signatures'
+    /// share of the memory they may use: [`MemoryBudget::signatures`](crate::verify::MemoryBudget::signatures)
+    /// of a budget (the command line's: `--memory`, or what is available).
     pub fn memory(mut self, bytes: u64) -> Self {
         self.memory = Some(bytes);
         self
