@@ -119,14 +119,16 @@ fn the_join_holds_no_more_than_its_budget() {
             candidates: 12_000,
             ..MemoryBudget::new(total, n, 0).unwrap()
         };
-        if b.bands(n, 256).is_ok_and(|bytes| band_chunk(n, bytes) >= 2) {
+        if b.bands(n, 256)
+            .is_ok_and(|bytes| band_chunk(n, bytes, 16) >= 2)
+        {
             break b;
         }
         total += 64 << 10;
     };
     let bands = budget.bands(n, 256).unwrap();
-    assert!(band_chunk_bytes(n, band_chunk(n, bands), threads) <= bands);
-    assert!(band_chunk(n, bands) < 16, "the bands are not chunked");
+    assert!(band_chunk_bytes(n, band_chunk(n, bands, 16), threads, 16) <= bands);
+    assert!(band_chunk(n, bands, 16) < 16, "the bands are not chunked");
     let before = LIVE.load(Relaxed);
     PEAK.store(before, Relaxed);
     let bounded = join.candidate_pairs(&sigs, &[], &budget, &dir).unwrap();
@@ -143,8 +145,8 @@ fn the_join_holds_no_more_than_its_budget() {
     assert_eq!(budget.rows, JOIN_ROW_BYTES * n as u64);
     eprintln!(
         "held {held} bands {bands} chunk {} k {} cand {} rows {} slack {slack}",
-        band_chunk_bytes(n, band_chunk(n, bands), threads),
-        band_chunk(n, bands),
+        band_chunk_bytes(n, band_chunk(n, bands, 16), threads, 16),
+        band_chunk(n, bands, 16),
         budget.candidates,
         JOIN_ROW_BYTES * n as u64
     );

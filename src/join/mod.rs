@@ -16,12 +16,12 @@ mod graph;
 mod scheme;
 mod tables;
 
-pub use banded::{
-    BAND_ENTRY_BYTES, BandStats, Banding, BandingBuilder, CandidateSample, CappedGroup,
-    DEFAULT_MAX_GROUP, IdPair, MAX_PROBES, band_chunk, band_chunk_bytes, band_partition,
-    banded_join, banded_join_active, banded_join_each, probe_partition, sample_candidates,
-};
 pub(crate) use banded::{BIG_RUN, banded_join_map};
+pub use banded::{
+    BandStats, Banding, BandingBuilder, CandidateSample, CappedGroup, DEFAULT_MAX_GROUP, IdPair,
+    MAX_PROBES, band_chunk, band_chunk_bytes, band_entry_bytes, band_partition, banded_join,
+    banded_join_active, banded_join_each, probe_partition, sample_candidates,
+};
 pub use components::{SharedUnionFind, UnionFind, clusters, components};
 pub use descent::{ApproxKnn, ApproxStats};
 pub use graph::{

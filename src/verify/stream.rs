@@ -112,7 +112,7 @@ const CANDIDATES_SHARE: u64 = 6;
 /// assert!(budget.signatures >= 64_000_000); // 512-bit signatures fit, 1,024-bit ones do not
 /// assert!(budget.signatures < 128_000_000);
 /// let bands = budget.bands(1_000_000, 512)?;
-/// assert!(simlsh::join::band_chunk(1_000_000, bands) >= 1);
+/// assert!(simlsh::join::band_chunk(1_000_000, bands, 64) >= 1);
 /// assert!(budget.bands(1_000_000, 1024).is_err());
 /// # Ok::<(), simlsh::Error>(())
 /// ```
@@ -207,8 +207,9 @@ impl MemoryBudget {
             .free()
             .saturating_sub(sigs)
             .saturating_sub(self.candidates);
-        if crate::join::band_chunk(rows, bands) == 0 {
-            let one = crate::join::band_chunk_bytes(rows, 1, rayon::current_num_threads());
+        // Bands of any width: the widest entries.
+        if crate::join::band_chunk(rows, bands, 64) == 0 {
+            let one = crate::join::band_chunk_bytes(rows, 1, rayon::current_num_threads(), 64);
             return Err(Error::param(
                 "memory",
                 format!(
@@ -629,7 +630,7 @@ mod tests {
     fn tight(sigs: &SignatureMatrix, candidates: u64) -> MemoryBudget {
         let n = sigs.len();
         let sig_bytes = (sigs.as_slice().len() * 8) as u64;
-        let one = crate::join::band_chunk_bytes(n, 1, rayon::current_num_threads());
+        let one = crate::join::band_chunk_bytes(n, 1, rayon::current_num_threads(), 64);
         let rows = JOIN_ROW_BYTES * n as u64;
         let b = MemoryBudget {
             total: rows + sig_bytes + candidates + one,
@@ -639,7 +640,7 @@ mod tests {
             candidates,
         };
         assert_eq!(
-            crate::join::band_chunk(n, b.bands(n, sigs.bits()).unwrap()),
+            crate::join::band_chunk(n, b.bands(n, sigs.bits()).unwrap(), 64),
             1
         );
         b

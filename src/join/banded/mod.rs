@@ -62,7 +62,7 @@ pub use partition::{band_partition, probe_partition};
 pub use sample::{CandidateSample, sample_candidates};
 pub(crate) use scan::BIG_RUN;
 use sort::*;
-pub use sort::{BAND_ENTRY_BYTES, band_chunk, band_chunk_bytes};
+pub use sort::{band_chunk, band_chunk_bytes, band_entry_bytes};
 
 /// The largest multi-probe distance ([`BandingBuilder::probes`]): keys one bit apart.
 pub const MAX_PROBES: u32 = 1;
@@ -490,14 +490,34 @@ mod tests {
     #[test]
     fn radix_sort_orders_by_key_then_row() {
         let mut rng = Xoshiro256PlusPlus::seed_from_u64(9);
-        for bits in [1u32, 8, 11, 12, 22, 33, 44] {
+        for bits in [1u32, 8, 11, 12, 22, 32, 33, 44, 64] {
             let mut e: Vec<(u64, u32)> = (0..5000u32)
                 .map(|i| (rng.random::<u64>() >> (64 - bits), i))
                 .collect();
             let mut want = e.clone();
             want.sort_unstable();
+            if bits <= Packed::KEY_BITS {
+                let mut p: Vec<Packed> = e.iter().map(|&(k, r)| Packed::new(k, r)).collect();
+                sort_entries(&mut p, bits, &mut Vec::new());
+                let p: Vec<(u64, u32)> = p.iter().map(|x| (x.key(), x.row())).collect();
+                assert_eq!(p, want, "packed {bits}");
+            }
             sort_entries(&mut e, bits, &mut Vec::new());
             assert_eq!(e, want, "{bits}");
         }
+    }
+
+    #[test]
+    fn entries_take_one_word_up_to_32_bits() {
+        assert_eq!(std::mem::size_of::<Packed>(), 8);
+        assert_eq!((1..=32).map(band_entry_bytes).max(), Some(8));
+        assert_eq!((33..=64).map(band_entry_bytes).min(), Some(16));
+        // A chunk of 3 bands sorted by 2 threads holds 5 bands' entries.
+        assert_eq!(band_chunk_bytes(1000, 3, 2, 32), 5 * 1000 * 8);
+        assert_eq!(band_chunk_bytes(1000, 3, 2, 33), 5 * 1000 * 16);
+        let p = Packed::new(0xffff_ffff, 7);
+        assert_eq!((p.key(), p.row()), (0xffff_ffff, 7));
+        assert!(Packed::new(1, 0) > Packed::new(0, u32::MAX));
+        assert!(Packed::new(1, 2).same_key(Packed::new(1, 9)));
     }
 }

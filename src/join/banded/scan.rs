@@ -85,15 +85,16 @@ impl Banding {
 
     /// Scans the runs of equal keys of `entries` (sorted by key, then row), calling `emit` for
     /// each pair this band reports; returns the number of pairs compared.
-    pub(super) fn scan_runs<'r, R, E>(
+    pub(super) fn scan_runs<'r, N, R, E>(
         &self,
         band: usize,
-        entries: &[(u64, u32)],
+        entries: &[N],
         row: R,
         capped: &CappedSet,
         emit: E,
     ) -> u64
     where
+        N: Entry,
         R: Fn(u32) -> &'r [u64],
         E: FnMut(u32, u32, u32),
     {
@@ -108,15 +109,16 @@ impl Banding {
     }
 
     #[inline(always)]
-    pub(super) fn scan_runs_body<'r, R, E>(
+    pub(super) fn scan_runs_body<'r, N, R, E>(
         &self,
         band: usize,
-        entries: &[(u64, u32)],
+        entries: &[N],
         row: R,
         capped: &CappedSet,
         mut emit: E,
     ) -> u64
     where
+        N: Entry,
         R: Fn(u32) -> &'r [u64],
         E: FnMut(u32, u32, u32),
     {
@@ -128,17 +130,17 @@ impl Banding {
         // beyond the current run, skipping rows alone with their key.
         let lines = (words * 8).div_ceil(64).min(PREFETCH_LINES);
         let paired = |i: usize| {
-            (i > 0 && entries[i - 1].0 == entries[i].0)
-                || (i + 1 < entries.len() && entries[i + 1].0 == entries[i].0)
+            (i > 0 && entries[i - 1].same_key(entries[i]))
+                || (i + 1 < entries.len() && entries[i + 1].same_key(entries[i]))
         };
         let mut ahead = 0;
         let mut start = 0;
-        for run in entries.chunk_by(|x, y| x.0 == y.0) {
+        for run in entries.chunk_by(|x, y| x.same_key(*y)) {
             start += run.len();
             let end = (start + PREFETCH_AHEAD).min(entries.len());
             while ahead < end {
                 if paired(ahead) {
-                    let r = row(entries[ahead].1);
+                    let r = row(entries[ahead].row());
                     for l in 0..lines {
                         prefetch(r[l * 8..].as_ptr());
                     }
@@ -156,9 +158,11 @@ impl Banding {
                 }
                 continue;
             }
-            for (p, &(_, ra)) in run.iter().enumerate() {
+            for (p, ea) in run.iter().enumerate() {
+                let ra = ea.row();
                 let a = row(ra);
-                for &(_, rb) in &run[p + 1..] {
+                for eb in &run[p + 1..] {
+                    let rb = eb.row();
                     let b = row(rb);
                     let Some(d) = self.filtered_distance(a, b) else {
                         continue;
@@ -185,25 +189,26 @@ impl Banding {
     /// the two runs are compared across: each pair of rows one bit apart is compared once,
     /// by the bit where they differ. Runs longer than the cap are skipped. Returns the number
     /// of pairs compared.
-    fn probe_runs<'r, R, E>(
+    fn probe_runs<'r, N, R, E>(
         &self,
         band: usize,
-        entries: &[(u64, u32)],
+        entries: &[N],
         row: &R,
         capped: &CappedSet,
         xor: &mut [u64],
         emit: &mut E,
     ) -> u64
     where
+        N: Entry,
         R: Fn(u32) -> &'r [u64],
         E: FnMut(u32, u32, u32),
     {
         // The distinct keys with their run's bounds, in key order.
         let mut runs: Vec<(u64, u32, u32)> = Vec::new();
         let mut start = 0u32;
-        for run in entries.chunk_by(|x, y| x.0 == y.0) {
+        for run in entries.chunk_by(|x, y| x.same_key(*y)) {
             let end = start + run.len() as u32;
-            runs.push((run[0].0, start, end));
+            runs.push((run[0].key(), start, end));
             start = end;
         }
         let cap = self.max_group as u64;
@@ -216,8 +221,8 @@ impl Banding {
         let mut codes = Vec::new();
         if gather {
             codes.reserve(entries.len() * gw);
-            for &(_, r) in entries {
-                codes.extend_from_slice(&row(r)[..gw]);
+            for e in entries {
+                codes.extend_from_slice(&row(e.row())[..gw]);
             }
         }
         let mut checked = 0u64;
@@ -228,7 +233,7 @@ impl Banding {
                 }
                 checked += u64::from(e0 - s0) * u64::from(e1 - s1);
                 for ea in s0 as usize..e0 as usize {
-                    let ra = entries[ea].1;
+                    let ra = entries[ea].row();
                     for eb in s1 as usize..e1 as usize {
                         if gather {
                             let (ga, gb) = (&codes[ea * gw..][..gw], &codes[eb * gw..][..gw]);
@@ -236,7 +241,7 @@ impl Banding {
                                 continue;
                             }
                         }
-                        let rb = entries[eb].1;
+                        let rb = entries[eb].row();
                         let (a, b) = (row(ra), row(rb));
                         let Some(d) = self.filtered_distance(a, b) else {
                             continue;
@@ -258,10 +263,10 @@ impl Banding {
     /// gathered into `codes` and compared tile by tile with the batched scan kernel at the
     /// filter's radius, the survivors of a prefix checked on their full codes; the pairs this
     /// band reports replace `found`, sorted by rows (the kernel's order is its tiling's).
-    pub(super) fn big_run<'r>(
+    pub(super) fn big_run<'r, N: Entry>(
         &self,
         band: usize,
-        run: &[(u64, u32)],
+        run: &[N],
         row: &impl Fn(u32) -> &'r [u64],
         capped: &CappedSet,
         codes: &mut Vec<u64>,
@@ -270,8 +275,8 @@ impl Banding {
         let full = words_for(self.bits);
         let (w, radius) = self.prefix.unwrap_or((full, self.max_distance));
         codes.clear();
-        for &(_, r) in run {
-            codes.extend_from_slice(&row(r)[..w]);
+        for e in run {
+            codes.extend_from_slice(&row(e.row())[..w]);
         }
         found.clear();
         let mut xor = vec![0u64; full];
@@ -287,7 +292,7 @@ impl Banding {
                     if b <= a {
                         return;
                     }
-                    let (ra, rb) = (run[a].1, run[b].1);
+                    let (ra, rb) = (run[a].row(), run[b].row());
                     let (ca, cb) = (row(ra), row(rb));
                     let d = if self.prefix.is_some() {
                         let d = hamming::scalar::distance_upto(ca, cb, self.max_distance);
@@ -312,17 +317,17 @@ impl Banding {
     }
 
     /// The runs of `entries` longer than the cap.
-    pub(super) fn capped_runs(
+    pub(super) fn capped_runs<N: Entry>(
         &self,
         band: usize,
-        entries: &[(u64, u32)],
+        entries: &[N],
         out: &mut Vec<CappedGroup>,
     ) {
-        for run in entries.chunk_by(|x, y| x.0 == y.0) {
+        for run in entries.chunk_by(|x, y| x.same_key(*y)) {
             if run.len() > self.max_group {
                 out.push(CappedGroup {
                     band: band as u32,
-                    key: run[0].0,
+                    key: run[0].key(),
                     rows: run.len(),
                 });
             }
@@ -331,17 +336,18 @@ impl Banding {
 }
 
 /// [`Banding::scan_runs`]'s arguments, run with hardware popcount where there is one.
-pub(super) struct ScanRuns<'a, R, E> {
+pub(super) struct ScanRuns<'a, N, R, E> {
     banding: &'a Banding,
     band: usize,
-    entries: &'a [(u64, u32)],
+    entries: &'a [N],
     row: R,
     capped: &'a CappedSet,
     emit: E,
 }
 
-impl<'r, R, E> PopcntBody for ScanRuns<'_, R, E>
+impl<'r, N, R, E> PopcntBody for ScanRuns<'_, N, R, E>
 where
+    N: Entry,
     R: Fn(u32) -> &'r [u64],
     E: FnMut(u32, u32, u32),
 {
