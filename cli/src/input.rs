@@ -509,15 +509,54 @@ impl Reread {
     }
 
     /// The weighted features of the documents of `rows` (increasing), row `k` that of
-    /// `rows[k]`, as the signing pass made them: the vectors the verified join's cosines take.
-    /// An error as soon as they exceed their share of `budget` ([`MemoryBudget::vectors`]).
-    pub fn vectors(
+    /// `rows[k]`, as the signing pass made them: the vectors the verified join's cosines take,
+    /// when they fit `limit` bytes; else (from the same pass, the vectors dropped as soon as
+    /// they exceed it) the number of entries of each row's vector, to verify in blocks.
+    pub fn vectors_within(&self, tokenizer: &Tokenizer, rows: &[u32], limit: u64) -> Result<Made> {
+        let mut all = Some(FeatureRows::default());
+        let mut entries: Vec<u32> = Vec::new();
+        simlsh::memory::reserve(&mut entries, rows.len(), "the candidate rows' sizes")?;
+        self.read_rows(rows, |texts| {
+            let part = tokenizer.feature_rows(texts);
+            let (indptr, _, _) = part.parts();
+            entries.extend(indptr.windows(2).map(|w| (w[1] - w[0]) as u32));
+            if let Some(a) = &mut all {
+                a.append(part);
+                if a.bytes() as u64 > limit {
+                    all = None;
+                }
+            }
+        })?;
+        Ok(match all {
+            Some(a) => Made::All(SparseVectors::from_feature_rows(a)?),
+            None => Made::Entries(entries),
+        })
+    }
+
+    /// The weighted features of the documents of `rows` (increasing), as
+    /// [`vectors_within`](Self::vectors_within) made them, held in exactly `entries` entries
+    /// (their number, known from that pass).
+    pub fn vectors_of(
         &self,
         tokenizer: &Tokenizer,
         rows: &[u32],
-        budget: &MemoryBudget,
+        entries: usize,
     ) -> Result<SparseVectors> {
         let mut all = FeatureRows::default();
+        all.reserve(rows.len(), entries)?;
+        self.read_rows(rows, |texts| all.append(tokenizer.feature_rows(texts)))?;
+        anyhow::ensure!(
+            all.nnz() == entries,
+            "{} changed while it was read: the candidate rows have {} features, then {entries}",
+            self.path.display(),
+            all.nnz()
+        );
+        Ok(SparseVectors::from_feature_rows(all)?)
+    }
+
+    /// Calls `f` with the texts of the documents of `rows` (increasing), in order, a chunk's
+    /// at a time.
+    fn read_rows(&self, rows: &[u32], mut f: impl FnMut(&[&str])) -> Result<()> {
         let mut next = 0;
         self.for_each_chunk(|first, docs| {
             let end = first + docs.len();
@@ -527,15 +566,7 @@ impl Reread {
                 next += 1;
             }
             if !texts.is_empty() {
-                all.append(tokenizer.feature_rows(&texts));
-                budget
-                    .check_vectors(next, all.bytes() as u64)
-                    .with_context(|| {
-                        format!(
-                            "--memory {} is too small",
-                            human_bytes(budget.total as usize)
-                        )
-                    })?;
+                f(&texts);
             }
             Ok(())
         })?;
@@ -545,8 +576,16 @@ impl Reread {
             self.path.display(),
             rows.get(next).copied().unwrap_or_default()
         );
-        Ok(SparseVectors::from_feature_rows(all)?)
+        Ok(())
     }
+}
+
+/// The candidate rows' vectors from one pass ([`Reread::vectors_within`]).
+pub enum Made {
+    /// All of them, within the limit.
+    All(SparseVectors),
+    /// Beyond the limit: the number of entries of each row's vector.
+    Entries(Vec<u32>),
 }
 
 /// Documents under a memory budget, streamed: the names kept, the IDF table fitted in one pass

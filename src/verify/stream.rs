@@ -103,7 +103,7 @@ const CANDIDATES_SHARE: u64 = 6;
 /// |---|---|
 /// | signing | the signatures: at most a third of the free budget ([`signatures`](Self::signatures), the planner's memory) |
 /// | join | the signatures, the candidates held before spilling with the spill's buffer (a sixth, [`candidates`](Self::candidates)), and the band entries sorted at once: the rest ([`bands`](Self::bands)) |
-/// | verification | the held candidates, a batch of them read back and checked (at most as much again), and the candidate rows' vectors: the rest once the signatures are dropped ([`vectors`](Self::vectors)) |
+/// | verification | the held candidates, a batch of them read back and checked (at most as much again), and the candidate rows' vectors: the rest once the signatures are dropped ([`vectors`](Self::vectors)), made and verified in blocks when they do not fit at once ([`blocks`](Self::blocks)) |
 ///
 /// so that no phase holds more than the budget (beyond a fixed overhead: the program, its
 /// threads' stacks, the input's read buffers and a batch of documents, which the caller states).
@@ -241,27 +241,6 @@ impl MemoryBudget {
     pub fn blocks(&self, rows: usize) -> u64 {
         let words = crate::memory::bytes_of::<u64>(rows.div_ceil(64));
         self.vectors().saturating_sub(2 * words)
-    }
-
-    /// `Ok` when the vectors of `rows` candidate rows, `bytes` bytes, fit their share
-    /// ([`vectors`](Self::vectors)).
-    ///
-    /// # Errors
-    /// [`Error::InvalidParameter`] (`memory`) naming both sizes.
-    pub fn check_vectors(&self, rows: usize, bytes: u64) -> Result<()> {
-        if bytes > self.vectors() {
-            return Err(Error::param(
-                "memory",
-                format!(
-                    "{} bytes cannot hold the vectors of the {rows} candidate rows: they take \
-                     {bytes} bytes, and {} are left beside the held candidates and the \
-                     verification's buffers",
-                    self.total,
-                    self.vectors()
-                ),
-            ));
-        }
-        Ok(())
     }
 }
 
@@ -1070,15 +1049,8 @@ mod tests {
         assert!(sigs <= b.signatures);
         // Verification: the candidates, its buffers and the vectors.
         assert_eq!(b.held + b.rows + 2 * b.candidates + b.vectors(), b.total);
-        assert!(b.check_vectors(100_000, b.vectors()).is_ok());
-        let e = b
-            .check_vectors(100_000, b.vectors() + 1)
-            .unwrap_err()
-            .to_string();
-        assert!(
-            e.contains("100000 candidate rows") && e.contains("memory"),
-            "{e}"
-        );
+        // The blocks: the vectors' share less a bit and two ranks' words per 64 rows.
+        assert_eq!(b.blocks(n), b.vectors() - 2 * 8 * (n as u64).div_ceil(64));
         let e = b.bands(n, 1024).unwrap_err().to_string();
         assert!(e.contains("1024 bits") && e.contains("128000000"), "{e}");
         assert!(b.check_signatures(n, 512).is_ok());
