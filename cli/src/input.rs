@@ -613,6 +613,9 @@ fn prepare_streamed(
     };
     let tokenizer = sign::tokenizer_with(&a.text, ctx, |counting| {
         let mut c = DfCounter::new(counting);
+        if let Some(total) = signing.memory {
+            c = c.memory(MemoryBudget::idf_fit(total));
+        }
         reread.for_each_chunk(|_, docs| {
             name(&docs);
             let texts: Vec<&str> = docs.iter().map(|d| d.text.as_str()).collect();

@@ -91,6 +91,9 @@ const LISTED_ROW_BYTES: u64 = 4;
 /// The signatures may take this fraction (1/n) of the free budget ([`MemoryBudget::free`]).
 const SIGNATURES_SHARE: u64 = 3;
 
+/// The IDF fit's pending keys take this fraction (1/n) of the whole budget.
+const IDF_FIT_SHARE: u64 = 8;
+
 /// The candidates held before spilling take this fraction (1/n) of the free budget.
 const CANDIDATES_SHARE: u64 = 6;
 
@@ -165,6 +168,15 @@ impl MemoryBudget {
             signatures: free / SIGNATURES_SHARE,
             candidates: free / CANDIDATES_SHARE,
         })
+    }
+
+    /// The bytes the fit of the IDF table (the pass before the rows are counted and the rest
+    /// of the budget split) may take for its pending keys under a budget of `total` bytes:
+    /// an eighth ([`DfCounter::memory`](crate::text::DfCounter::memory)). Beside them the fit
+    /// holds its table (the fitted table, counted in `held` afterwards, twice while it is
+    /// merged) and the keys of a batch of documents.
+    pub fn idf_fit(total: u64) -> u64 {
+        total / IDF_FIT_SHARE
     }
 
     /// What the signatures, candidates, band entries and vectors share: the budget less what
