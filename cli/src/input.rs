@@ -17,9 +17,7 @@ use simlsh::io::lines::BadLines;
 use simlsh::text::{DfCounter, FeatureRows, SignOptions, Tokenizer};
 use simlsh::verify::{DenseVectors, MemoryBudget, SparseVectors};
 
-use crate::common::{
-    Ctx, DEFAULT_BITS, InputShape, SignerArgs, human_bytes, memory_available, read_codes,
-};
+use crate::common::{Ctx, DEFAULT_BITS, InputShape, SignerArgs, human_bytes, read_codes};
 use crate::names::Names;
 use crate::parquet::Table;
 use crate::sign::{self, InputArgs};
@@ -85,15 +83,18 @@ impl Signing {
     }
 
     /// The budget of a run over `n` rows whose caller holds `held` bytes throughout: `--memory`,
-    /// or what this process may still allocate.
+    /// or the library's default ([`MemoryBudget::of_run`]).
     fn budget(&self, n: usize, held: u64) -> Result<MemoryBudget> {
-        let total = self.memory.unwrap_or_else(memory_available);
-        MemoryBudget::new(total, n, held).with_context(|| {
-            format!(
-                "--memory {} is too small for {n} rows",
-                human_bytes(total as usize)
-            )
-        })
+        MemoryBudget::of_run(self.memory, n, held).with_context(|| self.too_small(n))
+    }
+
+    /// The context of a budget too small for `n` rows.
+    fn too_small(&self, n: usize) -> String {
+        let total = self.memory.unwrap_or_else(simlsh::memory::available);
+        format!(
+            "--memory {} is too small for {n} rows",
+            human_bytes(total as usize)
+        )
     }
 
     /// The width to sign `n` rows of `features()` nonzeros on average at, and the join's plan
@@ -142,7 +143,10 @@ impl Signing {
             None => {
                 let plan = planner
                     .features(features())
-                    .memory(budget.map_or(0, |b| b.signatures))
+                    .memory(
+                        MemoryBudget::planner_memory(self.memory, n, held)
+                            .with_context(|| self.too_small(n))?,
+                    )
                     .plan()?;
                 ctx.record("bits_planned", plan.bits);
                 if plan.bits != self.default_bits {

@@ -104,7 +104,7 @@ const CANDIDATES_SHARE: u64 = 6;
 ///
 /// | phase | holds |
 /// |---|---|
-/// | signing | the signatures: at most a third of the free budget ([`signatures`](Self::signatures), the planner's memory) |
+/// | signing | the signatures: the widths planned within a third of the free budget ([`signatures`](Self::signatures), the planner's memory); the narrowest (or a width given) up to all but the candidates' share ([`check_signatures`](Self::check_signatures)) |
 /// | join | the signatures, the candidates held before spilling with the spill's buffer (a sixth, [`candidates`](Self::candidates)), and the band entries sorted at once: the rest ([`bands`](Self::bands)) |
 /// | verification | the held candidates, a batch of them read back and checked (at most as much again), and the candidate rows' vectors: the rest once the signatures are dropped ([`vectors`](Self::vectors)), made and verified in blocks when they do not fit at once ([`blocks`](Self::blocks)) |
 ///
@@ -120,7 +120,7 @@ const CANDIDATES_SHARE: u64 = 6;
 /// assert!(budget.signatures < 128_000_000);
 /// let bands = budget.bands(1_000_000, 512)?;
 /// assert!(simlsh::join::band_chunk(1_000_000, bands) >= 1);
-/// assert!(budget.bands(1_000_000, 1024).is_err());
+/// assert!(budget.bands(1_000_000, 2048).is_err());
 /// # Ok::<(), simlsh::Error>(())
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -131,7 +131,7 @@ pub struct MemoryBudget {
     pub held: u64,
     /// The join's per-row state ([`JOIN_ROW_BYTES`] per row).
     pub rows: u64,
-    /// The most the signatures may take: the width planner's memory
+    /// The signatures' share, a third of the free budget: the width planner's memory
     /// ([`JoinPlanner::memory`](crate::estimate::JoinPlanner::memory)).
     pub signatures: u64,
     /// The candidates held before they are spilled to a temporary file.
@@ -179,6 +179,41 @@ impl MemoryBudget {
         total / IDF_FIT_SHARE
     }
 
+    /// The budget of a run over `rows` rows whose caller holds `held` bytes throughout:
+    /// `memory` bytes when given, else what this process may still allocate
+    /// ([`memory::available`](crate::memory::available)). The default of every front end
+    /// (the command line, Python's `plan_join`, Spark's planning), decided here once.
+    ///
+    /// # Errors
+    /// As [`new`](Self::new).
+    pub fn of_run(memory: Option<u64>, rows: usize, held: u64) -> Result<Self> {
+        Self::new(memory.unwrap_or_else(crate::memory::available), rows, held)
+    }
+
+    /// The memory a width planner takes ([`JoinPlanner::memory`](crate::estimate::JoinPlanner::memory))
+    /// for a run as [`of_run`](Self::of_run): the signatures' share of its budget. Without
+    /// a `memory` given, 0 (the narrowest width) when what is available cannot hold the
+    /// rows' state.
+    ///
+    /// ```
+    /// use simlsh::verify::MemoryBudget;
+    ///
+    /// let share = MemoryBudget::planner_memory(Some(256 << 20), 1_000_000, 0)?;
+    /// assert_eq!(share, MemoryBudget::new(256 << 20, 1_000_000, 0)?.signatures);
+    /// assert!(MemoryBudget::planner_memory(Some(1 << 20), 1_000_000, 0).is_err());
+    /// # Ok::<(), simlsh::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`new`](Self::new), when `memory` is given.
+    pub fn planner_memory(memory: Option<u64>, rows: usize, held: u64) -> Result<u64> {
+        match (Self::of_run(memory, rows, held), memory) {
+            (Ok(b), _) => Ok(b.signatures),
+            (Err(e), Some(_)) => Err(e),
+            (Err(_), None) => Ok(0),
+        }
+    }
+
     /// What the signatures, candidates, band entries and vectors share: the budget less what
     /// the caller holds and the rows' state.
     pub fn free(&self) -> u64 {
@@ -187,23 +222,27 @@ impl MemoryBudget {
             .saturating_sub(self.rows)
     }
 
-    /// The bytes of the signatures of `rows` rows at `bits` bits, when they fit their share
-    /// ([`signatures`](Self::signatures)).
+    /// The bytes of the signatures of `rows` rows at `bits` bits, when they fit beside the
+    /// held candidates: the planner's widths take at most their share
+    /// ([`signatures`](Self::signatures)), but a width given (or the narrowest, which the
+    /// planner always keeps) may take all the free budget but the candidates' share, the
+    /// band entries then checked apart ([`bands`](Self::bands)).
     ///
     /// # Errors
     /// [`Error::InvalidParameter`] (`memory`) naming both sizes.
     pub fn check_signatures(&self, rows: usize, bits: usize) -> Result<u64> {
         let sigs = crate::memory::bytes_of::<u64>(rows).saturating_mul(bits.div_ceil(64) as u64);
-        if sigs > self.signatures {
+        let most = self.free().saturating_sub(self.candidates);
+        if sigs > most {
             return Err(Error::param(
                 "memory",
                 format!(
                     "{} bytes cannot hold the signatures of {rows} rows at {bits} bits: they \
-                     take {sigs} bytes, and may take a third of the {} left by names, tables \
-                     and the rows' state ({})",
+                     take {sigs} bytes, and {most} are left beside the held candidates ({}) \
+                     of the {} left by names, tables and the rows' state",
                     self.total,
+                    self.candidates,
                     self.free(),
-                    self.signatures
                 ),
             ));
         }
@@ -1063,9 +1102,16 @@ mod tests {
         assert_eq!(b.held + b.rows + 2 * b.candidates + b.vectors(), b.total);
         // The blocks: the vectors' share less a bit and two ranks' words per 64 rows.
         assert_eq!(b.blocks(n), b.vectors() - 2 * 8 * (n as u64).div_ceil(64));
-        let e = b.bands(n, 1024).unwrap_err().to_string();
-        assert!(e.contains("1024 bits") && e.contains("128000000"), "{e}");
+        let e = b.bands(n, 2048).unwrap_err().to_string();
+        assert!(e.contains("2048 bits") && e.contains("256000000"), "{e}");
         assert!(b.check_signatures(n, 512).is_ok());
+        // Beyond their share, signatures fit beside the held candidates (the bands apart).
+        assert!(b.signatures < 128_000_000);
+        assert_eq!(b.check_signatures(n, 1024).unwrap(), 128_000_000);
+        let most = b.free() - b.candidates;
+        let words = most / (8 * n as u64);
+        assert!(b.check_signatures(n, 64 * words as usize).is_ok());
+        assert!(b.check_signatures(n, 64 * (words as usize + 1)).is_err());
         // Names and tables that leave nothing.
         let e = MemoryBudget::new(10 << 20, n, 8 << 20)
             .unwrap_err()
