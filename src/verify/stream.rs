@@ -487,16 +487,20 @@ impl CandidatePairs {
     /// let candidates = join.candidate_pairs(&sigs, &[], &budget, &std::env::temp_dir())?;
     /// let rows = candidates.rows();
     /// let bytes = |k: usize| sparse_row_bytes(docs[rows[k] as usize].len());
-    /// // Room for two rows at a time: one candidate per block.
+    /// // Room for the vectors of two of the rows at a time (44 to 56 bytes each, and 4 for
+    /// // their listing), not three: one candidate per block.
     /// let mut pairs = Vec::new();
     /// let blocked = candidates.verify_blocks(
-    ///     2 * sparse_row_bytes(4),
+    ///     120,
     ///     bytes,
     ///     |block: &[u32]| SparseVectors::from_rows(block.iter().map(|&r| docs[r as usize].clone())),
     ///     |p| pairs.push((p.i, p.j)),
     /// )?;
-    /// assert_eq!(pairs, vec![(0, 1), (0, 2), (1, 2)]);
-    /// assert_eq!(blocked.blocks, 3);
+    /// assert_eq!(blocked.blocks as u64, blocked.report.candidates);
+    /// let mut want = Vec::new();
+    /// join.run(&sigs, &SparseVectors::from_rows(docs.clone())?, |p| want.push((p.i, p.j)))?;
+    /// assert_eq!(pairs, want);
+    /// assert!(pairs.contains(&(0, 1)) && !pairs.contains(&(1, 2))); // cosines 0.87 and 0.75
     /// # Ok::<(), simlsh::Error>(())
     /// ```
     ///
