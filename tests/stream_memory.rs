@@ -2,6 +2,7 @@
 //! measures the peak heap [`VerifiedJoin::candidate_pairs`] holds beyond what existed before
 //! it, which stays within the budget's shares for the rows' state, the band entries and the
 //! held candidates; bands sorted by small chunks give the candidates of the unbounded join.
+//! The IDF fit ([`DfCounter::memory`]) likewise holds its pending keys within its share.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
@@ -10,6 +11,7 @@ use rand::{RngExt, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use simlsh::SignatureMatrix;
 use simlsh::join::{Banding, Scheme, band_chunk, band_chunk_bytes};
+use simlsh::text::{DfCounter, Idf, PENDING_KEY_BYTES, Tokenizer};
 use simlsh::verify::{JOIN_ROW_BYTES, MemoryBudget, VerifiedJoin};
 
 /// The system allocator, counting the bytes live and their peak.
@@ -65,6 +67,9 @@ unsafe impl GlobalAlloc for Counting {
 #[global_allocator]
 static ALLOCATOR: Counting = Counting;
 
+/// The tests measure one at a time (the counters are the process's).
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// `n` random 256-bit signatures, every tenth row followed by a near-copy (4 bits flipped).
 fn planted(n: usize, seed: u64) -> SignatureMatrix {
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
@@ -89,6 +94,7 @@ fn planted(n: usize, seed: u64) -> SignatureMatrix {
 /// signatures exist before); and the candidates are those of the unbounded join.
 #[test]
 fn the_join_holds_no_more_than_its_budget() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let n = 30_000;
     let sigs = planted(n, 7);
     let join = VerifiedJoin::builder()
@@ -156,4 +162,61 @@ fn the_join_holds_no_more_than_its_budget() {
     );
     // With the signatures, the whole budget.
     assert!(held as u64 + sig_bytes <= budget.total + slack as u64);
+}
+
+/// The IDF fit under a budget: its pending keys within the budget's share
+/// ([`MemoryBudget::idf_fit`]), beside its table (twice while merged) and a batch's keys;
+/// the table that of the unbounded fit. Without a bound, the same documents hold many times
+/// more.
+#[test]
+fn the_idf_fit_holds_its_keys_within_its_share() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    // 20,000 documents of 30 words from a vocabulary of 5,000: 600,000 keys (4.8 MB).
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(11);
+    let docs: Vec<String> = (0..20_000)
+        .map(|_| {
+            (0..30)
+                .map(|_| format!("w{}", rng.random_range(0..5_000u32)))
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .collect();
+    let tok = Tokenizer::builder().build().unwrap();
+    let fit = |memory: Option<u64>| {
+        let before = LIVE.load(Relaxed);
+        PEAK.store(before, Relaxed);
+        let mut c = DfCounter::new(&tok);
+        if let Some(m) = memory {
+            c = c.memory(m);
+        }
+        for batch in docs.chunks(500) {
+            c.add_batch(batch);
+        }
+        let idf = c.finish();
+        (idf, PEAK.load(Relaxed) - before)
+    };
+    let total = 4 << 20;
+    let share = MemoryBudget::idf_fit(total);
+    assert_eq!(share, 512 << 10);
+    let (bounded, held) = fit(Some(share));
+    let (unbounded, unbounded_held) = fit(None);
+    assert_eq!(bounded.entries(), unbounded.entries());
+    assert_eq!(bounded.entries(), Idf::fit(&tok, docs.iter()).entries());
+    // The table (16 bytes an entry: the table, its merged copy, and the copy shrunk to fit at
+    // the end), a batch's keys (500 documents of at most 30 keys, twice while their lists
+    // grow), the tokenizer's copy and its buffers.
+    let table = 16 * bounded.entries().len() as u64;
+    let batch = 2 * 8 * 500 * 30;
+    let fixed = 256 << 10;
+    let allowed = share + 3 * table + batch + fixed;
+    eprintln!("held {held} (unbounded {unbounded_held}), allowed {allowed}");
+    assert!(
+        share / PENDING_KEY_BYTES < 600_000,
+        "the share holds every key"
+    );
+    assert!(held as u64 <= allowed, "held {held}, allowed {allowed}");
+    assert!(
+        unbounded_held as u64 > 4 * allowed,
+        "unbounded {unbounded_held}"
+    );
 }

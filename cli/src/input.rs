@@ -17,9 +17,7 @@ use simlsh::io::lines::BadLines;
 use simlsh::text::{DfCounter, FeatureRows, SignOptions, Tokenizer};
 use simlsh::verify::{DenseVectors, MemoryBudget, SparseVectors};
 
-use crate::common::{
-    Ctx, DEFAULT_BITS, InputShape, SignerArgs, human_bytes, memory_available, read_codes,
-};
+use crate::common::{Ctx, DEFAULT_BITS, InputShape, SignerArgs, human_bytes, read_codes};
 use crate::names::Names;
 use crate::parquet::Table;
 use crate::sign::{self, InputArgs};
@@ -85,15 +83,18 @@ impl Signing {
     }
 
     /// The budget of a run over `n` rows whose caller holds `held` bytes throughout: `--memory`,
-    /// or what this process may still allocate.
+    /// or the library's default ([`MemoryBudget::of_run`]).
     fn budget(&self, n: usize, held: u64) -> Result<MemoryBudget> {
-        let total = self.memory.unwrap_or_else(memory_available);
-        MemoryBudget::new(total, n, held).with_context(|| {
-            format!(
-                "--memory {} is too small for {n} rows",
-                human_bytes(total as usize)
-            )
-        })
+        MemoryBudget::of_run(self.memory, n, held).with_context(|| self.too_small(n))
+    }
+
+    /// The context of a budget too small for `n` rows.
+    fn too_small(&self, n: usize) -> String {
+        let total = self.memory.unwrap_or_else(simlsh::memory::available);
+        format!(
+            "--memory {} is too small for {n} rows",
+            human_bytes(total as usize)
+        )
     }
 
     /// The width to sign `n` rows of `features()` nonzeros on average at, and the join's plan
@@ -142,7 +143,10 @@ impl Signing {
             None => {
                 let plan = planner
                     .features(features())
-                    .memory(budget.map_or(0, |b| b.signatures))
+                    .memory(
+                        MemoryBudget::planner_memory(self.memory, n, held)
+                            .with_context(|| self.too_small(n))?,
+                    )
                     .plan()?;
                 ctx.record("bits_planned", plan.bits);
                 if plan.bits != self.default_bits {
@@ -509,15 +513,54 @@ impl Reread {
     }
 
     /// The weighted features of the documents of `rows` (increasing), row `k` that of
-    /// `rows[k]`, as the signing pass made them: the vectors the verified join's cosines take.
-    /// An error as soon as they exceed their share of `budget` ([`MemoryBudget::vectors`]).
-    pub fn vectors(
+    /// `rows[k]`, as the signing pass made them: the vectors the verified join's cosines take,
+    /// when they fit `limit` bytes; else (from the same pass, the vectors dropped as soon as
+    /// they exceed it) the number of entries of each row's vector, to verify in blocks.
+    pub fn vectors_within(&self, tokenizer: &Tokenizer, rows: &[u32], limit: u64) -> Result<Made> {
+        let mut all = Some(FeatureRows::default());
+        let mut entries: Vec<u32> = Vec::new();
+        simlsh::memory::reserve(&mut entries, rows.len(), "the candidate rows' sizes")?;
+        self.read_rows(rows, |texts| {
+            let part = tokenizer.feature_rows(texts);
+            let (indptr, _, _) = part.parts();
+            entries.extend(indptr.windows(2).map(|w| (w[1] - w[0]) as u32));
+            if let Some(a) = &mut all {
+                a.append(part);
+                if a.bytes() as u64 > limit {
+                    all = None;
+                }
+            }
+        })?;
+        Ok(match all {
+            Some(a) => Made::All(SparseVectors::from_feature_rows(a)?),
+            None => Made::Entries(entries),
+        })
+    }
+
+    /// The weighted features of the documents of `rows` (increasing), as
+    /// [`vectors_within`](Self::vectors_within) made them, held in exactly `entries` entries
+    /// (their number, known from that pass).
+    pub fn vectors_of(
         &self,
         tokenizer: &Tokenizer,
         rows: &[u32],
-        budget: &MemoryBudget,
+        entries: usize,
     ) -> Result<SparseVectors> {
         let mut all = FeatureRows::default();
+        all.reserve(rows.len(), entries)?;
+        self.read_rows(rows, |texts| all.append(tokenizer.feature_rows(texts)))?;
+        anyhow::ensure!(
+            all.nnz() == entries,
+            "{} changed while it was read: the candidate rows have {} features, then {entries}",
+            self.path.display(),
+            all.nnz()
+        );
+        Ok(SparseVectors::from_feature_rows(all)?)
+    }
+
+    /// Calls `f` with the texts of the documents of `rows` (increasing), in order, a chunk's
+    /// at a time.
+    fn read_rows(&self, rows: &[u32], mut f: impl FnMut(&[&str])) -> Result<()> {
         let mut next = 0;
         self.for_each_chunk(|first, docs| {
             let end = first + docs.len();
@@ -527,15 +570,7 @@ impl Reread {
                 next += 1;
             }
             if !texts.is_empty() {
-                all.append(tokenizer.feature_rows(&texts));
-                budget
-                    .check_vectors(next, all.bytes() as u64)
-                    .with_context(|| {
-                        format!(
-                            "--memory {} is too small",
-                            human_bytes(budget.total as usize)
-                        )
-                    })?;
+                f(&texts);
             }
             Ok(())
         })?;
@@ -545,8 +580,16 @@ impl Reread {
             self.path.display(),
             rows.get(next).copied().unwrap_or_default()
         );
-        Ok(SparseVectors::from_feature_rows(all)?)
+        Ok(())
     }
+}
+
+/// The candidate rows' vectors from one pass ([`Reread::vectors_within`]).
+pub enum Made {
+    /// All of them, within the limit.
+    All(SparseVectors),
+    /// Beyond the limit: the number of entries of each row's vector.
+    Entries(Vec<u32>),
 }
 
 /// Documents under a memory budget, streamed: the names kept, the IDF table fitted in one pass
@@ -574,6 +617,9 @@ fn prepare_streamed(
     };
     let tokenizer = sign::tokenizer_with(&a.text, ctx, |counting| {
         let mut c = DfCounter::new(counting);
+        if let Some(total) = signing.memory {
+            c = c.memory(MemoryBudget::idf_fit(total));
+        }
         reread.for_each_chunk(|_, docs| {
             name(&docs);
             let texts: Vec<&str> = docs.iter().map(|d| d.text.as_str()).collect();

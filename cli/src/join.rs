@@ -8,14 +8,16 @@ use clap::{Args as ClapArgs, ValueEnum};
 use simlsh::SignatureMatrix;
 use simlsh::estimate;
 use simlsh::join::{LeaderOrder, SharedUnionFind, leader_clusters, self_join_active};
-use simlsh::verify::{CsrVectors, VerifiedJoin, VerifiedPair, VerifyReport};
+use simlsh::verify::{
+    BlockedReport, CsrVectors, VerifiedJoin, VerifiedPair, VerifyReport, sparse_row_bytes,
+};
 
 use std::collections::HashMap;
 use std::io::Write;
 use std::path::Path;
 
-use crate::common::Ctx;
-use crate::input::{Exact, Prepared, Signing, VerifiedRequest};
+use crate::common::{Ctx, human_bytes};
+use crate::input::{Exact, Made, Prepared, Signing, VerifiedRequest};
 use crate::names::Names;
 use crate::parquet::Shape;
 use crate::table::Rows;
@@ -398,18 +400,73 @@ fn run_streamed(
             join.candidate_pairs(&p.sigs, &p.empty, &budget, &std::env::temp_dir())
         })?)
     })?;
-    let bits = p.sigs.bits();
+    let (n, bits) = (p.sigs.len(), p.sigs.bits());
     p.sigs = SignatureMatrix::zeros(0, bits)?;
     simlsh::memory::return_freed_memory();
     ctx.record("candidates_spilled_bytes", candidates.spilled_bytes());
     ctx.phase("verify", |ctx| {
         let rows = candidates.rows();
-        let vectors = reread.vectors(tokenizer, &rows, &budget)?;
         ctx.record("candidate_rows", rows.len());
-        ctx.record("candidate_vector_bytes", vectors.bytes());
-        drop(rows);
-        Ok(ctx.spin("verifying pairs", || {
-            candidates.verify(|_| Ok(vectors), sink)
-        })?)
+        // Held beside the vectors: the candidate rows and their sizes.
+        let listed = simlsh::memory::bytes_of::<u32>(rows.len()) * 2;
+        let limit = budget.blocks(n).saturating_sub(listed);
+        let too_small = || {
+            format!(
+                "--memory {} is too small",
+                human_bytes(budget.total as usize)
+            )
+        };
+        let made = reread.vectors_within(tokenizer, &rows, limit)?;
+        let blocked = match made {
+            Made::All(vectors) => {
+                ctx.record("candidate_vector_bytes", vectors.bytes());
+                drop(rows);
+                let report = ctx.spin("verifying pairs", || {
+                    candidates.verify(|_| Ok(vectors), sink)
+                })?;
+                BlockedReport { report, blocks: 1 }
+            }
+            Made::Entries(entries) => {
+                // A row's vector as made: its entries and offset, and the offset of the rows
+                // it is made from.
+                let bytes = |k: usize| sparse_row_bytes(entries[k] as usize) + 8;
+                ctx.record(
+                    "candidate_vector_bytes",
+                    (0..rows.len()).map(bytes).sum::<u64>(),
+                );
+                // The error of a pass, returned as it is (the library's stands in for it).
+                let mut failed = None;
+                let blocked = ctx.spin("verifying pairs in blocks", || {
+                    candidates.verify_blocks(
+                        limit,
+                        bytes,
+                        |block| {
+                            let n = block
+                                .iter()
+                                .filter_map(|r| rows.binary_search(r).ok())
+                                .map(|k| entries[k] as usize)
+                                .sum();
+                            reread.vectors_of(tokenizer, block, n).map_err(|e| {
+                                let said = simlsh::Error::Unavailable(format!("{e:#}"));
+                                failed = Some(e);
+                                said
+                            })
+                        },
+                        sink,
+                    )
+                });
+                if let Some(e) = failed {
+                    return Err(e);
+                }
+                blocked.with_context(too_small)?
+            }
+        };
+        let passes = match blocked.blocks {
+            1 => 1,
+            b => 1 + b,
+        };
+        ctx.record("verify_blocks", blocked.blocks);
+        ctx.record("verify_passes", passes);
+        Ok(blocked.report)
     })
 }

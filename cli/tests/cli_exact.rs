@@ -446,11 +446,89 @@ fn knn_rerank_gives_exact_cosines_and_recovers_the_exact_neighbours() {
     assert!(String::from_utf8_lossy(&r.stderr).contains("--rerank needs the input's vectors"));
 }
 
+/// The outputs of `dedup` (pairs, clusters, unique texts, empty rows) on `input` with `opts`
+/// and `--memory`, and its `--stats`; temporary files in `spill_dir`.
+fn dedup_outputs(
+    input: &std::path::Path,
+    opts: &[&str],
+    memory: Option<&str>,
+    tag: &str,
+    spill_dir: &std::path::Path,
+) -> (Vec<Vec<u8>>, serde_json::Value) {
+    let names = ["pairs.tsv", "clusters.tsv", "unique.txt", "empty.txt"];
+    let files: Vec<PathBuf> = names.iter().map(|n| tmp(&format!("{tag}-{n}"))).collect();
+    let stats = tmp(&format!("{tag}-stats.json"));
+    let mut cmd = simlsh();
+    cmd.arg("dedup").arg(input).args(opts);
+    for (flag, f) in ["--pairs", "--clusters", "--output", "--empty"]
+        .iter()
+        .zip(&files)
+    {
+        cmd.arg(flag).arg(f);
+    }
+    if let Some(m) = memory {
+        cmd.args(["--memory", m]);
+    }
+    ok(&cmd
+        .arg("--stats")
+        .arg(&stats)
+        .env("TMPDIR", spill_dir)
+        .output()
+        .unwrap());
+    let stats = serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
+    (
+        files.iter().map(|f| std::fs::read(f).unwrap()).collect(),
+        stats,
+    )
+}
+
+/// Under a budget whose vectors' share does not hold the candidate rows' vectors, `dedup`
+/// verifies the candidates in blocks (one more pass over the input each, after the pass
+/// that finds them too large) and gives the outputs of the run without a budget, byte for
+/// byte; the more blocks, the smaller the budget; a budget that holds them, one block and
+/// one pass.
+#[test]
+fn dedup_verifies_in_blocks_when_the_vectors_exceed_their_share() {
+    let input = PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../datasets/healthtweets-10k/healthtweets-10k.csv"
+    ));
+    let spill_dir = tmp("blocks-spill");
+    std::fs::create_dir_all(&spill_dir).unwrap();
+    let opts = ["--cosine", "0.8", "--bits", "128"];
+    let (want, _) = dedup_outputs(&input, &opts, None, "blocks-whole", &spill_dir);
+    assert!(want[0].len() > 10_000, "too few pairs to test");
+    let mut last = 0;
+    for memory in ["1G", "3M", "1600K"] {
+        let (got, stats) = dedup_outputs(&input, &opts, Some(memory), "blocks", &spill_dir);
+        assert!(got == want, "--memory {memory}: the outputs differ");
+        let v = &stats["values"];
+        let blocks = v["verify_blocks"]
+            .as_u64()
+            .unwrap_or_else(|| panic!("{stats}"));
+        let passes = v["verify_passes"].as_u64().unwrap();
+        match memory {
+            "1G" => assert_eq!((blocks, passes), (1, 1), "{stats}"),
+            _ => {
+                assert!(blocks > last.max(1), "--memory {memory}: {stats}");
+                assert_eq!(passes, blocks + 1, "{stats}");
+                assert!(v["candidates_spilled_bytes"].as_u64().unwrap() > 0);
+            }
+        }
+        last = blocks;
+        assert!(
+            std::fs::read_dir(&spill_dir).unwrap().next().is_none(),
+            "a temporary file is left behind"
+        );
+    }
+}
+
 /// `--memory` streams the documents (read again to verify the candidates and to write
 /// --output; candidates spilled to a temporary file beyond their share of the budget, bands
 /// sorted by chunks within theirs) and gives the outputs of the run without a budget, byte
-/// for byte, at several budgets, with and without a spill; the spill is removed; a budget too
-/// small for the signatures, or for the names and tables, is an error naming it.
+/// for byte, at several budgets, with and without a spill (the smallest verifying in blocks);
+/// the spill is removed; a budget too small for the signatures, or for the names and tables,
+/// is an error naming it.
 #[test]
 fn dedup_under_a_memory_budget_gives_the_outputs_of_a_run_without() {
     let docs = planted_documents();
@@ -464,35 +542,11 @@ fn dedup_under_a_memory_budget_gives_the_outputs_of_a_run_without() {
         (&["--cosine", "0.8"][..], &[("1G", false)][..]),
         (
             &["--cosine", "0.5", "--bits", "64"][..],
-            &[("1G", false), ("1M", true), ("700K", true)][..],
+            &[("1G", false), ("1M", true), ("700K", true), ("300K", true)][..],
         ),
     ] {
-        let run = |memory: Option<&str>, tag: &str| -> (Vec<Vec<u8>>, serde_json::Value) {
-            let files: Vec<PathBuf> = names.iter().map(|n| tmp(&format!("{tag}-{n}"))).collect();
-            let stats = tmp(&format!("{tag}-stats.json"));
-            let mut cmd = simlsh();
-            cmd.arg("dedup").arg(&input).args(opts);
-            for (flag, f) in ["--pairs", "--clusters", "--output", "--empty"]
-                .iter()
-                .zip(&files)
-            {
-                cmd.arg(flag).arg(f);
-            }
-            if let Some(m) = memory {
-                cmd.args(["--memory", m]);
-            }
-            ok(&cmd
-                .arg("--stats")
-                .arg(&stats)
-                .env("TMPDIR", &spill_dir)
-                .output()
-                .unwrap());
-            let stats = serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
-            (
-                files.iter().map(|f| std::fs::read(f).unwrap()).collect(),
-                stats,
-            )
-        };
+        let run =
+            |memory: Option<&str>, tag: &str| dedup_outputs(&input, opts, memory, tag, &spill_dir);
         let (want, _) = run(None, "whole");
         assert!(want[0].len() > 1000, "too few pairs to test");
         for &(memory, spilled) in budgets {
@@ -513,10 +567,9 @@ fn dedup_under_a_memory_budget_gives_the_outputs_of_a_run_without() {
             );
         }
     }
-    // Too small for the vectors of the candidate rows; for the signatures of the documents
-    // at 4,096 bits; for their names, IDF table and clusters.
+    // Too small for the signatures of the documents at 4,096 bits; for their names, IDF
+    // table and clusters.
     for (memory, bits, human, what) in [
-        ("300K", "64", "300.0 KiB", "vectors of the"),
         ("400K", "4096", "400.0 KiB", "4096 bits"),
         ("20K", "4096", "20.0 KiB", "names and tables"),
     ] {

@@ -41,7 +41,10 @@ def plan_join(
     """The library's plan of a verified join at cosine ``threshold`` over ``rows`` rows, as
     ``simlsh dedup --cosine`` makes it: at ``bits`` when the signatures exist, else the width
     chosen for rows of ``features`` nonzeros on average (signing counted), among those whose
-    signatures fit in ``memory`` bytes when given; ``recall`` at the threshold (the library's
+    signatures fit their share of a run's memory budget of ``memory`` bytes (the whole budget,
+    split by the library as ``simlsh dedup --memory`` splits it; when None, the library's
+    default: what this process may still allocate, as the command line without ``--memory``);
+    ``recall`` at the threshold (the library's
     default when None); ``probes`` the multi-probe distance its banding may use (0 or 1; the
     library's default when None, as ``simlsh dedup --probes``). A dict: ``bits``, ``scheme`` (a :class:`Scheme`), ``choice``,
     ``recall`` (the scheme's planned recall), ``cost_ns``.

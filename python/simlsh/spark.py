@@ -322,9 +322,9 @@ def plan(
     (:func:`fit_tokenizer`), and without a ``signer`` the width planned for the rows and their
     mean feature count (documents: the library's sample of rows ``0, step, 2*step, ...`` in
     the DataFrame's order; sparse rows: their mean number of entries; dense rows: their
-    dimension), signed by the library's default signer at that width and seed. The command
-    line also drops widths whose signatures would not fit in a third of its machine's memory;
-    here every planned width is allowed."""
+    dimension), signed by the library's default signer at that width and seed. Widths whose
+    signatures do not fit their share of the memory available (on the driver) are dropped, as
+    the command line and :func:`simlsh.plan_join` drop them: the library's default budget."""
     src, inp = _resolve_input(df, col)
     return _plan(src, inp, threshold, signer, tokenizer, recall, probes)
 

@@ -7,6 +7,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use simlsh::estimate::{IntervalMethod, JoinPlanner, RadiusRule};
 use simlsh::join::{Banding, CappedGroup, Pass, Scheme, TableKeys, partition};
+use simlsh::verify::MemoryBudget;
 
 use crate::arrays::{codes, contiguous, u32s};
 use crate::errors::{IntoPy, value_error};
@@ -261,9 +262,10 @@ pub fn plan_join<'py>(
             ));
         }
     };
-    if let Some(m) = memory {
-        p = p.memory(m);
-    }
+    // The run's budget (or the library's default: what is available), split as every front
+    // end splits it: the planner takes the signatures' share.
+    let rows_n = usize::try_from(rows).unwrap_or(usize::MAX);
+    p = p.memory(MemoryBudget::planner_memory(memory, rows_n, 0).py()?);
     let plan = p.plan().py()?;
     let scheme = plan.scheme().py()?;
     let d = PyDict::new(py);

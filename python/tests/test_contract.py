@@ -500,3 +500,27 @@ def test_raw_code_joins_and_python_leave_featureless_rows_out_alike(cli, tmp_pat
         assert cli_knn(cli, tmp_path, path, 4, *cli_args) == {r: h for r, h in want.items() if h}, cli_args
         found = {n for r in range(len(codes)) for n in I[r].tolist()}
         assert (set(zero) & found == set()) == (featureless == "zero")
+
+
+def test_a_memory_budget_plans_the_same_width_everywhere(cli, tmp_path):
+    """The memory budget is the run's whole budget, split once by the library: the command
+    line's ``--memory`` and Python's ``plan_join(memory=...)`` plan the same width (512 bits
+    without a budget, the signatures' share of 9 MB holding 256-bit signatures of the 60,000
+    rows but not 512-bit ones), and without one both take the library's default (what is
+    available)."""
+    rng = np.random.default_rng(9)
+    n, dim = 60_000, 64
+    x = rng.standard_normal((n // 2, dim)).astype(np.float32)
+    x = np.vstack([x, x + 0.05 * rng.standard_normal(x.shape).astype(np.float32)])
+    np.save(tmp_path / "x.npy", x)
+    budget = 150 * n
+    _, free, _ = cli_pairs(cli, tmp_path, tmp_path / "x.npy", "--cosine", 0.8)
+    _, bounded, _ = cli_pairs(cli, tmp_path, tmp_path / "x.npy", "--cosine", 0.8, "--memory", budget)
+    assert free["bits_planned"] == simlsh.plan_join(0.8, rows=n, features=dim)["bits"] == 512
+    planned = simlsh.plan_join(0.8, rows=n, features=dim, memory=budget)
+    assert bounded["bits_planned"] == planned["bits"] == 256
+    assert str(planned["scheme"]) == bounded["scheme"]
+    # The share is a third of what the rows' state (6 bytes a row) leaves.
+    assert n * 256 // 8 <= (budget - 6 * n) // 3 < n * 512 // 8
+    with pytest.raises(ValueError, match="memory"):
+        simlsh.plan_join(0.8, rows=n, features=dim, memory=100_000)

@@ -210,6 +210,17 @@ impl FeatureRows {
         (keys, cols)
     }
 
+    /// Reserves room for `rows` more rows of `entries` entries in all, exactly: rows
+    /// [`append`](Self::append)ed within it take no more memory than their entries.
+    ///
+    /// # Errors
+    /// [`Error::OutOfMemory`](crate::Error::OutOfMemory) naming the feature rows.
+    pub fn reserve(&mut self, rows: usize, entries: usize) -> crate::Result<()> {
+        crate::memory::reserve(&mut self.indptr, rows, "the feature rows")?;
+        crate::memory::reserve(&mut self.keys, entries, "the feature rows")?;
+        crate::memory::reserve(&mut self.weights, entries, "the feature rows")
+    }
+
     /// Appends the rows of `other`.
     pub fn append(&mut self, other: FeatureRows) {
         let base = self.keys.len();

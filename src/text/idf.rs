@@ -124,18 +124,27 @@ impl Directory {
 const BY_DF_MAX: u32 = 1 << 16;
 
 /// Counts document frequencies, one document (or batch) at a time, in bounded memory for the
-/// pending keys; [`finish`](DfCounter::finish) gives the [`Idf`].
+/// pending keys ([`memory`](DfCounter::memory)); [`finish`](DfCounter::finish) gives the
+/// [`Idf`].
 #[derive(Clone, Debug)]
 pub struct DfCounter {
     tokenizer: Tokenizer,
     docs: u64,
     pending: Vec<u64>,
+    /// Pending keys merged into the table when one more document's would exceed this many.
+    limit: usize,
     table: Vec<(u64, u32)>,
     scratch: Scratch,
+    /// The distinct keys of the document [`add`](Self::add) counts.
+    doc: Vec<u64>,
 }
 
-/// Pending keys merged into the table when this many accumulate.
+/// Pending keys merged into the table when this many accumulate, by default.
 const FLUSH: usize = 1 << 22;
+
+/// Bytes per pending key: the key, and at most one entry of the merged table (key and count)
+/// while the keys are merged.
+pub const PENDING_KEY_BYTES: u64 = 24;
 
 impl DfCounter {
     /// A counter for documents tokenised by `tokenizer` (its weighting is irrelevant here).
@@ -144,8 +153,47 @@ impl DfCounter {
             tokenizer: tokenizer.clone(),
             docs: 0,
             pending: Vec::new(),
+            limit: FLUSH,
             table: Vec::new(),
             scratch: Scratch::default(),
+            doc: Vec::new(),
+        }
+    }
+
+    /// Holds the pending keys (and, while they are merged, their entries in the merged
+    /// table: [`PENDING_KEY_BYTES`] each) within `bytes`, merging them into the table more
+    /// often (the counts do not depend on it). By default, 2^22 keys (96 MiB). A document
+    /// with more distinct keys than that is merged alone. The table itself is the fitted
+    /// [`Idf`]'s ([`Idf::bytes`]), twice while a merge copies it.
+    ///
+    /// ```
+    /// use simlsh::text::{DfCounter, Idf, Tokenizer};
+    ///
+    /// let tok = Tokenizer::builder().build()?;
+    /// let docs = ["a b", "b c", "c d", "a d"];
+    /// let mut c = DfCounter::new(&tok).memory(48); // two keys at a time
+    /// c.add_batch(&docs);
+    /// assert_eq!(c.finish().entries(), Idf::fit(&tok, docs.iter()).entries());
+    /// # Ok::<(), simlsh::Error>(())
+    /// ```
+    pub fn memory(mut self, bytes: u64) -> Self {
+        self.limit = usize::try_from(bytes / PENDING_KEY_BYTES)
+            .unwrap_or(usize::MAX)
+            .max(1);
+        self
+    }
+
+    /// Makes room for `more` pending keys: merges the pending ones first when they would
+    /// exceed the limit.
+    fn room(&mut self, more: usize) {
+        if !self.pending.is_empty() && self.pending.len() + more > self.limit {
+            self.flush();
+        }
+        // Grown by doubling, never beyond the limit (unless one document exceeds it).
+        let want = self.pending.len() + more;
+        if want > self.pending.capacity() {
+            let cap = (2 * self.pending.capacity()).clamp(want, self.limit.max(want));
+            self.pending.reserve_exact(cap - self.pending.len());
         }
     }
 
@@ -171,39 +219,47 @@ impl DfCounter {
 
     /// Counts one document.
     pub fn add(&mut self, text: &str) {
-        Self::keys(&self.tokenizer, text, &mut self.scratch, &mut self.pending);
+        let mut keys = std::mem::take(&mut self.doc);
+        keys.clear();
+        Self::keys(&self.tokenizer, text, &mut self.scratch, &mut keys);
+        self.room(keys.len());
+        self.pending.extend_from_slice(&keys);
+        self.doc = keys;
         self.docs += 1;
-        if self.pending.len() >= FLUSH {
-            self.flush();
-        }
     }
 
     /// Counts a batch of documents, tokenised in parallel (the counts do not depend on the
     /// number of threads).
     pub fn add_batch<T: AsRef<str> + Sync>(&mut self, docs: &[T]) {
         let t = &self.tokenizer;
-        let keys: Vec<Vec<u64>> = docs
+        // Each document's keys, as (keys, where each document's end).
+        let keys: Vec<(Vec<u64>, Vec<usize>)> = docs
             .par_chunks(64)
             .map_init(Scratch::default, |s, chunk| {
                 let mut out = Vec::new();
+                let mut ends = Vec::with_capacity(chunk.len());
                 for d in chunk {
                     Self::keys(t, d.as_ref(), s, &mut out);
+                    ends.push(out.len());
                 }
-                out
+                (out, ends)
             })
             .collect();
         self.docs += docs.len() as u64;
-        for k in &keys {
-            self.pending.extend_from_slice(k);
-            if self.pending.len() >= FLUSH {
-                self.flush();
+        for (k, ends) in &keys {
+            let mut start = 0;
+            for &end in ends {
+                self.room(end - start);
+                self.pending.extend_from_slice(&k[start..end]);
+                start = end;
             }
         }
     }
 
     fn flush(&mut self) {
         self.pending.sort_unstable();
-        let mut merged = Vec::with_capacity(self.table.len() + self.pending.len() / 2);
+        // At most one entry per key: the table's and the pending ones'.
+        let mut merged = Vec::with_capacity(self.table.len() + self.pending.len());
         let (mut a, mut b) = (0, 0);
         let p = &self.pending;
         while a < self.table.len() || b < p.len() {

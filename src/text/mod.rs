@@ -91,7 +91,7 @@ mod stopwords;
 pub use bags::TokenBags;
 pub use config::{Mode, TokenizerBuilder, Weighting};
 pub use corpus::{FeatureRows, SignOptions, SignedCorpus};
-pub use idf::{DfCounter, IDF_FILE_VERSION, IDF_HASH_SEED, Idf, idf_key};
+pub use idf::{DfCounter, IDF_FILE_VERSION, IDF_HASH_SEED, Idf, PENDING_KEY_BYTES, idf_key};
 pub use spec::{FEATURE_SAMPLE, TokenizerSpec, WeightingKind, feature_sample_step, mean_features};
 pub use stopwords::{ENGLISH, StopWords};
 

@@ -4,7 +4,7 @@
 //! | task | function | candidates from |
 //! |---|---|---|
 //! | all pairs with cosine ≥ τ | [`VerifiedJoin`] | the exact Hamming join at a planned radius, or banding |
-//! | the same, vectors of the candidate rows only | [`VerifiedJoin::candidate_pairs`], [`CandidatePairs::verify`] | as above, collected (and spilled) first |
+//! | the same, vectors of the candidate rows only | [`VerifiedJoin::candidate_pairs`], [`CandidatePairs::verify`] (in blocks: [`CandidatePairs::verify_blocks`]) | as above, collected (and spilled) first |
 //! | k nearest by cosine | [`rerank`], [`rerank_graph`] | the `m` nearest by Hamming distance |
 //! | k best of given candidates | [`RerankIds`] (and [`check_base`]) | the hits of any search of an index, or ids |
 //! | the cosine of given pairs | [`paired_cosines`], [`paired_text_cosines`] | pairs found elsewhere (a distributed join) |
@@ -67,5 +67,7 @@ pub use hits::{BaseMismatch, check_base};
 pub use join::{VerifiedJoin, VerifiedJoinBuilder, VerifiedPair, VerifyReport};
 pub use paired::{paired_cosines, paired_text_cosines};
 pub use rerank::{Candidates, RerankIds, rerank, rerank_graph};
-pub use stream::{CANDIDATE_BYTES, CandidatePairs, JOIN_ROW_BYTES, MemoryBudget};
+pub use stream::{
+    BlockedReport, CANDIDATE_BYTES, CandidatePairs, JOIN_ROW_BYTES, MemoryBudget, sparse_row_bytes,
+};
 pub use vectors::{CsrVectors, DenseVectors, SparseVectors, Vectors, dot, dot_sparse};

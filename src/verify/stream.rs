@@ -54,7 +54,7 @@
 //! ```
 
 use std::fs::File;
-use std::io::{BufReader, BufWriter, Read, Write};
+use std::io::{BufReader, BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
@@ -84,8 +84,15 @@ const BATCH_CANDIDATE_BYTES: u64 = CANDIDATE_BYTES
 /// bits (1/8, counted as 1).
 pub const JOIN_ROW_BYTES: u64 = 6;
 
+/// Bytes per row of a block listed for its vectors (`vectors_of`'s argument), counted in
+/// the block's limit beside the row's vector.
+const LISTED_ROW_BYTES: u64 = 4;
+
 /// The signatures may take this fraction (1/n) of the free budget ([`MemoryBudget::free`]).
 const SIGNATURES_SHARE: u64 = 3;
+
+/// The IDF fit's pending keys take this fraction (1/n) of the whole budget.
+const IDF_FIT_SHARE: u64 = 8;
 
 /// The candidates held before spilling take this fraction (1/n) of the free budget.
 const CANDIDATES_SHARE: u64 = 6;
@@ -97,9 +104,9 @@ const CANDIDATES_SHARE: u64 = 6;
 ///
 /// | phase | holds |
 /// |---|---|
-/// | signing | the signatures: at most a third of the free budget ([`signatures`](Self::signatures), the planner's memory) |
+/// | signing | the signatures: the widths planned within a third of the free budget ([`signatures`](Self::signatures), the planner's memory); the narrowest (or a width given) up to all but the candidates' share ([`check_signatures`](Self::check_signatures)) |
 /// | join | the signatures, the candidates held before spilling with the spill's buffer (a sixth, [`candidates`](Self::candidates)), and the band entries sorted at once: the rest ([`bands`](Self::bands)) |
-/// | verification | the held candidates, a batch of them read back and checked (at most as much again), and the candidate rows' vectors: the rest once the signatures are dropped ([`vectors`](Self::vectors)) |
+/// | verification | the held candidates, a batch of them read back and checked (at most as much again), and the candidate rows' vectors: the rest once the signatures are dropped ([`vectors`](Self::vectors)), made and verified in blocks when they do not fit at once ([`blocks`](Self::blocks)) |
 ///
 /// so that no phase holds more than the budget (beyond a fixed overhead: the program, its
 /// threads' stacks, the input's read buffers and a batch of documents, which the caller states).
@@ -113,7 +120,7 @@ const CANDIDATES_SHARE: u64 = 6;
 /// assert!(budget.signatures < 128_000_000);
 /// let bands = budget.bands(1_000_000, 512)?;
 /// assert!(simlsh::join::band_chunk(1_000_000, bands, 64) >= 1);
-/// assert!(budget.bands(1_000_000, 1024).is_err());
+/// assert!(budget.bands(1_000_000, 2048).is_err());
 /// # Ok::<(), simlsh::Error>(())
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -124,7 +131,7 @@ pub struct MemoryBudget {
     pub held: u64,
     /// The join's per-row state ([`JOIN_ROW_BYTES`] per row).
     pub rows: u64,
-    /// The most the signatures may take: the width planner's memory
+    /// The signatures' share, a third of the free budget: the width planner's memory
     /// ([`JoinPlanner::memory`](crate::estimate::JoinPlanner::memory)).
     pub signatures: u64,
     /// The candidates held before they are spilled to a temporary file.
@@ -163,6 +170,50 @@ impl MemoryBudget {
         })
     }
 
+    /// The bytes the fit of the IDF table (the pass before the rows are counted and the rest
+    /// of the budget split) may take for its pending keys under a budget of `total` bytes:
+    /// an eighth ([`DfCounter::memory`](crate::text::DfCounter::memory)). Beside them the fit
+    /// holds its table (the fitted table, counted in `held` afterwards, twice while it is
+    /// merged) and the keys of a batch of documents.
+    pub fn idf_fit(total: u64) -> u64 {
+        total / IDF_FIT_SHARE
+    }
+
+    /// The budget of a run over `rows` rows whose caller holds `held` bytes throughout:
+    /// `memory` bytes when given, else what this process may still allocate
+    /// ([`memory::available`](crate::memory::available)). The default of every front end
+    /// (the command line, Python's `plan_join`, Spark's planning), decided here once.
+    ///
+    /// # Errors
+    /// As [`new`](Self::new).
+    pub fn of_run(memory: Option<u64>, rows: usize, held: u64) -> Result<Self> {
+        Self::new(memory.unwrap_or_else(crate::memory::available), rows, held)
+    }
+
+    /// The memory a width planner takes ([`JoinPlanner::memory`](crate::estimate::JoinPlanner::memory))
+    /// for a run as [`of_run`](Self::of_run): the signatures' share of its budget. Without
+    /// a `memory` given, 0 (the narrowest width) when what is available cannot hold the
+    /// rows' state.
+    ///
+    /// ```
+    /// use simlsh::verify::MemoryBudget;
+    ///
+    /// let share = MemoryBudget::planner_memory(Some(256 << 20), 1_000_000, 0)?;
+    /// assert_eq!(share, MemoryBudget::new(256 << 20, 1_000_000, 0)?.signatures);
+    /// assert!(MemoryBudget::planner_memory(Some(1 << 20), 1_000_000, 0).is_err());
+    /// # Ok::<(), simlsh::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`new`](Self::new), when `memory` is given.
+    pub fn planner_memory(memory: Option<u64>, rows: usize, held: u64) -> Result<u64> {
+        match (Self::of_run(memory, rows, held), memory) {
+            (Ok(b), _) => Ok(b.signatures),
+            (Err(e), Some(_)) => Err(e),
+            (Err(_), None) => Ok(0),
+        }
+    }
+
     /// What the signatures, candidates, band entries and vectors share: the budget less what
     /// the caller holds and the rows' state.
     pub fn free(&self) -> u64 {
@@ -171,23 +222,27 @@ impl MemoryBudget {
             .saturating_sub(self.rows)
     }
 
-    /// The bytes of the signatures of `rows` rows at `bits` bits, when they fit their share
-    /// ([`signatures`](Self::signatures)).
+    /// The bytes of the signatures of `rows` rows at `bits` bits, when they fit beside the
+    /// held candidates: the planner's widths take at most their share
+    /// ([`signatures`](Self::signatures)), but a width given (or the narrowest, which the
+    /// planner always keeps) may take all the free budget but the candidates' share, the
+    /// band entries then checked apart ([`bands`](Self::bands)).
     ///
     /// # Errors
     /// [`Error::InvalidParameter`] (`memory`) naming both sizes.
     pub fn check_signatures(&self, rows: usize, bits: usize) -> Result<u64> {
         let sigs = crate::memory::bytes_of::<u64>(rows).saturating_mul(bits.div_ceil(64) as u64);
-        if sigs > self.signatures {
+        let most = self.free().saturating_sub(self.candidates);
+        if sigs > most {
             return Err(Error::param(
                 "memory",
                 format!(
                     "{} bytes cannot hold the signatures of {rows} rows at {bits} bits: they \
-                     take {sigs} bytes, and may take a third of the {} left by names, tables \
-                     and the rows' state ({})",
+                     take {sigs} bytes, and {most} are left beside the held candidates ({}) \
+                     of the {} left by names, tables and the rows' state",
                     self.total,
+                    self.candidates,
                     self.free(),
-                    self.signatures
                 ),
             ));
         }
@@ -230,25 +285,14 @@ impl MemoryBudget {
         self.free().saturating_sub(2 * self.candidates)
     }
 
-    /// `Ok` when the vectors of `rows` candidate rows, `bytes` bytes, fit their share
-    /// ([`vectors`](Self::vectors)).
-    ///
-    /// # Errors
-    /// [`Error::InvalidParameter`] (`memory`) naming both sizes.
-    pub fn check_vectors(&self, rows: usize, bytes: u64) -> Result<()> {
-        if bytes > self.vectors() {
-            return Err(Error::param(
-                "memory",
-                format!(
-                    "{} bytes cannot hold the vectors of the {rows} candidate rows: they take \
-                     {bytes} bytes, and {} are left beside the held candidates and the \
-                     verification's buffers",
-                    self.total,
-                    self.vectors()
-                ),
-            ));
-        }
-        Ok(())
+    /// The bytes the vectors of a block of candidate rows may take in
+    /// [`CandidatePairs::verify_blocks`] (its `limit`) for a join of `rows` rows: the
+    /// vectors' share ([`vectors`](Self::vectors)) less the blocks' bookkeeping (a bit per
+    /// row for the block's rows, and the ranks of the candidate rows and of the block's, 4
+    /// bytes per 64 rows each).
+    pub fn blocks(&self, rows: usize) -> u64 {
+        let words = crate::memory::bytes_of::<u64>(rows.div_ceil(64));
+        self.vectors().saturating_sub(2 * words)
     }
 }
 
@@ -376,83 +420,228 @@ impl CandidatePairs {
     /// The rows appearing in some candidate, in increasing order: the rows whose vectors
     /// [`verify`](Self::verify) asks for.
     pub fn rows(&self) -> Vec<u32> {
-        let mut out = Vec::new();
-        for (w, &bits) in self.seen.iter().enumerate() {
-            let mut b = bits;
-            while b != 0 {
-                out.push((w * 64) as u32 + b.trailing_zeros());
-                b &= b - 1;
-            }
-        }
-        out
+        bits_set(&self.seen)
     }
 
     /// Verifies every candidate by the exact cosine of its rows' vectors, the kept pairs
     /// (cosine ≥ τ) going to `sink` in the order [`VerifiedJoin::run`] gives them.
     /// `vectors_of` is called once with [`rows`](Self::rows) and returns their vectors, row
     /// `k` that of `rows[k]` (e.g. from a second pass over the input). The report is `run`'s.
+    /// When the vectors of every candidate row do not fit at once, [`verify_blocks`](Self::verify_blocks).
     ///
     /// # Errors
     /// The error of a spill (writing or reading the temporary file); `vectors_of`'s;
     /// [`Error::LengthMismatch`] when it returns another number of rows than asked.
     pub fn verify<V: Vectors>(
-        mut self,
+        self,
         vectors_of: impl FnOnce(&[u32]) -> Result<V>,
-        mut sink: impl FnMut(VerifiedPair),
+        sink: impl FnMut(VerifiedPair),
     ) -> Result<VerifyReport> {
+        let mut once = Some(vectors_of);
+        let blocked = self.verify_blocks(
+            u64::MAX,
+            |_| 0,
+            |rows| match once.take() {
+                Some(f) => f(rows),
+                None => unreachable!("one block: its vectors are asked for once"),
+            },
+            sink,
+        )?;
+        Ok(blocked.report)
+    }
+
+    /// [`verify`](Self::verify) with the candidate rows' vectors made block by block, each
+    /// block's within `limit` bytes: for vectors that do not fit at once (their share of a
+    /// budget, [`MemoryBudget::blocks`]). `row_bytes(k)` is the bytes the vector of the
+    /// `k`-th candidate row ([`rows`](Self::rows)`[k]`) takes once made (e.g. a sparse row
+    /// of `e` entries: [`sparse_row_bytes`]).
+    ///
+    /// A block is the longest run of candidates, in the join's order from where the last
+    /// block ended, whose rows' vectors fit `limit`; `vectors_of` is called once per block
+    /// with the block's rows (increasing) and returns their vectors (e.g. from one more pass
+    /// over the input), row `k` that of `rows[k]`; the block's candidates are verified and
+    /// their kept pairs go to `sink`. So the pairs, their cosines (bit for bit: each cosine
+    /// is of the same two rows' vectors) and their order are [`VerifiedJoin::run`]'s, and
+    /// `k` blocks cost `k` calls (passes). When every candidate row fits `limit`, one block
+    /// and one call. Each row is asked for at most once per block; a row in candidates of
+    /// several blocks is made again for each.
+    ///
+    /// ```
+    /// use simlsh::verify::{MemoryBudget, SparseVectors, VerifiedJoin, Vectors, sparse_row_bytes};
+    /// use simlsh::{HashingTrick, Signer};
+    ///
+    /// let docs: Vec<Vec<(u64, f32)>> = vec![
+    ///     vec![(1, 1.0), (2, 1.0), (3, 1.0)],
+    ///     vec![(1, 1.0), (2, 1.0), (3, 1.0), (4, 1.0)],
+    ///     vec![(1, 1.0), (2, 1.0), (3, 1.0), (5, 1.0)],
+    /// ];
+    /// let signer = HashingTrick::builder().bits(256).seed(7).build()?;
+    /// let sigs = simlsh::SignatureMatrix::from_signatures(
+    ///     256,
+    ///     &docs.iter().map(|d| {
+    ///         let (ids, w): (Vec<u64>, Vec<f32>) = d.iter().copied().unzip();
+    ///         signer.sign_sparse(&ids, &w)
+    ///     }).collect::<Result<Vec<_>, _>>()?,
+    /// )?;
+    /// let join = VerifiedJoin::planned(0.8, 0.99, 256, docs.len())?;
+    /// let budget = MemoryBudget::new(64 << 20, docs.len(), 0)?;
+    /// let candidates = join.candidate_pairs(&sigs, &[], &budget, &std::env::temp_dir())?;
+    /// let rows = candidates.rows();
+    /// let bytes = |k: usize| sparse_row_bytes(docs[rows[k] as usize].len());
+    /// // Room for the vectors of two of the rows at a time (44 to 56 bytes each, and 4 for
+    /// // their listing), not three: one candidate per block.
+    /// let mut pairs = Vec::new();
+    /// let blocked = candidates.verify_blocks(
+    ///     120,
+    ///     bytes,
+    ///     |block: &[u32]| SparseVectors::from_rows(block.iter().map(|&r| docs[r as usize].clone())),
+    ///     |p| pairs.push((p.i, p.j)),
+    /// )?;
+    /// assert_eq!(blocked.blocks as u64, blocked.report.candidates);
+    /// let mut want = Vec::new();
+    /// join.run(&sigs, &SparseVectors::from_rows(docs.clone())?, |p| want.push((p.i, p.j)))?;
+    /// assert_eq!(pairs, want);
+    /// assert!(pairs.contains(&(0, 1)) && !pairs.contains(&(1, 2))); // cosines 0.87 and 0.75
+    /// # Ok::<(), simlsh::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] (`memory`) when the two rows of a candidate do not fit
+    /// `limit` together (naming them and their bytes); the error of a spill (writing or
+    /// reading the temporary file); `vectors_of`'s; [`Error::LengthMismatch`] when it returns
+    /// another number of rows than asked.
+    pub fn verify_blocks<V: Vectors>(
+        mut self,
+        limit: u64,
+        row_bytes: impl Fn(usize) -> u64,
+        mut vectors_of: impl FnMut(&[u32]) -> Result<V>,
+        mut sink: impl FnMut(VerifiedPair),
+    ) -> Result<BlockedReport> {
         if let Some(e) = self.failed.take() {
             return Err(e);
         }
-        let rows = self.rows();
-        let vectors = vectors_of(&rows)?;
-        if vectors.len() != rows.len() {
-            return Err(Error::LengthMismatch {
-                what: "candidate rows vs their vectors",
-                left: rows.len(),
-                right: vectors.len(),
-            });
+        if let Some(spill) = &mut self.spill {
+            spill.writer.flush().map_err(io_error(&spill.temp.path))?;
         }
-        drop(rows);
         // The position of row `r` among the candidate rows: the set bits before it.
-        let mut before = Vec::with_capacity(self.seen.len());
-        let mut total = 0u32;
-        for &w in &self.seen {
-            before.push(total);
-            total += w.count_ones();
-        }
-        let seen = &self.seen;
-        let rank = |r: u32| {
-            let (w, b) = (r as usize / 64, r % 64);
-            (before[w] + (seen[w] & ((1u64 << b) - 1)).count_ones()) as usize
-        };
+        let all = Ranks::of(&self.seen);
+        let total: u64 = (0..all.count)
+            .map(|k| row_bytes(k).saturating_add(LISTED_ROW_BYTES))
+            .fold(0u64, u64::saturating_add);
         let t = self.threshold;
         let mut kept = 0u64;
-        let mut check = |batch: &[Pair]| {
-            let found: Vec<Option<VerifiedPair>> = batch
-                .par_iter()
-                .map(|p| {
-                    let c = vectors.cosine(rank(p.i), rank(p.j));
-                    (c >= t).then_some(VerifiedPair {
-                        i: p.i,
-                        j: p.j,
-                        distance: p.distance,
-                        cosine: c,
-                    })
-                })
-                .collect();
-            for p in found.into_iter().flatten() {
-                kept += 1;
-                sink(p);
+        let mut blocks = 0usize;
+        let mut start = 0u64;
+        // The rows of the block being chosen or verified, one bit each.
+        let mut block = vec![0u64; self.seen.len()];
+        while start < self.count {
+            // The block: every candidate left when all rows fit, else the longest run of
+            // candidates whose rows fit `limit`.
+            let end = if total <= limit {
+                block.copy_from_slice(&self.seen);
+                self.count
+            } else {
+                let mut bytes = 0u64;
+                let mut end = start;
+                self.each_batch(start, self.count, |batch| {
+                    for p in batch {
+                        let mut add = 0u64;
+                        for r in [p.i, p.j] {
+                            if block[r as usize / 64] & (1u64 << (r % 64)) == 0 {
+                                add = add
+                                    .saturating_add(row_bytes(all.rank(&self.seen, r)))
+                                    .saturating_add(LISTED_ROW_BYTES);
+                            }
+                        }
+                        if bytes.saturating_add(add) > limit {
+                            if end == start {
+                                return Err(Error::param(
+                                    "memory",
+                                    format!(
+                                        "{limit} bytes cannot hold the vectors of candidate rows \
+                                         {} and {} together ({add} bytes)",
+                                        p.i, p.j
+                                    ),
+                                ));
+                            }
+                            return Ok(false);
+                        }
+                        bytes += add;
+                        for r in [p.i, p.j] {
+                            block[r as usize / 64] |= 1u64 << (r % 64);
+                        }
+                        end += 1;
+                    }
+                    Ok(true)
+                })?;
+                end
+            };
+            let ranks = Ranks::of(&block);
+            let rows = bits_set(&block);
+            let vectors = vectors_of(&rows)?;
+            if vectors.len() != rows.len() {
+                return Err(Error::LengthMismatch {
+                    what: "candidate rows vs their vectors",
+                    left: rows.len(),
+                    right: vectors.len(),
+                });
             }
-        };
-        if let Some(spill) = &mut self.spill {
+            drop(rows);
+            self.each_batch(start, end, |batch| {
+                let found: Vec<Option<VerifiedPair>> = batch
+                    .par_iter()
+                    .map(|p| {
+                        let c = vectors.cosine(ranks.rank(&block, p.i), ranks.rank(&block, p.j));
+                        (c >= t).then_some(VerifiedPair {
+                            i: p.i,
+                            j: p.j,
+                            distance: p.distance,
+                            cosine: c,
+                        })
+                    })
+                    .collect();
+                for p in found.into_iter().flatten() {
+                    kept += 1;
+                    sink(p);
+                }
+                Ok(true)
+            })?;
+            drop(vectors);
+            block.fill(0);
+            blocks += 1;
+            start = end;
+        }
+        Ok(BlockedReport {
+            report: VerifyReport {
+                zero_rows: std::mem::take(&mut self.zero_rows),
+                candidates: self.count,
+                pairs: kept,
+                capped: std::mem::take(&mut self.capped),
+            },
+            blocks,
+        })
+    }
+
+    /// Calls `f` with the candidates `start..end` in order, in batches of at most
+    /// `self.batch` (read back from the spill, then the held ones), until it returns
+    /// `Ok(false)`.
+    fn each_batch(
+        &self,
+        start: u64,
+        end: u64,
+        mut f: impl FnMut(&[Pair]) -> Result<bool>,
+    ) -> Result<()> {
+        let spilled = self.spill.as_ref().map_or(0, |s| s.pairs);
+        if start < spilled.min(end) {
+            let spill = self.spill.as_ref().expect("candidates spilled");
             let path = &spill.temp.path;
-            spill.writer.flush().map_err(io_error(path))?;
-            let mut reader =
-                BufReader::with_capacity(self.buffer, File::open(path).map_err(io_error(path))?);
+            let mut file = File::open(path).map_err(io_error(path))?;
+            file.seek(SeekFrom::Start(start * CANDIDATE_BYTES))
+                .map_err(io_error(path))?;
+            let mut reader = BufReader::with_capacity(self.buffer, file);
             let mut bytes = vec![0u8; self.batch * CANDIDATE_BYTES as usize];
             let mut batch = Vec::with_capacity(self.batch);
-            let mut left = spill.pairs;
+            let mut left = spilled.min(end) - start;
             while left > 0 {
                 let n = left.min(self.batch as u64) as usize;
                 let b = &mut bytes[..n * CANDIDATE_BYTES as usize];
@@ -466,20 +655,79 @@ impl CandidatePairs {
                         distance: u(8),
                     }
                 }));
-                check(&batch);
+                if !f(&batch)? {
+                    return Ok(());
+                }
                 left -= n as u64;
             }
         }
-        for batch in self.held.chunks(self.batch) {
-            check(batch);
+        let from = start.max(spilled) - spilled;
+        let to = end.max(spilled) - spilled;
+        if from < to {
+            for batch in self.held[from as usize..to as usize].chunks(self.batch) {
+                if !f(batch)? {
+                    return Ok(());
+                }
+            }
         }
-        Ok(VerifyReport {
-            zero_rows: std::mem::take(&mut self.zero_rows),
-            candidates: self.count,
-            pairs: kept,
-            capped: std::mem::take(&mut self.capped),
-        })
+        Ok(())
     }
+}
+
+/// What [`CandidatePairs::verify_blocks`] reports: [`VerifiedJoin::run`]'s report, and the
+/// blocks the candidates were verified in (the calls for vectors: passes over the input).
+#[derive(Clone, Debug, PartialEq)]
+pub struct BlockedReport {
+    /// The report of [`VerifiedJoin::run`].
+    pub report: VerifyReport,
+    /// Blocks verified, each with its own vectors.
+    pub blocks: usize,
+}
+
+/// The bytes a sparse row of `entries` entries takes in [`SparseVectors`](super::SparseVectors)
+/// made with exact capacity: a `u64` key and an `f32` weight per entry, and the row's offset.
+pub const fn sparse_row_bytes(entries: usize) -> u64 {
+    12 * entries as u64 + 8
+}
+
+/// The rank of each set bit of a bitset: the set bits of the words before it.
+struct Ranks {
+    before: Vec<u32>,
+    count: usize,
+}
+
+impl Ranks {
+    fn of(bits: &[u64]) -> Ranks {
+        let mut before = Vec::with_capacity(bits.len());
+        let mut count = 0u32;
+        for &w in bits {
+            before.push(count);
+            count += w.count_ones();
+        }
+        Ranks {
+            before,
+            count: count as usize,
+        }
+    }
+
+    /// The set bits of `bits` before bit `r`.
+    fn rank(&self, bits: &[u64], r: u32) -> usize {
+        let (w, b) = (r as usize / 64, r % 64);
+        (self.before[w] + (bits[w] & ((1u64 << b) - 1)).count_ones()) as usize
+    }
+}
+
+/// The set bits of `bits`, in increasing order.
+fn bits_set(bits: &[u64]) -> Vec<u32> {
+    let mut out = Vec::new();
+    for (w, &word) in bits.iter().enumerate() {
+        let mut b = word;
+        while b != 0 {
+            out.push((w * 64) as u32 + b.trailing_zeros());
+            b &= b - 1;
+        }
+    }
+    out
 }
 
 impl VerifiedJoin {
@@ -741,6 +989,107 @@ mod tests {
         std::fs::remove_dir(&dir).unwrap();
     }
 
+    /// Verified in blocks, the candidates give `run`'s pairs (cosines bit for bit, in
+    /// `run`'s order) and report whatever the blocks: one, a few, one candidate each; held
+    /// or spilled. Each block asks once for its rows (increasing), within the limit.
+    #[test]
+    fn blocks_give_the_pairs_of_one_pass_at_every_limit() {
+        let dir = std::env::temp_dir().join(format!("simlsh-blocks-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        for seed in [4, 5] {
+            let rows = planted_rows(seed);
+            let sigs = signed(&rows, 256);
+            let vectors = SparseVectors::from_rows(rows.clone()).unwrap();
+            let zero_rows = vectors.zero_rows();
+            let join = VerifiedJoin::planned(0.7, 0.99, 256, rows.len()).unwrap();
+            let mut want = Vec::new();
+            let want_report = join.run(&sigs, &vectors, |p| want.push(p)).unwrap();
+            assert!(want.len() > 50, "{} pairs: too few to test", want.len());
+            let entries = |r: u32| rows[r as usize].len();
+            let all_rows = join
+                .candidate_pairs(&sigs, &zero_rows, &holding(1 << 30), &dir)
+                .unwrap()
+                .rows();
+            let all_bytes: u64 = all_rows
+                .iter()
+                .map(|&r| sparse_row_bytes(entries(r)) + LISTED_ROW_BYTES)
+                .sum();
+            // Unit row bytes: a limit of two rows makes one block per candidate.
+            let unit = 1 + LISTED_ROW_BYTES;
+            for (limit, unit_rows, blocks) in [
+                (all_bytes, false, Some(1)),
+                (all_bytes / 3, false, None),
+                (all_bytes / 20, false, None),
+                (2 * unit, true, Some(want_report.candidates as usize)),
+            ] {
+                for memory in [CANDIDATE_BYTES * 7, 1 << 30] {
+                    let c = join
+                        .candidate_pairs(&sigs, &zero_rows, &holding(memory), &dir)
+                        .unwrap();
+                    assert_eq!(c.spilled_bytes() > 0, memory < 1 << 20);
+                    let asked = c.rows();
+                    let bytes = |k: usize| match unit_rows {
+                        true => 1,
+                        false => sparse_row_bytes(entries(asked[k])),
+                    };
+                    let mut calls = 0;
+                    let mut got = Vec::new();
+                    let blocked = c
+                        .verify_blocks(
+                            limit,
+                            bytes,
+                            |block: &[u32]| {
+                                calls += 1;
+                                assert!(block.windows(2).all(|w| w[0] < w[1]));
+                                let held: u64 = block
+                                    .iter()
+                                    .map(|r| {
+                                        let k = asked.binary_search(r).unwrap();
+                                        bytes(k) + LISTED_ROW_BYTES
+                                    })
+                                    .sum();
+                                assert!(held <= limit, "{held} > {limit}");
+                                SparseVectors::from_rows(
+                                    block.iter().map(|&k| rows[k as usize].clone()),
+                                )
+                            },
+                            |p| got.push(p),
+                        )
+                        .unwrap();
+                    assert_eq!(blocked.report, want_report);
+                    assert_eq!(blocked.blocks, calls);
+                    match blocks {
+                        Some(b) => assert_eq!(blocked.blocks, b, "limit {limit}"),
+                        None => assert!(blocked.blocks > 1, "limit {limit}"),
+                    }
+                    assert_eq!(got.len(), want.len());
+                    for (g, w) in got.iter().zip(&want) {
+                        assert_eq!((g.i, g.j, g.distance), (w.i, w.j, w.distance));
+                        assert_eq!(g.cosine.to_bits(), w.cosine.to_bits());
+                    }
+                }
+            }
+            // A limit below one candidate's two rows: an error naming them.
+            let c = join
+                .candidate_pairs(&sigs, &zero_rows, &holding(1 << 30), &dir)
+                .unwrap();
+            let e = c
+                .verify_blocks(
+                    2 * unit - 1,
+                    |_| 1,
+                    |block: &[u32]| {
+                        SparseVectors::from_rows(block.iter().map(|&k| rows[k as usize].clone()))
+                    },
+                    |_| {},
+                )
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("memory") && e.contains("together"), "{e}");
+        }
+        assert!(files_in(&dir).is_empty(), "spill file left behind");
+        std::fs::remove_dir(&dir).unwrap();
+    }
+
     /// The shares of a budget: no phase holds more than the total; what does not fit is an
     /// error naming it.
     #[test]
@@ -756,18 +1105,18 @@ mod tests {
         assert!(sigs <= b.signatures);
         // Verification: the candidates, its buffers and the vectors.
         assert_eq!(b.held + b.rows + 2 * b.candidates + b.vectors(), b.total);
-        assert!(b.check_vectors(100_000, b.vectors()).is_ok());
-        let e = b
-            .check_vectors(100_000, b.vectors() + 1)
-            .unwrap_err()
-            .to_string();
-        assert!(
-            e.contains("100000 candidate rows") && e.contains("memory"),
-            "{e}"
-        );
-        let e = b.bands(n, 1024).unwrap_err().to_string();
-        assert!(e.contains("1024 bits") && e.contains("128000000"), "{e}");
+        // The blocks: the vectors' share less a bit and two ranks' words per 64 rows.
+        assert_eq!(b.blocks(n), b.vectors() - 2 * 8 * (n as u64).div_ceil(64));
+        let e = b.bands(n, 2048).unwrap_err().to_string();
+        assert!(e.contains("2048 bits") && e.contains("256000000"), "{e}");
         assert!(b.check_signatures(n, 512).is_ok());
+        // Beyond their share, signatures fit beside the held candidates (the bands apart).
+        assert!(b.signatures < 128_000_000);
+        assert_eq!(b.check_signatures(n, 1024).unwrap(), 128_000_000);
+        let most = b.free() - b.candidates;
+        let words = most / (8 * n as u64);
+        assert!(b.check_signatures(n, 64 * words as usize).is_ok());
+        assert!(b.check_signatures(n, 64 * (words as usize + 1)).is_err());
         // Names and tables that leave nothing.
         let e = MemoryBudget::new(10 << 20, n, 8 << 20)
             .unwrap_err()
