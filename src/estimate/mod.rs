@@ -80,12 +80,12 @@ pub use interval::{Interval, IntervalMethod};
 pub use plan::{
     BAND_ROW_NS, BandingPlan, BandingPlanner, BitsPlan, BitsPlanner, COSINE_BITS, DEFAULT_PROBES,
     DEFAULT_RECALL, DEFAULT_WIDTHS, ErrorTarget, HalfWidth, HammingJoinPlan, JoinChoice, JoinPlan,
-    JoinPlanner, KERNEL_PAIR_NS, KERNEL_WORD_NS, MANKU_COSINES, PAIR_NS, PAIR_WORD_NS,
-    PLANNED_WIDTHS, PLANNER_MAX_BITS, PREFIX_WORDS, PROBE_KEY_NS, PROBE_ROW_NS, PairDistribution,
-    PlanInputs, PlanRow, RADIUS_PLANNER_BITS, RadiusPlan, RadiusPlanner, RadiusRule, RecallPoint,
-    SIGN_NS_PER_FEATURE_BIT, background_candidates, band_recall, banding_recall,
-    expected_half_width, filtered_band_recall, manku_table, probed_background_candidates,
-    recall_at,
+    JoinPlanner, KERNEL_PAIR_NS, KERNEL_WORD_NS, MANKU_COSINES, MEMORY_COST_FACTOR, PAIR_NS,
+    PAIR_WORD_NS, PLANNED_WIDTHS, PLANNER_MAX_BITS, PREFIX_WORDS, PROBE_KEY_NS, PROBE_ROW_NS,
+    PairDistribution, PlanInputs, PlanRow, RADIUS_PLANNER_BITS, RadiusPlan, RadiusPlanner,
+    RadiusRule, RecallPoint, SIGN_NS_PER_FEATURE_BIT, background_candidates, band_recall,
+    banding_recall, expected_half_width, filtered_band_recall, manku_table,
+    probed_background_candidates, recall_at,
 };
 pub use quality::{MeanInterval, QualityCheck, median, quality_check, student_t_975};
 

@@ -17,6 +17,15 @@ const FILTER_SHARE: f64 = 0.01;
 /// Share of the miss budget given to the prefix filter of a banded plan on wide signatures.
 const PREFIX_SHARE: f64 = 0.01;
 
+/// The largest mean run of a band key a plan may have, as a fraction of the hot-key cap
+/// ([`crate::join::DEFAULT_MAX_GROUP`]): a band of `w` bits over `n` rows puts about
+/// `n·2^−w` rows on a key, and the join skips runs longer than the cap (their pairs are
+/// listed as capped, not compared), so a layout whose keys hold about the cap compares almost
+/// nothing and reaches none of its recall. At a tenth of the cap, a key's run (Poisson about
+/// its mean) passes the cap with probability below 10⁻¹⁰⁰⁰ for random keys; only hot keys
+/// (many rows sharing one band) are capped.
+const MAX_MEAN_RUN_OF_CAP: f64 = 0.1;
+
 /// Words of the prefix filter: plans of signatures wider than this many 64-bit words check
 /// the first ones first ([`crate::join::BandingBuilder::prefix_filter`]).
 pub const PREFIX_WORDS: usize = 4;
@@ -359,7 +368,9 @@ impl BandingPlanner {
     /// # Errors
     /// [`Error::InvalidParameter`] for a threshold outside [−1, 1], a recall target outside
     /// (0, 1), no widths or a width of 0, a negative or non-finite signing cost, or when no
-    /// layout of the allowed widths reaches the target.
+    /// layout of the allowed widths reaches the target with band keys narrow enough for the
+    /// rows (a key's mean run at most a tenth of the hot-key cap,
+    /// [`crate::join::DEFAULT_MAX_GROUP`]: wider runs would be skipped, not compared).
     pub fn plan(&self) -> Result<BandingPlan> {
         let (t, target) = self.inputs.check()?;
         let p = agree(t);
@@ -385,8 +396,12 @@ impl BandingPlanner {
             } else {
                 f
             };
+            let max_run = MAX_MEAN_RUN_OF_CAP * crate::join::DEFAULT_MAX_GROUP as f64;
             for probes in 0..=self.inputs.probes {
                 for w in 1..=f.min(64) as u32 {
+                    if n * 0.5f64.powi(w as i32) > max_run {
+                        continue;
+                    }
                     let h = band_hit(p, w, probes);
                     let b = if h >= 1.0 {
                         1
@@ -582,10 +597,12 @@ mod tests {
             let b = plan.banding().unwrap();
             assert!((banding_recall(&b, t).unwrap() - plan.recall).abs() < 1e-12);
         }
-        // Nothing fits: cosine 0.5 at recall 0.999 needs 7 one-bit bands, more than 4 bits.
+        // Nothing fits: cosine 0.5 at recall 0.999 needs 7 one-bit bands, more than 4 bits
+        // (1,000 rows: one-bit keys hold 500 rows each, within a tenth of the cap).
         assert!(
             BandingPlanner::new(0.5)
                 .recall(0.999)
+                .rows(1000)
                 .bits(4)
                 .plan()
                 .is_err()
@@ -593,9 +610,51 @@ mod tests {
         assert!(
             BandingPlanner::new(0.5)
                 .recall(0.999)
+                .rows(1000)
                 .bits(7)
                 .plan()
                 .is_ok()
+        );
+    }
+
+    #[test]
+    fn band_keys_are_narrow_enough_for_the_rows() {
+        let cap = crate::join::DEFAULT_MAX_GROUP as f64;
+        for rows in [1_000u64, 100_000, 10_000_000, 1_000_000_000] {
+            for f in [256usize, 1024, 4096] {
+                // Keys of fewer bits than this hold more than a tenth of the cap on average.
+                let narrowest = (rows as f64 / (MAX_MEAN_RUN_OF_CAP * cap))
+                    .log2()
+                    .ceil()
+                    .max(1.0);
+                match BandingPlanner::new(0.8).rows(rows).bits(f).plan() {
+                    Ok(plan) => {
+                        assert!(f64::from(plan.width) >= narrowest, "{rows} rows, {plan:?}");
+                        let run = rows as f64 * 0.5f64.powi(plan.width as i32);
+                        assert!(run <= MAX_MEAN_RUN_OF_CAP * cap, "{rows} rows, {plan:?}");
+                    }
+                    // No layout of keys that narrow reaches the target within `f` bits: at
+                    // cosine 0.8, recall 0.99 needs b ≥ ln 0.01 / ln(1 − p^w) bands of w bits.
+                    Err(e) => {
+                        let p = agree(0.8);
+                        let w = narrowest as i32;
+                        let bands = (0.01f64.ln() / (-p.powi(w)).ln_1p()).ceil();
+                        assert!(
+                            bands * f64::from(w) > f as f64,
+                            "{rows} rows, {f} bits: {e}"
+                        );
+                    }
+                }
+            }
+        }
+        // 10⁷ rows at 256 bits: the layout of 27 bands of 8 bits (keys of ~39,000 rows, every
+        // one over the cap) is not offered; nothing at 256 bits is.
+        assert!(
+            BandingPlanner::new(0.8)
+                .rows(10_000_000)
+                .bits(256)
+                .plan()
+                .is_err()
         );
     }
 

@@ -13,6 +13,13 @@ use crate::error::{Error, Result};
 /// grow (banding more rows needs longer bands to keep random candidates down).
 pub const PLANNED_WIDTHS: [usize; 5] = [256, 512, 1024, 2048, 4096];
 
+/// A memory budget ([`JoinPlanner::memory`]) may make the join this many times costlier
+/// than the cheapest plan at any width; beyond, planning fails with an error naming both
+/// plans, rather than a run that would take that much longer (on 10⁷ planted documents at
+/// cosine 0.8, 2 GB of signatures allow 1,024 bits, where no banding's keys are narrow enough
+/// and the radius join is predicted at ~10⁵ s against ~300 s for 4,096 bits banded).
+pub const MEMORY_COST_FACTOR: f64 = 4.0;
+
 /// Which join a [`JoinPlanner`] chose.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum JoinChoice {
@@ -188,7 +195,9 @@ impl JoinPlanner {
     /// Only widths whose signatures of the planned rows fit in `bytes` (`rows · f / 8`) are
     /// considered; the narrowest allowed width is always kept. Callers pass the signatures'
     /// share of the memory they may use: [`MemoryBudget::signatures`](crate::verify::MemoryBudget::signatures)
-    /// of a budget (the command line's: `--memory`, or what is available).
+    /// of a budget (the command line's: `--memory`, or what is available). When the widths
+    /// that fit make the cheapest plan more than [`MEMORY_COST_FACTOR`] times costlier than
+    /// the cheapest at any width, [`plan`](Self::plan) fails instead.
     pub fn memory(mut self, bytes: u64) -> Self {
         self.memory = Some(bytes);
         self
@@ -215,11 +224,44 @@ impl JoinPlanner {
     ///
     /// # Errors
     /// [`Error::InvalidParameter`] for a threshold outside [−1, 1], a recall target outside
-    /// (0, 1), no widths, a width outside 1 ..= 2²⁰, or a negative or non-finite signing cost.
+    /// (0, 1), no widths, a width outside 1 ..= 2²⁰, or a negative or non-finite signing cost;
+    /// [`Error::InvalidParameter`] (`memory`) when the memory budget makes the plan more than
+    /// [`MEMORY_COST_FACTOR`] times costlier than the cheapest at any width.
     pub fn plan(&self) -> Result<JoinPlan> {
         self.inputs.check()?;
+        let fitting = self.fitting_widths();
+        let best = self.cheapest(&fitting)?;
+        if let Some(m) = self.memory {
+            let free = self.cheapest(&self.inputs.widths)?;
+            if best.cost_ns > MEMORY_COST_FACTOR * free.cost_ns {
+                return Err(Error::param(
+                    "memory",
+                    format!(
+                        "{m} bytes of signatures allow at most {} bits for {} rows, where the \
+                         cheapest plan ({} join at {} bits) is predicted to cost {:.0} s, {:.0}× \
+                         the cheapest plan ({} join at {} bits: {:.0} s, {} bytes of \
+                         signatures); give more memory or choose the width",
+                        fitting.iter().max().expect("at least one width"),
+                        self.inputs.rows,
+                        best.choice,
+                        best.bits,
+                        best.cost_ns / 1e9,
+                        best.cost_ns / free.cost_ns,
+                        free.choice,
+                        free.bits,
+                        free.cost_ns / 1e9,
+                        self.inputs.rows.saturating_mul(free.bits as u64 / 8),
+                    ),
+                ));
+            }
+        }
+        Ok(best)
+    }
+
+    /// The cheapest plan among the widths `widths` (not empty).
+    fn cheapest(&self, widths: &[usize]) -> Result<JoinPlan> {
         let mut best: Option<JoinPlan> = None;
-        for f in self.fitting_widths() {
+        for &f in widths {
             let plan = self.plan_at(f)?;
             if best.as_ref().is_none_or(|b| plan.cost_ns < b.cost_ns) {
                 best = Some(plan);
@@ -270,6 +312,38 @@ impl JoinPlanner {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_budget_that_makes_the_join_far_costlier_is_an_error() {
+        let plan = |memory: Option<u64>| {
+            let p = JoinPlanner::new(0.8)
+                .recall(0.99)
+                .rows(10_000_000)
+                .features(40.0);
+            match memory {
+                Some(m) => p.memory(m).plan(),
+                None => p.plan(),
+            }
+        };
+        // Unbudgeted: 4,096 bits banded (5.1 GB of signatures).
+        let free = plan(None).unwrap();
+        assert_eq!((free.bits, free.choice), (4096, JoinChoice::Banded));
+        // Room for all of them: the same plan.
+        assert_eq!(plan(Some(10_000_000 * 512)).unwrap(), free);
+        // 2 GB: at most 1,024 bits, where no banding has keys narrow enough for 10⁷ rows
+        // and the radius join costs far more: an error naming the budget and both plans.
+        let e = plan(Some(2 << 30)).unwrap_err().to_string();
+        assert!(e.contains("memory") && e.contains("at most 1024 bits"), "{e}");
+        assert!(
+            e.contains("at 4096 bits") && e.contains("5120000000 bytes"),
+            "{e}"
+        );
+        // A budget that costs less than the factor is planned within (2,048 bits: the
+        // cheapest that fits, within the factor of the unbudgeted plan).
+        let two = plan(Some(10_000_000 * 256)).unwrap();
+        assert_eq!(two.bits, 2048);
+        assert!(two.cost_ns <= MEMORY_COST_FACTOR * free.cost_ns);
+    }
 
     #[test]
     fn choices_read_back_their_names() {

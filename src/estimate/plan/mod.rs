@@ -16,7 +16,8 @@ pub use banding::{
 };
 pub use bits::{BitsPlan, BitsPlanner, ErrorTarget, HalfWidth, expected_half_width};
 pub use join::{
-    HammingJoinPlan, JoinChoice, JoinPlan, JoinPlanner, PLANNED_WIDTHS, SIGN_NS_PER_FEATURE_BIT,
+    HammingJoinPlan, JoinChoice, JoinPlan, JoinPlanner, MEMORY_COST_FACTOR, PLANNED_WIDTHS,
+    SIGN_NS_PER_FEATURE_BIT,
 };
 pub use radius::{
     MANKU_COSINES, PLANNER_MAX_BITS, PairDistribution, PlanRow, RADIUS_PLANNER_BITS, RadiusPlan,
