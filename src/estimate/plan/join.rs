@@ -333,7 +333,10 @@ mod tests {
         // 2 GB: at most 1,024 bits, where no banding has keys narrow enough for 10⁷ rows
         // and the radius join costs far more: an error naming the budget and both plans.
         let e = plan(Some(2 << 30)).unwrap_err().to_string();
-        assert!(e.contains("memory") && e.contains("at most 1024 bits"), "{e}");
+        assert!(
+            e.contains("memory") && e.contains("at most 1024 bits"),
+            "{e}"
+        );
         assert!(
             e.contains("at 4096 bits") && e.contains("5120000000 bytes"),
             "{e}"
