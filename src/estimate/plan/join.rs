@@ -229,45 +229,47 @@ impl JoinPlanner {
     /// [`MEMORY_COST_FACTOR`] times costlier than the cheapest at any width.
     pub fn plan(&self) -> Result<JoinPlan> {
         self.inputs.check()?;
+        // Each allowed width planned once; the cheapest overall and among those that fit.
         let fitting = self.fitting_widths();
-        let best = self.cheapest(&fitting)?;
-        if let Some(m) = self.memory {
-            let free = self.cheapest(&self.inputs.widths)?;
-            if best.cost_ns > MEMORY_COST_FACTOR * free.cost_ns {
-                return Err(Error::param(
-                    "memory",
-                    format!(
-                        "{m} bytes of signatures allow at most {} bits for {} rows, where the \
-                         cheapest plan ({} join at {} bits) is predicted to cost {:.0} s, {:.0}× \
-                         the cheapest plan ({} join at {} bits: {:.0} s, {} bytes of \
-                         signatures); give more memory or choose the width",
-                        fitting.iter().max().expect("at least one width"),
-                        self.inputs.rows,
-                        best.choice,
-                        best.bits,
-                        best.cost_ns / 1e9,
-                        best.cost_ns / free.cost_ns,
-                        free.choice,
-                        free.bits,
-                        free.cost_ns / 1e9,
-                        self.inputs.rows.saturating_mul(free.bits as u64 / 8),
-                    ),
-                ));
+        let mut free: Option<JoinPlan> = None;
+        let mut best: Option<JoinPlan> = None;
+        for &f in &self.inputs.widths {
+            let plan = self.plan_at(f)?;
+            if fitting.contains(&f) && best.as_ref().is_none_or(|b| plan.cost_ns < b.cost_ns) {
+                best = Some(plan.clone());
             }
+            if free.as_ref().is_none_or(|b| plan.cost_ns < b.cost_ns) {
+                free = Some(plan);
+            }
+        }
+        let (best, free) = (
+            best.expect("the narrowest width fits"),
+            free.expect("at least one width"),
+        );
+        if let Some(m) = self.memory
+            && best.cost_ns > MEMORY_COST_FACTOR * free.cost_ns
+        {
+            return Err(Error::param(
+                "memory",
+                format!(
+                    "{m} bytes of signatures allow at most {} bits for {} rows, where the \
+                     cheapest plan ({} join at {} bits) is predicted to cost {:.0} s, {:.0}× \
+                     the cheapest plan ({} join at {} bits: {:.0} s, {} bytes of \
+                     signatures); give more memory or choose the width",
+                    fitting.iter().max().expect("at least one width"),
+                    self.inputs.rows,
+                    best.choice,
+                    best.bits,
+                    best.cost_ns / 1e9,
+                    best.cost_ns / free.cost_ns,
+                    free.choice,
+                    free.bits,
+                    free.cost_ns / 1e9,
+                    self.inputs.rows.saturating_mul(free.bits as u64 / 8),
+                ),
+            ));
         }
         Ok(best)
-    }
-
-    /// The cheapest plan among the widths `widths` (not empty).
-    fn cheapest(&self, widths: &[usize]) -> Result<JoinPlan> {
-        let mut best: Option<JoinPlan> = None;
-        for &f in widths {
-            let plan = self.plan_at(f)?;
-            if best.as_ref().is_none_or(|b| plan.cost_ns < b.cost_ns) {
-                best = Some(plan);
-            }
-        }
-        Ok(best.expect("at least one width"))
     }
 
     /// Both joins at width `f`.
