@@ -243,15 +243,32 @@ impl Tokenizer {
     /// ([`Features::sparse_row`](super::Features::sparse_row)): the vectors whose exact cosines
     /// the verified join computes.
     pub fn feature_rows<T: AsRef<str> + Sync>(&self, docs: &[T]) -> FeatureRows {
-        let rows: Vec<(Vec<u64>, Vec<f32>)> = docs
-            .par_iter()
-            .map(|d| self.features(d.as_ref()).sparse_row())
+        // The pass of `sign_corpus_with` without a signer: one scan per document, tasks of
+        // `DOCS_PER_TASK` documents appended in order.
+        let parts: Vec<FeatureRows> = docs
+            .par_chunks(DOCS_PER_TASK)
+            .map_init(
+                || (Scratch::default(), Vec::new()),
+                |(s, pairs), chunk| {
+                    let mut rows = FeatureRows::default();
+                    for d in chunk {
+                        scan::scan(&self.b, d.as_ref(), s);
+                        pairs.clear();
+                        pairs.extend(
+                            s.kept
+                                .iter()
+                                .map(|&j| s.distinct.keys[j as usize])
+                                .zip(s.weights.iter().copied()),
+                        );
+                        rows.push_pairs(pairs);
+                    }
+                    rows
+                },
+            )
             .collect();
         let mut out = FeatureRows::default();
-        for (keys, weights) in rows {
-            out.keys.extend(keys);
-            out.weights.extend(weights);
-            out.indptr.push(out.keys.len());
+        for p in parts {
+            out.append(p);
         }
         out
     }
