@@ -171,6 +171,19 @@ impl FeatureRows {
     }
 
     /// Appends a row from `(key, weight)` pairs in any order (sorted and merged here).
+    /// Appends the row of the document last scanned into `s` (its kept features' keys and
+    /// weights), `pairs` a reused buffer.
+    fn push_scanned(&mut self, s: &Scratch, pairs: &mut Vec<(u64, f32)>) {
+        pairs.clear();
+        pairs.extend(
+            s.kept
+                .iter()
+                .map(|&j| s.distinct.keys[j as usize])
+                .zip(s.weights.iter().copied()),
+        );
+        self.push_pairs(pairs);
+    }
+
     fn push_pairs(&mut self, pairs: &mut [(u64, f32)]) {
         pairs.sort_unstable_by_key(|p| p.0);
         for &(k, w) in pairs.iter() {
@@ -253,14 +266,7 @@ impl Tokenizer {
                     let mut rows = FeatureRows::default();
                     for d in chunk {
                         scan::scan(&self.b, d.as_ref(), s);
-                        pairs.clear();
-                        pairs.extend(
-                            s.kept
-                                .iter()
-                                .map(|&j| s.distinct.keys[j as usize])
-                                .zip(s.weights.iter().copied()),
-                        );
-                        rows.push_pairs(pairs);
+                        rows.push_scanned(s, pairs);
                     }
                     rows
                 },
@@ -331,14 +337,7 @@ impl Tokenizer {
                         signer.finish_into(acc, dst);
                         *count = u32::try_from(s.kept.len()).unwrap_or(u32::MAX);
                         if let Some(rows) = &mut rows {
-                            pairs.clear();
-                            pairs.extend(
-                                s.kept
-                                    .iter()
-                                    .map(|&j| s.distinct.keys[j as usize])
-                                    .zip(s.weights.iter().copied()),
-                            );
-                            rows.push_pairs(pairs);
+                            rows.push_scanned(s, pairs);
                         }
                     }
                     Ok(rows)
