@@ -710,6 +710,8 @@ fn feature_rows_hold_the_signed_weights_and_give_exact_cosines() {
     let rows = one.rows.as_ref().unwrap();
     assert_eq!((rows.len(), one.len()), (docs.len(), docs.len()));
     assert_eq!(one.signatures, t.sign_corpus(&s, &docs).unwrap());
+    // The rows without signing: the same rows.
+    assert_eq!(&t.feature_rows(&docs), rows);
     let feats: Vec<_> = docs.iter().map(|d| t.features(d)).collect();
     for (i, f) in feats.iter().enumerate() {
         let (keys, weights) = rows.row(i);

@@ -171,6 +171,19 @@ impl FeatureRows {
     }
 
     /// Appends a row from `(key, weight)` pairs in any order (sorted and merged here).
+    /// Appends the row of the document last scanned into `s` (its kept features' keys and
+    /// weights), `pairs` a reused buffer.
+    fn push_scanned(&mut self, s: &Scratch, pairs: &mut Vec<(u64, f32)>) {
+        pairs.clear();
+        pairs.extend(
+            s.kept
+                .iter()
+                .map(|&j| s.distinct.keys[j as usize])
+                .zip(s.weights.iter().copied()),
+        );
+        self.push_pairs(pairs);
+    }
+
     fn push_pairs(&mut self, pairs: &mut [(u64, f32)]) {
         pairs.sort_unstable_by_key(|p| p.0);
         for &(k, w) in pairs.iter() {
@@ -243,15 +256,25 @@ impl Tokenizer {
     /// ([`Features::sparse_row`](super::Features::sparse_row)): the vectors whose exact cosines
     /// the verified join computes.
     pub fn feature_rows<T: AsRef<str> + Sync>(&self, docs: &[T]) -> FeatureRows {
-        let rows: Vec<(Vec<u64>, Vec<f32>)> = docs
-            .par_iter()
-            .map(|d| self.features(d.as_ref()).sparse_row())
+        // The pass of `sign_corpus_with` without a signer: one scan per document, tasks of
+        // `DOCS_PER_TASK` documents appended in order.
+        let parts: Vec<FeatureRows> = docs
+            .par_chunks(DOCS_PER_TASK)
+            .map_init(
+                || (Scratch::default(), Vec::new()),
+                |(s, pairs), chunk| {
+                    let mut rows = FeatureRows::default();
+                    for d in chunk {
+                        scan::scan(&self.b, d.as_ref(), s);
+                        rows.push_scanned(s, pairs);
+                    }
+                    rows
+                },
+            )
             .collect();
         let mut out = FeatureRows::default();
-        for (keys, weights) in rows {
-            out.keys.extend(keys);
-            out.weights.extend(weights);
-            out.indptr.push(out.keys.len());
+        for p in parts {
+            out.append(p);
         }
         out
     }
@@ -314,14 +337,7 @@ impl Tokenizer {
                         signer.finish_into(acc, dst);
                         *count = u32::try_from(s.kept.len()).unwrap_or(u32::MAX);
                         if let Some(rows) = &mut rows {
-                            pairs.clear();
-                            pairs.extend(
-                                s.kept
-                                    .iter()
-                                    .map(|&j| s.distinct.keys[j as usize])
-                                    .zip(s.weights.iter().copied()),
-                            );
-                            rows.push_pairs(pairs);
+                            rows.push_scanned(s, pairs);
                         }
                     }
                     Ok(rows)

@@ -57,6 +57,7 @@ mod hits;
 mod in_place;
 mod join;
 mod paired;
+mod prefix;
 mod rerank;
 mod stream;
 mod vectors;
@@ -66,6 +67,7 @@ pub use in_place::{CsrRows, DenseRows};
 pub use hits::{BaseMismatch, check_base};
 pub use join::{VerifiedJoin, VerifiedJoinBuilder, VerifiedPair, VerifyReport};
 pub use paired::{paired_cosines, paired_text_cosines};
+pub use prefix::{CosinePair, PrefixCost, PrefixJoin, PrefixJoinBuilder, PrefixReport};
 pub use rerank::{Candidates, RerankIds, rerank, rerank_graph};
 pub use stream::{
     BlockedReport, CANDIDATE_BYTES, CandidatePairs, JOIN_ROW_BYTES, MemoryBudget, sparse_row_bytes,
