@@ -324,7 +324,7 @@ fn run_exact(a: &Args, ctx: &mut Ctx) -> Result<()> {
 fn write_outputs(a: &Args, p: &Kept, labels: &[u32], set: &mut OutputSet) -> Result<()> {
     let h = p.names.header();
     if let Some(path) = &a.clusters {
-        set.write(path, |w| write_clusters(path, w, &p.names, labels))?;
+        set.write(path, |w| write_clusters(path, w, p.names, labels))?;
     }
     if let Some(path) = &a.output {
         // Text input: the kept documents' text; vectors or codes: the kept rows' names.
