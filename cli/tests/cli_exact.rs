@@ -108,6 +108,16 @@ fn read_pairs(path: &PathBuf, header: &str) -> BTreeMap<(String, String), (u32, 
         .collect()
 }
 
+/// The rows an `--empty` file lists (after its header).
+fn listed_rows(path: &PathBuf) -> Vec<u32> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .skip(1)
+        .map(|l| l.parse().unwrap())
+        .collect()
+}
+
 /// The number of misses allowed among `truth` pairs for a planned recall of `recall` at the
 /// threshold (pairs above it are found at least as often): the binomial mean plus four
 /// standard deviations, plus 2.
@@ -178,13 +188,7 @@ fn verified_dedup_of_text_equals_the_exact_cosine_oracle() {
             "{out}"
         );
         assert!(out.contains("exact cosine"), "{out}");
-        let listed: Vec<u32> = std::fs::read_to_string(&empty_file)
-            .unwrap()
-            .lines()
-            .skip(1)
-            .map(|l| l.parse().unwrap())
-            .collect();
-        assert_eq!(listed, empty);
+        assert_eq!(listed_rows(&empty_file), empty);
     }
 }
 
@@ -247,13 +251,7 @@ fn exact_dedup_gives_every_pair_of_the_oracle() {
             "{out}"
         );
         assert!(out.contains("recall 1"), "{out}");
-        let listed: Vec<u32> = std::fs::read_to_string(&empty_file)
-            .unwrap()
-            .lines()
-            .skip(1)
-            .map(|l| l.parse().unwrap())
-            .collect();
-        assert_eq!(listed, vectors.zero_rows());
+        assert_eq!(listed_rows(&empty_file), vectors.zero_rows());
         let s: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
         assert_eq!(s["values"]["scheme"], "prefix");
