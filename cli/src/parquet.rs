@@ -18,7 +18,8 @@
 //!
 //! **Output** (an output path ending in `.parquet`): pairs as columns `a`, `b` (int64 record
 //! numbers, or strings with `--id-field`), `distance` (int32) and `cosine` (double; the key
-//! `simlsh.cosine` of the file's metadata says `exact` or `estimated`); clusters as `id`,
+//! `simlsh.cosine` of the file's metadata says `exact` or `estimated`; `dedup --exact` has no
+//! `distance`); clusters as `id`,
 //! `cluster`; k-NN graphs as `id`, `neighbor`, `distance`, `cosine`. Snappy-compressed, as
 //! Spark writes.
 
@@ -669,6 +670,21 @@ pub enum Shape {
     Clusters,
     /// `id, neighbor, distance, cosine`.
     Neighbors,
+    /// `a, b, cosine`: pairs found without signatures (`dedup --exact`), so without a Hamming
+    /// distance.
+    CosinePairs,
+}
+
+impl Shape {
+    /// Whether the rows have a Hamming distance.
+    pub fn has_distance(self) -> bool {
+        matches!(self, Shape::Pairs | Shape::Neighbors)
+    }
+
+    /// Whether the rows have a cosine.
+    pub fn has_cosine(self) -> bool {
+        self != Shape::Clusters
+    }
 }
 
 const ROW_GROUP: usize = 1 << 20;
@@ -682,7 +698,7 @@ impl<'a> Writer<'a> {
             Names::Ids { .. } => DataType::Utf8,
         };
         let (first, second) = match shape {
-            Shape::Pairs => ("a", "b"),
+            Shape::Pairs | Shape::CosinePairs => ("a", "b"),
             Shape::Clusters => ("id", "cluster"),
             Shape::Neighbors => ("id", "neighbor"),
         };
@@ -690,8 +706,10 @@ impl<'a> Writer<'a> {
             Field::new(first, name_type.clone(), false),
             Field::new(second, name_type, false),
         ];
-        if shape != Shape::Clusters {
+        if shape.has_distance() {
             fields.push(Field::new("distance", DataType::Int32, false));
+        }
+        if shape.has_cosine() {
             fields.push(Field::new("cosine", DataType::Float64, false));
         }
         let mut meta = std::collections::HashMap::new();
@@ -716,13 +734,15 @@ impl<'a> Writer<'a> {
         })
     }
 
-    /// Adds one row: rows `a` and `b` (by index), with a distance and a cosine (ignored for
-    /// clusters).
+    /// Adds one row: rows `a` and `b` (by index), with a distance and a cosine (each ignored
+    /// when the shape has no such column).
     pub fn push(&mut self, a: u32, b: u32, distance: u32, cosine: f64) -> Result<()> {
         self.a.push(a);
         self.b.push(b);
-        if self.shape != Shape::Clusters {
+        if self.shape.has_distance() {
             self.distance.push(distance as i32);
+        }
+        if self.shape.has_cosine() {
             self.cosine.push(cosine);
         }
         if self.a.len() >= ROW_GROUP {
@@ -747,10 +767,12 @@ impl<'a> Writer<'a> {
             return Ok(());
         }
         let mut cols = vec![self.names_column(&self.a), self.names_column(&self.b)];
-        if self.shape != Shape::Clusters {
+        if self.shape.has_distance() {
             cols.push(Arc::new(Int32Array::from(std::mem::take(
                 &mut self.distance,
             ))));
+        }
+        if self.shape.has_cosine() {
             cols.push(Arc::new(Float64Array::from(std::mem::take(
                 &mut self.cosine,
             ))));

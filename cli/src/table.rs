@@ -47,18 +47,20 @@ impl<'a, 'w> Rows<'a, 'w> {
             Shape::Pairs => writeln!(w, "{h}_a\t{h}_b\tdistance\t{cos}")?,
             Shape::Clusters => writeln!(w, "{h}\tcluster")?,
             Shape::Neighbors => writeln!(w, "{h}\tneighbor\tdistance\t{cos}")?,
+            Shape::CosinePairs => writeln!(w, "{h}_a\t{h}_b\t{cos}")?,
         }
         Ok(Rows::Tsv { w, names, shape })
     }
 
-    /// One row: rows `a` and `b` by index, a Hamming distance and a cosine (both ignored for
-    /// clusters).
+    /// One row: rows `a` and `b` by index, a Hamming distance and a cosine (each ignored when
+    /// the shape has no such column).
     pub fn push(&mut self, a: u32, b: u32, distance: u32, cosine: f64) -> std::io::Result<()> {
         match self {
             Rows::Tsv { w, names, shape } => {
                 let (x, y) = (names.name(a as usize), names.name(b as usize));
                 match shape {
                     Shape::Clusters => writeln!(w, "{x}\t{y}"),
+                    Shape::CosinePairs => writeln!(w, "{x}\t{y}\t{cosine:.6}"),
                     _ => writeln!(w, "{x}\t{y}\t{distance}\t{cosine:.6}"),
                 }
             }

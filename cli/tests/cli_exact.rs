@@ -108,6 +108,16 @@ fn read_pairs(path: &PathBuf, header: &str) -> BTreeMap<(String, String), (u32, 
         .collect()
 }
 
+/// The rows an `--empty` file lists (after its header).
+fn listed_rows(path: &PathBuf) -> Vec<u32> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .skip(1)
+        .map(|l| l.parse().unwrap())
+        .collect()
+}
+
 /// The number of misses allowed among `truth` pairs for a planned recall of `recall` at the
 /// threshold (pairs above it are found at least as often): the binomial mean plus four
 /// standard deviations, plus 2.
@@ -178,14 +188,165 @@ fn verified_dedup_of_text_equals_the_exact_cosine_oracle() {
             "{out}"
         );
         assert!(out.contains("exact cosine"), "{out}");
-        let listed: Vec<u32> = std::fs::read_to_string(&empty_file)
-            .unwrap()
-            .lines()
-            .skip(1)
-            .map(|l| l.parse().unwrap())
-            .collect();
-        assert_eq!(listed, empty);
+        assert_eq!(listed_rows(&empty_file), empty);
     }
+}
+
+/// `dedup --exact` (prefix filtering, no signatures): every pair of the brute-force oracle
+/// (recall 1, precision 1) with its exact cosine, on text at two thresholds and on a sparse
+/// matrix; the pairs have no distance column (TSV and Parquet), and the clusters and empty
+/// rows follow.
+#[test]
+fn exact_dedup_gives_every_pair_of_the_oracle() {
+    let docs = planted_documents();
+    let input = tmp("docs-exact.txt");
+    std::fs::write(&input, docs.join("\n") + "\n").unwrap();
+    let vectors = oracle_vectors(&docs);
+    for t in [0.8, 0.5] {
+        let truth = brute_force(&vectors, t);
+        assert!(truth.len() > 200, "{} true pairs", truth.len());
+        let (pairs, empty_file, stats) = (
+            tmp("exact-pairs.tsv"),
+            tmp("exact-empty.txt"),
+            tmp("exact.json"),
+        );
+        let out = ok(&simlsh()
+            .arg("dedup")
+            .arg(&input)
+            .args(["--cosine", &t.to_string(), "--exact", "--pairs"])
+            .arg(&pairs)
+            .arg("--empty")
+            .arg(&empty_file)
+            .arg("--stats")
+            .arg(&stats)
+            .output()
+            .unwrap());
+        let text = std::fs::read_to_string(&pairs).unwrap();
+        let mut lines = text.lines();
+        assert_eq!(lines.next(), Some("record_a\trecord_b\tcosine"));
+        let got: BTreeMap<(u32, u32), f64> = lines
+            .map(|l| {
+                let f: Vec<&str> = l.split('\t').collect();
+                assert_eq!(f.len(), 3, "{l}");
+                (
+                    (f[0].parse().unwrap(), f[1].parse().unwrap()),
+                    f[2].parse().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            got.keys().collect::<Vec<_>>(),
+            truth.keys().collect::<Vec<_>>(),
+            "t = {t}"
+        );
+        for (k, c) in &got {
+            assert!((c - truth[k]).abs() < 1e-6, "{k:?}: {c} vs {}", truth[k]);
+        }
+        assert!(
+            out.starts_with(&format!(
+                "documents {}  empty 7  pairs {}",
+                docs.len(),
+                truth.len()
+            )),
+            "{out}"
+        );
+        assert!(out.contains("recall 1"), "{out}");
+        assert_eq!(listed_rows(&empty_file), vectors.zero_rows());
+        let s: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
+        assert_eq!(s["values"]["scheme"], "prefix");
+        assert_eq!(s["values"]["pairs"], truth.len() as u64);
+        let cands = s["values"]["candidates"].as_u64().unwrap();
+        assert!(cands >= truth.len() as u64 && cands <= s["values"]["examined"].as_u64().unwrap());
+    }
+    // Errors: no threshold, signature options, stored codes, dense vectors.
+    let bad = |args: &[&str], path: &PathBuf, says: &str| {
+        let out = simlsh().arg("dedup").arg(path).args(args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success() && err.contains(says),
+            "{args:?}: {err}"
+        );
+    };
+    bad(&["--exact"], &input, "--cosine");
+    bad(
+        &["--cosine", "0.8", "--exact", "--bits", "256"],
+        &input,
+        "--bits",
+    );
+    bad(
+        &["--cosine", "0.8", "--exact", "--memory", "1G"],
+        &input,
+        "--memory",
+    );
+    bad(
+        &["--cosine", "0", "--exact"],
+        &input,
+        "positive cosine threshold",
+    );
+    let dense = tmp("dense.npy");
+    ndarray_npy::write_npy(&dense, &Array2::from_elem((3, 4), 1.0f32)).unwrap();
+    bad(&["--cosine", "0.8", "--exact"], &dense, "dense vectors");
+}
+
+/// `dedup --exact` on a sparse matrix (SVMlight): the oracle's pairs, by row number.
+#[test]
+fn exact_dedup_of_a_sparse_matrix() {
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(5);
+    let mut rows: Vec<Vec<(u32, f32)>> = Vec::new();
+    for r in 0..400 {
+        if r > 0 && rng.random_bool(0.4) {
+            let mut c = rows[rng.random_range(0..r)].clone();
+            for e in &mut c {
+                e.1 *= rng.random_range(0.8f32..1.25);
+            }
+            rows.push(c);
+        } else {
+            let mut c: Vec<(u32, f32)> = (0..rng.random_range(0..12))
+                .map(|_| (rng.random_range(1..300u32), rng.random_range(0.1f32..3.0)))
+                .collect();
+            c.sort_by_key(|e| e.0);
+            c.dedup_by_key(|e| e.0);
+            rows.push(c);
+        }
+    }
+    let svm: String = rows
+        .iter()
+        .map(|r| {
+            let f: Vec<String> = r.iter().map(|(k, w)| format!("{k}:{w}")).collect();
+            format!("0 {}\n", f.join(" "))
+        })
+        .collect();
+    let input = tmp("rows.svm");
+    std::fs::write(&input, svm).unwrap();
+    let v = SparseVectors::from_rows(rows.iter().map(|r| {
+        r.iter()
+            .map(|&(k, w)| (u64::from(k), w))
+            .collect::<Vec<_>>()
+    }))
+    .unwrap();
+    let truth = brute_force(&v, 0.9);
+    assert!(truth.len() > 50, "{}", truth.len());
+    let pairs = tmp("rows-exact.tsv");
+    ok(&simlsh()
+        .arg("dedup")
+        .arg(&input)
+        .args(["--cosine", "0.9", "--exact", "--pairs"])
+        .arg(&pairs)
+        .output()
+        .unwrap());
+    let text = std::fs::read_to_string(&pairs).unwrap();
+    let got: Vec<(u32, u32)> = text
+        .lines()
+        .skip(1)
+        .map(|l| {
+            let f: Vec<&str> = l.split('\t').collect();
+            (f[0].parse().unwrap(), f[1].parse().unwrap())
+        })
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    assert_eq!(got, truth.keys().copied().collect::<Vec<_>>());
 }
 
 #[test]

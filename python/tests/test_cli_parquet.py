@@ -240,3 +240,17 @@ def test_integer_vector_values_read_as_numbers(cli, tmp_path):
                    tmp_path / "strings.parquet")
     err = _fails(cli, "sign", tmp_path / "strings.parquet", tmp_path / "c.npy", "--field", "indices,values")
     assert "expected numbers" in err and "NaN" not in err
+
+
+def test_exact_dedup_pairs_have_no_distance_column(cli, tmp_path):
+    # `dedup --exact` finds pairs without signatures: columns a, b, cosine, the TSV's pairs.
+    run_cli(cli, "dedup", str(TWEETS), "--cosine", "0.8", "--exact", "--pairs", str(tmp_path / "p.tsv"))
+    run_cli(cli, "dedup", str(TWEETS), "--cosine", "0.8", "--exact", "--pairs", str(tmp_path / "p.parquet"))
+    want = read_tsv_pairs(tmp_path / "p.tsv")
+    assert len(want) > 100
+    got = pq.read_table(tmp_path / "p.parquet")
+    assert got.schema.names == ["a", "b", "cosine"]
+    assert got.schema.metadata[b"simlsh.cosine"] == b"exact"
+    pairs = {(str(a), str(b)) for a, b in zip(got.column("a").to_pylist(), got.column("b").to_pylist())}
+    assert pairs == want
+    assert min(got.column("cosine").to_pylist()) >= 0.8

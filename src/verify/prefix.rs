@@ -229,6 +229,7 @@ impl PrefixIndex {
         // The global order: rarest first, by document frequency counted in a table of
         // hashed slots (collisions only merge counts: any global order is exact), then by
         // mixed key.
+        // Looked up in 16 bits (saturated): the counts only order the features.
         let dbits = (usize::BITS - v.nnz().max(1).leading_zeros()).clamp(10, 22);
         let mut df: Vec<AtomicU32> = Vec::new();
         memory::reserve(&mut df, 1 << dbits, "prefix join")?;
@@ -238,14 +239,17 @@ impl PrefixIndex {
                 df[(mix(k) >> (64 - dbits)) as usize].fetch_add(1, Ordering::Relaxed);
             }
         });
-        let df: Vec<u32> = df.into_iter().map(AtomicU32::into_inner).collect();
+        let df: Vec<u16> = df
+            .into_iter()
+            .map(|c| c.into_inner().min(u32::from(u16::MAX)) as u16)
+            .collect();
         // Each row's prefix: its features in the global order whose suffix norm (times the
         // largest row norm) reaches τ − ε.
         let limit = threshold - EPS;
         let tasks: Vec<Prefixes> = (0..n.div_ceil(ROWS_PER_TASK))
             .into_par_iter()
             .map_init(
-                || (Vec::<(u32, u64, f32)>::new(), Vec::<f32>::new()),
+                || (Vec::<(u16, u64, f32)>::new(), Vec::<f32>::new()),
                 |(f, suf), c| {
                     let rows = c * ROWS_PER_TASK..((c + 1) * ROWS_PER_TASK).min(n);
                     let mut out = Prefixes {

@@ -2,16 +2,18 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::Result;
+use anyhow::{Result, bail};
 use clap::Parser;
 use simlsh::fs::OutputSet;
+use simlsh::io::input::{VectorOptions, Vectors as InputVectors, read_vectors};
+use simlsh::verify::{PrefixJoin, SparseVectors, Vectors};
 
-use crate::common::{Ctx, SignerArgs, print_line};
-use crate::input::{Prepared, Signing, prepare};
+use crate::common::{Ctx, SignerArgs, print_line, read_codes};
+use crate::input::{Reread, Signing, prepare};
 use crate::join::{Clusters, Found, JoinArgs, Mode, cluster_sizes, write_clusters};
 use crate::names::Names;
 use crate::parquet::Shape;
-use crate::sign::InputArgs;
+use crate::sign::{self, InputArgs};
 use crate::table::Rows;
 
 const EXAMPLE: &str = "Examples:
@@ -71,6 +73,18 @@ pub struct Args {
     /// those found without a budget. An error naming what does not fit.
     #[arg(long, value_parser = crate::common::parse_bytes)]
     memory: Option<u64>,
+    /// Every pair at exact cosine ≥ --cosine (recall 1), found without signatures: by prefix
+    /// filtering of the sparse vectors (documents' weighted features, or a sparse matrix),
+    /// each candidate verified by the same exact cosine. Cheaper than signatures when the
+    /// rows' rare features carry their weight (short documents at high thresholds); the
+    /// work is reported in --stats (`examined`, `candidates`). The pairs have no `distance`
+    /// column.
+    #[arg(
+        long,
+        requires = "cosine",
+        conflicts_with_all = ["memory", "radius", "no_verify", "probes", "signer"]
+    )]
+    exact: bool,
     #[command(flatten)]
     signer: SignerArgs,
 }
@@ -83,6 +97,9 @@ pub fn run(mut a: Args, ctx: &mut Ctx) -> Result<()> {
         .map(PathBuf::as_path)
         .collect();
     a.input.check_paths(ctx, &outputs)?;
+    if a.exact {
+        return run_exact(&a, ctx);
+    }
     let signing = Signing {
         memory: a.memory,
         ..a.join.signing()
@@ -118,11 +135,17 @@ pub fn run(mut a: Args, ctx: &mut Ctx) -> Result<()> {
         None => crate::join::run(&mut p, &mode, ctx, |f| clusters.add(f.i, f.j))?,
     };
     let labels = clusters.labels()?;
-    write_outputs(&a, &p, &labels, &mut set)?;
+    let kept = Kept {
+        names: &p.names,
+        texts: p.texts.as_deref(),
+        reread: p.reread.as_ref(),
+        empty: &p.empty,
+    };
+    write_outputs(&a, &kept, &labels, &mut set)?;
     ctx.append_outputs(set)?;
 
     let kept = (0..n)
-        .filter(|&i| labels[i] as usize == i && !(a.drop_empty && is_empty(&p, i)))
+        .filter(|&i| labels[i] as usize == i && !(a.drop_empty && is_empty(&p.empty, i)))
         .count();
     let (in_clusters, _) = cluster_sizes(&labels);
     let removed = n - kept;
@@ -144,20 +167,169 @@ pub fn run(mut a: Args, ctx: &mut Ctx) -> Result<()> {
     ))
 }
 
-fn is_empty(p: &Prepared, i: usize) -> bool {
-    p.empty.binary_search(&(i as u32)).is_ok()
+fn is_empty(empty: &[u32], i: usize) -> bool {
+    empty.binary_search(&(i as u32)).is_ok()
+}
+
+/// What the outputs other than the pairs are made of.
+struct Kept<'a> {
+    names: &'a Names,
+    /// The documents' texts (text input held).
+    texts: Option<&'a [String]>,
+    /// Where to read the documents again (text input streamed).
+    reread: Option<&'a Reread>,
+    /// The rows without features, increasing.
+    empty: &'a [u32],
+}
+
+/// `dedup --exact`: the rows' sparse vectors (no signatures), every pair at exact cosine ≥ τ
+/// by [`PrefixJoin`], then the clusters and outputs as for the other joins.
+fn run_exact(a: &Args, ctx: &mut Ctx) -> Result<()> {
+    if ctx.bits_given.is_some() {
+        bail!("--exact finds pairs without signatures: leave out --bits");
+    }
+    let t = a.join.cosine.expect("clap requires --cosine with --exact");
+    let join = PrefixJoin::builder().threshold(t).build()?;
+    let path = &a.input.input;
+    if a.input.format.is_none() && read_codes(path, None, "--bits")?.is_some() {
+        bail!(
+            "--exact needs the input's vectors, and stored signature codes have none: give the vectors or documents themselves"
+        );
+    }
+    let format = sign::format_of(path, a.input.format)?;
+    let (v, names, texts) = if format.is_text() {
+        let opts = simlsh::io::documents::TextOptions {
+            field: a.input.text.field.clone(),
+            on_bad: a.input.on_bad(),
+        };
+        let (docs, bad) = ctx.phase("read", |_| {
+            Ok(simlsh::io::documents::read_documents_with_ids(
+                path,
+                format,
+                &opts,
+                a.id_field.as_deref(),
+            )?)
+        })?;
+        sign::report_bad(ctx, &bad);
+        let names = match &a.id_field {
+            Some(field) => Names::Ids {
+                field: field.clone(),
+                ids: docs
+                    .iter()
+                    .map(|d| d.id.clone().unwrap_or_default())
+                    .collect(),
+            },
+            None => Names::Records(docs.iter().map(|d| d.record).collect()),
+        };
+        let texts: Vec<String> = docs.into_iter().map(|d| d.text).collect();
+        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let tokenizer = sign::tokenizer(&a.input.text, &refs, ctx)?;
+        let v = ctx.phase("vectors", |_| {
+            Ok(SparseVectors::from_feature_rows(
+                tokenizer.feature_rows(&refs),
+            )?)
+        })?;
+        drop(refs);
+        (v, names, Some(texts))
+    } else {
+        anyhow::ensure!(
+            a.id_field.is_none(),
+            "--id-field applies to documents; vector rows are named by their 0-based row number"
+        );
+        let opts = VectorOptions {
+            on_bad: a.input.on_bad(),
+            ..VectorOptions::default()
+        };
+        let input = ctx.phase("read", |_| Ok(read_vectors(path, format, &opts)?))?;
+        sign::report_bad(ctx, &input.bad);
+        let m = match input.vectors {
+            InputVectors::Sparse(m) => m,
+            InputVectors::Dense(_) => bail!(
+                "--exact pairs rows by the features they share, and dense vectors share every coordinate: leave out --exact (candidates from signatures)"
+            ),
+        };
+        let v = ctx.phase("vectors", |_| Ok(SparseVectors::from_csr(m.view())?))?;
+        let n = v.len();
+        (v, Names::rows(n), None)
+    };
+    let n = v.len();
+    ctx.record("rows", n);
+    let empty = v.zero_rows();
+    let mut clusters = Clusters::new(n, a.join.clustering)?;
+    let mut set = OutputSet::new();
+    let mut on_pair = |i: u32, j: u32, cosine: f64, rows: Option<&mut Rows>| {
+        clusters.add(i, j);
+        rows.map_or(Ok(()), |r| r.push(i, j, 0, cosine))
+    };
+    let report = match &a.pairs {
+        Some(out) => {
+            let mut result = None;
+            set.write(out, |w| {
+                let mut rows = Rows::new(out, w, &names, Shape::CosinePairs, true)?;
+                let mut err = Ok(());
+                let r = ctx.phase("join", |_| {
+                    Ok(join.run(&v, |p| {
+                        if err.is_ok() {
+                            err = on_pair(p.i, p.j, p.cosine, Some(&mut rows));
+                        }
+                    })?)
+                });
+                result = Some(r);
+                err?;
+                rows.finish()
+            })?;
+            result.expect("the join ran")?
+        }
+        None => ctx.phase("join", |_| {
+            Ok(join.run(&v, |p| {
+                let _ = on_pair(p.i, p.j, p.cosine, None);
+            })?)
+        })?,
+    };
+    drop(v);
+    let labels = clusters.labels()?;
+    let kept = Kept {
+        names: &names,
+        texts: texts.as_deref(),
+        reread: None,
+        empty: &empty,
+    };
+    write_outputs(a, &kept, &labels, &mut set)?;
+    ctx.append_outputs(set)?;
+    let kept = (0..n)
+        .filter(|&i| labels[i] as usize == i && !(a.drop_empty && is_empty(&empty, i)))
+        .count();
+    let (in_clusters, _) = cluster_sizes(&labels);
+    let removed = n - kept;
+    ctx.record("documents", n);
+    ctx.record("empty", empty.len());
+    ctx.record("pairs", report.pairs);
+    ctx.record("clusters", in_clusters);
+    ctx.record("removed", removed);
+    ctx.record("scheme", "prefix");
+    ctx.record("indexed", report.indexed);
+    ctx.record("examined", report.examined);
+    ctx.record("candidates", report.candidates);
+    ctx.record("passes", report.passes);
+    print_line(format_args!(
+        "documents {n}  empty {}  pairs {}  clusters {in_clusters}  removed {removed}  (exact cosine ≥ {t} by prefix filtering, no signatures: {} candidates verified of {} pairs of prefix features examined, recall 1)",
+        empty.len(),
+        report.pairs,
+        report.candidates,
+        report.examined
+    ))
 }
 
 /// Stages --clusters, --output and --empty in `set`.
-fn write_outputs(a: &Args, p: &Prepared, labels: &[u32], set: &mut OutputSet) -> Result<()> {
+fn write_outputs(a: &Args, p: &Kept, labels: &[u32], set: &mut OutputSet) -> Result<()> {
     let h = p.names.header();
     if let Some(path) = &a.clusters {
-        set.write(path, |w| write_clusters(path, w, &p.names, labels))?;
+        set.write(path, |w| write_clusters(path, w, p.names, labels))?;
     }
     if let Some(path) = &a.output {
         // Text input: the kept documents' text; vectors or codes: the kept rows' names.
-        let kept = |i: usize| labels[i] as usize == i && !(a.drop_empty && is_empty(p, i));
-        match &p.reread {
+        let kept = |i: usize| labels[i] as usize == i && !(a.drop_empty && is_empty(p.empty, i));
+        match p.reread {
             // Streamed documents: their texts from a pass over the input.
             Some(reread) => set.write(path, |w| {
                 reread
@@ -173,7 +345,7 @@ fn write_outputs(a: &Args, p: &Prepared, labels: &[u32], set: &mut OutputSet) ->
             })?,
             None => set.write(path, |w| {
                 for i in (0..labels.len()).filter(|&i| kept(i)) {
-                    match &p.texts {
+                    match p.texts {
                         Some(t) => writeln!(w, "{}", t[i].replace('\n', " "))?,
                         None => writeln!(w, "{}", p.names.name(i))?,
                     }
@@ -185,7 +357,7 @@ fn write_outputs(a: &Args, p: &Prepared, labels: &[u32], set: &mut OutputSet) ->
     if let Some(path) = &a.empty {
         set.write(path, |w| {
             writeln!(w, "{h}")?;
-            for &i in &p.empty {
+            for &i in p.empty {
                 writeln!(w, "{}", p.names.name(i as usize))?;
             }
             Ok(())
