@@ -387,15 +387,15 @@ impl PrefixIndex {
     }
 
     /// The pairs of posting entries to examine, each counted at its larger row.
-    fn pairs_per_row(&self, n: usize) -> Vec<u64> {
-        let mut c = vec![0u64; n];
+    fn pairs_per_row(&self, n: usize) -> Result<Vec<u64>> {
+        let mut c = memory::filled(n, 0u64, "prefix join")?;
         for k in 0..self.features() {
             let (s, e) = (self.starts[k] as usize, self.starts[k + 1] as usize);
             for p in s..e {
                 c[self.rows[p] as usize] += (p - s) as u64;
             }
         }
-        c
+        Ok(c)
     }
 }
 
@@ -514,7 +514,7 @@ impl PrefixJoin {
             indexed: index.rows.len() as u64,
             ..PrefixReport::default()
         };
-        let per_row = index.pairs_per_row(n);
+        let per_row = index.pairs_per_row(n)?;
         let limit = self.threshold - EPS;
         let keys = index.features();
         let mut y0 = 0;
