@@ -12,7 +12,7 @@ use simlsh::index::Featureless;
 use simlsh::io::Csr;
 use simlsh::io::InputFormat;
 use simlsh::io::documents::{Document, TextOptions, documents, read_documents_with_ids};
-use simlsh::io::input::{VectorOptions, Vectors as InputVectors, read_vectors};
+use simlsh::io::input::{VectorInput, VectorOptions, Vectors as InputVectors, read_vectors};
 use simlsh::io::lines::BadLines;
 use simlsh::text::{DfCounter, FeatureRows, SignOptions, Tokenizer};
 use simlsh::verify::{DenseVectors, MemoryBudget, SparseVectors};
@@ -228,10 +228,7 @@ pub fn prepare(
     }
     let format = sign::format_of(&a.input, a.format)?;
     if format.is_text() {
-        let opts = TextOptions {
-            field: a.text.field.clone(),
-            on_bad: a.on_bad(),
-        };
+        let opts = text_options(a);
         if signing.memory.is_some() {
             let reread = Reread {
                 path: a.input.clone(),
@@ -242,23 +239,56 @@ pub fn prepare(
             };
             return prepare_streamed(a, s, reread, signing, ctx);
         }
-        let (docs, bad) = ctx.phase("read", |_| {
-            Ok(read_documents_with_ids(&a.input, format, &opts, id_field)?)
-        })?;
-        sign::report_bad(ctx, &bad);
-        let names = match id_field {
-            Some(field) => Names::Ids {
-                field: field.to_string(),
-                ids: docs
-                    .iter()
-                    .map(|d| d.id.clone().unwrap_or_default())
-                    .collect(),
-            },
-            None => Names::Records(docs.iter().map(|d| d.record).collect()),
-        };
-        let texts = docs.into_iter().map(|d| d.text).collect();
+        let (texts, names) = read_texts(a, format, &opts, id_field, ctx)?;
         return prepare_texts(a, s, texts, names, signing, ctx);
     }
+    let v = read_input_vectors(a, format, id_field, ctx)?;
+    let n = v.vectors.rows();
+    prepare_vectors(a, s, v.vectors, Names::rows(n), signing, ctx)
+}
+
+/// The options of reading `a`'s documents.
+pub fn text_options(a: &InputArgs) -> TextOptions {
+    TextOptions {
+        field: a.text.field.clone(),
+        on_bad: a.on_bad(),
+    }
+}
+
+/// Reads all of `a`'s documents (text input in `format`): their texts, and their names (by
+/// record, or by the field `id_field`).
+pub fn read_texts(
+    a: &InputArgs,
+    format: InputFormat,
+    opts: &TextOptions,
+    id_field: Option<&str>,
+    ctx: &mut Ctx,
+) -> Result<(Vec<String>, Names)> {
+    let (docs, bad) = ctx.phase("read", |_| {
+        Ok(read_documents_with_ids(&a.input, format, opts, id_field)?)
+    })?;
+    sign::report_bad(ctx, &bad);
+    let names = match id_field {
+        Some(field) => Names::Ids {
+            field: field.to_string(),
+            ids: docs
+                .iter()
+                .map(|d| d.id.clone().unwrap_or_default())
+                .collect(),
+        },
+        None => Names::Records(docs.iter().map(|d| d.record).collect()),
+    };
+    Ok((docs.into_iter().map(|d| d.text).collect(), names))
+}
+
+/// Reads `a`'s vectors (a vector input in `format`; rows are named by number, so `id_field`
+/// is an error).
+pub fn read_input_vectors(
+    a: &InputArgs,
+    format: InputFormat,
+    id_field: Option<&str>,
+    ctx: &mut Ctx,
+) -> Result<VectorInput> {
     anyhow::ensure!(
         id_field.is_none(),
         "--id-field applies to documents; vector rows are named by their 0-based row number"
@@ -269,8 +299,7 @@ pub fn prepare(
     };
     let v = ctx.phase("read", |_| Ok(read_vectors(&a.input, format, &opts)?))?;
     sign::report_bad(ctx, &v.bad);
-    let n = v.vectors.rows();
-    prepare_vectors(a, s, v.vectors, Names::rows(n), signing, ctx)
+    Ok(v)
 }
 
 /// Stored codes: nothing to sign, no vectors; the rows without features are the all-zero

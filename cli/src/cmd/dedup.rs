@@ -5,11 +5,11 @@ use std::path::{Path, PathBuf};
 use anyhow::{Result, bail};
 use clap::Parser;
 use simlsh::fs::OutputSet;
-use simlsh::io::input::{VectorOptions, Vectors as InputVectors, read_vectors};
+use simlsh::io::input::Vectors as InputVectors;
 use simlsh::verify::{PrefixJoin, SparseVectors, Vectors};
 
 use crate::common::{Ctx, SignerArgs, print_line, read_codes};
-use crate::input::{Reread, Signing, prepare};
+use crate::input::{Reread, Signing, prepare, read_input_vectors, read_texts, text_options};
 use crate::join::{Clusters, Found, JoinArgs, Mode, cluster_sizes, write_clusters};
 use crate::names::Names;
 use crate::parquet::Shape;
@@ -134,36 +134,47 @@ pub fn run(mut a: Args, ctx: &mut Ctx) -> Result<()> {
         }
         None => crate::join::run(&mut p, &mode, ctx, |f| clusters.add(f.i, f.j))?,
     };
-    let labels = clusters.labels()?;
     let kept = Kept {
         names: &p.names,
         texts: p.texts.as_deref(),
         reread: p.reread.as_ref(),
         empty: &p.empty,
     };
-    write_outputs(&a, &kept, &labels, &mut set)?;
-    ctx.append_outputs(set)?;
-
-    let kept = (0..n)
-        .filter(|&i| labels[i] as usize == i && !(a.drop_empty && is_empty(&p.empty, i)))
-        .count();
-    let (in_clusters, _) = cluster_sizes(&labels);
-    let removed = n - kept;
-    ctx.record("documents", n);
-    ctx.record("empty", p.empty.len());
-    ctx.record("pairs", outcome.pairs);
-    ctx.record("clusters", in_clusters);
-    ctx.record("removed", removed);
     if let Mode::Hamming { radius } = mode {
         ctx.record("radius", radius);
     }
+    let how = format!("f = {bits}, {}; signer {}", outcome.how, p.signer);
+    finish(&a, &kept, clusters, set, outcome.pairs, &how, ctx)
+}
+
+/// Writes the outputs other than the pairs (staged in `set` with the pairs), records the
+/// summary and prints its line, `how` saying how the pairs were found.
+fn finish(
+    a: &Args,
+    kept: &Kept,
+    clusters: Clusters,
+    mut set: OutputSet,
+    pairs: u64,
+    how: &str,
+    ctx: &mut Ctx,
+) -> Result<()> {
+    let labels = clusters.labels()?;
+    write_outputs(a, kept, &labels, &mut set)?;
+    ctx.append_outputs(set)?;
+    let n = labels.len();
+    let left = (0..n)
+        .filter(|&i| labels[i] as usize == i && !(a.drop_empty && is_empty(kept.empty, i)))
+        .count();
+    let (in_clusters, _) = cluster_sizes(&labels);
+    let removed = n - left;
+    ctx.record("documents", n);
+    ctx.record("empty", kept.empty.len());
+    ctx.record("pairs", pairs);
+    ctx.record("clusters", in_clusters);
+    ctx.record("removed", removed);
     print_line(format_args!(
-        "documents {n}  empty {}  pairs {}  clusters {in_clusters}  removed {removed}  (f = {}, {}; signer {})",
-        p.empty.len(),
-        outcome.pairs,
-        bits,
-        outcome.how,
-        p.signer
+        "documents {n}  empty {}  pairs {pairs}  clusters {in_clusters}  removed {removed}  ({how})",
+        kept.empty.len(),
     ))
 }
 
@@ -198,30 +209,8 @@ fn run_exact(a: &Args, ctx: &mut Ctx) -> Result<()> {
     }
     let format = sign::format_of(path, a.input.format)?;
     let (v, names, texts) = if format.is_text() {
-        let opts = simlsh::io::documents::TextOptions {
-            field: a.input.text.field.clone(),
-            on_bad: a.input.on_bad(),
-        };
-        let (docs, bad) = ctx.phase("read", |_| {
-            Ok(simlsh::io::documents::read_documents_with_ids(
-                path,
-                format,
-                &opts,
-                a.id_field.as_deref(),
-            )?)
-        })?;
-        sign::report_bad(ctx, &bad);
-        let names = match &a.id_field {
-            Some(field) => Names::Ids {
-                field: field.clone(),
-                ids: docs
-                    .iter()
-                    .map(|d| d.id.clone().unwrap_or_default())
-                    .collect(),
-            },
-            None => Names::Records(docs.iter().map(|d| d.record).collect()),
-        };
-        let texts: Vec<String> = docs.into_iter().map(|d| d.text).collect();
+        let opts = text_options(&a.input);
+        let (texts, names) = read_texts(&a.input, format, &opts, a.id_field.as_deref(), ctx)?;
         let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
         let tokenizer = sign::tokenizer(&a.input.text, &refs, ctx)?;
         let v = ctx.phase("vectors", |_| {
@@ -232,16 +221,7 @@ fn run_exact(a: &Args, ctx: &mut Ctx) -> Result<()> {
         drop(refs);
         (v, names, Some(texts))
     } else {
-        anyhow::ensure!(
-            a.id_field.is_none(),
-            "--id-field applies to documents; vector rows are named by their 0-based row number"
-        );
-        let opts = VectorOptions {
-            on_bad: a.input.on_bad(),
-            ..VectorOptions::default()
-        };
-        let input = ctx.phase("read", |_| Ok(read_vectors(path, format, &opts)?))?;
-        sign::report_bad(ctx, &input.bad);
+        let input = read_input_vectors(&a.input, format, a.id_field.as_deref(), ctx)?;
         let m = match input.vectors {
             InputVectors::Sparse(m) => m,
             InputVectors::Dense(_) => bail!(
@@ -287,37 +267,22 @@ fn run_exact(a: &Args, ctx: &mut Ctx) -> Result<()> {
         })?,
     };
     drop(v);
-    let labels = clusters.labels()?;
     let kept = Kept {
         names: &names,
         texts: texts.as_deref(),
         reread: None,
         empty: &empty,
     };
-    write_outputs(a, &kept, &labels, &mut set)?;
-    ctx.append_outputs(set)?;
-    let kept = (0..n)
-        .filter(|&i| labels[i] as usize == i && !(a.drop_empty && is_empty(&empty, i)))
-        .count();
-    let (in_clusters, _) = cluster_sizes(&labels);
-    let removed = n - kept;
-    ctx.record("documents", n);
-    ctx.record("empty", empty.len());
-    ctx.record("pairs", report.pairs);
-    ctx.record("clusters", in_clusters);
-    ctx.record("removed", removed);
     ctx.record("scheme", "prefix");
     ctx.record("indexed", report.indexed);
     ctx.record("examined", report.examined);
     ctx.record("candidates", report.candidates);
     ctx.record("passes", report.passes);
-    print_line(format_args!(
-        "documents {n}  empty {}  pairs {}  clusters {in_clusters}  removed {removed}  (exact cosine ≥ {t} by prefix filtering, no signatures: {} candidates verified of {} pairs of prefix features examined, recall 1)",
-        empty.len(),
-        report.pairs,
-        report.candidates,
-        report.examined
-    ))
+    let how = format!(
+        "exact cosine ≥ {t} by prefix filtering, no signatures: {} candidates verified of {} pairs of prefix features examined, recall 1",
+        report.candidates, report.examined
+    );
+    finish(a, &kept, clusters, set, report.pairs, &how, ctx)
 }
 
 /// Stages --clusters, --output and --empty in `set`.
