@@ -1053,3 +1053,58 @@ fn without_the_cjk_feature_jieba_is_refused() {
         .weighting(Weighting::JiebaKeywords);
     assert!(matches!(b.build(), Err(Error::Unsupported(_))));
 }
+
+/// A corpus tokenised once ([`Tokenizer::count_corpus`]) gives the IDF table of `Idf::fit` and,
+/// weighed by the fitted tokenizer, the rows of `feature_rows` (the two-pass way), bit for bit:
+/// words and character n-grams, TF-IDF, TF and binary weights, with and without top K, a
+/// document longer than the streaming chunk, empty documents, and at 1 and 3 threads.
+#[test]
+fn a_corpus_counted_once_gives_the_rows_of_two_passes() {
+    let tweets = bundled("tweets");
+    let poems = bundled("poems");
+    let mut docs: Vec<String> = tweets[..1500].to_vec();
+    docs.extend(poems[..700].iter().cloned());
+    // Longer than the 4 KiB chunk, so counted by the streaming pass.
+    docs.push(tweets[..200].join(" "));
+    docs.push(String::new());
+    docs.push("   ".into());
+    let base = [
+        Tokenizer::builder().stop_words(StopWords::english()),
+        Tokenizer::builder().mode(Mode::Chars).ngram(2),
+        Tokenizer::builder().ngram(2).lowercase(false),
+    ];
+    let pool = |n| {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(n)
+            .build()
+            .unwrap()
+    };
+    for b in base {
+        let counting = tok(b.clone());
+        let (idf, corpus) = pool(1).install(|| counting.count_corpus(&docs));
+        assert_eq!(corpus.len(), docs.len());
+        assert_eq!(idf.entries(), Idf::fit(&counting, &docs).entries());
+        let idf = std::sync::Arc::new(idf);
+        for (weighting, top_k) in [
+            (Weighting::TfIdf(idf.clone()), None),
+            (Weighting::TfIdf(idf.clone()), Some(7)),
+            (Weighting::Tf, Some(3)),
+            (Weighting::Binary, None),
+        ] {
+            let t = tok(b.clone().weighting(weighting).top_k(top_k));
+            let want = t.feature_rows(&docs);
+            for threads in [1, 3] {
+                let (_, corpus) = pool(threads).install(|| counting.count_corpus(&docs));
+                let got = pool(threads).install(|| corpus.feature_rows(&t)).unwrap();
+                assert_eq!(got, want, "{} top {top_k:?}, {threads} threads", t.config());
+            }
+        }
+    }
+    // Another tokenisation: refused, naming both.
+    let (_, corpus) = tok(Tokenizer::builder()).count_corpus(&docs[..10]);
+    let err = corpus
+        .feature_rows(&tok(Tokenizer::builder().ngram(2)))
+        .unwrap_err();
+    assert!(matches!(err, Error::InvalidParameter { .. }), "{err}");
+    assert!(err.to_string().contains("ngram=2"), "{err}");
+}

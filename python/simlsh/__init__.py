@@ -43,7 +43,7 @@ from .index import (
     update_index,
     verify_index,
 )
-from .join import Scheme, banded_join, clusters, knn_graph, plan_join, rerank, self_join, verified_join
+from .join import Scheme, banded_join, clusters, cosine_join, knn_graph, plan_join, rerank, self_join, verified_join
 from .signers import FwhtSigner, HashedGaussian, HashingTrick, HyperplaneSigner, PooledSigner, Signer, hamming, signer
 from .text import Idf, Tokenizer
 from .store import CheckResult, Match, Store
@@ -56,7 +56,8 @@ __all__ = [
     "Store", "Client", "Match", "CheckResult",
     "Index", "LinearScan", "PermutedTables", "MultiIndex", "PermutationIndex", "GraphIndex", "load_index",
     "update_index", "verify_index",
-    "dedup", "DedupResult", "Scheme", "plan_join", "self_join", "clusters", "knn_graph", "banded_join", "verified_join", "rerank",
+    "dedup", "DedupResult", "Scheme", "plan_join", "self_join", "clusters", "knn_graph", "banded_join", "verified_join",
+    "cosine_join", "rerank",
     "angle", "cosine", "estimate", "Estimate", "expected_hamming", "max_hamming_for_cosine",
     "recall_at", "expected_half_width", "plan_radius", "plan_bits",
 ]

@@ -11,8 +11,8 @@ __version__: str
 #: Every class and function of the module (PyO3 sets the same list at run time).
 __all__ = [
     "FileLock", "FormatError", "Idf", "Index", "Scheme", "Signer", "Store", "Tokenizer",
-    "__version__", "angle", "banded_join", "canonical_csr", "clusters", "cosine", "cosines",
-    "cosines_text", "default_signer", "defaults", "estimate_arrays", "expected_half_width",
+    "__version__", "angle", "banded_join", "canonical_csr", "clusters", "cosine", "cosine_join",
+    "cosines", "cosines_text", "default_signer", "defaults", "estimate_arrays", "expected_half_width",
     "expected_hamming", "feature_sample_step", "knn_graph", "max_hamming_for_cosine",
     "mean_features", "plan_bits", "plan_join", "plan_radius", "recall_at", "rerank",
     "row_hashes", "self_join", "sign_text_counts", "signer_kinds", "verified_join",
@@ -225,6 +225,9 @@ def verified_join(
     codes: _U64, bits: int, x: _Vectors, threshold: float, scheme: Scheme | None = None,
     recall: float | None = None, threads: int | None = None,
 ) -> tuple[tuple[_I64, _I64, _I32, _F64], dict[str, Any]]: ...
+def cosine_join(
+    x: _Vectors, threshold: float, threads: int | None = None
+) -> tuple[tuple[_I64, _I64, _F64], dict[str, Any]]: ...
 def rerank(
     queries: _Vectors, base: _Vectors, ids: _I64, k: int, threads: int | None = None
 ) -> tuple[npt.NDArray[np.float32], _I64]: ...

@@ -34,6 +34,7 @@ fn _simlsh(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(join::knn_graph, m)?)?;
     m.add_function(wrap_pyfunction!(verify::banded_join, m)?)?;
     m.add_function(wrap_pyfunction!(verify::verified_join, m)?)?;
+    m.add_function(wrap_pyfunction!(verify::cosine_join, m)?)?;
     m.add_function(wrap_pyfunction!(rerank::rerank, m)?)?;
     m.add_function(wrap_pyfunction!(scheme::plan_join, m)?)?;
     m.add_function(wrap_pyfunction!(signer::default_signer, m)?)?;

@@ -5,9 +5,9 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use rayon::slice::ParallelSliceMut;
 use simlsh::join::{self, CappedGroup, Scheme};
-use simlsh::verify::{Vectors, VerifiedJoin, VerifiedPair};
+use simlsh::verify::{CosinePair, PrefixJoin, SparseVectors, Vectors, VerifiedJoin, VerifiedPair};
 
-use crate::arrays::{VectorsArg, codes};
+use crate::arrays::{Rows, VectorsArg, codes};
 use crate::errors::{IntoPy, value_error};
 use crate::join::{FeaturelessArg, PairArrays, featureless_rows, pair_arrays};
 use crate::scheme::PyScheme;
@@ -131,4 +131,58 @@ pub fn verified_join<'py>(
     let rows = x.rows("x")?;
     let vectors = t.run(py, || rows.vectors("x"))?;
     with_vectors!(&vectors, |v| run_verified(py, &t, &join, &m, v))
+}
+
+type CosinePairs<'py> = (
+    Bound<'py, PyArray1<i64>>,
+    Bound<'py, PyArray1<i64>>,
+    Bound<'py, PyArray1<f64>>,
+);
+
+/// The exact cosine self-join of sparse rows without signatures (the library's
+/// `PrefixJoin`): every pair at exact cosine ≥ `threshold`, `(i, j, cosine)` sorted by
+/// `(i, j)`, and the report.
+#[pyfunction]
+#[pyo3(signature = (x, threshold, threads = None))]
+pub fn cosine_join<'py>(
+    py: Python<'py>,
+    x: VectorsArg<'py>,
+    threshold: f64,
+    threads: Option<i64>,
+) -> PyResult<(CosinePairs<'py>, Bound<'py, PyDict>)> {
+    let t = Threads::new(threads)?;
+    let join = PrefixJoin::builder().threshold(threshold).build().py()?;
+    let rows = x.rows("x")?;
+    let Rows::Csr(m) = &rows else {
+        return Err(value_error(
+            "the exact join pairs rows by the features they share, and dense rows share every \
+             coordinate: give a CSR matrix, or take verified_join (candidates from signatures)",
+        ));
+    };
+    // Unsorted rows are a bad value, as for the other entry points (`Rows::vectors`).
+    let view = m.view().map_err(|e| value_error(format!("x: {e}")))?;
+    let (pairs, report) = t
+        .run(py, || {
+            let v = SparseVectors::from_csr(view)?;
+            let mut pairs: Vec<CosinePair> = Vec::new();
+            let report = join.run(&v, |p| pairs.push(p))?;
+            pairs.par_sort_unstable_by_key(|p| (p.i, p.j));
+            Ok::<_, simlsh::Error>((pairs, report))
+        })
+        .py()?;
+    let i: Vec<i64> = pairs.iter().map(|p| i64::from(p.i)).collect();
+    let j: Vec<i64> = pairs.iter().map(|p| i64::from(p.j)).collect();
+    let c: Vec<f64> = pairs.iter().map(|p| p.cosine).collect();
+    let r = PyDict::new(py);
+    let zero: Vec<i64> = report.zero_rows.iter().map(|&z| i64::from(z)).collect();
+    r.set_item("zero_rows", zero.into_pyarray(py))?;
+    r.set_item("indexed", report.indexed)?;
+    r.set_item("examined", report.examined)?;
+    r.set_item("candidates", report.candidates)?;
+    r.set_item("pairs", report.pairs)?;
+    r.set_item("passes", report.passes)?;
+    Ok((
+        (i.into_pyarray(py), j.into_pyarray(py), c.into_pyarray(py)),
+        r,
+    ))
 }

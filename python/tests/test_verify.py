@@ -184,3 +184,55 @@ def test_paired_cosines_equal_numpy_and_name_the_shape():
         _simlsh.cosines(a, b[:, :-1].copy())
     with pytest.raises(ValueError, match="one kind"):
         _simlsh.cosines(a, csr(b))
+
+
+@pytest.mark.parametrize("threshold", [0.3, 0.7, 0.9])
+def test_cosine_join_equals_brute_force(tweets, threshold):
+    """The exact join without signatures: every pair at cosine >= threshold of TF-IDF rows
+    (with negative values, repeated rows and empty rows added), each once, with its cosine,
+    against the product of the normalised rows; the same at 1 and 3 threads; the report."""
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    import scipy.sparse as sp
+
+    X = TfidfVectorizer().fit_transform(tweets[:1200]).astype(np.float32)
+    rng = np.random.default_rng(7)
+    X.data[rng.random(X.nnz) < 0.1] *= -1  # negative weights
+    X = sp.vstack([X, X[:40], sp.csr_matrix((3, X.shape[1]), dtype=np.float32)]).tocsr()
+    X.sort_indices()
+    i, j, c, rep = simlsh.cosine_join(X, threshold, return_report=True, threads=1)
+    norms = np.sqrt(np.asarray(X.multiply(X).sum(axis=1), dtype=np.float64)).ravel()
+    D = X.astype(np.float64)
+    cos = (D @ D.T).toarray() / np.outer(np.where(norms > 0, norms, 1), np.where(norms > 0, norms, 1))
+    live = norms > 0
+    want = np.triu(cos >= threshold, k=1) & live[:, None] & live[None, :]
+    # Pairs within rounding of the threshold may fall either way.
+    edge = np.abs(cos - threshold) < 1e-6
+    got = np.zeros_like(want)
+    got[i, j] = True
+    assert np.all(i < j) and np.all(np.lexsort((j, i)) == np.arange(len(i)))
+    assert not np.any((got != want) & ~edge), "pairs differ from brute force"
+    assert len(i) >= 40  # at least the repeated rows
+    np.testing.assert_allclose(c, cos[i, j], rtol=1e-6, atol=1e-6)
+    assert rep["pairs"] == len(i) and rep["candidates"] >= len(i) and rep["examined"] >= rep["candidates"] // 2
+    assert rep["zero_rows"].tolist() == np.nonzero(~live)[0].tolist()
+    again = simlsh.cosine_join(X, threshold, threads=3)
+    for a, b in zip((i, j, c), again):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_cosine_join_refuses_what_it_cannot_join():
+    import scipy.sparse as sp
+
+    X = sp.random(20, 30, density=0.2, format="csr", dtype=np.float32, random_state=1)
+    with pytest.raises(ValueError, match="dense rows share every coordinate"):
+        simlsh.cosine_join(X.toarray(), 0.8)
+    with pytest.raises(TypeError, match="float32 CSR"):
+        simlsh.cosine_join(X.astype(np.float64), 0.8)
+    for bad in (0.0, -0.5, float("nan")):
+        with pytest.raises(ValueError, match="threshold"):
+            simlsh.cosine_join(X, bad)
+    U = X.copy()
+    r = int(np.argmax(np.diff(U.indptr)))
+    U.indices[U.indptr[r] : U.indptr[r + 1]] = U.indices[U.indptr[r] : U.indptr[r + 1]][::-1].copy()
+    with pytest.raises(ValueError, match="sorted sparse indices"):
+        simlsh.cosine_join(U, 0.8)

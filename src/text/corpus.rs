@@ -126,6 +126,25 @@ impl FeatureRows {
         self.indptr.len() - 1
     }
 
+    /// Rows from their arrays, as [`parts`](Self::parts) gives them (each row's keys strictly
+    /// increasing, as the callers make them).
+    pub(crate) fn from_raw(indptr: Vec<usize>, keys: Vec<u64>, weights: Vec<f32>) -> Self {
+        debug_assert_eq!(indptr.last(), Some(&keys.len()));
+        debug_assert_eq!(keys.len(), weights.len());
+        FeatureRows {
+            indptr,
+            keys,
+            weights,
+        }
+    }
+
+    /// Empties the rows, keeping their allocations.
+    pub(crate) fn clear(&mut self) {
+        self.indptr.truncate(1);
+        self.keys.clear();
+        self.weights.clear();
+    }
+
     /// True when there are no rows.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
@@ -184,7 +203,7 @@ impl FeatureRows {
         self.push_pairs(pairs);
     }
 
-    fn push_pairs(&mut self, pairs: &mut [(u64, f32)]) {
+    pub(crate) fn push_pairs(&mut self, pairs: &mut [(u64, f32)]) {
         pairs.sort_unstable_by_key(|p| p.0);
         for &(k, w) in pairs.iter() {
             if self.keys.len() > *self.indptr.last().expect("indptr starts at 0")

@@ -217,6 +217,13 @@ impl DfCounter {
         }
     }
 
+    /// Counts one document by its distinct keys.
+    pub(crate) fn add_keys(&mut self, keys: &[u64]) {
+        self.room(keys.len());
+        self.pending.extend_from_slice(keys);
+        self.docs += 1;
+    }
+
     /// Counts one document.
     pub fn add(&mut self, text: &str) {
         let mut keys = std::mem::take(&mut self.doc);

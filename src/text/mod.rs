@@ -80,6 +80,7 @@
 mod bags;
 mod config;
 mod corpus;
+mod counted;
 mod idf;
 #[cfg(feature = "cjk")]
 mod keywords;
@@ -91,6 +92,7 @@ mod stopwords;
 pub use bags::TokenBags;
 pub use config::{Mode, TokenizerBuilder, Weighting};
 pub use corpus::{FeatureRows, SignOptions, SignedCorpus};
+pub use counted::CountedCorpus;
 pub use idf::{DfCounter, IDF_FILE_VERSION, IDF_HASH_SEED, Idf, PENDING_KEY_BYTES, idf_key};
 pub use spec::{FEATURE_SAMPLE, TokenizerSpec, WeightingKind, feature_sample_step, mean_features};
 pub use stopwords::{ENGLISH, StopWords};

@@ -532,16 +532,8 @@ pub(crate) fn weigh(b: &TokenizerBuilder, input: &str, source: Source, s: &mut S
     let w = &mut s.weights;
     w.clear();
     match &b.weighting {
-        Weighting::Binary => w.resize(d.len(), 1.0),
-        Weighting::Tf => w.extend(d.counts.iter().map(|&c| c as f32)),
-        Weighting::TfIdf(idf) => {
-            idf.idf_keys(&d.keys, &mut s.idf);
-            w.extend(
-                d.counts
-                    .iter()
-                    .zip(&s.idf)
-                    .map(|(&c, &i)| (c as f64 * i) as f32),
-            );
+        Weighting::Binary | Weighting::Tf | Weighting::TfIdf(_) => {
+            weigh_counts(&b.weighting, &d.keys, &d.counts, &mut s.idf, w);
         }
         #[cfg(feature = "cjk")]
         Weighting::JiebaKeywords => {
@@ -562,11 +554,45 @@ pub(crate) fn weigh(b: &TokenizerBuilder, input: &str, source: Source, s: &mut S
             unreachable!("refused by TokenizerBuilder::build")
         }
     }
-    let kept = &mut s.kept;
+    keep(b.top_k, w, &mut s.kept);
+}
+
+/// Appends to `w` the weights of features of keys `keys` occurring `counts` times in a
+/// document, by a weighting of counts (binary, TF, TF-IDF; `idf` a reused buffer). Returns
+/// false, appending nothing, for a weighting that needs the text (jieba's keywords).
+pub(crate) fn weigh_counts(
+    weighting: &Weighting,
+    keys: &[u64],
+    counts: &[u32],
+    idf: &mut Vec<f64>,
+    w: &mut Vec<f32>,
+) -> bool {
+    match weighting {
+        Weighting::Binary => w.extend(counts.iter().map(|_| 1.0)),
+        Weighting::Tf => w.extend(counts.iter().map(|&c| c as f32)),
+        Weighting::TfIdf(table) => {
+            table.idf_keys(keys, idf);
+            w.extend(
+                counts
+                    .iter()
+                    .zip(idf.iter())
+                    .map(|(&c, &i)| (c as f64 * i) as f32),
+            );
+        }
+        Weighting::JiebaKeywords => return false,
+    }
+    true
+}
+
+/// Keeps the weighted features of a document (`w`, one weight per distinct feature in order
+/// of first occurrence): those whose weight is not NaN, and of them the `top_k` heaviest (ties
+/// by first occurrence). Fills `kept` (increasing indices) and compacts `w` to their weights.
+pub(crate) fn keep(top_k: Option<usize>, w: &mut Vec<f32>, kept: &mut Vec<u32>) {
+    let n = w.len();
     kept.clear();
-    kept.extend((0..d.len() as u32).filter(|&j| !w[j as usize].is_nan()));
-    let k = b.top_k.unwrap_or(usize::MAX);
-    if k < kept.len() || kept.len() < d.len() {
+    kept.extend((0..n as u32).filter(|&j| !w[j as usize].is_nan()));
+    let k = top_k.unwrap_or(usize::MAX);
+    if k < kept.len() || kept.len() < n {
         if k < kept.len() {
             // Heaviest first, ties by first occurrence: a strict total order, so the K
             // selected are unique; then back to document order.

@@ -212,11 +212,20 @@ fn run_exact(a: &Args, ctx: &mut Ctx) -> Result<()> {
         let opts = text_options(&a.input);
         let (texts, names) = read_texts(&a.input, format, &opts, a.id_field.as_deref(), ctx)?;
         let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-        let tokenizer = sign::tokenizer(&a.input.text, &refs, ctx)?;
+        // A table fitted on the documents: their features kept from that pass and weighed
+        // once it is known, each document tokenised once.
+        let mut counted = None;
+        let tokenizer = sign::tokenizer_with(&a.input.text, ctx, |counting| {
+            let (idf, corpus) = counting.count_corpus(&refs);
+            counted = Some(corpus);
+            Ok(idf)
+        })?;
         let v = ctx.phase("vectors", |_| {
-            Ok(SparseVectors::from_feature_rows(
-                tokenizer.feature_rows(&refs),
-            )?)
+            let rows = match counted {
+                Some(corpus) => corpus.feature_rows(&tokenizer)?,
+                None => tokenizer.feature_rows(&refs),
+            };
+            Ok(SparseVectors::from_feature_rows(rows)?)
         })?;
         drop(refs);
         (v, names, Some(texts))
