@@ -1081,7 +1081,7 @@ fn a_corpus_counted_once_gives_the_rows_of_two_passes() {
     };
     for b in base {
         let counting = tok(b.clone());
-        let (idf, corpus) = pool(1).install(|| counting.count_corpus(&docs));
+        let (idf, corpus) = pool(1).install(|| counting.count_corpus(&docs)).unwrap();
         assert_eq!(corpus.len(), docs.len());
         assert_eq!(idf.entries(), Idf::fit(&counting, &docs).entries());
         let idf = std::sync::Arc::new(idf);
@@ -1094,14 +1094,16 @@ fn a_corpus_counted_once_gives_the_rows_of_two_passes() {
             let t = tok(b.clone().weighting(weighting).top_k(top_k));
             let want = t.feature_rows(&docs);
             for threads in [1, 3] {
-                let (_, corpus) = pool(threads).install(|| counting.count_corpus(&docs));
+                let (_, corpus) = pool(threads)
+                    .install(|| counting.count_corpus(&docs))
+                    .unwrap();
                 let got = pool(threads).install(|| corpus.feature_rows(&t)).unwrap();
                 assert_eq!(got, want, "{} top {top_k:?}, {threads} threads", t.config());
             }
         }
     }
     // Another tokenisation: refused, naming both.
-    let (_, corpus) = tok(Tokenizer::builder()).count_corpus(&docs[..10]);
+    let (_, corpus) = tok(Tokenizer::builder()).count_corpus(&docs[..10]).unwrap();
     let err = corpus
         .feature_rows(&tok(Tokenizer::builder().ngram(2)))
         .unwrap_err();

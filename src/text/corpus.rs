@@ -189,7 +189,6 @@ impl FeatureRows {
         }
     }
 
-    /// Appends a row from `(key, weight)` pairs in any order (sorted and merged here).
     /// Appends the row of the document last scanned into `s` (its kept features' keys and
     /// weights), `pairs` a reused buffer.
     fn push_scanned(&mut self, s: &Scratch, pairs: &mut Vec<(u64, f32)>) {
@@ -203,6 +202,8 @@ impl FeatureRows {
         self.push_pairs(pairs);
     }
 
+    /// Appends a row from `(key, weight)` pairs in any order (sorted here; the weights of one
+    /// key added).
     pub(crate) fn push_pairs(&mut self, pairs: &mut [(u64, f32)]) {
         pairs.sort_unstable_by_key(|p| p.0);
         for &(k, w) in pairs.iter() {

@@ -7,6 +7,19 @@ use rayon::prelude::*;
 use super::scan::{self, Scratch};
 use super::{DfCounter, FeatureRows, Idf, Tokenizer};
 use crate::error::{Error, Result};
+use crate::memory;
+
+/// What the allocations are named in errors.
+const WHAT: &str = "the counted corpus";
+
+/// Makes room for `more` values in `v`, doubling its capacity when it can (else exactly),
+/// fallibly.
+fn grow<T>(v: &mut Vec<T>, more: usize) -> Result<()> {
+    if v.capacity() - v.len() >= more {
+        return Ok(());
+    }
+    memory::reserve(v, more.max(v.len()), WHAT).or_else(|_| memory::reserve(v, more, WHAT))
+}
 
 /// Documents tokenised per parallel task.
 const DOCS_PER_TASK: usize = 64;
@@ -98,7 +111,7 @@ fn weigh_in_place(
 /// let docs = ["the cat sat", "the cat sat down", "a dog"];
 /// let spec = TokenizerSpec { weighting: WeightingKind::TfIdf, ..TokenizerSpec::default() };
 /// let counting = spec.counting()?;
-/// let (idf, corpus) = counting.count_corpus(&docs);
+/// let (idf, corpus) = counting.count_corpus(&docs)?;
 /// assert_eq!(idf.entries(), Idf::fit(&counting, docs).entries());
 /// let tok = spec.build(Some(Arc::new(idf)))?;
 /// assert_eq!(corpus.feature_rows(&tok)?, tok.feature_rows(&docs));
@@ -120,13 +133,18 @@ impl Tokenizer {
     /// document's distinct features with their counts, from which
     /// [`CountedCorpus::feature_rows`] weighs the rows. The weighting and top K of this
     /// tokenizer play no part.
-    pub fn count_corpus<T: AsRef<str> + Sync>(&self, docs: &[T]) -> (Idf, CountedCorpus) {
+    ///
+    /// # Errors
+    /// [`Error::OutOfMemory`] when the documents' features cannot be held.
+    pub fn count_corpus<T: AsRef<str> + Sync>(&self, docs: &[T]) -> Result<(Idf, CountedCorpus)> {
         let mut c = CountedCorpus {
             config: self.config(),
-            indptr: vec![0],
+            indptr: Vec::new(),
             keys: Vec::new(),
             counts: Vec::new(),
         };
+        memory::reserve(&mut c.indptr, docs.len() + 1, WHAT)?;
+        c.indptr.push(0);
         let mut df = DfCounter::new(self);
         let mut seen = Vec::new();
         for batch in docs.chunks(BATCH_DOCS) {
@@ -135,6 +153,8 @@ impl Tokenizer {
                 .map_init(Scratch::default, |s, chunk| Part::of(self, chunk, s))
                 .collect();
             for p in parts {
+                grow(&mut c.keys, p.keys.len())?;
+                grow(&mut c.counts, p.counts.len())?;
                 let mut at = 0;
                 for (&len, &collided) in p.lens.iter().zip(&p.collided) {
                     let keys = &p.keys[at..at + len as usize];
@@ -156,7 +176,7 @@ impl Tokenizer {
                 c.counts.extend_from_slice(&p.counts);
             }
         }
-        (df.finish(), c)
+        Ok((df.finish(), c))
     }
 }
 

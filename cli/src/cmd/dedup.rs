@@ -216,7 +216,7 @@ fn run_exact(a: &Args, ctx: &mut Ctx) -> Result<()> {
         // once it is known, each document tokenised once.
         let mut counted = None;
         let tokenizer = sign::tokenizer_with(&a.input.text, ctx, |counting| {
-            let (idf, corpus) = counting.count_corpus(&refs);
+            let (idf, corpus) = counting.count_corpus(&refs)?;
             counted = Some(corpus);
             Ok(idf)
         })?;
