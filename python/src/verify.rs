@@ -65,6 +65,26 @@ pub fn banded_join<'py>(
     Ok((pair_arrays(py, &pairs), s))
 }
 
+/// Row numbers as the `int64` array NumPy indexes with.
+fn rows_array(py: Python<'_>, rows: impl Iterator<Item = u32>) -> Bound<'_, PyArray1<i64>> {
+    rows.map(i64::from).collect::<Vec<_>>().into_pyarray(py)
+}
+
+/// The report entries of every exact-cosine join: its rows of norm 0, cosines computed and
+/// pairs kept.
+fn report_dict<'py>(
+    py: Python<'py>,
+    zero_rows: &[u32],
+    candidates: u64,
+    pairs: u64,
+) -> PyResult<Bound<'py, PyDict>> {
+    let r = PyDict::new(py);
+    r.set_item("zero_rows", rows_array(py, zero_rows.iter().copied()))?;
+    r.set_item("candidates", candidates)?;
+    r.set_item("pairs", pairs)?;
+    Ok(r)
+}
+
 type Verified<'py> = (
     Bound<'py, PyArray1<i64>>,
     Bound<'py, PyArray1<i64>>,
@@ -81,15 +101,9 @@ fn run_verified<'py, V: Vectors>(
     vectors: &V,
 ) -> PyResult<(Verified<'py>, Bound<'py, PyDict>)> {
     let (pairs, report): (Vec<VerifiedPair>, _) = t.run(py, || join.pairs(sigs, vectors)).py()?;
-    let i: Vec<i64> = pairs.iter().map(|p| i64::from(p.i)).collect();
-    let j: Vec<i64> = pairs.iter().map(|p| i64::from(p.j)).collect();
     let d: Vec<i32> = pairs.iter().map(|p| p.distance as i32).collect();
     let c: Vec<f64> = pairs.iter().map(|p| p.cosine).collect();
-    let r = PyDict::new(py);
-    let zero: Vec<i64> = report.zero_rows.iter().map(|&z| i64::from(z)).collect();
-    r.set_item("zero_rows", zero.into_pyarray(py))?;
-    r.set_item("candidates", report.candidates)?;
-    r.set_item("pairs", report.pairs)?;
+    let r = report_dict(py, &report.zero_rows, report.candidates, report.pairs)?;
     r.set_item("capped", capped_list(py, &report.capped)?)?;
     r.set_item(
         "scheme",
@@ -99,8 +113,8 @@ fn run_verified<'py, V: Vectors>(
     )?;
     Ok((
         (
-            i.into_pyarray(py),
-            j.into_pyarray(py),
+            rows_array(py, pairs.iter().map(|p| p.i)),
+            rows_array(py, pairs.iter().map(|p| p.j)),
             d.into_pyarray(py),
             c.into_pyarray(py),
         ),
@@ -170,19 +184,17 @@ pub fn cosine_join<'py>(
             Ok::<_, simlsh::Error>((pairs, report))
         })
         .py()?;
-    let i: Vec<i64> = pairs.iter().map(|p| i64::from(p.i)).collect();
-    let j: Vec<i64> = pairs.iter().map(|p| i64::from(p.j)).collect();
     let c: Vec<f64> = pairs.iter().map(|p| p.cosine).collect();
-    let r = PyDict::new(py);
-    let zero: Vec<i64> = report.zero_rows.iter().map(|&z| i64::from(z)).collect();
-    r.set_item("zero_rows", zero.into_pyarray(py))?;
+    let r = report_dict(py, &report.zero_rows, report.candidates, report.pairs)?;
     r.set_item("indexed", report.indexed)?;
     r.set_item("examined", report.examined)?;
-    r.set_item("candidates", report.candidates)?;
-    r.set_item("pairs", report.pairs)?;
     r.set_item("passes", report.passes)?;
     Ok((
-        (i.into_pyarray(py), j.into_pyarray(py), c.into_pyarray(py)),
+        (
+            rows_array(py, pairs.iter().map(|p| p.i)),
+            rows_array(py, pairs.iter().map(|p| p.j)),
+            c.into_pyarray(py),
+        ),
         r,
     ))
 }

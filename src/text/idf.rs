@@ -229,10 +229,8 @@ impl DfCounter {
         let mut keys = std::mem::take(&mut self.doc);
         keys.clear();
         Self::keys(&self.tokenizer, text, &mut self.scratch, &mut keys);
-        self.room(keys.len());
-        self.pending.extend_from_slice(&keys);
+        self.add_keys(&keys);
         self.doc = keys;
-        self.docs += 1;
     }
 
     /// Counts a batch of documents, tokenised in parallel (the counts do not depend on the
